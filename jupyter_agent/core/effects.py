@@ -1,0 +1,125 @@
+"""Effects: the loop's only way out, and the results it gets back.
+
+The loop is a generator that yields :class:`Effect` values and receives :class:`Result`
+values (``result = yield effect``), like httpx's ``auth_flow``. The driver performs each
+effect and records it in the run's log as two lines: an intent line before it happens and
+a result line after (see :mod:`jupyter_agent.trace.log`). Replay feeds the same loop from
+the log instead.
+
+The catalogue (DESIGN section 3), as ``name: intent data -> result data``:
+
+- ``config.get``: ``{key}`` -> the value
+- ``clock.now``: ``{}`` -> ISO time ending in ``Z``
+- ``id.new``: ``{kind}`` -> a new id
+- ``mailbox.drain``: ``{}`` -> the queued items
+- ``http.post``: a RequestSpec intent (llm.spec) -> ``{status, json, attempts}``
+- ``cell.run``: ``{cell_id, code, timeout_s}`` -> a structured cell result
+- ``bash.run``: ``{command, timeout_s}`` -> ``{stdout, stderr, returncode}``
+- ``app.call``: ``{app, method, args}`` with ``parent`` -> the value, or an error
+- ``chat.post``: ``{text, done}`` -> a message id
+- ``turn.append``: a turn record -> ``{"ok": true}``
+
+A failed effect has ``error`` set (a JSON object with at least ``type`` and ``message``);
+an effect cancelled by a hard break has data ``{"cancelled": "break_hard"}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+__all__ = [
+    "APP_CALL",
+    "BASH_RUN",
+    "CELL_RUN",
+    "CHAT_POST",
+    "CLOCK_NOW",
+    "CONFIG_GET",
+    "EFFECT_NAMES",
+    "Effect",
+    "EffectGen",
+    "HTTP_POST",
+    "ID_NEW",
+    "MAILBOX_DRAIN",
+    "OUTSIDE_EFFECTS",
+    "Result",
+    "TURN_APPEND",
+]
+
+CONFIG_GET: Final = "config.get"
+CLOCK_NOW: Final = "clock.now"
+ID_NEW: Final = "id.new"
+MAILBOX_DRAIN: Final = "mailbox.drain"
+HTTP_POST: Final = "http.post"
+CELL_RUN: Final = "cell.run"
+BASH_RUN: Final = "bash.run"
+APP_CALL: Final = "app.call"
+CHAT_POST: Final = "chat.post"
+TURN_APPEND: Final = "turn.append"
+
+EFFECT_NAMES: Final = frozenset(
+    {
+        CONFIG_GET,
+        CLOCK_NOW,
+        ID_NEW,
+        MAILBOX_DRAIN,
+        HTTP_POST,
+        CELL_RUN,
+        BASH_RUN,
+        APP_CALL,
+        CHAT_POST,
+        TURN_APPEND,
+    }
+)
+
+# Effects that reach outside the process: the log is fsynced before each of them.
+OUTSIDE_EFFECTS: Final = frozenset(
+    {HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST, TURN_APPEND}
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Effect:
+    """What the loop asks the host to do. ``data`` must be JSON-serialisable."""
+
+    name: str
+    data: dict[str, Any]
+    parent: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in EFFECT_NAMES:
+            raise ValueError(f"unknown effect: {self.name!r}")
+
+    def intent(self) -> dict[str, Any]:
+        """The comparable part of the intent line: ``{name, data, parent?}``."""
+        out: dict[str, Any] = {"name": self.name, "data": self.data}
+        if self.parent is not None:
+            out["parent"] = self.parent
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    """What the host answered. ``seq`` is the effect's sequence number in the run's log."""
+
+    seq: int
+    name: str
+    data: Any = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the effect succeeded and was not cancelled."""
+        return self.error is None and not self.cancelled
+
+    @property
+    def cancelled(self) -> bool:
+        """True when a hard break cancelled the effect in flight."""
+        return isinstance(self.data, dict) and self.data.get("cancelled") == "break_hard"
+
+
+T = TypeVar("T")
+
+EffectGen = Generator[Effect, Result, T]
+"""A pure computation that yields effects, receives results and returns a ``T``."""

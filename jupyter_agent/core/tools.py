@@ -1,0 +1,64 @@
+"""The model's tools as data: ``run_cell`` and ``bash``.
+
+Adapters render a :class:`ToolSpec` into their provider's tool schema (native mode) or
+into the system prompt (fenced / xml modes). The tool result's text is the digest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BASH", "RUN_CELL", "ToolSpec", "tools_for"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolSpec:
+    """One tool: its name, its description (the docstring the model reads), its JSON schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def argument(self) -> str:
+        """The single string argument the tool takes (``code`` or ``command``)."""
+        props = self.input_schema.get("properties", {})
+        return next(iter(props)) if props else "input"
+
+
+RUN_CELL = ToolSpec(
+    name="run_cell",
+    description=(
+        "Run Python code as one cell in this run's persistent IPython kernel. Variables, "
+        "imports and functions defined in one cell stay visible in the next cells of this "
+        "run (not in later turns). Returns a digest: printed values numbered in order, then "
+        "the last expression's value, then the cell's side effects. A value too large for "
+        'the digest is replaced by a stub naming the values.get("<cell>", i) call that '
+        "returns it whole in a later cell; use that instead of re-running the code."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "The Python code to run."}},
+        "required": ["code"],
+    },
+)
+
+BASH = ToolSpec(
+    name="bash",
+    description=(
+        "Run one shell command line on the kernel's machine, in the kernel's working folder, "
+        "with a timeout. Returns stdout, stderr and the return code; the same result is bound "
+        "as sh.last (stdout, stderr, returncode) in the kernel for the next cell."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"command": {"type": "string", "description": "The command line to run."}},
+        "required": ["command"],
+    },
+)
+
+
+def tools_for(*, bash_enabled: bool) -> tuple[ToolSpec, ...]:
+    """The tools offered to the model: run_cell always, bash when the runtime allows it."""
+    return (RUN_CELL, BASH) if bash_enabled else (RUN_CELL,)

@@ -1,0 +1,1 @@
+"""The agent kernel: an IPython kernel whose namespace is run_cell's environment."""

@@ -1,0 +1,97 @@
+"""The request spec: one model call as data, before any credential is added.
+
+An adapter builds a :class:`RequestSpec`; the loop yields it as the data of an
+``http.post`` effect (so it is recorded); the transport resolves ``credential_ref`` and adds
+the credential header only after that, so a key never enters the log.
+
+``wire`` names the reply format the transport must assemble when streaming:
+``anthropic`` (Messages API), ``openai-chat`` (Chat Completions, also OpenAI-compatible
+servers) or ``openai-responses`` (Responses API).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["HttpReply", "RequestSpec", "Wire", "WIRES"]
+
+Wire = Literal["anthropic", "openai-chat", "openai-responses"]
+WIRES: frozenset[str] = frozenset({"anthropic", "openai-chat", "openai-responses"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestSpec:
+    """One HTTP POST to a model provider, minus the credential.
+
+    ``headers`` must not hold a credential; the transport adds
+    ``{credential_header: credential_prefix + key}`` once ``credential_ref`` is resolved.
+    ``credential_ref`` is ``env:NAME`` or None (no credential, e.g. a local server).
+    """
+
+    url: str
+    json: dict[str, Any]
+    wire: Wire
+    headers: dict[str, str] = field(default_factory=dict)
+    credential_ref: str | None = None
+    credential_header: str = "authorization"
+    credential_prefix: str = "Bearer "
+    stream: bool = False
+    deadline_s: float = 300.0
+
+    def to_intent(self) -> dict[str, Any]:
+        """The ``http.post`` intent data (JSON, no secret)."""
+        return {
+            "url": self.url,
+            "headers": dict(self.headers),
+            "json": self.json,
+            "wire": self.wire,
+            "credential_ref": self.credential_ref,
+            "credential_header": self.credential_header,
+            "credential_prefix": self.credential_prefix,
+            "stream": self.stream,
+            "deadline_s": self.deadline_s,
+        }
+
+    @classmethod
+    def from_intent(cls, data: dict[str, Any]) -> RequestSpec:
+        """Inverse of :meth:`to_intent`."""
+        wire = data["wire"]
+        if wire not in WIRES:
+            raise ValueError(f"unknown wire: {wire!r}")
+        return cls(
+            url=data["url"],
+            json=data["json"],
+            wire=wire,
+            headers=dict(data.get("headers") or {}),
+            credential_ref=data.get("credential_ref"),
+            credential_header=data.get("credential_header", "authorization"),
+            credential_prefix=data.get("credential_prefix", "Bearer "),
+            stream=bool(data.get("stream", False)),
+            deadline_s=float(data.get("deadline_s", 300.0)),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpReply:
+    """The ``http.post`` result: the final status, the (assembled) JSON body, every attempt.
+
+    ``attempts`` holds one entry per try: ``{"status": int | None, "error": str | None,
+    "wait_s": float}``. For a streamed call ``json`` is the assembled reply, the same shape
+    the provider returns without streaming.
+    """
+
+    status: int
+    json: Any
+    attempts: tuple[dict[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "json": self.json, "attempts": list(self.attempts)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HttpReply:
+        return cls(
+            status=int(data["status"]),
+            json=data.get("json"),
+            attempts=tuple(data.get("attempts", ())),
+        )

@@ -1,0 +1,23 @@
+"""Shared test configuration.
+
+Every test runs with its Jupyter and IPython folders under a temp dir (nothing is written
+to the home folder). Fixture plugins live in ``tests/plugins/``, one module per subsystem.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+_ISOLATED = tempfile.mkdtemp(prefix="jupyter-agent-tests-")
+for _name, _sub in (
+    ("JUPYTER_DATA_DIR", "data"),
+    ("JUPYTER_CONFIG_DIR", "config"),
+    ("JUPYTER_RUNTIME_DIR", "runtime"),
+    ("IPYTHONDIR", "ipython"),
+    ("YARN_CACHE_FOLDER", "yarn"),
+):
+    os.environ.setdefault(_name, os.path.join(_ISOLATED, _sub))
+os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+
+pytest_plugins = ("pytest_jupyter.jupyter_server",)
