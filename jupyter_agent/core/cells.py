@@ -12,6 +12,9 @@ renders it for the model) and the notebook export (which uses ``outputs``).
 - ``outputs``: the cell's outputs in nbformat's shapes, bounded; ``outputs_truncated``
   marks that some were cut.
 - ``app_calls``: the cell's in-cell app effect records, in order.
+- ``model_calls``: model calls the host made for the cell's app calls (``llm.chat``), each
+  ``{tier, model, usage: {in, out, ...}, cost}``, added by the driver so the turn counts
+  every model call of the run.
 
 A :class:`Value` carries at most a bounded prefix of the text (``text``) and the length of
 the whole value the kernel keeps (``chars``), so a large value is never lost: the digest
@@ -151,6 +154,7 @@ class CellResult:
     execution_count: int | None = None
     app_calls: tuple[AppCallRecord, ...] = ()
     duration_s: float = 0.0
+    model_calls: tuple[dict[str, Any], ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -170,6 +174,7 @@ class CellResult:
             "execution_count": self.execution_count,
             "app_calls": [a.to_json() for a in self.app_calls],
             "duration_s": self.duration_s,
+            "model_calls": list(self.model_calls),
         }
 
     @classmethod
@@ -186,6 +191,7 @@ class CellResult:
             execution_count=data.get("execution_count"),
             app_calls=tuple(AppCallRecord.from_json(a) for a in data.get("app_calls", ())),
             duration_s=float(data.get("duration_s", 0.0)),
+            model_calls=tuple(data.get("model_calls", ())),
         )
 
 
