@@ -1,4 +1,14 @@
 """The agent database (sqlmodel): chats, turns, run summaries.
 
-SQLite by default, PostgreSQL by URL, with the same code.
+SQLite by default, PostgreSQL by URL, with the same code. :class:`Store` is the whole
+public surface (see :mod:`jupyter_agent.store.repo`); the schema lives in
+:mod:`~jupyter_agent.store.tables` and evolves through
+:mod:`~jupyter_agent.store.migrations`.
 """
+
+from __future__ import annotations
+
+from jupyter_agent.store.migrations import LATEST_VERSION
+from jupyter_agent.store.repo import MAX_PAGE, Chat, Store
+
+__all__ = ["LATEST_VERSION", "MAX_PAGE", "Chat", "Store"]

@@ -1,0 +1,124 @@
+"""Engines per database URL: SQLite (WAL, immediate write transactions) or PostgreSQL.
+
+- ``sqlite:///path.sqlite``: a file (a relative path is resolved against the current
+  directory; the parent folder is created). Every connection sets ``journal_mode=WAL``,
+  ``synchronous=NORMAL``, ``busy_timeout=5000`` and ``foreign_keys=ON``. pysqlite's own
+  transaction handling is switched off and SQLAlchemy's ``begin`` event emits ``BEGIN``
+  for reads and ``BEGIN IMMEDIATE`` for writes (an engine view carrying
+  :data:`WRITE_OPTION`), the recipe SQLAlchemy documents for pysqlite: a writer takes the
+  write lock up front, so two writers wait on the busy timeout instead of failing with
+  "database is locked" when a read lock cannot be upgraded. In-memory databases are refused
+  (each pooled connection would see its own empty database).
+- ``postgresql://``, ``postgres://`` and ``postgresql+psycopg://``: psycopg 3, the same
+  code; ``pool_pre_ping`` so a restarted server costs no failed call.
+
+Anything else is a :class:`~jupyter_agent.exceptions.StoreError`. :func:`mask_url` is the
+only form of a URL that may be shown or logged (the password becomes ``***``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from jupyter_agent.exceptions import StoreError
+
+__all__ = ["WRITE_OPTION", "create_store_engine", "mask_url", "normalise_url", "scrub"]
+
+#: Execution option marking a write transaction (``BEGIN IMMEDIATE`` on SQLite).
+WRITE_OPTION = "jupyter_agent_write"
+
+_PG_NAMES = {"postgresql", "postgres", "postgresql+psycopg"}
+
+
+def normalise_url(url: str) -> URL:
+    """Parse and check a database URL; PostgreSQL URLs are pointed at psycopg 3.
+
+    Raises StoreError (with the password masked) for a malformed or unsupported URL.
+    """
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        raise StoreError(f"not a database URL: {_mask_raw(url)!r} ({exc})") from None
+    name = parsed.drivername
+    if name in _PG_NAMES:
+        return parsed.set(drivername="postgresql+psycopg")
+    if name in {"sqlite", "sqlite+pysqlite"}:
+        database = parsed.database or ""
+        if database in ("", ":memory:") or database.startswith("file:"):
+            raise StoreError(
+                f"SQLite needs a file path (sqlite:///abs/path.sqlite), got {mask_url(parsed)!r}"
+            )
+        return parsed.set(drivername="sqlite", database=os.path.abspath(database))
+    raise StoreError(
+        f"unsupported database URL {mask_url(parsed)!r}: use sqlite:///path or postgresql://..."
+    )
+
+
+def mask_url(url: URL) -> str:
+    """The URL as text with any password replaced by ``***``."""
+    return url.render_as_string(hide_password=True)
+
+
+def scrub(text: str, url: URL) -> str:
+    """``text`` with the URL's password (raw or URL-quoted) replaced by ``***``."""
+    password = url.password
+    if password:
+        for form in {str(password), quote(str(password), safe="")}:
+            text = text.replace(form, "***")
+    return text
+
+
+def _mask_raw(url: str) -> str:
+    # An unparseable URL may still carry "user:password@": blank what sits between.
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        creds, _, host = rest.rpartition("@")
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url
+
+
+def create_store_engine(url: URL) -> Engine:
+    """One engine for the store's lifetime (pooled). ``url`` comes from :func:`normalise_url`."""
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(url)
+    try:
+        return create_engine(url, pool_pre_ping=True)
+    except NoSuchModuleError as exc:  # pragma: no cover - psycopg is a test dependency
+        raise StoreError(f"no driver for {mask_url(url)!r}: install psycopg ({exc})") from None
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    path = Path(url.database or "")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the folder of {mask_url(url)!r}: {exc}") from None
+    engine = create_engine(url, connect_args={"timeout": 5.0, "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # None = pysqlite emits no BEGIN of its own; the "begin" hook below does.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=5000")
+            cursor.execute("PRAGMA foreign_keys=ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get(WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine

@@ -1,0 +1,186 @@
+"""Versioned schema migrations of the agent database, the same on SQLite and PostgreSQL.
+
+:data:`MIGRATIONS` is an ordered list; a step's ``apply`` runs inside one write
+transaction together with the ``schema_version`` row that records it, so a step is either
+wholly applied and recorded or not at all. The schema's version is
+``MAX(schema_version.version)`` (0 for an empty database). Concurrent openers are
+serialised: SQLite by ``BEGIN IMMEDIATE`` (the engine's write transactions), PostgreSQL by
+a transaction-scoped advisory lock; each step re-reads the version under that lock.
+
+A database newer than :data:`LATEST_VERSION` is refused (StoreError) rather than touched.
+
+History:
+
+1. the first schema: ``chats``, ``agent_turns``, ``agent_runs`` (with the newest-first
+   indexes), ``schema_version``.
+2. ``end_cause`` on ``agent_turns`` and ``agent_runs`` (why a run ended, beside its stop
+   reason), backfilled from each turn's stored record; an index on ``agent_runs.status``
+   for crash recovery's "runs left running" query.
+
+Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
+never derived from the current table models, so an old step keeps building the old schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Final
+
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import Connection
+
+from jupyter_agent.exceptions import StoreError
+
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "current_version", "migrate"]
+
+# Any constant works; it only has to be the same in every process using the database.
+_PG_LOCK_KEY: Final = 0x6A61_6773  # "jags"
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: ``version`` it brings the database to, and how."""
+
+    version: int
+    description: str
+    apply: Callable[[Connection], None]
+
+
+_V1_SQL: Final = (
+    """CREATE TABLE chats (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL,
+        active_run_id TEXT
+    )""",
+    "CREATE INDEX ix_chats_updated ON chats (updated, id)",
+    """CREATE TABLE agent_turns (
+        id TEXT PRIMARY KEY,
+        chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+        run_id TEXT NOT NULL UNIQUE,
+        user_text TEXT NOT NULL,
+        created TEXT NOT NULL,
+        interrupted BOOLEAN NOT NULL,
+        from_agent TEXT NOT NULL,
+        duration_ms BIGINT NOT NULL,
+        model TEXT,
+        stop_reason TEXT NOT NULL,
+        model_calls INTEGER NOT NULL,
+        cells INTEGER NOT NULL,
+        usage_in BIGINT NOT NULL,
+        usage_out BIGINT NOT NULL,
+        usage_cache_read BIGINT NOT NULL,
+        usage_cache_write BIGINT NOT NULL,
+        usage_reasoning BIGINT NOT NULL,
+        cost DOUBLE PRECISION,
+        fingerprint_system TEXT,
+        fingerprint_identity TEXT,
+        record TEXT NOT NULL
+    )""",
+    "CREATE INDEX ix_agent_turns_chat ON agent_turns (chat_id, created, id)",
+    """CREATE TABLE agent_runs (
+        run_id TEXT PRIMARY KEY,
+        chat_id TEXT NOT NULL,
+        program TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started TEXT NOT NULL,
+        ended TEXT,
+        model TEXT,
+        model_calls INTEGER NOT NULL,
+        cells INTEGER NOT NULL,
+        usage_in BIGINT NOT NULL,
+        usage_out BIGINT NOT NULL,
+        usage_cache_read BIGINT NOT NULL,
+        usage_cache_write BIGINT NOT NULL,
+        usage_reasoning BIGINT NOT NULL,
+        cost DOUBLE PRECISION,
+        stop_reason TEXT
+    )""",
+    "CREATE INDEX ix_agent_runs_program_started ON agent_runs (program, started, run_id)",
+    "CREATE INDEX ix_agent_runs_started ON agent_runs (started, run_id)",
+)
+
+
+def _v1(conn: Connection) -> None:
+    for statement in _V1_SQL:
+        conn.execute(text(statement))
+
+
+def _v2(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE agent_turns ADD COLUMN end_cause TEXT"))
+    conn.execute(text("ALTER TABLE agent_runs ADD COLUMN end_cause TEXT"))
+    # Backfill in Python: JSON functions differ between SQLite and PostgreSQL.
+    rows = conn.execute(text("SELECT id, record FROM agent_turns")).all()
+    updates = []
+    for turn_id, record in rows:
+        try:
+            cause = json.loads(record)["llm"].get("endCause")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            cause = None
+        if cause is not None:
+            updates.append({"id": turn_id, "cause": cause})
+    if updates:
+        conn.execute(text("UPDATE agent_turns SET end_cause = :cause WHERE id = :id"), updates)
+    conn.execute(
+        text(
+            "UPDATE agent_runs SET end_cause = (SELECT t.end_cause FROM agent_turns t"
+            " WHERE t.run_id = agent_runs.run_id) WHERE end_cause IS NULL"
+        )
+    )
+    conn.execute(text("CREATE INDEX ix_agent_runs_status ON agent_runs (status, started)"))
+
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (
+    Migration(1, "chats, agent_turns, agent_runs, schema_version", _v1),
+    Migration(2, "end_cause on turns and runs (backfilled); index on run status", _v2),
+)
+LATEST_VERSION: Final = MIGRATIONS[-1].version
+
+_CREATE_VERSION_TABLE: Final = (
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied TEXT NOT NULL)"
+)
+
+
+def current_version(conn: Connection) -> int:
+    """The schema version recorded in ``schema_version`` (0 when there is none yet)."""
+    conn.execute(text(_CREATE_VERSION_TABLE))
+    found = conn.execute(text("SELECT MAX(version) FROM schema_version")).scalar()
+    return int(found or 0)
+
+
+def migrate(engine: Engine, *, now: Callable[[], str] | None = None) -> int:
+    """Bring the database to :data:`LATEST_VERSION`; return the version it started at.
+
+    ``engine`` must be the write view (``BEGIN IMMEDIATE`` on SQLite). Raises StoreError
+    when the database's version is newer than this code knows.
+    """
+    clock = now or _utc_now
+    started_at: int | None = None
+    for step in MIGRATIONS:
+        with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+            version = current_version(conn)
+            if started_at is None:
+                started_at = version
+                if version > LATEST_VERSION:
+                    raise StoreError(
+                        f"the database's schema version {version} is newer than this "
+                        f"jupyter-agent supports ({LATEST_VERSION}): upgrade jupyter-agent"
+                    )
+            if step.version <= version:
+                continue
+            step.apply(conn)
+            conn.execute(
+                text("INSERT INTO schema_version (version, applied) VALUES (:v, :t)"),
+                {"v": step.version, "t": clock()},
+            )
+    return started_at or 0
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

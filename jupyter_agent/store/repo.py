@@ -1,0 +1,421 @@
+"""The Store: the agent database behind a small synchronous API (Session in, dataclasses out).
+
+One engine per Store (pooled), one Session per call. Methods are blocking: the server calls
+them through ``asyncio.to_thread``; a Store is safe to share between threads.
+
+Writes on SQLite are serialised in-process by a lock shared by every Store on the same
+file, and across processes by ``BEGIN IMMEDIATE`` plus a 5 s busy timeout. Any database
+failure surfaces as :class:`~jupyter_agent.exceptions.StoreError`, whose message carries
+the driver's message (never the statement's parameters, never a password).
+
+Decisions worth knowing:
+
+- ``delete_chat`` deletes the chat and its turns; its run summaries stay (traces outlive
+  chats) and keep the deleted chat's id, so ``trace ls`` still lists them.
+- ``append_turn`` is idempotent on the turn's id and keeps one turn per run: the first write
+  for a run wins and later ones (a replayed or recovered write) are ignored. It returns
+  whether it inserted.
+- ``list_runs`` pages newest first by ``(started, run_id)``; the cursor is opaque text.
+- ``prune_runs`` never deletes a run whose status is still ``running``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sqlalchemy import Engine, and_, delete, or_, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session, col, select
+
+from jupyter_agent.core.turns import RunSummary, TurnRecord
+from jupyter_agent.exceptions import StoreError
+from jupyter_agent.messages import Usage
+from jupyter_agent.store.engine import (
+    WRITE_OPTION,
+    create_store_engine,
+    mask_url,
+    normalise_url,
+    scrub,
+)
+from jupyter_agent.store.migrations import migrate
+from jupyter_agent.store.tables import AgentRunRow, AgentTurnRow, ChatRow
+
+__all__ = ["MAX_PAGE", "Chat", "Store"]
+
+#: The largest ``limit`` :meth:`Store.list_runs` accepts.
+MAX_PAGE: Final = 1000
+
+_SQLITE_LOCKS: dict[str, threading.Lock] = {}
+_SQLITE_LOCKS_GUARD = threading.Lock()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Chat:
+    """A chat as the REST API shows it."""
+
+    id: str
+    title: str
+    created: str
+    updated: str
+    active_run_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "created": self.created,
+            "updated": self.updated,
+            "active_run_id": self.active_run_id,
+        }
+
+
+class Store:
+    """The agent database at ``url`` (``sqlite:///path`` or ``postgresql://...``).
+
+    Opening it creates the SQLite file's folder and runs pending migrations; a bad URL or an
+    unreachable server raises StoreError.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._url = normalise_url(url)
+        self._masked = mask_url(self._url)
+        self._engine: Engine = create_store_engine(self._url)
+        self._writer: Engine = self._engine.execution_options(**{WRITE_OPTION: True})
+        self._sqlite = self._url.get_backend_name() == "sqlite"
+        self._lock: threading.Lock | None = None
+        if self._sqlite:
+            with _SQLITE_LOCKS_GUARD:
+                key = self._url.database or ""
+                self._lock = _SQLITE_LOCKS.setdefault(key, threading.Lock())
+        try:
+            with self._locked():
+                migrate(self._writer)
+        except SQLAlchemyError as exc:
+            self._engine.dispose()
+            raise self._error("cannot open the database", exc) from None
+        except StoreError:
+            self._engine.dispose()
+            raise
+
+    @property
+    def url(self) -> str:
+        """The database URL for display: any password is ``***``."""
+        return self._masked
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._engine.dialect.name
+
+    def __repr__(self) -> str:
+        return f"Store({self._masked!r})"
+
+    def close(self) -> None:
+        """Close every pooled connection. The Store must not be used afterwards."""
+        self._engine.dispose()
+
+    # --- sessions ------------------------------------------------------------------------
+
+    def _error(self, what: str, exc: BaseException) -> StoreError:
+        orig = getattr(exc, "orig", None)
+        detail = str(orig if orig is not None else exc).strip().splitlines()
+        message = f"{what} ({self._masked}): {type(exc).__name__}: {' '.join(detail)[:500]}"
+        return StoreError(scrub(message, self._url))
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        if self._lock is None:
+            yield
+            return
+        with self._lock:
+            yield
+
+    @contextmanager
+    def _read(self, what: str) -> Iterator[Session]:
+        try:
+            with Session(self._engine) as session:
+                yield session
+        except SQLAlchemyError as exc:
+            raise self._error(what, exc) from exc
+
+    @contextmanager
+    def _write(self, what: str) -> Iterator[Session]:
+        try:
+            with self._locked(), Session(self._writer) as session, session.begin():
+                yield session
+        except SQLAlchemyError as exc:
+            raise self._error(what, exc) from exc
+
+    def _insert(self, table: Any) -> Any:
+        """An INSERT that can take ON CONFLICT clauses, for this dialect."""
+        dialect = sqlite if self._sqlite else postgresql
+        return dialect.insert(table)
+
+    # --- chats ---------------------------------------------------------------------------
+
+    def create_chat(self, *, chat_id: str, title: str, now: str) -> Chat:
+        """Insert a chat (``created`` = ``updated`` = ``now``). A duplicate id is a StoreError."""
+        with self._write("cannot create the chat") as session:
+            session.add(ChatRow(id=chat_id, title=title, created=now, updated=now))
+        return Chat(id=chat_id, title=title, created=now, updated=now)
+
+    def get_chat(self, chat_id: str) -> Chat | None:
+        """The chat, or None."""
+        with self._read("cannot read the chat") as session:
+            row = session.get(ChatRow, chat_id)
+            return _chat(row) if row is not None else None
+
+    def list_chats(self) -> list[Chat]:
+        """Every chat, the most recently updated first (ties: larger id first)."""
+        query = select(ChatRow).order_by(col(ChatRow.updated).desc(), col(ChatRow.id).desc())
+        with self._read("cannot list chats") as session:
+            return [_chat(row) for row in session.exec(query)]
+
+    def rename_chat(self, chat_id: str, title: str, *, now: str) -> Chat | None:
+        """Set the title and ``updated``; None when there is no such chat."""
+        with self._write("cannot rename the chat") as session:
+            row = session.get(ChatRow, chat_id)
+            if row is None:
+                return None
+            row.title, row.updated = title, now
+            session.add(row)
+            session.flush()
+            return _chat(row)
+
+    def delete_chat(self, chat_id: str) -> bool:
+        """Delete the chat and its turns (run summaries stay); False when it did not exist."""
+        with self._write("cannot delete the chat") as session:
+            session.exec(delete(AgentTurnRow).where(col(AgentTurnRow.chat_id) == chat_id))
+            result = session.exec(delete(ChatRow).where(col(ChatRow.id) == chat_id))
+            return bool(result.rowcount)
+
+    def touch_chat(self, chat_id: str, *, now: str, active_run_id: str | None) -> None:
+        """Set ``updated`` and the active run (None when no run is going). Unknown: no-op."""
+        statement = (
+            update(ChatRow)
+            .where(col(ChatRow.id) == chat_id)
+            .values(updated=now, active_run_id=active_run_id)
+        )
+        with self._write("cannot update the chat") as session:
+            session.exec(statement)
+
+    # --- turns ---------------------------------------------------------------------------
+
+    def append_turn(self, turn: TurnRecord) -> bool:
+        """Store a turn and bump its chat's ``updated`` to ``turn.created`` (never back).
+
+        Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
+        wins) and False is returned. A turn for an unknown chat is a StoreError.
+        """
+        statement = self._insert(AgentTurnRow).values(**_turn_values(turn)).on_conflict_do_nothing()
+        bump = (
+            update(ChatRow)
+            .where(col(ChatRow.id) == turn.chat_id, col(ChatRow.updated) < turn.created)
+            .values(updated=turn.created)
+        )
+        with self._write("cannot append the turn") as session:
+            inserted = bool(session.exec(statement).rowcount)
+            if inserted:
+                session.exec(bump)
+            return inserted
+
+    def list_turns(self, chat_id: str) -> list[TurnRecord]:
+        """The chat's turns, oldest first (by ``created``, then id)."""
+        query = (
+            select(AgentTurnRow.record)
+            .where(AgentTurnRow.chat_id == chat_id)
+            .order_by(col(AgentTurnRow.created), col(AgentTurnRow.id))
+        )
+        with self._read("cannot list turns") as session:
+            return [TurnRecord.from_json(json.loads(record)) for record in session.exec(query)]
+
+    def get_turn_by_run(self, run_id: str) -> TurnRecord | None:
+        """The turn a run wrote, or None."""
+        query = select(AgentTurnRow.record).where(AgentTurnRow.run_id == run_id)
+        with self._read("cannot read the turn") as session:
+            record = session.exec(query).first()
+        return TurnRecord.from_json(json.loads(record)) if record is not None else None
+
+    # --- runs ----------------------------------------------------------------------------
+
+    def upsert_run(self, summary: RunSummary) -> None:
+        """Insert the run's summary, or replace every field of the stored one."""
+        values = _run_values(summary)
+        statement = self._insert(AgentRunRow).values(**values)
+        statement = statement.on_conflict_do_update(
+            index_elements=["run_id"],
+            set_={k: v for k, v in values.items() if k != "run_id"},
+        )
+        with self._write("cannot store the run") as session:
+            session.exec(statement)
+
+    def get_run(self, run_id: str) -> RunSummary | None:
+        """The run's summary, or None."""
+        with self._read("cannot read the run") as session:
+            row = session.get(AgentRunRow, run_id)
+            return _summary(row) if row is not None else None
+
+    def list_runs(
+        self, *, program: str | None = None, limit: int = 50, before: str | None = None
+    ) -> tuple[list[RunSummary], str | None]:
+        """One page of runs, newest first (by ``started``, then ``run_id``).
+
+        ``before`` is the ``next`` cursor of the previous page; ``next`` is None on the last
+        page. Raises ValueError for a ``limit`` outside 1..MAX_PAGE or a malformed cursor.
+        """
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+        started, run_id = col(AgentRunRow.started), col(AgentRunRow.run_id)
+        query = select(AgentRunRow)
+        if program is not None:
+            query = query.where(AgentRunRow.program == program)
+        if before is not None:
+            at, last = _decode_cursor(before)
+            # started <= at first, so the index range scan starts at the cursor.
+            query = query.where(
+                started <= at, or_(started < at, and_(started == at, run_id < last))
+            )
+        query = query.order_by(started.desc(), run_id.desc()).limit(limit + 1)
+        with self._read("cannot list runs") as session:
+            rows = [_summary(row) for row in session.exec(query)]
+        if len(rows) <= limit:
+            return rows, None
+        page = rows[:limit]
+        return page, _encode_cursor(page[-1].started, page[-1].run_id)
+
+    def runs_with_status(self, status: str) -> list[RunSummary]:
+        """Every run with this status, oldest first (recovery asks for ``running``)."""
+        query = (
+            select(AgentRunRow)
+            .where(AgentRunRow.status == status)
+            .order_by(col(AgentRunRow.started), col(AgentRunRow.run_id))
+        )
+        with self._read("cannot list runs") as session:
+            return [_summary(row) for row in session.exec(query)]
+
+    def prune_runs(self, *, older_than: str) -> list[str]:
+        """Delete the summaries of runs started before ``older_than`` (not ``running`` ones).
+
+        Returns the deleted run ids, so the caller can delete their trace files.
+        """
+        condition = and_(
+            col(AgentRunRow.started) < older_than, col(AgentRunRow.status) != "running"
+        )
+        with self._write("cannot prune runs") as session:
+            ids = list(session.exec(select(AgentRunRow.run_id).where(condition)))
+            if ids:
+                session.exec(delete(AgentRunRow).where(col(AgentRunRow.run_id).in_(ids)))
+            return ids
+
+
+# --- row <-> dataclass -------------------------------------------------------------------
+
+
+def _chat(row: ChatRow) -> Chat:
+    return Chat(
+        id=row.id,
+        title=row.title,
+        created=row.created,
+        updated=row.updated,
+        active_run_id=row.active_run_id,
+    )
+
+
+def _usage_values(usage: Usage) -> dict[str, int]:
+    return {
+        "usage_in": usage.input_tokens,
+        "usage_out": usage.output_tokens,
+        "usage_cache_read": usage.cache_read_tokens,
+        "usage_cache_write": usage.cache_write_tokens,
+        "usage_reasoning": usage.reasoning_tokens,
+    }
+
+
+def _turn_values(turn: TurnRecord) -> dict[str, Any]:
+    llm = turn.llm
+    return {
+        "id": turn.id,
+        "chat_id": turn.chat_id,
+        "run_id": turn.run_id,
+        "user_text": turn.user_text,
+        "created": turn.created,
+        "interrupted": turn.interrupted,
+        "from_agent": turn.from_agent,
+        "duration_ms": turn.duration_ms,
+        "model": turn.model,
+        "stop_reason": llm.stop_reason,
+        "end_cause": llm.end_cause,
+        "model_calls": llm.model_calls,
+        "cells": llm.cells,
+        **_usage_values(llm.usage),
+        "cost": llm.cost,
+        "fingerprint_system": llm.fingerprints.get("system"),
+        "fingerprint_identity": llm.fingerprints.get("identity"),
+        "record": json.dumps(turn.to_json(), ensure_ascii=False, separators=(",", ":")),
+    }
+
+
+def _run_values(summary: RunSummary) -> dict[str, Any]:
+    return {
+        "run_id": summary.run_id,
+        "chat_id": summary.chat_id,
+        "program": summary.program,
+        "status": summary.status,
+        "started": summary.started,
+        "ended": summary.ended,
+        "model": summary.model,
+        "model_calls": summary.model_calls,
+        "cells": summary.cells,
+        **_usage_values(summary.usage),
+        "cost": summary.cost,
+        "stop_reason": summary.stop_reason,
+        "end_cause": summary.end_cause,
+    }
+
+
+def _summary(row: AgentRunRow) -> RunSummary:
+    data: dict[str, Any] = {
+        "run_id": row.run_id,
+        "chat_id": row.chat_id,
+        "program": row.program,
+        "status": row.status,
+        "started": row.started,
+        "ended": row.ended,
+        "model": row.model,
+        "modelCalls": row.model_calls,
+        "cells": row.cells,
+        "usage": {
+            "in": row.usage_in,
+            "out": row.usage_out,
+            "cacheRead": row.usage_cache_read,
+            "cacheWrite": row.usage_cache_write,
+            "reasoning": row.usage_reasoning,
+        },
+        "cost": row.cost,
+        "stopReason": row.stop_reason,
+        "endCause": row.end_cause,
+    }
+    return RunSummary.from_json(data)
+
+
+def _encode_cursor(started: str, run_id: str) -> str:
+    raw = json.dumps([started, run_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        started, run_id = json.loads(raw)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"not a runs cursor: {cursor[:80]!r}") from exc
+    if not isinstance(started, str) or not isinstance(run_id, str):
+        raise ValueError(f"not a runs cursor: {cursor[:80]!r}")
+    return started, run_id

@@ -1,0 +1,117 @@
+"""Table models of the agent database (sqlmodel): the LATEST schema, for queries only.
+
+The schema itself is created and evolved by :mod:`jupyter_agent.store.migrations`, never by
+``SQLModel.metadata.create_all``: these classes must describe exactly what the migrations
+build (a test reflects a migrated database and compares column and index names).
+
+Tables:
+
+``chats``
+    one row per chat; ``updated`` is bumped by every turn and by ``touch_chat``.
+``agent_turns``
+    one row per turn. ``record`` holds ``TurnRecord.to_json()`` as JSON text and is what
+    reads return (so every field, including fingerprint keys beyond ``system`` and
+    ``identity``, round-trips exactly). The other columns are a projection of the same
+    record, written in the same statement, for SQL queries (costs, stop reasons, ...).
+    ``run_id`` is unique: one turn per run. Deleting a chat deletes its turns.
+``agent_runs``
+    one summary per run (:class:`jupyter_agent.core.turns.RunSummary`), flat columns. No
+    foreign key to ``chats``: traces outlive chats, so a deleted chat's runs stay listed
+    with their (now dangling) ``chat_id``.
+``schema_version``
+    one row per applied migration; the schema's version is ``MAX(version)``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Float, ForeignKey, Index, Text
+from sqlmodel import Field, SQLModel
+
+__all__ = ["AgentRunRow", "AgentTurnRow", "ChatRow", "SchemaVersionRow"]
+
+
+def _text(*, nullable: bool = False, index: bool = False) -> Column[str]:
+    return Column(Text, nullable=nullable, index=index)
+
+
+class ChatRow(SQLModel, table=True):
+    """``chats``: id, title, created, updated (ISO-8601 UTC ``Z`` strings), active run."""
+
+    __tablename__ = "chats"
+    __table_args__ = (Index("ix_chats_updated", "updated", "id"),)
+
+    id: str = Field(sa_column=Column(Text, primary_key=True))
+    title: str = Field(sa_column=_text())
+    created: str = Field(sa_column=_text())
+    updated: str = Field(sa_column=_text())
+    active_run_id: str | None = Field(default=None, sa_column=_text(nullable=True))
+
+
+class AgentTurnRow(SQLModel, table=True):
+    """``agent_turns``: ``record`` (JSON) is authoritative; the rest is a query projection."""
+
+    __tablename__ = "agent_turns"
+    __table_args__ = (Index("ix_agent_turns_chat", "chat_id", "created", "id"),)
+
+    id: str = Field(sa_column=Column(Text, primary_key=True))
+    chat_id: str = Field(
+        sa_column=Column(Text, ForeignKey("chats.id", ondelete="CASCADE"), nullable=False)
+    )
+    run_id: str = Field(sa_column=Column(Text, nullable=False, unique=True))
+    user_text: str = Field(sa_column=_text())
+    created: str = Field(sa_column=_text())
+    interrupted: bool
+    from_agent: str = Field(sa_column=_text())
+    duration_ms: int = Field(sa_type=BigInteger)
+    model: str | None = Field(default=None, sa_column=_text(nullable=True))
+    stop_reason: str = Field(sa_column=_text())
+    end_cause: str | None = Field(default=None, sa_column=_text(nullable=True))  # since v2
+    model_calls: int
+    cells: int
+    usage_in: int = Field(sa_type=BigInteger)
+    usage_out: int = Field(sa_type=BigInteger)
+    usage_cache_read: int = Field(sa_type=BigInteger)
+    usage_cache_write: int = Field(sa_type=BigInteger)
+    usage_reasoning: int = Field(sa_type=BigInteger)
+    cost: float | None = Field(default=None, sa_column=Column(Float, nullable=True))
+    fingerprint_system: str | None = Field(default=None, sa_column=_text(nullable=True))
+    fingerprint_identity: str | None = Field(default=None, sa_column=_text(nullable=True))
+    record: str = Field(sa_column=_text())
+
+
+class AgentRunRow(SQLModel, table=True):
+    """``agent_runs``: one :class:`RunSummary` per run, newest-first listing by index."""
+
+    __tablename__ = "agent_runs"
+    __table_args__ = (
+        Index("ix_agent_runs_program_started", "program", "started", "run_id"),
+        Index("ix_agent_runs_started", "started", "run_id"),
+        Index("ix_agent_runs_status", "status", "started"),  # since v2
+    )
+
+    run_id: str = Field(sa_column=Column(Text, primary_key=True))
+    chat_id: str = Field(sa_column=_text())
+    program: str = Field(sa_column=_text())
+    status: str = Field(sa_column=_text())
+    started: str = Field(sa_column=_text())
+    ended: str | None = Field(default=None, sa_column=_text(nullable=True))
+    model: str | None = Field(default=None, sa_column=_text(nullable=True))
+    model_calls: int
+    cells: int
+    usage_in: int = Field(sa_type=BigInteger)
+    usage_out: int = Field(sa_type=BigInteger)
+    usage_cache_read: int = Field(sa_type=BigInteger)
+    usage_cache_write: int = Field(sa_type=BigInteger)
+    usage_reasoning: int = Field(sa_type=BigInteger)
+    cost: float | None = Field(default=None, sa_column=Column(Float, nullable=True))
+    stop_reason: str | None = Field(default=None, sa_column=_text(nullable=True))
+    end_cause: str | None = Field(default=None, sa_column=_text(nullable=True))  # since v2
+
+
+class SchemaVersionRow(SQLModel, table=True):
+    """``schema_version``: one row per applied migration (version, ISO time applied)."""
+
+    __tablename__ = "schema_version"
+
+    version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    applied: str = Field(sa_column=_text())
