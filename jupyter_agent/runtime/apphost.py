@@ -1,0 +1,102 @@
+"""The host side of in-cell app calls: performs ``chat.post`` and ``llm.chat`` for a cell.
+
+Each call is logged as an ``app.call`` effect whose ``parent`` is the seq of the cell's
+``cell.run``; a model call made for ``llm.chat`` runs the same pure
+:func:`~jupyter_agent.llm.chat.chat` as the loop, its ``config.get`` and ``http.post``
+effects logged under the app call's seq. No credential ever enters the kernel: the kernel
+sends ``{app, method, args}`` and receives ``{ok, value, error, seq, mutation}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from jupyter_agent.core.apps import find_method
+from jupyter_agent.core.effects import APP_CALL, Effect, EffectGen
+from jupyter_agent.exceptions import AgentError, RunCancelled
+from jupyter_agent.llm.chat import ChatResult, chat
+from jupyter_agent.messages import Message, Text, usage_to_json
+
+if TYPE_CHECKING:
+    from jupyter_agent.runtime.driver import RunDriver
+
+__all__ = ["perform_app_call", "messages_from_args"]
+
+
+def messages_from_args(raw: Any) -> list[Message]:
+    """``llm.chat``'s ``messages`` argument (a string, or ``{role, content}`` dicts)."""
+    if isinstance(raw, str):
+        return [Message(role="user", parts=(Text(text=raw),))]
+    if not isinstance(raw, list) or not raw:
+        raise AgentError("llm.chat needs messages: a string or a list of {role, content} dicts")
+    out: list[Message] = []
+    for item in raw:
+        if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
+            raise AgentError('each message needs "role" ("user" or "assistant") and "content"')
+        out.append(Message(role=item["role"], parts=(Text(text=str(item.get("content", ""))),)))
+    return out
+
+
+async def _run_nested(driver: RunDriver, gen: EffectGen[ChatResult], parent: int) -> ChatResult:
+    try:
+        effect = next(gen)
+        while True:
+            result = await driver.perform_nested(replace(effect, parent=parent))
+            effect = gen.send(result)
+    except StopIteration as stop:
+        value: ChatResult = stop.value
+        return value
+
+
+async def _llm_chat(driver: RunDriver, args: dict[str, Any], seq: int, host: Any) -> str:
+    tier = str(args.get("tier") or "classify")
+    if tier not in ("classify", "vision", "codegen"):
+        raise AgentError(f"unknown tier {tier!r}: use 'classify' or 'vision'")
+    gen = chat(
+        messages_from_args(args.get("messages")),
+        system=str(args.get("system") or ""),
+        tier=tier,
+        tools=(),
+        stream=False,
+    )
+    result = await _run_nested(driver, gen, seq)
+    host.model_calls.append(
+        {
+            "tier": tier,
+            "model": result.reply.model or result.tier.model,
+            "usage": usage_to_json(result.reply.usage),
+            "cost": result.cost_usd,
+        }
+    )
+    return result.reply.text
+
+
+async def perform_app_call(driver: RunDriver, effect: Effect, host: Any) -> dict[str, Any]:
+    """Perform one app call for a cell and log it; returns the reply sent to the kernel."""
+    app, method = str(effect.data.get("app")), str(effect.data.get("method"))
+    args = effect.data.get("args") or {}
+    spec = find_method(app, method)
+    mutation = bool(spec and spec.mutation)
+    seq = driver.log.intent(effect)
+    value: Any = None
+    error: str | None = None
+    if driver.breaking:
+        error = "cancelled by a hard break"
+    elif spec is None:
+        error = f"unknown app method {app}.{method}"
+    elif not isinstance(args, dict):
+        error = "app call arguments must be a JSON object"
+    else:
+        try:
+            if (app, method) == ("chat", "post"):
+                value = driver.post_bubble(str(args.get("text", "")))
+            elif (app, method) == ("llm", "chat"):
+                value = await _llm_chat(driver, args, seq, host)
+        except RunCancelled:
+            error = "cancelled by a hard break"
+        except AgentError as err:
+            error = str(err)
+    data = {"ok": error is None, "value": value, "error": error}
+    driver.log.result(seq, APP_CALL, data, error=None if error is None else {"message": error})
+    return {**data, "seq": seq, "mutation": mutation}

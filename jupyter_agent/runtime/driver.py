@@ -1,0 +1,390 @@
+"""The driver: runs one turn's loop and performs every effect it asks for.
+
+:class:`RunDriver` steps the pure :func:`~jupyter_agent.core.loop.toolcaller` generator.
+For each effect it writes the intent line to the run's log, performs the effect (model
+call, cell, bash, mailbox drain, config, clock, id, reply, persistence), then writes the
+result line and sends the result back. In-cell app calls arrive from the kernel while a
+cell runs; the driver performs and logs them as ``app.call`` effects whose ``parent`` is
+the cell's seq (and the model calls they make as nested effects under them).
+
+A hard break cancels the effect in flight (a kernel interrupt for a cell) and answers it
+``{"cancelled": "break_hard"}``; later effects that would reach outside are answered the
+same way without being performed, so the loop ends at once with a minimal turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_agent.core.cells import BashResult, CellError, CellResult
+from jupyter_agent.core.digest import DigestOptions, digest_bash, digest_cell
+from jupyter_agent.core.effects import (
+    APP_CALL,
+    BASH_RUN,
+    CELL_RUN,
+    CHAT_POST,
+    CLOCK_NOW,
+    CONFIG_GET,
+    HTTP_POST,
+    ID_NEW,
+    MAILBOX_DRAIN,
+    TURN_APPEND,
+    Effect,
+    EffectGen,
+    Result,
+)
+from jupyter_agent.core.loop import toolcaller
+from jupyter_agent.core.runstate import Ceilings
+from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.exceptions import KernelDied, ProviderError
+from jupyter_agent.messages import Text
+from jupyter_agent.runtime.apphost import perform_app_call
+from jupyter_agent.runtime.events import EventBus
+from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.trace.log import EffectLog
+
+__all__ = ["CANCELLABLE", "RunConfig", "RunDriver", "RunServices"]
+
+log = logging.getLogger(__name__)
+
+# Effects a hard break cancels in flight, and answers as cancelled without performing after.
+CANCELLABLE = frozenset({HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """The configuration one run sees through ``config.get`` (a snapshot taken at start).
+
+    ``tiers`` maps tier names to ``{provider, model, base_url, api_key_ref, api}`` (key
+    references only, never key values); a missing ``classify`` or ``vision`` tier falls back
+    to ``codegen``. ``profiles`` maps model names to profile overrides.
+    """
+
+    tiers: dict[str, dict[str, Any]]
+    ceilings: dict[str, Any]
+    spaces: dict[str, Any]
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def get(self, key: str, history: list[dict[str, Any]]) -> Any:
+        """The value of a ``config.get`` key (None when unknown)."""
+        if key == "ceilings":
+            return self.ceilings
+        if key == "spaces":
+            return self.spaces
+        if key == "history":
+            return history
+        if key.startswith("llm.tier."):
+            name = key.removeprefix("llm.tier.")
+            return self.tiers.get(name) or (
+                self.tiers.get("codegen") if name in ("classify", "vision") else None
+            )
+        if key.startswith("llm.profile."):
+            return self.profiles.get(key.removeprefix("llm.profile."))
+        return None
+
+
+@dataclass(kw_only=True)
+class RunServices:
+    """The long-lived services a run uses (owned by the run manager)."""
+
+    transport: Any  # llm.transport.Transport
+    pool: Any  # runtime.kernels.KernelPool
+    store: Any  # store.repo.Store
+    mailbox: Mailbox
+    events: EventBus
+    root_dir: str
+
+
+class RunDriver:
+    """Performs the effects of one run; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        chat_id: str,
+        log_: EffectLog,
+        config: RunConfig,
+        history: list[TurnRecord],
+        services: RunServices,
+        cwd: str | None = None,
+        gen: EffectGen[TurnRecord] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.chat_id = chat_id
+        self.log = log_
+        self.config = config
+        self.history = [t.to_json() for t in history]
+        self.services = services
+        self.cwd = cwd
+        self._gen = gen if gen is not None else toolcaller(run_id, chat_id)
+        self._hard = False
+        self._inflight: asyncio.Task[tuple[Any, dict[str, Any] | None]] | None = None
+        self._inflight_name: str | None = None
+        self._kernel_task: asyncio.Task[Any] | None = None
+        self._kernel: Any = None
+        ceilings = Ceilings.from_json(config.ceilings)
+        self._digest_options = DigestOptions(
+            value_budget_tokens=ceilings.value_budget_tokens,
+            total_budget_tokens=ceilings.total_budget_tokens,
+            env_prefix=str(config.spaces.get("env_prefix", "")),
+            home=str(config.spaces.get("home", "")),
+        )
+        self.ended = asyncio.Event()
+
+    # --- control -----------------------------------------------------------------------
+
+    @property
+    def breaking(self) -> bool:
+        """True once a hard break was asked for."""
+        return self._hard
+
+    async def hard_break(self) -> None:
+        """Cancel what is in flight now; the loop then ends with ``break_hard``."""
+        self._hard = True
+        task = self._inflight
+        if task is not None and not task.done():
+            if self._inflight_name in (CELL_RUN, BASH_RUN) and self._kernel is not None:
+                try:
+                    await self._kernel.interrupt()
+                except Exception:  # the cell is cancelled either way
+                    log.debug("kernel interrupt failed during a hard break", exc_info=True)
+            task.cancel()
+
+    # --- the run -----------------------------------------------------------------------
+
+    async def run(self) -> TurnRecord:
+        """Run the loop to its end; returns the turn record it appended."""
+        self._kernel_task = asyncio.create_task(self._acquire_kernel())
+        try:
+            effect = next(self._gen)
+            while True:
+                result = await self._perform(effect)
+                effect = self._gen.send(result)
+        except StopIteration as stop:
+            turn: TurnRecord = stop.value
+            return turn
+        finally:
+            self.log.close()
+            await self._release_kernel()
+            self.ended.set()
+
+    async def _perform(self, effect: Effect) -> Result:
+        seq = self.log.intent(effect)
+        if self._hard and effect.name in CANCELLABLE:
+            return self.log.result(seq, effect.name, {"cancelled": "break_hard"})
+        task = asyncio.ensure_future(self._do(effect, seq))
+        if effect.name in CANCELLABLE:
+            self._inflight, self._inflight_name = task, effect.name
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            self._inflight = self._inflight_name = None
+        if task.cancelled():
+            return self.log.result(seq, effect.name, {"cancelled": "break_hard"})
+        data, error = task.result()
+        return self.log.result(seq, effect.name, data, error=error)
+
+    async def _do(self, effect: Effect, seq: int) -> tuple[Any, dict[str, Any] | None]:
+        """Perform one effect; returns (result data, error dict or None)."""
+        name, data = effect.name, effect.data
+        try:
+            if name == CONFIG_GET:
+                return self.config.get(str(data.get("key")), self.history), None
+            if name == CLOCK_NOW:
+                return now_iso(), None
+            if name == ID_NEW:
+                return new_id(str(data.get("kind") or "id")), None
+            if name == MAILBOX_DRAIN:
+                return self.services.mailbox.drain(self.chat_id), None
+            if name == HTTP_POST:
+                return await self._http_post(data), None
+            if name == CELL_RUN:
+                return await self._cell_run(data, seq), None
+            if name == BASH_RUN:
+                return await self._bash_run(data, seq), None
+            if name == CHAT_POST:
+                return self._chat_post(data), None
+            if name == TURN_APPEND:
+                await asyncio.to_thread(self.services.store.append_turn, TurnRecord.from_json(data))
+                return {"ok": True}, None
+        except ProviderError as err:
+            return None, err.to_json()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as err:  # reported to the loop as a failed effect, never a crash
+            log.warning("effect %s (seq %d) failed: %s", name, seq, type(err).__name__)
+            return None, {"type": type(err).__name__, "message": str(err)}
+        return None, {"type": "UnknownEffect", "message": f"no performer for {name}"}
+
+    # --- performers --------------------------------------------------------------------
+
+    def _publish(self, type_: str, **fields: Any) -> None:
+        self.services.events.publish(self.chat_id, self.run_id, type_, **fields)
+
+    async def _http_post(self, data: dict[str, Any]) -> dict[str, Any]:
+        from jupyter_agent.llm.spec import RequestSpec
+
+        spec = RequestSpec.from_intent(data)
+        reply = await self.services.transport.post(
+            spec,
+            on_delta=lambda text: self._publish("delta", text=text),
+            on_retry=lambda info: self._publish(
+                "retry", attempt=info.attempt, status=info.status, wait_s=info.wait_s
+            ),
+        )
+        result: dict[str, Any] = reply.to_json()
+        return result
+
+    async def _acquire_kernel(self) -> Any:
+        return await self.services.pool.acquire(cwd=self._kernel_cwd())
+
+    def _kernel_cwd(self) -> str | None:
+        import os.path
+
+        if not self.cwd:
+            return self.services.root_dir or None
+        return os.path.normpath(os.path.join(self.services.root_dir, self.cwd))
+
+    async def _kernel_handle(self) -> Any:
+        if self._kernel is None:
+            assert self._kernel_task is not None
+            self._kernel = await self._kernel_task
+        return self._kernel
+
+    async def _release_kernel(self) -> None:
+        task = self._kernel_task
+        if task is None:
+            return
+        if not task.done():
+            task.cancel()
+        try:
+            handle = await task
+        except (asyncio.CancelledError, Exception):
+            return
+        try:
+            await self.services.pool.discard(handle)
+        except Exception:
+            log.debug("discarding the run's kernel failed", exc_info=True)
+
+    async def _replace_dead_kernel(self) -> None:
+        dead, self._kernel = self._kernel, None
+        if dead is not None:
+            try:
+                await self.services.pool.discard(dead)
+            except Exception:
+                log.debug("discarding a dead kernel failed", exc_info=True)
+        self._kernel_task = asyncio.create_task(self._acquire_kernel())
+
+    async def _cell_run(self, data: dict[str, Any], seq: int) -> dict[str, Any]:
+        cell_id, code = str(data["cell_id"]), str(data["code"])
+        self._publish("cell_start", cell_id=cell_id, kind="python", code=code)
+        handle = await self._kernel_handle()
+        host = _Host(self, seq)
+        try:
+            cell: CellResult = await handle.run_cell(
+                cell_id, code, timeout_s=float(data["timeout_s"]), host=host, parent=seq
+            )
+        except KernelDied as err:
+            await self._replace_dead_kernel()
+            cell = CellResult(
+                cell_id=cell_id,
+                error=CellError(
+                    ename="KernelDied",
+                    evalue=f"{err}. A new kernel was started: earlier variables are gone.",
+                ),
+            )
+        if host.model_calls:
+            cell = _with_model_calls(cell, host.model_calls)
+        digest = digest_cell(cell, self._digest_options)
+        self._publish(
+            "cell_end",
+            cell_id=cell_id,
+            kind="python",
+            outputs=list(cell.outputs),
+            execution_count=cell.execution_count,
+            error=cell.error is not None,
+            digest=_digest_text(digest.content),
+            duration_s=cell.duration_s,
+        )
+        return cell.to_json()
+
+    async def _bash_run(self, data: dict[str, Any], seq: int) -> dict[str, Any]:
+        command = str(data["command"])
+        cell_id = f"b{seq}"
+        self._publish("cell_start", cell_id=cell_id, kind="bash", code=command)
+        handle = await self._kernel_handle()
+        result: BashResult = await handle.run_bash(command, timeout_s=float(data["timeout_s"]))
+        digest = digest_bash(result, self._digest_options)
+        self._publish(
+            "cell_end",
+            cell_id=cell_id,
+            kind="bash",
+            stdout=result.stdout.text,
+            stderr=result.stderr.text,
+            returncode=result.returncode,
+            error=digest.is_error,
+            digest=_digest_text(digest.content),
+            duration_s=result.duration_s,
+        )
+        return result.to_json()
+
+    def _chat_post(self, data: dict[str, Any]) -> str:
+        message_id = new_id("msg")
+        done = bool(data.get("done"))
+        text = str(data.get("text", ""))
+        self._publish("reply" if done else "bubble", text=text, done=done, message_id=message_id)
+        return message_id
+
+    # --- nested effects (app calls and the model calls they make) ----------------------
+
+    async def perform_nested(self, effect: Effect) -> Result:
+        """Log and perform an effect made on behalf of a cell (its ``parent`` is set).
+
+        Not tracked as the effect in flight: cancelling the cell cancels it with the cell.
+        """
+        seq = self.log.intent(effect)
+        if self._hard:
+            return self.log.result(seq, effect.name, {"cancelled": "break_hard"})
+        data, error = await self._do(effect, seq)
+        return self.log.result(seq, effect.name, data, error=error)
+
+    def post_bubble(self, text: str) -> str:
+        """Show a progress bubble for an in-cell ``chat.post``; returns its message id."""
+        return self._chat_post({"text": text, "done": False})
+
+
+class _Host:
+    """The AppHost a cell's kernel calls back into: one per cell, parented to its seq."""
+
+    def __init__(self, driver: RunDriver, cell_seq: int) -> None:
+        self.driver = driver
+        self.cell_seq = cell_seq
+        self.model_calls: list[dict[str, Any]] = []
+
+    async def call(
+        self, app: str, method: str, args: dict[str, Any], *, parent: int | None = None
+    ) -> dict[str, Any]:
+        effect = Effect(
+            name=APP_CALL,
+            data={"app": app, "method": method, "args": args},
+            parent=parent if parent is not None else self.cell_seq,
+        )
+        return await perform_app_call(self.driver, effect, self)
+
+
+def _with_model_calls(cell: CellResult, calls: list[dict[str, Any]]) -> CellResult:
+    from dataclasses import replace
+
+    return replace(cell, model_calls=tuple(cell.model_calls) + tuple(calls))
+
+
+def _digest_text(content: tuple[Any, ...]) -> str:
+    return "\n".join(p.text for p in content if isinstance(p, Text))

@@ -1,0 +1,54 @@
+"""Per-chat mailboxes: what reaches a chat while one of its runs is going.
+
+Messages that arrive for a chat whose run is going are queued here and drained by that
+run between model calls (a recorded ``mailbox.drain`` effect). At a run's end the driver
+drains once more; what is left starts the next run, so nothing is dropped. Items are the
+JSON shapes documented in :mod:`jupyter_agent.core.inbox`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import Any
+
+__all__ = ["Mailbox"]
+
+
+class Mailbox:
+    """FIFO queues of mailbox items, one per chat. Safe within one event loop."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._signals: dict[str, asyncio.Event] = {}
+
+    def put(self, chat_id: str, item: dict[str, Any]) -> None:
+        """Queue ``item`` for the chat's current (or next) run."""
+        self._items[chat_id].append(item)
+        signal = self._signals.get(chat_id)
+        if signal is not None:
+            signal.set()
+
+    def drain(self, chat_id: str) -> list[dict[str, Any]]:
+        """Take every queued item of the chat, oldest first."""
+        items = self._items.pop(chat_id, [])
+        signal = self._signals.get(chat_id)
+        if signal is not None:
+            signal.clear()
+        return items
+
+    def pending(self, chat_id: str) -> int:
+        """How many items wait for the chat."""
+        return len(self._items.get(chat_id, ()))
+
+    def has_messages(self, chat_id: str) -> bool:
+        """True when a user message (not only breaks) waits: it would start a run."""
+        return any(item.get("kind") == "message" for item in self._items.get(chat_id, ()))
+
+    def drop_breaks(self, chat_id: str) -> None:
+        """Forget breaks left over from a run that already ended (they target no run)."""
+        items = [i for i in self._items.get(chat_id, ()) if i.get("kind") != "break"]
+        if items:
+            self._items[chat_id] = items
+        else:
+            self._items.pop(chat_id, None)
