@@ -1,0 +1,83 @@
+"""Replay a recorded run of the loop and check it is identical.
+
+:func:`replay_run` feeds :func:`~jupyter_agent.core.loop.toolcaller` from a run's log (no
+model, no kernel): every effect the loop asks for must match the log one by one, and the
+turn record it produces must equal the recorded one (the ``turn.append`` intent). Any
+difference raises :class:`~jupyter_agent.exceptions.NondeterminismError` naming the seq.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jupyter_agent.core.loop import PROGRAM, toolcaller
+from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.exceptions import NondeterminismError, TraceError
+from jupyter_agent.trace.log import TraceFile, read_log
+from jupyter_agent.trace.replay import replay
+
+__all__ = ["ReplayOutcome", "replay_run", "verify_run"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayOutcome:
+    """What a replay found: identical, or the diverging seq with both sides."""
+
+    identical: bool
+    run_id: str
+    seq: int | None = None
+    recorded: Any = None
+    asked: Any = None
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "identical": self.identical,
+            "run_id": self.run_id,
+            "seq": self.seq,
+            "recorded": self.recorded,
+            "asked": self.asked,
+            "message": self.message,
+        }
+
+
+def _recorded_turn(trace: TraceFile) -> tuple[int, dict[str, Any]] | None:
+    for line in trace.lines:
+        if line.phase == "intent" and line.name == "turn.append" and line.parent is None:
+            return line.seq, line.data
+    return None
+
+
+def replay_run(trace: TraceFile) -> TurnRecord:
+    """Replay the loop of a recorded run; returns the turn it produced (see module doc)."""
+    program = trace.header.get("program")
+    if program != PROGRAM:
+        raise TraceError(f"cannot replay program {program!r}: this is {PROGRAM}")
+    run_id, chat_id = trace.header.get("run_id"), trace.header.get("chat_id")
+    if not isinstance(run_id, str) or not isinstance(chat_id, str):
+        raise TraceError("the log header names no run_id / chat_id")
+    turn = replay(toolcaller(run_id, chat_id), trace)
+    recorded = _recorded_turn(trace)
+    if recorded is not None and turn.to_json() != recorded[1]:
+        raise NondeterminismError(recorded[0], recorded[1], turn.to_json())
+    return turn
+
+
+def verify_run(source: TraceFile | Path | str) -> ReplayOutcome:
+    """Replay a run and report instead of raising on a divergence."""
+    trace = source if isinstance(source, TraceFile) else read_log(source)
+    run_id = str(trace.header.get("run_id", ""))
+    try:
+        replay_run(trace)
+    except NondeterminismError as err:
+        return ReplayOutcome(
+            identical=False,
+            run_id=run_id,
+            seq=err.seq,
+            recorded=err.recorded,
+            asked=err.asked,
+            message=str(err),
+        )
+    return ReplayOutcome(identical=True, run_id=run_id)
