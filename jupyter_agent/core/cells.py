@@ -100,7 +100,12 @@ class CellError:
 
 @dataclass(frozen=True, kw_only=True)
 class AppCallRecord:
-    """One in-cell app call: its log seq, what was called, and how it went."""
+    """One in-cell app call: its log seq, what was called, and how it went.
+
+    ``batch`` is None for a call made on its own; calls fanned out by one ``batch(...)``
+    share the same ``batch`` number (unique within the cell), so the digest can tell
+    sequential calls from a fan-out.
+    """
 
     seq: int | None
     app: str
@@ -109,6 +114,7 @@ class AppCallRecord:
     ok: bool = True
     mutation: bool = False
     error: str | None = None
+    batch: int | None = None
 
     @property
     def name(self) -> str:
@@ -124,6 +130,7 @@ class AppCallRecord:
             "ok": self.ok,
             "mutation": self.mutation,
             "error": self.error,
+            "batch": self.batch,
         }
 
     @classmethod
@@ -136,6 +143,7 @@ class AppCallRecord:
             ok=bool(data.get("ok", True)),
             mutation=bool(data.get("mutation", False)),
             error=data.get("error"),
+            batch=data.get("batch"),
         )
 
 
