@@ -20,4 +20,9 @@ for _name, _sub in (
     os.environ.setdefault(_name, os.path.join(_ISOLATED, _sub))
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
 
-pytest_plugins = ("pytest_jupyter.jupyter_server", "tests.plugins.postgres")
+pytest_plugins = (
+    "pytest_jupyter.jupyter_server",
+    "tests.plugins.postgres",
+    "tests.plugins.fake_provider",
+    "tests.plugins.kernels",
+)

@@ -1,0 +1,347 @@
+"""Server-sent events, and assembling a streamed model reply into its non-streamed body.
+
+Pure code (no I/O): the transport feeds it lines read from the wire.
+
+- :class:`SSEParser` / :func:`parse_sse`: an incremental parser of the SSE format (``event``,
+  ``data`` (multi-line), ``id`` fields; ``:`` comment lines; a blank line ends an event).
+  The ``[DONE]`` sentinel of OpenAI's Chat Completions arrives as an event whose ``data``
+  is the string ``"[DONE]"``.
+- :func:`make_assembler` gives one :class:`StreamAssembler` per wire. ``feed(event, data)``
+  takes one decoded event and returns the text deltas to forward to the person;
+  ``result()`` returns the assembled body in the exact shape the provider answers without
+  streaming (Anthropic message object, OpenAI ``chat.completion``, Responses ``response``).
+  ``done`` says whether the stream's terminal event arrived (a stream that ends before it
+  is truncated, and the transport treats it as an error, never as a half reply).
+- An error event in the stream (Anthropic ``event: error``, a Chat Completions chunk with
+  ``error``, a Responses ``error`` or ``response.failed`` event) raises
+  :class:`StreamErrorEvent`, carrying the provider's error ``type`` so the transport can
+  decide whether a retry is safe.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from jupyter_agent.exceptions import ProviderProtocolError
+
+__all__ = [
+    "SSEEvent",
+    "SSEParser",
+    "StreamAssembler",
+    "StreamErrorEvent",
+    "make_assembler",
+    "parse_sse",
+]
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    """One server-sent event: ``event`` is None when the stream named no event type."""
+
+    event: str | None
+    data: str
+    id: str | None = None
+
+
+class SSEParser:
+    """Incremental SSE parser: feed it lines (without their line ending), get events."""
+
+    def __init__(self) -> None:
+        self._event: str | None = None
+        self._data: list[str] = []
+        self._id: str | None = None
+        self._has_field = False
+
+    def feed(self, line: str) -> SSEEvent | None:
+        """Take one line; return the event a blank line completes, else None."""
+        line = line.rstrip("\r\n")
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None  # a comment (keep-alive)
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        elif name == "id":
+            self._id = value
+        else:
+            return None  # "retry" and unknown fields are ignored, as the spec says
+        self._has_field = True
+        return None
+
+    def flush(self) -> SSEEvent | None:
+        """End of stream: an event not closed by a blank line is still delivered."""
+        return self._dispatch()
+
+    def _dispatch(self) -> SSEEvent | None:
+        if not self._has_field or not self._data:
+            self._event, self._data, self._has_field = None, [], False
+            return None
+        event = SSEEvent(event=self._event, data="\n".join(self._data), id=self._id)
+        self._event, self._data, self._has_field = None, [], False
+        return event
+
+
+def parse_sse(lines: Iterable[str]) -> Iterator[SSEEvent]:
+    """Parse whole lines (or a text split with ``splitlines()``) into events."""
+    parser = SSEParser()
+    for line in lines:
+        event = parser.feed(line)
+        if event is not None:
+            yield event
+    last = parser.flush()
+    if last is not None:
+        yield last
+
+
+class StreamErrorEvent(ProviderProtocolError):
+    """The provider sent an error event mid-stream. ``error_type`` is its error type/code."""
+
+    def __init__(self, message: str, *, error_type: str | None, body: Any) -> None:
+        super().__init__(message, body=body)
+        self.error_type = error_type
+
+
+class StreamAssembler(Protocol):
+    """Rebuilds one streamed reply; see the module docstring."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def feed(self, event: str | None, data: dict[str, Any]) -> list[str]: ...
+
+    def mark_done(self) -> None:
+        """The ``data: [DONE]`` sentinel arrived (Chat Completions' end of stream)."""
+
+    def result(self) -> dict[str, Any]: ...
+
+
+def make_assembler(wire: str) -> StreamAssembler:
+    """The assembler for ``wire`` (``anthropic``, ``openai-chat``, ``openai-responses``)."""
+    if wire == "anthropic":
+        return AnthropicAssembler()
+    if wire == "openai-chat":
+        return ChatAssembler()
+    if wire == "openai-responses":
+        return ResponsesAssembler()
+    raise ValueError(f"unknown wire: {wire!r}")
+
+
+def _error_event(wire: str, error: Any, body: Any) -> StreamErrorEvent:
+    kind: str | None = None
+    message = "error event in stream"
+    if isinstance(error, dict):
+        raw_kind = error.get("code") or error.get("type")
+        kind = str(raw_kind) if raw_kind else None
+        message = str(error.get("message") or message)
+    return StreamErrorEvent(
+        f"{wire} stream error ({kind or 'unknown'}): {message}"[:500], error_type=kind, body=body
+    )
+
+
+class AnthropicAssembler:
+    """Messages API: message_start, content_block_*, message_delta, message_stop."""
+
+    def __init__(self) -> None:
+        self._message: dict[str, Any] | None = None
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._json: dict[int, list[str]] = {}
+        self.done = False
+
+    def feed(self, event: str | None, data: dict[str, Any]) -> list[str]:
+        kind = data.get("type", event)
+        if kind == "error":
+            raise _error_event("anthropic", data.get("error"), data)
+        if kind == "message_start":
+            self._message = copy.deepcopy(data["message"])
+            self._message["content"] = []
+        elif kind == "content_block_start":
+            self._blocks[int(data["index"])] = copy.deepcopy(data["content_block"])
+        elif kind == "content_block_delta":
+            return self._delta(int(data["index"]), data["delta"])
+        elif kind == "content_block_stop":
+            index = int(data["index"])
+            if index in self._json:
+                raw = "".join(self._json.pop(index))
+                try:
+                    self._blocks[index]["input"] = json.loads(raw) if raw else {}
+                except json.JSONDecodeError as exc:
+                    raise ProviderProtocolError("tool input is not valid JSON") from exc
+        elif kind == "message_delta":
+            message = self._require_message()
+            message.update(data.get("delta") or {})
+            usage = data.get("usage") or {}
+            message.setdefault("usage", {}).update({k: v for k, v in usage.items()})
+        elif kind == "message_stop":
+            self.done = True
+        return []  # ping and unknown events carry nothing to assemble
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[str]:
+        block = self._blocks[index]
+        kind = delta.get("type")
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta["text"]
+            return [delta["text"]] if delta["text"] else []
+        if kind == "input_json_delta":
+            self._json.setdefault(index, []).append(delta.get("partial_json", ""))
+        elif kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta["thinking"]
+        elif kind == "signature_delta":
+            block["signature"] = block.get("signature", "") + delta["signature"]
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(delta["citation"])
+        return []
+
+    def mark_done(self) -> None:
+        """Not part of this wire; the end is ``message_stop``."""
+
+    def _require_message(self) -> dict[str, Any]:
+        if self._message is None:
+            raise ProviderProtocolError("anthropic stream without message_start")
+        return self._message
+
+    def result(self) -> dict[str, Any]:
+        message = copy.deepcopy(self._require_message())
+        message["content"] = [self._blocks[i] for i in sorted(self._blocks)]
+        return message
+
+
+class ChatAssembler:
+    """Chat Completions: ``chat.completion.chunk`` objects, then ``[DONE]``."""
+
+    def __init__(self) -> None:
+        self._head: dict[str, Any] | None = None
+        self._choices: dict[int, dict[str, Any]] = {}
+        self._usage: Any = None
+        self.done = False
+
+    def feed(self, event: str | None, data: dict[str, Any]) -> list[str]:
+        if data.get("error"):
+            raise _error_event("openai-chat", data["error"], data)
+        if self._head is None:
+            self._head = {
+                "id": data.get("id"),
+                "object": "chat.completion",
+                "created": data.get("created"),
+                "model": data.get("model"),
+            }
+        if data.get("system_fingerprint") is not None:
+            self._head["system_fingerprint"] = data["system_fingerprint"]
+        if data.get("usage"):
+            self._usage = data["usage"]
+        deltas: list[str] = []
+        for choice in data.get("choices") or []:
+            deltas += self._choice(choice)
+        return deltas
+
+    def _choice(self, chunk: dict[str, Any]) -> list[str]:
+        index = int(chunk.get("index", 0))
+        state = self._choices.setdefault(
+            index,
+            {"content": None, "reasoning": None, "refusal": None, "tools": {}, "finish": None},
+        )
+        delta = chunk.get("delta") or {}
+        out: list[str] = []
+        if delta.get("content") is not None:
+            state["content"] = (state["content"] or "") + delta["content"]
+            if delta["content"]:
+                out.append(delta["content"])
+        for key, name in (("reasoning", "reasoning_content"), ("refusal", "refusal")):
+            if delta.get(name) is not None:
+                state[key] = (state[key] or "") + delta[name]
+        for call in delta.get("tool_calls") or []:
+            slot = state["tools"].setdefault(
+                int(call.get("index", 0)),
+                {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+            )
+            if call.get("id"):
+                slot["id"] = call["id"]
+            function = call.get("function") or {}
+            slot["function"]["name"] += function.get("name") or ""
+            slot["function"]["arguments"] += function.get("arguments") or ""
+        if chunk.get("finish_reason"):
+            state["finish"] = chunk["finish_reason"]
+            self.done = True
+        return out
+
+    def mark_done(self) -> None:
+        """The ``[DONE]`` sentinel arrived."""
+        self.done = True
+
+    def result(self) -> dict[str, Any]:
+        if self._head is None:
+            raise ProviderProtocolError("openai-chat stream without a chunk")
+        choices = []
+        for index in sorted(self._choices):
+            state = self._choices[index]
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": state["content"],
+                "refusal": state["refusal"],
+            }
+            if state["reasoning"] is not None:
+                message["reasoning_content"] = state["reasoning"]
+            if state["tools"]:
+                message["tool_calls"] = [state["tools"][i] for i in sorted(state["tools"])]
+            choices.append(
+                {
+                    "index": index,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": state["finish"],
+                }
+            )
+        body = dict(self._head)
+        body["choices"] = choices
+        body["usage"] = self._usage
+        return body
+
+
+class ResponsesAssembler:
+    """Responses API: semantic events ending in ``response.completed``/``.incomplete``."""
+
+    _TERMINAL = ("response.completed", "response.incomplete")
+
+    def __init__(self) -> None:
+        self._response: dict[str, Any] | None = None
+        self._items: dict[int, dict[str, Any]] = {}
+        self.done = False
+
+    def feed(self, event: str | None, data: dict[str, Any]) -> list[str]:
+        kind = data.get("type", event)
+        if kind == "error":
+            raise _error_event("openai-responses", data, data)
+        if kind == "response.failed":
+            response = data.get("response") or {}
+            raise _error_event("openai-responses", response.get("error"), data)
+        if kind == "response.output_text.delta":
+            text = str(data.get("delta", ""))
+            return [text] if text else []
+        if kind == "response.output_item.done":
+            self._items[int(data.get("output_index", len(self._items)))] = data["item"]
+        elif kind in ("response.created", "response.in_progress"):
+            self._response = data.get("response")
+        elif kind in self._TERMINAL:
+            self._response = data.get("response")
+            self.done = True
+        return []
+
+    def mark_done(self) -> None:
+        """Not part of this wire; the end is ``response.completed``."""
+
+    def result(self) -> dict[str, Any]:
+        if self._response is None or not self.done:
+            raise ProviderProtocolError("openai-responses stream without a final response")
+        response = copy.deepcopy(self._response)
+        if not response.get("output") and self._items:
+            # some compatible servers send the final response without its output items
+            response["output"] = [self._items[i] for i in sorted(self._items)]
+        return response

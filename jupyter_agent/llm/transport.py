@@ -1,0 +1,399 @@
+"""The model-call transport: performs one ``http.post`` effect (the only model-path httpx user).
+
+Contract of :meth:`Transport.post`:
+
+- The caller has already recorded the :class:`~jupyter_agent.llm.spec.RequestSpec` (the
+  intent). Only then does ``post`` resolve ``credential_ref`` (``env:NAME``) and add
+  ``{credential_header: credential_prefix + key}``; an unresolvable ref raises
+  :class:`~jupyter_agent.exceptions.CredentialError` before any HTTP call.
+- Retries 408, 409, 429, 5xx (incl. 529) and a failed connection or a timed-out attempt,
+  with jittered exponential backoff; ``retry-after-ms`` / ``retry-after`` (seconds or an
+  HTTP date) are honoured up to ``retry_after_cap_s``, and a longer one fails at once with
+  :class:`~jupyter_agent.exceptions.RetryAfterTooLong`. 400, 401, 403, 404, 413, 422 (and
+  any other status) fail at once with :class:`~jupyter_agent.exceptions.ProviderStatusError`.
+  ``on_retry`` is called before each backoff sleep. Every attempt is listed in
+  ``HttpReply.attempts`` and in the errors' ``attempts``.
+- ``spec.deadline_s`` bounds all attempts and sleeps together
+  (:class:`~jupyter_agent.exceptions.ProviderTimeout`). Cancelling the awaiting task aborts
+  the request in flight and lets ``CancelledError`` propagate.
+- ``spec.stream``: the SSE reply is assembled (:mod:`jupyter_agent.llm.streams`) into the
+  body the provider returns without streaming; text deltas go to ``on_delta``. An error
+  event before any delta was forwarded is retried when it means overload or a rate limit;
+  after a delta was forwarded any failure is final (never a half reply).
+- Errors carry the status and a redacted, size-capped body; no error, attempt entry or log
+  line ever holds the key or a request header.
+
+Proxies: provider calls honour the usual ``HTTP(S)_PROXY``/``NO_PROXY`` environment
+(``trust_env``), which real users behind a proxy need; calls to a loopback host (a local
+model server, the fake provider) use a second client with ``trust_env=False``, so loopback
+never goes through a proxy whatever the environment says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import ipaddress
+import json
+import logging
+import os
+import random
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from jupyter_agent.exceptions import (
+    CredentialError,
+    ProviderError,
+    ProviderProtocolError,
+    ProviderStatusError,
+    ProviderTimeout,
+    RetryAfterTooLong,
+)
+from jupyter_agent.llm.spec import HttpReply, RequestSpec
+from jupyter_agent.llm.streams import SSEParser, StreamErrorEvent, make_assembler
+
+__all__ = ["RetryInfo", "Transport", "resolve_credential"]
+
+logger = logging.getLogger("jupyter_agent.llm.transport")
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+RETRY_STREAM_ERRORS = frozenset(
+    {"overloaded_error", "rate_limit_error", "rate_limit_exceeded", "overloaded"}
+)
+BODY_CAP = 4096
+
+
+@dataclass(frozen=True)
+class RetryInfo:
+    """One retry about to happen: the failed ``attempt`` (1-based), why, how long we wait."""
+
+    attempt: int
+    status: int | None
+    error: str | None
+    wait_s: float
+
+
+def resolve_credential(ref: str | None, env: Mapping[str, str]) -> str | None:
+    """The key named by ``ref`` (``env:NAME``), None when ``ref`` is None.
+
+    Raises CredentialError naming the reference (never a value) when it is unsupported or
+    the variable is unset or empty.
+    """
+    if ref is None:
+        return None
+    scheme, _, name = ref.partition(":")
+    if scheme != "env" or not name:
+        raise CredentialError(f"unsupported credential reference {ref!r} (use env:NAME)")
+    value = env.get(name)
+    if not value:
+        raise CredentialError(f"credential {ref!r} is not set")
+    return value
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class _Redactor:
+    secret: str | None
+
+    def text(self, value: str) -> str:
+        if self.secret and self.secret in value:
+            value = value.replace(self.secret, "[REDACTED]")
+        return value
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, dict):
+            return {self.text(str(k)): self.value(v) for k, v in value.items()}
+        return value
+
+    def body(self, raw: bytes) -> Any:
+        """A provider body, redacted and capped: parsed JSON when small enough, else text."""
+        text = self.text(raw.decode("utf-8", "replace"))
+        if len(text) <= BODY_CAP:
+            try:
+                return self.value(json.loads(text))
+            except json.JSONDecodeError:
+                return text
+        return text[:BODY_CAP] + f"...[truncated {len(text) - BODY_CAP} chars]"
+
+
+@dataclass
+class _Outcome:
+    """What one attempt gave: a body (success), or a failure that may be retried."""
+
+    body: Any = None
+    status: int | None = None
+    error: str | None = None
+    error_body: Any = None
+    retry_after: float | None = None
+    retryable: bool = False
+    exc_type: type[ProviderError] = ProviderStatusError
+    ok: bool = False
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+@dataclass
+class _Call:
+    spec: RequestSpec
+    headers: dict[str, str]
+    redact: _Redactor
+    on_delta: Callable[[str], None] | None
+    on_retry: Callable[[RetryInfo], None] | None
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    forwarded: bool = False
+
+
+class Transport:
+    """Posts model requests with retries, a deadline, streaming and redaction (see module)."""
+
+    def __init__(
+        self,
+        *,
+        retry_after_cap_s: float = 60.0,
+        max_attempts: int = 5,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 8.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.retry_after_cap_s = retry_after_cap_s
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self._env = env
+        # an AsyncClient belongs to the loop it was first used on: one set per running loop
+        self._clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[bool, httpx.AsyncClient]
+        ] = weakref.WeakKeyDictionary()
+
+    def _client(self, url: str) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        clients = self._clients.setdefault(loop, {})
+        loopback = _is_loopback(url)
+        client = clients.get(loopback)
+        if client is None or client.is_closed:
+            client = httpx.AsyncClient(
+                trust_env=not loopback,
+                timeout=httpx.Timeout(None, connect=10.0),
+                limits=httpx.Limits(max_keepalive_connections=20, keepalive_expiry=60.0),
+                follow_redirects=False,
+            )
+            clients[loopback] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the clients of the running loop (others are dropped with their loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for client in self._clients.pop(loop, {}).values():
+            await client.aclose()
+
+    def _backoff(self, attempt: int) -> float:
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2.0 ** (attempt - 1))
+        return ceiling * random.uniform(0.5, 1.0)
+
+    async def post(
+        self,
+        spec: RequestSpec,
+        *,
+        on_delta: Callable[[str], None] | None = None,
+        on_retry: Callable[[RetryInfo], None] | None = None,
+    ) -> HttpReply:
+        """Perform the call described by ``spec``; see the module docstring for the contract."""
+        env = os.environ if self._env is None else self._env
+        key = resolve_credential(spec.credential_ref, env)
+        headers = {"content-type": "application/json", **spec.headers}
+        if key is not None:
+            headers[spec.credential_header] = spec.credential_prefix + key
+        call = _Call(spec, headers, _Redactor(key), on_delta, on_retry)
+        try:
+            return await asyncio.wait_for(self._run(call), timeout=spec.deadline_s)
+        except asyncio.TimeoutError:
+            call.attempts.append({"status": None, "error": "deadline", "wait_s": 0.0})
+            raise ProviderTimeout(
+                f"no complete reply within the {spec.deadline_s:g} s deadline",
+                attempts=list(call.attempts),
+            ) from None
+
+    async def _run(self, call: _Call) -> HttpReply:
+        for attempt in range(1, self.max_attempts + 1):
+            outcome = await self._attempt(call)
+            entry: dict[str, Any] = {
+                "status": outcome.status,
+                "error": outcome.error,
+                "wait_s": 0.0,
+            }
+            call.attempts.append(entry)
+            if outcome.ok:
+                return HttpReply(status=200, json=outcome.body, attempts=tuple(call.attempts))
+            what = outcome.error or f"HTTP {outcome.status}"
+            if not outcome.retryable or call.forwarded:
+                raise outcome.exc_type(
+                    f"provider call failed: {what}",
+                    status=outcome.status,
+                    body=outcome.error_body,
+                    attempts=list(call.attempts),
+                )
+            if attempt == self.max_attempts:
+                raise outcome.exc_type(
+                    f"provider call failed after {attempt} attempts: {what}",
+                    status=outcome.status,
+                    body=outcome.error_body,
+                    attempts=list(call.attempts),
+                )
+            wait = self._backoff(attempt)
+            if outcome.retry_after is not None:
+                if outcome.retry_after > self.retry_after_cap_s:
+                    raise RetryAfterTooLong(
+                        f"provider asked to retry after {outcome.retry_after:g} s, over the "
+                        f"{self.retry_after_cap_s:g} s cap",
+                        status=outcome.status,
+                        body=outcome.error_body,
+                        attempts=list(call.attempts),
+                    )
+                wait = outcome.retry_after
+            entry["wait_s"] = round(wait, 3)
+            info = RetryInfo(
+                attempt=attempt, status=outcome.status, error=outcome.error, wait_s=wait
+            )
+            target = urlsplit(call.spec.url)
+            logger.info(
+                "retrying %s%s after %s (attempt %d of %d, waiting %.2f s)",
+                call.redact.text(target.netloc),
+                call.redact.text(target.path),
+                what,
+                attempt,
+                self.max_attempts,
+                wait,
+            )
+            if call.on_retry is not None:
+                call.on_retry(info)
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(self, call: _Call) -> _Outcome:
+        spec = call.spec
+        client = self._client(spec.url)
+        content = json.dumps(spec.json).encode()
+        try:
+            async with client.stream(
+                "POST", spec.url, content=content, headers=call.headers
+            ) as response:
+                if response.status_code >= 300:
+                    return self._status_failure(call, response, await response.aread())
+                if spec.stream and response.headers.get("content-type", "").startswith(
+                    "text/event-stream"
+                ):
+                    return await self._read_stream(call, response)
+                return self._parse_body(call, await response.aread())
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            error = call.redact.text(f"{type(exc).__name__}: {exc}")[:300]
+            return _Outcome(error=error, retryable=True, exc_type=ProviderError)
+        except StreamErrorEvent as exc:
+            retry = exc.error_type in RETRY_STREAM_ERRORS
+            status = 429 if exc.error_type and "rate_limit" in exc.error_type else None
+            return _Outcome(
+                status=status,
+                error=call.redact.text(f"stream error: {exc.error_type}"),
+                error_body=call.redact.value(exc.body),
+                retryable=retry,
+                exc_type=ProviderProtocolError,
+            )
+        except ProviderProtocolError as exc:
+            return _Outcome(
+                status=200,
+                error=call.redact.text(str(exc))[:300],
+                error_body=call.redact.value(exc.body),
+                exc_type=ProviderProtocolError,
+            )
+
+    def _status_failure(self, call: _Call, response: httpx.Response, raw: bytes) -> _Outcome:
+        status = response.status_code
+        retryable = status in RETRY_STATUSES or status >= 500
+        return _Outcome(
+            status=status,
+            error=f"HTTP {status}",
+            error_body=call.redact.body(raw),
+            retry_after=_retry_after(response.headers) if retryable else None,
+            retryable=retryable,
+        )
+
+    def _parse_body(self, call: _Call, raw: bytes) -> _Outcome:
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ProviderProtocolError(
+                "provider reply is not valid JSON", body=call.redact.body(raw)
+            ) from None
+        return _Outcome(body=body, status=200, ok=True)
+
+    async def _read_stream(self, call: _Call, response: httpx.Response) -> _Outcome:
+        assembler = make_assembler(call.spec.wire)
+        parser = SSEParser()
+
+        def handle(event: str | None, data: str) -> None:
+            if data == "[DONE]":
+                assembler.mark_done()
+                return
+            try:
+                decoded = json.loads(data)
+            except json.JSONDecodeError:
+                raise ProviderProtocolError(
+                    "stream event is not valid JSON", body=call.redact.text(data[:BODY_CAP])
+                ) from None
+            if not isinstance(decoded, dict):
+                raise ProviderProtocolError("stream event is not a JSON object")
+            for delta in assembler.feed(event, decoded):
+                call.forwarded = True
+                if call.on_delta is not None:
+                    call.on_delta(delta)
+
+        async for line in response.aiter_lines():
+            sse = parser.feed(line)
+            if sse is not None:
+                handle(sse.event, sse.data)
+        last = parser.flush()
+        if last is not None:
+            handle(last.event, last.data)
+        if not assembler.done:
+            raise ProviderProtocolError("stream ended before the reply was complete")
+        return _Outcome(body=assembler.result(), status=200, ok=True)
