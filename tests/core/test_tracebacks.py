@@ -109,7 +109,8 @@ def test_ipykernel_temp_file_frames_count_as_cell_code() -> None:
 
 def test_syntax_error_kept_verbatim_with_caret() -> None:
     tb = [
-        "  Cell \x1b[0;32mIn[1], line 1\x1b[0m\n    x = (\n        ^\nSyntaxError: incomplete input\n"
+        "  Cell \x1b[0;32mIn[1], line 1\x1b[0m\n"
+        "    x = (\n        ^\nSyntaxError: incomplete input\n"
     ]
     out = compact_traceback(tb, ename="SyntaxError", evalue="incomplete input (<ipython>, line 1)")
     assert out == "  Cell In[1], line 1\n    x = (\n        ^"
@@ -123,7 +124,8 @@ def test_chained_exceptions_keep_the_link_and_the_cause() -> None:
         "KeyError: 'a'",
         "\nThe above exception was the direct cause of the following exception:\n",
         "ValueError                                Traceback (most recent call last)",
-        "Cell In[1], line 4\n      3 except KeyError as e:\n----> 4     raise ValueError('bad') from e\n",
+        "Cell In[1], line 4\n      3 except KeyError as e:\n"
+        "----> 4     raise ValueError('bad') from e\n",
         "ValueError: bad",
     ]
     assert compact_traceback(tb, ename="ValueError", evalue="bad").splitlines() == [
