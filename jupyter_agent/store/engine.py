@@ -44,8 +44,11 @@ def normalise_url(url: str) -> URL:
     """
     try:
         parsed = make_url(url)
-    except (ArgumentError, ValueError) as exc:
-        raise StoreError(f"not a database URL: {_mask_raw(url)!r} ({exc})") from None
+    except (ArgumentError, ValueError):
+        # An unparseable URL is never echoed: it may hold a password in an odd place.
+        raise StoreError(
+            "not a database URL (could not parse it): use sqlite:///path or postgresql://..."
+        ) from None
     name = parsed.drivername
     if name in _PG_NAMES:
         return parsed.set(drivername="postgresql+psycopg")
@@ -73,16 +76,6 @@ def scrub(text: str, url: URL) -> str:
         for form in {str(password), quote(str(password), safe="")}:
             text = text.replace(form, "***")
     return text
-
-
-def _mask_raw(url: str) -> str:
-    # An unparseable URL may still carry "user:password@": blank what sits between.
-    scheme, sep, rest = url.partition("://")
-    if sep and "@" in rest:
-        creds, _, host = rest.rpartition("@")
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}"
-    return url
 
 
 def create_store_engine(url: URL) -> Engine:

@@ -214,14 +214,20 @@ class Store:
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
         wins) and False is returned. A turn for an unknown chat is a StoreError.
         """
-        statement = self._insert(AgentTurnRow).values(**_turn_values(turn)).on_conflict_do_nothing()
+        statement = (
+            self._insert(AgentTurnRow)
+            .values(**_turn_values(turn))
+            .on_conflict_do_nothing()
+            # RETURNING, not rowcount: rowcount is unreliable here through psycopg.
+            .returning(col(AgentTurnRow.id))
+        )
         bump = (
             update(ChatRow)
             .where(col(ChatRow.id) == turn.chat_id, col(ChatRow.updated) < turn.created)
             .values(updated=turn.created)
         )
         with self._write("cannot append the turn") as session:
-            inserted = bool(session.exec(statement).rowcount)
+            inserted = session.exec(statement).first() is not None
             if inserted:
                 session.exec(bump)
             return inserted
