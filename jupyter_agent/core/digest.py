@@ -173,6 +173,8 @@ def _place_prints(
         used += len(item.text) + 1
     tail.reverse()
     first, last = len(head) + 1, len(prints) - len(tail)
+    if first > last:  # cannot happen while head + tail < the first pass; kept for safety
+        return [*head, *tail]
     if first == last:
         middle = budget.over_total(f"[{first}]", prints[first - 1], f"values.get({cell}, {first})")
     else:

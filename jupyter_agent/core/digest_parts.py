@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -190,6 +191,25 @@ def _cut_text(text: str, limit: int) -> str:
     return text[:limit] + f"… ({len(text):,} chars in all)"
 
 
+_OBJECT_REPR = re.compile(r"^<[\w.]+ object( at 0x[0-9a-fA-F]+)?>$")
+
+
+def _text_of(bundle: dict[str, Any]) -> tuple[str, Any]:
+    """The display's text for the model: text/plain, unless it is only an object repr
+    (``<IPython.core.display.Markdown object>``) and markdown or LaTeX source exists."""
+    texts = {
+        m: "".join(str(x) for x in v) if isinstance(v, list) else v
+        for m in ("text/plain", "text/markdown", "text/latex")
+        if isinstance(v := bundle.get(m), (str, list))
+    }
+    plain = texts.get("text/plain")
+    if not isinstance(plain, str) or _OBJECT_REPR.match(plain.strip()):
+        for mime in ("text/markdown", "text/latex"):
+            if mime in texts:
+                return mime, texts[mime]
+    return "text/plain", plain
+
+
 def display_lines(
     displays: Sequence[dict[str, Any]], images: list[Image], limit: int, options: DigestOptions
 ) -> list[str]:
@@ -205,9 +225,7 @@ def display_lines(
         if isinstance(html, str):
             kinds.append("text/html table" if "<table" in html else "text/html")
         kinds.extend(m for m in bundle if m not in (*IMAGE_TYPES, "text/html", "text/plain"))
-        plain = bundle.get("text/plain")
-        if isinstance(plain, list):
-            plain = "".join(str(x) for x in plain)
+        plain_type, plain = _text_of(bundle)
         if n > MAX_DISPLAYS:
             continue
         head = f"{label} {', '.join(kinds)}" if kinds else label
@@ -217,9 +235,9 @@ def display_lines(
             elif text_room > 0:
                 cut = _cut_text(plain, min(limit, text_room))
                 text_room -= len(cut)
-                lines.append(block(f"{head}, as text/plain:" if kinds else head, cut))
+                lines.append(block(f"{head}, as {plain_type}:" if kinds else head, cut))
             else:
-                lines.append(f"{head} (text/plain {len(plain):,} chars, not shown)")
+                lines.append(f"{head} ({plain_type} {len(plain):,} chars, not shown)")
         else:
             lines.append(head)
     if len(displays) > MAX_DISPLAYS:

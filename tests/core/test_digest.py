@@ -418,3 +418,29 @@ def test_golden(name: str) -> None:
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(rendered + "\n", encoding="utf-8")
     assert rendered + "\n" == path.read_text(encoding="utf-8")
+
+
+def test_displays_html_table_and_markdown() -> None:
+    displays = (
+        {"text/html": "<table><tr><td>1</td></tr></table>", "text/plain": "   a\n0  1"},
+        {
+            "output_type": "display_data",
+            "data": {
+                "text/markdown": "# Title\nbody",
+                "text/plain": "<IPython.core.display.Markdown object>",
+            },
+            "metadata": {},
+        },
+        {"application/vnd.plotly.v1+json": {}},
+    )
+    d = digest_cell(CellResult(cell_id="c1", displays=displays))
+    assert _lines(d)[1:] == [
+        "Output:",
+        "[display 1] text/html table, as text/plain:",
+        "     a",
+        "  0  1",
+        "[display 2] text/markdown, as text/markdown:",
+        "  # Title",
+        "  body",
+        "[display 3] application/vnd.plotly.v1+json",
+    ]
