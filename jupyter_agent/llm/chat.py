@@ -1,0 +1,222 @@
+"""``chat``: one model call as a pure effect generator (llm@v1's entry point).
+
+:func:`chat` resolves the tier (two ``config.get`` effects) when given a name, builds the
+request with the tier's adapter (:data:`ADAPTERS`), yields exactly ONE ``http.post``
+effect whose data is the request's intent (no credential: the transport adds it after the
+intent is recorded), and turns the recorded result into a :class:`ChatResult`:
+
+- a cancelled result (hard break) raises :class:`~jupyter_agent.exceptions.RunCancelled`;
+- a result with ``error`` raises the matching ProviderError subclass, rebuilt from the
+  recorded error dict (status, redacted body, attempts; never a secret);
+- otherwise the body is parsed by the adapter. In a text tool mode (profile ``fenced`` or
+  ``xml``) the reply's text is parsed into ToolCalls by :mod:`.fenced`; a malformed call
+  sets ``format_error`` (the loop shows it to the model) and the reply keeps its text.
+  A reply that stopped for ``length`` is not parsed for calls (a truncated block is not
+  an error the model can fix).
+
+:func:`build_request` is the pure request half, shared by ``chat`` and the golden tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from ..core.effects import HTTP_POST, Effect, EffectGen
+from ..core.tools import BASH, RUN_CELL, ToolSpec
+from ..exceptions import (
+    CredentialError,
+    ProviderError,
+    ProviderProtocolError,
+    ProviderStatusError,
+    ProviderTimeout,
+    RetryAfterTooLong,
+    RunCancelled,
+)
+from ..messages import LLMReply, Message, Part, Text
+from . import anthropic, openai, openai_compatible
+from .fenced import parse_text_tool_calls, to_text_mode
+from .profiles import cost_usd
+from .spec import HttpReply, RequestSpec
+from .tiers import Tier, resolve_tier
+
+__all__ = [
+    "ADAPTERS",
+    "Adapter",
+    "ChatResult",
+    "build_request",
+    "chat",
+    "provider_error_from_json",
+]
+
+
+class Adapter(Protocol):
+    """What every provider adapter module offers (both functions pure)."""
+
+    def build_request(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str,
+        tools: Sequence[ToolSpec],
+        tier: Tier,
+        stream: bool,
+        max_tokens: int | None = None,
+        tool_choice_none: bool = False,
+    ) -> RequestSpec: ...
+
+    def parse_reply(self, body: dict[str, Any]) -> LLMReply: ...
+
+
+ADAPTERS: dict[str, Adapter] = {
+    "anthropic": anthropic,
+    "fake": anthropic,  # the fake provider speaks the Anthropic wire
+    "openai": openai,
+    "openai-compatible": openai_compatible,
+}
+"""provider name -> adapter module."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChatResult:
+    """One model call's outcome: the reply, the tier that answered, its cost, any text-mode
+    format error (the loop shows it to the model and asks again)."""
+
+    reply: LLMReply
+    tier: Tier
+    cost_usd: float | None
+    format_error: str | None = None
+
+
+_ERRORS: dict[str, type[ProviderError]] = {
+    cls.__name__: cls
+    for cls in (
+        ProviderError,
+        ProviderStatusError,
+        ProviderTimeout,
+        ProviderProtocolError,
+        RetryAfterTooLong,
+        CredentialError,
+    )
+}
+
+
+def provider_error_from_json(error: dict[str, Any]) -> ProviderError:
+    """The ProviderError a recorded error dict describes (``type`` or ``error`` names the class)."""
+    kind = str(error.get("type") or error.get("error") or "ProviderError")
+    cls = _ERRORS.get(kind, ProviderError)
+    return cls(
+        str(error.get("message") or kind),
+        status=error.get("status"),
+        body=error.get("body"),
+        attempts=list(error.get("attempts") or []),
+    )
+
+
+def build_request(
+    messages: Sequence[Message],
+    *,
+    system: str,
+    tier: Tier,
+    tools: Sequence[ToolSpec],
+    stream: bool = True,
+    max_tokens: int | None = None,
+    tool_choice_none: bool = False,
+) -> RequestSpec:
+    """The request for one call, pure.
+
+    - Text tool modes: the history is rewritten by :func:`.fenced.to_text_mode` and no tool
+      schema is sent; ``system`` must already hold :func:`.fenced.render_tools_for_prompt`
+      (the loop composes it so it is fingerprinted).
+    - Native mode with ``tools=()`` over a history that holds tool calls (the wrap-up call):
+      the tools named in the history are sent with ``tool_choice`` none, because Anthropic
+      refuses tool_use blocks without tool definitions; the model cannot call them.
+    """
+    adapter = ADAPTERS[tier.provider]
+    mode = tier.profile.tool_mode
+    if mode != "native":
+        messages = to_text_mode(messages, mode)
+        tools, tool_choice_none = (), False
+    elif not tools:
+        used = {c.name for m in messages for c in m.tool_calls}
+        if used:
+            tools = tuple(t for t in (RUN_CELL, BASH) if t.name in used)
+            tool_choice_none = True
+    return adapter.build_request(
+        messages,
+        system=system,
+        tools=tools,
+        tier=tier,
+        stream=stream,
+        max_tokens=max_tokens,
+        tool_choice_none=tool_choice_none,
+    )
+
+
+def _apply_text_mode(
+    reply: LLMReply, mode: str, tools: Sequence[ToolSpec]
+) -> tuple[LLMReply, str | None]:
+    if reply.stop == "length" or not tools:
+        return reply, None
+    text = "".join(p.text for p in reply.parts if isinstance(p, Text))
+    parsed, error = parse_text_tool_calls(text, mode, tools)
+    if error is not None:
+        return reply, error
+    kept: list[Part] = [p for p in reply.parts if not isinstance(p, Text)]
+    parts = (*kept, *parsed)
+    stop = "tool" if any(p for p in parsed if not isinstance(p, Text)) else reply.stop
+    return replace(reply, parts=parts, stop=stop), None
+
+
+def chat(
+    messages: Sequence[Message],
+    *,
+    system: str,
+    tier: str | Tier,
+    tools: Sequence[ToolSpec],
+    stream: bool = True,
+    max_tokens: int | None = None,
+    tool_choice_none: bool = False,
+) -> EffectGen[ChatResult]:
+    """One model call: at most two ``config.get`` effects, then exactly one ``http.post``."""
+    if isinstance(tier, str):
+        tier = yield from resolve_tier(tier)
+    spec = build_request(
+        messages,
+        system=system,
+        tier=tier,
+        tools=tools,
+        stream=stream,
+        max_tokens=max_tokens,
+        tool_choice_none=tool_choice_none,
+    )
+    result = yield Effect(name=HTTP_POST, data=spec.to_intent())
+    if result.cancelled:
+        raise RunCancelled(str(result.data.get("cancelled", "break_hard")))
+    if result.error is not None:
+        raise provider_error_from_json(result.error)
+    try:
+        http = HttpReply.from_json(result.data)
+    except (KeyError, TypeError, ValueError):
+        raise ProviderProtocolError("the http.post result is not a reply") from None
+    if http.status >= 400:
+        raise ProviderStatusError(f"provider answered {http.status}", status=http.status)
+    try:
+        reply = ADAPTERS[tier.provider].parse_reply(http.json)
+    except ProviderError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ProviderProtocolError(
+            f"malformed {tier.wire} reply ({type(exc).__name__})", status=http.status
+        ) from None
+    format_error = None
+    mode = tier.profile.tool_mode
+    if mode != "native" and not tool_choice_none:
+        reply, format_error = _apply_text_mode(reply, mode, tools)
+    return ChatResult(
+        reply=reply,
+        tier=tier,
+        cost_usd=cost_usd(tier.profile, reply.usage),
+        format_error=format_error,
+    )
