@@ -41,7 +41,7 @@ Contract:
   see them. Sizes come from the image header.
 - Paths under ``env_prefix`` read ``<env>``, under ``home`` read ``~``, everywhere.
 - Deterministic and pure: the same result and options give the same digest, byte for byte.
-  Work is bounded by the budgets, not by the size of the values.
+  Work is bounded by the budgets (and the number of values), never by the size of a value.
 """  # noqa: RUF002 (the seed writes the multiplication sign)
 
 from __future__ import annotations
