@@ -1,0 +1,295 @@
+"""AgentKernel: an IPython kernel whose namespace is run_cell's environment.
+
+The agent's client names each cell and asks for special operations through the
+execute_request's ``metadata["jupyter_agent"]`` (ipykernel hands the request metadata to
+``do_execute`` as ``cell_meta``); the answer travels in the execute_reply content under the
+key ``"jupyter_agent"`` (jupyter_client passes unknown reply keys through untouched):
+
+==========================================================  ==================================
+request metadata ``jupyter_agent``                           reply content ``jupyter_agent``
+==========================================================  ==================================
+``{"op": "cell", "cell_id": "c3"}`` (code = the cell)        ``CellResult.to_json()``
+``{"op": "bash", "command": CMD, "timeout_s": T}`` (silent)  ``BashResult.to_json()``
+``{"op": "chdir", "path": P}`` (silent)                      ``{"cwd": os.getcwd()}``
+==========================================================  ==================================
+
+A request without that key is an ordinary notebook cell: it runs exactly as in IPython
+(ordinary iopub outputs, ``input()`` works), with ``values``, ``sh``, ``batch`` and the apps
+available. A named cell additionally has its prints, stderr, displays, last value, error,
+app calls and nbformat outputs captured (see :mod:`.capture`); its standard iopub outputs
+still flow. In named cells ``input()``/``getpass`` raise :class:`InputNotAvailable`: the
+stdin channel carries the app calls (see :mod:`.apps`) instead.
+
+Namespace: ``values`` (:mod:`.values`), ``sh`` (:mod:`.sh`), ``batch`` and one proxy per
+app of :data:`jupyter_agent.core.apps.APPS` (``chat``, ``llm``) (:mod:`.apps`), and
+``AppCallError``. ``%matplotlib inline`` is the default (ipykernel's), so ``plt.plot(...)``
+shows a PNG display.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from ipykernel.displayhook import ZMQShellDisplayHook
+from ipykernel.ipkernel import IPythonKernel
+from ipykernel.zmqshell import ZMQInteractiveShell
+from IPython.core.error import StdinNotImplementedError
+from traitlets import Type
+
+from jupyter_agent import __version__
+from jupyter_agent.core.cells import AppCallRecord, CellError
+from jupyter_agent.exceptions import AppCallError
+
+from . import capture
+from .apps import build_apps, make_batch
+from .capture import CapturingStream, CellCapture
+from .sh import DEFAULT_TIMEOUT_S, Sh
+from .values import Values
+
+__all__ = ["AgentDisplayHook", "AgentKernel", "AgentShell", "InputNotAvailable"]
+
+
+class InputNotAvailable(StdinNotImplementedError):
+    """``input()`` in an agent cell: there is no person at a prompt to answer it."""
+
+
+class AgentDisplayHook(ZMQShellDisplayHook):
+    """The displayhook, telling the active capture about the last value and its bundle."""
+
+    def fill_exec_result(self, result: Any) -> None:
+        super().fill_exec_result(result)  # type: ignore[no-untyped-call]
+        cap = capture.active()
+        if cap is not None:
+            cap.on_last_object(result)
+
+    def write_format_data(
+        self, format_dict: dict[str, Any], md_dict: dict[str, Any] | None = None
+    ) -> None:
+        super().write_format_data(format_dict, md_dict)  # type: ignore[no-untyped-call]
+        cap = capture.active()
+        if cap is not None:
+            cap.on_execute_result(format_dict, md_dict, self.prompt_count)
+
+
+class AgentShell(ZMQInteractiveShell):
+    """The kernel's shell: IPython's, with the capturing displayhook."""
+
+    displayhook_class = Type(AgentDisplayHook)
+
+
+class _StdinHost:
+    """The :class:`~.apps.HostChannel` of the kernel: one input_request per host call."""
+
+    def __init__(self, kernel: AgentKernel) -> None:
+        self._kernel = kernel
+
+    def request(self, payload: dict[str, Any]) -> dict[str, Any]:
+        kernel = self._kernel
+        what = (
+            "batch"
+            if payload.get("jupyter_agent") == "batch"
+            else f"{payload.get('app')}.{payload.get('method')}"
+        )
+        if not kernel.agent_cell_running or not kernel._allow_stdin:
+            raise AppCallError(
+                f"{what} needs the agent host: in-cell apps work only in cells run by "
+                "jupyter-agent (this cell was run by an ordinary client)"
+            )
+        text = kernel._input_request(
+            json.dumps(payload),
+            kernel._get_shell_context_var(kernel._shell_parent_ident),
+            kernel.get_parent("shell"),  # type: ignore[no-untyped-call]
+            password=False,
+        )
+        try:
+            reply = json.loads(text)
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            raise AppCallError(f"{what}: the host's reply is not a JSON object")
+        return reply
+
+    def record(self, record: AppCallRecord) -> None:
+        cap = capture.active()
+        if cap is not None:
+            cap.app_calls.append(record)
+
+    def next_batch(self) -> int:
+        cap = capture.active()
+        if cap is None:
+            return 1
+        cap.batches += 1
+        return cap.batches
+
+
+class AgentKernel(IPythonKernel):
+    """The ``jupyter-agent`` kernel (see the module docstring for its protocol)."""
+
+    implementation = "jupyter-agent"
+    implementation_version = __version__
+    banner = "Python (agent): an IPython kernel for jupyter-agent runs"
+    shell_class = Type(AgentShell)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
+        capture.install_print_hook()
+        self.agent_cell_running = False
+        self.values = Values()
+        self.sh = Sh()
+        host = _StdinHost(self)
+        names: dict[str, Any] = {
+            "values": self.values,
+            "sh": self.sh,
+            "batch": make_batch(host),
+            "AppCallError": AppCallError,
+        }
+        names.update(build_apps(host))
+        # interactive=False: hidden from %who, like IPython's own helpers
+        assert self.shell is not None
+        self.shell.push(names, interactive=False)
+
+    # -- stdin: model-written input() must not prompt ----------------------------------------
+    def raw_input(self, prompt: str = "") -> str:
+        if self.agent_cell_running:
+            raise InputNotAvailable(
+                "input() is not available in agent cells: nobody is at a prompt, and the "
+                "stdin channel carries the agent's app calls. Put the value in the code."
+            )
+        result: str = super().raw_input(prompt)  # type: ignore[no-untyped-call]
+        return result
+
+    def getpass(self, prompt: str = "", stream: Any = None, **kwargs: Any) -> str:
+        if self.agent_cell_running:
+            raise InputNotAvailable("getpass() is not available in agent cells")
+        result: str = super().getpass(prompt, stream, **kwargs)
+        return result
+
+    # -- execute ------------------------------------------------------------------------------
+    async def do_execute(
+        self,
+        code: str,
+        silent: bool,
+        store_history: bool = True,
+        user_expressions: dict[str, Any] | None = None,
+        allow_stdin: bool = False,
+        *,
+        cell_meta: dict[str, Any] | None = None,
+        cell_id: str | None = None,
+    ) -> dict[str, Any]:
+        agent = (cell_meta or {}).get("jupyter_agent")
+        op = agent.get("op") if isinstance(agent, dict) else None
+        if op == "bash":
+            assert isinstance(agent, dict)
+            return self._do_bash(str(agent["command"]), agent.get("timeout_s"))
+        if op == "chdir":
+            assert isinstance(agent, dict)
+            return self._do_chdir(str(agent["path"]))
+        if op != "cell":
+            result: dict[str, Any] = await super().do_execute(  # type: ignore[no-untyped-call]
+                code,
+                silent,
+                store_history,
+                user_expressions,
+                allow_stdin,
+                cell_meta=cell_meta,
+                cell_id=cell_id,
+            )
+            return result
+        assert isinstance(agent, dict)
+        return await self._do_agent_cell(
+            str(agent["cell_id"]), code, silent, store_history, allow_stdin, cell_meta, cell_id
+        )
+
+    async def _do_agent_cell(
+        self,
+        name: str,
+        code: str,
+        silent: bool,
+        store_history: bool,
+        allow_stdin: bool,
+        cell_meta: dict[str, Any] | None,
+        cell_id: str | None,
+    ) -> dict[str, Any]:
+        cap = CellCapture(name)
+        assert self.shell is not None
+        display_pub = self.shell.display_pub
+
+        def on_display(msg: dict[str, Any]) -> dict[str, Any]:
+            if msg.get("msg_type") == "display_data":
+                content = msg.get("content", {})
+                cap.on_display(content.get("data", {}), content.get("metadata"))
+            return msg
+
+        real_out, real_err = sys.stdout, sys.stderr
+        sys.stdout = CapturingStream(real_out, cap, "stdout")
+        sys.stderr = CapturingStream(real_err, cap, "stderr")
+        display_pub.register_hook(on_display)
+        self.agent_cell_running = True
+        start = time.perf_counter()
+        try:
+            with cap:
+                reply: dict[str, Any] = await super().do_execute(  # type: ignore[no-untyped-call]
+                    code,
+                    silent,
+                    store_history,
+                    None,
+                    allow_stdin,
+                    cell_meta=cell_meta,
+                    cell_id=cell_id,
+                )
+        finally:
+            duration = time.perf_counter() - start
+            self.agent_cell_running = False
+            display_pub.unregister_hook(on_display)
+            sys.stdout, sys.stderr = real_out, real_err
+        error = None
+        if reply.get("status") == "error":
+            error = CellError(
+                ename=str(reply.get("ename", "")),
+                evalue=str(reply.get("evalue", "")),
+                traceback=tuple(reply.get("traceback") or ()),
+            )
+        cap.execution_count = reply.get("execution_count")
+        result = cap.result(error=error, duration_s=duration)
+        self.values.store(name, cap.prints, last=cap.last_obj, has_last=cap.has_last)
+        reply["jupyter_agent"] = result.to_json()
+        return reply
+
+    def _op_reply(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "execution_count": self.execution_count,
+            "user_expressions": {},
+            "payload": [],
+            "jupyter_agent": payload,
+        }
+
+    def _op_error(self, exc: BaseException) -> dict[str, Any]:
+        return {
+            "status": "error",
+            "execution_count": self.execution_count,
+            "ename": type(exc).__name__,
+            "evalue": str(exc),
+            "traceback": [],
+            "user_expressions": {},
+            "payload": [],
+        }
+
+    def _do_bash(self, command: str, timeout_s: Any) -> dict[str, Any]:
+        timeout = float(timeout_s) if timeout_s is not None else DEFAULT_TIMEOUT_S
+        try:
+            result = self.sh.run(command, timeout=timeout)
+        except (KeyboardInterrupt, OSError) as exc:
+            return self._op_error(exc)
+        return self._op_reply(result.to_bash_result().to_json())
+
+    def _do_chdir(self, path: str) -> dict[str, Any]:
+        try:
+            os.chdir(path)
+        except OSError as exc:
+            return self._op_error(exc)
+        return self._op_reply({"cwd": os.getcwd()})
