@@ -1,0 +1,410 @@
+"""Export runs as notebooks: a turn (:func:`run_notebook`) or a whole chat (:func:`chat_notebook`).
+
+The notebook is nbformat v4, built with nbformat's own builders and valid. Cells, in the
+order they happened (see :mod:`jupyter_agent.trace.cells_view`):
+
+- a markdown cell for the user's message: time, the view (path, cell, selection) and the
+  names of the attachments; steering messages and breaks as markdown where they arrived;
+- a code cell per ``run_cell`` with the recorded outputs (nbformat's shapes, kept as
+  recorded: no path rewriting) and execution count; its id is the run's ``cell_id``, so
+  ``values.get("c3", ...)`` in a later cell still names the right cell;
+- a code cell ``sh('<command>', timeout=N)`` per ``bash`` call (the argument is the
+  command's ``repr``, so re-running it in the agent kernel rebinds ``sh.last``), with its
+  stdout and stderr as stream outputs; its id is the next ``c<n>`` of the run's counter;
+- markdown cells for progress bubbles and the final reply;
+- a markdown note for what did not finish normally: a cancelled, failed or unfinished
+  effect, a hard break, an error or wrap-up end, a log that stops mid-run.
+
+Ids: code cells ``<prefix>c<n>``; markdown cells ``<prefix><code id>-md<j>`` after a code
+cell (``c3-md1``), ``<prefix>md<j>`` before the first one. A whole-chat notebook uses the
+prefix ``t<k>-`` for turn k (from 1). Each cell's ``metadata.jupyter_agent`` holds its
+``kind``, ``run_id``, ``seq``; code cells also ``cell_id`` (the run's), ``seqs`` (the
+``cell.run`` seq then every effect nested under it), ``deterministic`` (no app call, no
+bash, a recorded result), ``status`` and ``digest`` (the text the model read, recomputed
+with the run's recorded digest options). The notebook's ``metadata.jupyter_agent`` holds
+the run id, chat id, program, model, stopReason, endCause, usage, cost and fingerprints,
+from the given turn record, else the log's ``turn.append``, else nulls.
+
+Exported notebooks are not signed: they are untrusted, like any notebook from elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Final
+
+import nbformat
+from nbformat import NotebookNode, v4
+
+from jupyter_agent.core.digest import digest_bash, digest_cell
+from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.trace.cells_view import (
+    BashStep,
+    BreakStep,
+    CellStep,
+    MessageStep,
+    ModelCallStep,
+    PostStep,
+    RunView,
+    build_view,
+)
+from jupyter_agent.trace.log import TraceFile
+
+__all__ = ["KERNELSPEC", "chat_notebook", "run_notebook", "sh_source", "write_notebook"]
+
+KERNELSPEC: Final = {
+    "name": "jupyter-agent",
+    "display_name": "Python (agent)",
+    "language": "python",
+}
+_LANGUAGE_INFO: Final = {"name": "python", "mimetype": "text/x-python", "file_extension": ".py"}
+# nbformat is untyped: its builders, typed once here.
+_new_code_cell: Callable[..., NotebookNode] = v4.new_code_cell
+_new_markdown_cell: Callable[..., NotebookNode] = v4.new_markdown_cell
+_new_notebook: Callable[..., NotebookNode] = v4.new_notebook
+_new_output: Callable[..., NotebookNode] = v4.new_output
+_from_dict: Callable[[Any], Any] = nbformat.from_dict
+_validate: Callable[[NotebookNode], None] = nbformat.validate
+_write: Callable[..., None] = nbformat.write
+
+_OUTPUT_TYPES: Final = frozenset({"stream", "display_data", "execute_result", "error"})
+_CELL_ID: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+_END_NOTES: Final = {
+    "length": "the model's reply hit its output limit",
+    "ceiling:model_calls": "the run used all the model calls it is allowed",
+    "ceiling:cells": "the run ran all the cells it is allowed",
+    "ceiling:wall_s": "the run used all the time it is allowed",
+    "ceiling:cost_usd": "the run used all the budget it is allowed",
+    "break_soft": "the user asked it to stop (soft break)",
+    "break_hard": "a hard break stopped it at once",
+    "error": "an error ended it",
+    "restart": "the server restarted while it ran",
+}
+
+
+class _Builder:
+    """Accumulates one run's cells with unique ids (shared across runs of a chat)."""
+
+    def __init__(self, view: RunView, prefix: str, taken: set[str]) -> None:
+        self.view = view
+        self.prefix = prefix
+        self.taken = taken
+        self.cells: list[NotebookNode] = []
+        self.anchor = ""  # the id of the last code cell, "" before the first
+        self.md_count = 0
+        self.options = view.digest_options()
+        self.agent = view.turn.from_agent if view.turn is not None else "agent"
+
+    # -- ids ------------------------------------------------------------------------------
+
+    def _free(self, wanted: str) -> str:
+        if _CELL_ID.match(wanted) and wanted not in self.taken:
+            self.taken.add(wanted)
+            return wanted
+        n = 1
+        while f"{self.prefix}x{n}" in self.taken:
+            n += 1
+        self.taken.add(f"{self.prefix}x{n}")
+        return f"{self.prefix}x{n}"
+
+    def _code_id(self, cell_id: str) -> str:
+        cell_id = self._free(f"{self.prefix}{cell_id}")
+        self.anchor, self.md_count = cell_id, 0
+        return cell_id
+
+    def _md_id(self) -> str:
+        self.md_count += 1
+        base = f"{self.anchor}-" if self.anchor else self.prefix
+        return self._free(f"{base}md{self.md_count}")
+
+    def _meta(self, kind: str, seq: int | None, **extra: Any) -> dict[str, Any]:
+        meta = {"kind": kind, "run_id": self.view.run_id, "seq": seq, **extra}
+        return {"jupyter_agent": _from_dict(meta)}
+
+    # -- cells ----------------------------------------------------------------------------
+
+    def markdown(self, source: str, kind: str, seq: int | None) -> None:
+        cell = _new_markdown_cell(source, id=self._md_id(), metadata=self._meta(kind, seq))
+        self.cells.append(cell)
+
+    def note(self, text: str, seq: int | None) -> None:
+        self.markdown("> **Note:** " + text.replace("\n", "\n> "), "note", seq)
+
+    def message(self, step: MessageStep) -> None:
+        who = "User" if step.kind == "user" else "User (mid-run)"
+        lines = [f"**{who}**" + (f" · {step.at}" if step.at else "")]
+        lines.extend(_view_lines(step.view))
+        if step.attachments:
+            lines.append("Attachments: " + ", ".join(_code(n) for n in step.attachments))
+        source = "  \n".join(lines) + "\n\n" + step.text
+        self.markdown(source.rstrip("\n"), step.kind, step.seq)
+
+    def post(self, step: PostStep) -> None:
+        label = "reply" if step.kind == "reply" else "progress"
+        head = f"**{self.agent}** ({label})" + (f" · {step.t}" if step.t else "")
+        self.markdown(f"{head}\n\n{step.text}", step.kind, step.seq)
+        if step.status == "cancelled":
+            self.note("A hard break cancelled this message before it was delivered.", step.seq)
+        elif step.status in ("failed", "unfinished"):
+            self.note(f"This message was not delivered ({step.status}).", step.seq)
+
+    def python(self, step: CellStep) -> None:
+        result = step.result
+        outputs = [_output(o) for o in result.outputs] if result is not None else []
+        digest = digest_cell(result, self.options).text if result is not None else None
+        extra: dict[str, Any] = {
+            "cell_id": step.cell_id,
+            "seqs": list(step.seqs),
+            "deterministic": step.deterministic,
+            "status": step.status,
+            "digest": digest,
+        }
+        if result is not None:
+            extra["duration_s"] = result.duration_s
+            extra["outputs_truncated"] = result.outputs_truncated
+        cell = _new_code_cell(
+            step.code,
+            id=self._code_id(step.cell_id or "c"),
+            execution_count=_count(result.execution_count if result is not None else None),
+            outputs=outputs,
+            metadata=self._meta("python", step.seq, **extra),
+        )
+        self.cells.append(cell)
+        self._status_note("cell", step.status, step.error, step.seq)
+
+    def bash(self, step: BashStep) -> None:
+        result = step.result
+        outputs = []
+        if result is not None:
+            for name, value in (("stdout", result.stdout), ("stderr", result.stderr)):
+                if value.text:
+                    outputs.append(_new_output("stream", name=name, text=value.text))
+        extra: dict[str, Any] = {
+            "cell_id": step.cell_id,
+            "seqs": [step.seq],
+            "deterministic": False,
+            "status": step.status,
+            "digest": digest_bash(result, self.options).text if result is not None else None,
+        }
+        if result is not None:
+            extra.update(
+                returncode=result.returncode,
+                timed_out=result.timed_out,
+                duration_s=result.duration_s,
+                outputs_truncated=result.stdout.truncated or result.stderr.truncated,
+            )
+        cell = _new_code_cell(
+            sh_source(step.command, step.timeout_s),
+            id=self._code_id(step.cell_id),
+            outputs=outputs,
+            metadata=self._meta("bash", step.seq, **extra),
+        )
+        self.cells.append(cell)
+        self._status_note("command", step.status, step.error, step.seq)
+
+    def _status_note(self, what: str, status: str, error: dict[str, Any] | None, seq: int) -> None:
+        if status == "cancelled":
+            self.note(f"A hard break cancelled this {what} while it ran (#{seq}).", seq)
+        elif status == "unfinished":
+            self.note(f"The log ends while this {what} runs: no result was recorded (#{seq}).", seq)
+        elif status == "failed":
+            message = (error or {}).get("message") or (error or {}).get("type") or "unknown"
+            self.note(f"The {what} could not run (#{seq}): {message}", seq)
+        elif status == "unreadable":
+            self.note(f"The recorded result of this {what} could not be read (#{seq}).", seq)
+
+    def model_call(self, step: ModelCallStep) -> None:
+        if step.status == "cancelled":
+            self.note(f"A hard break cancelled a model call (#{step.seq}).", step.seq)
+        elif step.status == "unfinished":
+            self.note(f"The log ends during a model call (#{step.seq}).", step.seq)
+
+    def build(self) -> list[NotebookNode]:
+        for step in self.view.steps:
+            if isinstance(step, MessageStep):
+                self.message(step)
+            elif isinstance(step, BreakStep):
+                kind = "hard" if step.hard else "soft"
+                self.note(
+                    f"The user sent a {kind} break" + (f" at {step.at}." if step.at else "."),
+                    step.seq,
+                )
+            elif isinstance(step, PostStep):
+                self.post(step)
+            elif isinstance(step, CellStep):
+                self.python(step)
+            elif isinstance(step, BashStep):
+                self.bash(step)
+            elif isinstance(step, ModelCallStep):
+                self.model_call(step)
+        self.end_note()
+        return self.cells
+
+    def end_note(self) -> None:
+        view = self.view
+        turn = view.turn
+        if view.truncated:
+            self.note("The log's last line was cut short (the run crashed mid-write).", None)
+        if turn is None:
+            if view.unfinished:
+                last = view.unfinished[-1]
+                self.note(
+                    f"The run has no turn record: the log stops at #{last.seq} ({last.name}), "
+                    "which has no result (the run crashed or is still running).",
+                    last.seq,
+                )
+            else:
+                self.note("The run has no turn record: it did not finish.", None)
+            return
+        stop, cause = turn.llm.stop_reason, turn.llm.end_cause
+        if stop == "done":
+            return
+        why = _END_NOTES.get(cause, cause)
+        if stop == "wrapup":
+            text = f"The run wrapped up early: {why}."
+        elif stop == "break_hard":
+            text = "The run was stopped by a hard break."
+        else:
+            text = f"The run ended with an error ({cause}): {why}."
+        self.note(text + f" (stopReason `{stop}`, endCause `{cause}`)", None)
+
+
+def sh_source(command: str, timeout_s: float | None = None) -> str:
+    """The Python source that re-runs a bash command in the agent kernel (binds ``sh.last``)."""
+    if timeout_s is None:
+        return f"sh({command!r})"
+    timeout = int(timeout_s) if float(timeout_s).is_integer() else timeout_s
+    return f"sh({command!r}, timeout={timeout!r})"
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _output(raw: Any) -> NotebookNode:
+    """A recorded output as an nbformat output; an unrecognised one becomes a stderr note."""
+    if isinstance(raw, dict) and raw.get("output_type") in _OUTPUT_TYPES:
+        fields = {k: v for k, v in raw.items() if k != "output_type"}
+        try:
+            return _new_output(raw["output_type"], **_from_dict(fields))
+        except (nbformat.ValidationError, TypeError, ValueError):
+            pass
+    kind = raw.get("output_type") if isinstance(raw, dict) else type(raw).__name__
+    return _new_output(
+        "stream", name="stderr", text=f"[jupyter-agent: unrecognised output {kind!r}]\n"
+    )
+
+
+def _code(text: str) -> str:
+    """Inline code that survives backticks in ``text``."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _view_lines(view: dict[str, Any] | None) -> list[str]:
+    if not view:
+        return []
+    parts = []
+    if view.get("path"):
+        parts.append(_code(str(view["path"])))
+    if view.get("cell") is not None:
+        parts.append(f"cell {_code(str(view['cell']))}")
+    selection = view.get("selection")
+    if selection:
+        text = selection if isinstance(selection, str) else json.dumps(selection)
+        parts.append("selection " + _code(" ".join(text.split())[:200]))
+    return ["Viewing " + " · ".join(parts)] if parts else []
+
+
+def _run_metadata(view: RunView, turn: TurnRecord | None) -> dict[str, Any]:
+    llm = turn.llm.to_json() if turn is not None else {}
+    return {
+        "run_id": view.run_id,
+        "chat_id": view.chat_id,
+        "program": view.header.get("program"),
+        "model": view.model,
+        "turn_id": turn.id if turn is not None else None,
+        "created": turn.created if turn is not None else view.header.get("created"),
+        "stopReason": llm.get("stopReason"),
+        "endCause": llm.get("endCause"),
+        "usage": llm.get("usage"),
+        "cost": llm.get("cost"),
+        "fingerprints": llm.get("fingerprints"),
+    }
+
+
+def _view(trace: TraceFile, turn: TurnRecord | None) -> tuple[RunView, TurnRecord | None]:
+    view = build_view(trace)
+    return view, turn if turn is not None else view.turn
+
+
+def _notebook(cells: list[NotebookNode], meta: dict[str, Any]) -> NotebookNode:
+    return _new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": dict(KERNELSPEC),
+            "language_info": dict(_LANGUAGE_INFO),
+            "jupyter_agent": meta,
+        },
+    )
+
+
+def run_notebook(
+    trace: TraceFile, *, turn: TurnRecord | None = None, cell_prefix: str = ""
+) -> NotebookNode:
+    """One run as a notebook (see the module docstring); ``turn`` overrides the log's."""
+    view, record = _view(trace, turn)
+    cells = _Builder(_with_turn(view, record), cell_prefix, set()).build()
+    return _notebook(cells, _run_metadata(view, record))
+
+
+def chat_notebook(
+    traces: Sequence[tuple[TraceFile, TurnRecord | None]], *, title: str = ""
+) -> NotebookNode:
+    """A whole chat, oldest run first: turn k's cells are ``t<k>-c<n>``, ``t<k>-md<j>``, ...
+
+    A title becomes a first markdown cell (id ``title``). ``metadata.jupyter_agent`` holds
+    ``chat_id``, ``title`` and ``runs``: each run's metadata, as :func:`run_notebook`'s.
+    """
+    taken: set[str] = set()
+    cells: list[NotebookNode] = []
+    runs: list[dict[str, Any]] = []
+    if title:
+        taken.add("title")
+        cells.append(_new_markdown_cell(f"# {title}", id="title", metadata={}))
+    for k, (trace, turn) in enumerate(traces, start=1):
+        view, record = _view(trace, turn)
+        cells.extend(_Builder(_with_turn(view, record), f"t{k}-", taken).build())
+        runs.append(_run_metadata(view, record))
+    chat_ids = [r["chat_id"] for r in runs if r["chat_id"]]
+    meta = {"chat_id": chat_ids[0] if chat_ids else None, "title": title or None, "runs": runs}
+    return _notebook(cells, meta)
+
+
+def _with_turn(view: RunView, turn: TurnRecord | None) -> RunView:
+    return view if turn is view.turn else replace(view, turn=turn)
+
+
+def write_notebook(nb: NotebookNode, path: str | os.PathLike[str]) -> None:
+    """Validate ``nb`` and write it to ``path`` (nbformat v4, UTF-8; never signed).
+
+    Written to a temp file beside ``path`` then renamed, so a reader never sees half a file.
+    Raises :class:`nbformat.ValidationError` (nothing written) for an invalid notebook.
+    """
+    _validate(nb)
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            _write(nb, fh, version=4)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
