@@ -304,16 +304,29 @@ def _turns(wire: str, request: dict[str, Any]) -> list[Any]:
     return list(request.get("messages") or [])
 
 
+def _last_user_turn(wire: str, request: dict[str, Any]) -> list[Any]:
+    """What the user side sent since the model last spoke: the last user message, or the
+    tool results after the last assistant turn (chat ``tool`` messages, Responses
+    ``function_call_output`` items), with their text."""
+    trailing: list[Any] = []
+    for turn in reversed(_turns(wire, request)):
+        if not isinstance(turn, dict):
+            continue
+        if turn.get("role") == "assistant" or turn.get("type") in ("function_call", "reasoning"):
+            break
+        if turn.get("role") in ("system", "developer"):
+            continue
+        trailing.insert(0, {k: v for k, v in turn.items() if k in ("content", "output")})
+    return trailing
+
+
 def check_expect(step: Step, wire: str, request: dict[str, Any]) -> str | None:
     """Why ``request`` does not match the step's ``expect``, or None when it does."""
     want = step.expect
     if "model" in want and request.get("model") != want["model"]:
         return f"expected model {want['model']!r}, got {request.get('model')!r}"
     if "last_user_contains" in want:
-        users = [
-            m for m in _turns(wire, request) if isinstance(m, dict) and m.get("role") == "user"
-        ]
-        text = "\n".join(_strings(users[-1].get("content"))) if users else ""
+        text = "\n".join(_strings(_last_user_turn(wire, request)))
         if want["last_user_contains"] not in text:
             return f"expected the last user message to contain {want['last_user_contains']!r}"
     if "system_contains" in want:

@@ -271,3 +271,40 @@ def test_command_line_prints_the_base_url_and_serves(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("wire", "tail"),
+    [
+        (
+            "anthropic",
+            [
+                {"role": "assistant", "content": [{"type": "text", "text": "ran it"}]},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t", "content": "Output 1"}],
+                },
+            ],
+        ),
+        (
+            "openai-chat",
+            [
+                {"role": "assistant", "content": None, "tool_calls": []},
+                {"role": "tool", "tool_call_id": "c", "content": "Output 1"},
+            ],
+        ),
+        (
+            "openai-responses",
+            [
+                {"type": "function_call", "call_id": "c", "name": "run_cell", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c", "output": "Output 1"},
+            ],
+        ),
+    ],
+)
+def test_last_user_turn_includes_tool_results(fake_provider, wire, tail):
+    fake = fake_provider([{"expect": {"last_user_contains": "Output 1"}, "text": "ok"}] * 2)
+    body = ask(wire, "question")
+    key = "input" if wire == "openai-responses" else "messages"
+    assert post(fake, wire, dict(body, **{key: body[key] + tail})).status_code == 200
+    assert post(fake, wire, body).status_code == 400
