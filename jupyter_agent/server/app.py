@@ -1,0 +1,190 @@
+"""The Jupyter Server extension app: configuration traits and route registration.
+
+``JupyterAgent`` is the ``ExtensionApp`` named ``jupyter_agent``. Every setting of the
+agent is a trait here, with a default and a ``help=`` (DESIGN section 3): set them in a
+``jupyter_server_config.py`` (``c.JupyterAgent.max_cells = 30``) or on the command line
+(``jupyter lab --JupyterAgent.max_cells=30``). Traits set by the admin are trusted;
+settings changed from the browser are limited to ``allowed_key_refs`` and
+``allowed_base_urls``.
+
+The app holds configuration and wires handlers; managers (the driver, the kernel pool,
+the store) do the work and handlers only translate HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
+
+from jupyter_agent import __version__
+from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
+from jupyter_agent.server.handlers import default_handlers
+from jupyter_agent.server.status import build_status
+
+__all__ = ["DEFAULT_TIERS", "JupyterAgent"]
+
+#: The default tiers: Anthropic for code generation; classify and vision fall back to it.
+DEFAULT_TIERS: dict[str, dict[str, str]] = {
+    "codegen": {
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "base_url": "https://api.anthropic.com",
+        "api_key_ref": "env:ANTHROPIC_API_KEY",
+        "api": "chat",
+    }
+}
+
+
+class JupyterAgent(ExtensionApp):
+    """The jupyter-agent server extension (configurable as ``c.JupyterAgent.<trait>``)."""
+
+    name = "jupyter_agent"
+    description = "An AI agent that lives inside Jupyter."
+    load_other_extensions = True
+
+    tiers = Dict(
+        default_value=DEFAULT_TIERS,
+        help=(
+            "Model tiers by name (codegen, classify, vision). Each is a dict with "
+            "provider (anthropic, openai, openai-compatible, fake), model, base_url "
+            "(as in the official SDKs), api_key_ref (a credential reference such as "
+            "'env:ANTHROPIC_API_KEY'; never a key value) and api ('chat' or 'responses', "
+            "OpenAI only). Tiers that are not configured fall back to codegen. When "
+            "codegen cannot run (unknown provider or missing key) the server runs the "
+            "labelled demo model."
+        ),
+    ).tag(config=True)
+
+    db_url = Unicode(
+        "",
+        help=(
+            "SQLAlchemy URL of the agent database (chats, turns, runs). Empty means the "
+            "SQLite file {jupyter_data_dir}/jupyter_agent/agent.sqlite; a "
+            "postgresql+psycopg:// URL uses PostgreSQL."
+        ),
+    ).tag(config=True)
+
+    pool_size = Int(
+        2, help="Number of warm agent kernels kept ready for new runs (0: start on demand)."
+    ).tag(config=True)
+
+    cell_timeout_s = Float(
+        120.0,
+        help="Seconds one cell (or bash command) may run before it is interrupted.",
+    ).tag(config=True)
+
+    max_model_calls = Int(
+        40, help="Ceiling: model calls in one run before the agent must wrap up."
+    ).tag(config=True)
+
+    max_cells = Int(60, help="Ceiling: cells run in one run before the agent must wrap up.").tag(
+        config=True
+    )
+
+    max_wall_s = Float(
+        900.0, help="Ceiling: wall-clock seconds of one run before the agent must wrap up."
+    ).tag(config=True)
+
+    max_cost_usd = Float(
+        2.0, help="Ceiling: model cost of one run in USD before the agent must wrap up."
+    ).tag(config=True)
+
+    model_deadline_s = Float(
+        300.0, help="Deadline in seconds of one model call, retries included."
+    ).tag(config=True)
+
+    retry_after_cap_s = Float(
+        60.0,
+        help="Longest wait in seconds honoured from a provider's retry-after header.",
+    ).tag(config=True)
+
+    max_body_bytes = Int(
+        10 * 1024 * 1024,
+        help="Largest request body in bytes the agent's REST API accepts (larger: 413).",
+    ).tag(config=True)
+
+    bash_enabled = Bool(
+        True, help="Offer the bash tool to the model (commands run on the kernel's host)."
+    ).tag(config=True)
+
+    kernel_env_keep = List(
+        Unicode(),
+        default_value=[],
+        help=(
+            "Names of environment variables let through the agent kernel's environment "
+            "filter (which removes names containing KEY, TOKEN, SECRET, PASSWORD or "
+            "CREDENTIAL, JUPYTER_TOKEN, SSH_AUTH_SOCK, AWS_*, AZURE_*, "
+            "GOOGLE_APPLICATION_CREDENTIALS and URLs with a user:password part)."
+        ),
+    ).tag(config=True)
+
+    allowed_key_refs = List(
+        Unicode(),
+        default_value=["env:ANTHROPIC_API_KEY", "env:OPENAI_API_KEY"],
+        help="Credential references that settings changed from the browser may use.",
+    ).tag(config=True)
+
+    allowed_base_urls = List(
+        Unicode(),
+        default_value=["https://api.anthropic.com", "https://api.openai.com/v1"],
+        help="Provider base URLs that settings changed from the browser may use.",
+    ).tag(config=True)
+
+    @validate("tiers")
+    def _validate_tiers(self, proposal: Mapping[str, Any]) -> dict[str, Any]:
+        """Reject a tier that is not a dict naming its provider and model as strings."""
+        tiers = proposal["value"]
+        for name, tier in tiers.items():
+            if not isinstance(tier, dict):
+                raise TraitError(f"JupyterAgent.tiers[{name!r}] must be a dict")
+            for key in ("provider", "model"):
+                if not isinstance(tier.get(key), str):
+                    raise TraitError(f"JupyterAgent.tiers[{name!r}] needs a string {key!r}")
+            ref = tier.get("api_key_ref")
+            if ref is not None and not isinstance(ref, str):
+                raise TraitError(f"JupyterAgent.tiers[{name!r}]['api_key_ref'] must be a string")
+        return dict(tiers)
+
+    @validate("pool_size", "max_model_calls", "max_cells", "max_body_bytes")
+    def _validate_non_negative_int(self, proposal: Mapping[str, Any]) -> int:
+        """Counts and sizes cannot be negative."""
+        value = int(proposal["value"])
+        if value < 0:
+            raise TraitError(f"JupyterAgent.{proposal['trait'].name} must be >= 0, not {value}")
+        return value
+
+    @validate(
+        "cell_timeout_s", "max_wall_s", "max_cost_usd", "model_deadline_s", "retry_after_cap_s"
+    )
+    def _validate_positive_float(self, proposal: Mapping[str, Any]) -> float:
+        """Durations and budgets must be positive."""
+        value = float(proposal["value"])
+        if not value > 0:
+            raise TraitError(f"JupyterAgent.{proposal['trait'].name} must be > 0, not {value}")
+        return value
+
+    @property
+    def agent_dir(self) -> Path:
+        """The agent's folder: ``{jupyter_data_dir}/jupyter_agent`` (not created here)."""
+        return agent_data_dir()
+
+    @property
+    def effective_db_url(self) -> str:
+        """``db_url``, or the default SQLite file's URL when it is empty."""
+        return self.db_url or default_db_url()
+
+    def status(self, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The answer of ``GET agent/status`` for the server's environment (no key values)."""
+        return build_status(self.tiers, os.environ if environ is None else environ, __version__)
+
+    def initialize_handlers(self) -> None:
+        """Register the REST routes under ``{base_url}agent/``."""
+        self.handlers.extend(default_handlers)
+
+
+main = launch_new_instance = JupyterAgent.launch_instance
