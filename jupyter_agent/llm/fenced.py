@@ -257,6 +257,8 @@ def _parse_xml(text: str, offered: dict[str, ToolSpec]) -> tuple[list[_Piece], s
 
 
 def _fence_for(body: str) -> str:
+    if "```" not in body:  # the common case, and a str search is far cheaper than a regex
+        return "```"
     longest = max((len(run) for run in re.findall(r"`{3,}", body)), default=0)
     return "`" * max(3, longest + 1)
 
