@@ -1,9 +1,10 @@
 """The agent kernels of runs: a warm pool, and the handle the driver executes cells through.
 
-The kernel manager is received as an object (jupyter_server's ``MappingKernelManager`` or
-jupyter_client's ``AsyncMultiKernelManager``: ``start_kernel(kernel_name=, env=)``,
+The kernel manager is received as an object (jupyter_server's ``AsyncMappingKernelManager``
+or jupyter_client's ``AsyncMultiKernelManager``: ``start_kernel(kernel_name=, env=)``,
 ``get_kernel(id)``, ``shutdown_kernel(id, now=)``, ``interrupt_kernel(id)``,
 ``restart_kernel(id, now=)``, ``is_alive(id)``); this module never imports jupyter_server.
+Kernel clients must be async (``AsyncKernelClient``, what both managers give).
 
 Protocol with the kernel (see :mod:`jupyter_agent.kernel.kernel`): a cell is an
 execute_request whose ``metadata["jupyter_agent"]`` is ``{"op": "cell", "cell_id": ...}``;
@@ -26,6 +27,7 @@ import asyncio
 import contextlib
 import inspect
 import json
+import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -40,10 +42,13 @@ from .envfilter import filter_env
 
 __all__ = ["AgentKernelHandle", "AppHost", "KernelPool"]
 
+log = logging.getLogger(__name__)
+
 _READY_TIMEOUT_S = 60.0
 _INTERRUPT_GRACE_S = 2.0
 _OP_GRACE_S = 10.0
-_KEEPALIVE_S = 5.0
+# last_activity is refreshed every this many liveness intervals (5 s by default)
+_KEEPALIVE_INTERVALS = 10
 
 
 class AppHost(Protocol):
@@ -413,6 +418,7 @@ class KernelPool:
             try:
                 handle = await self._start_handle()
             except Exception:
+                log.warning("starting a pool kernel failed", exc_info=True)
                 await asyncio.sleep(1.0)  # a failing start must not spin
                 continue
             finally:
@@ -426,7 +432,7 @@ class KernelPool:
         last_touch = 0.0
         while self._running:
             await asyncio.sleep(self._interval)
-            touch = time.monotonic() - last_touch >= _KEEPALIVE_S
+            touch = time.monotonic() - last_touch >= _KEEPALIVE_INTERVALS * self._interval
             for handle in list(self._warm):
                 if not await handle.is_alive():
                     self._warm.remove(handle)

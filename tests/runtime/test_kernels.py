@@ -1,0 +1,184 @@
+"""The kernel pool and handle with real kernels: warm acquire, cwd, env, death, timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from jupyter_client.multikernelmanager import AsyncMultiKernelManager
+from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+
+from jupyter_agent.exceptions import KernelDied
+from jupyter_agent.runtime.kernels import AgentKernelHandle, KernelPool
+
+CANARIES = {
+    "MY_API_KEY": "canary-api-key-7f3a",
+    "SOME_TOKEN": "canary-token-7f3a",
+    "X_SECRET": "canary-secret-7f3a",
+    "DB_PASSWORD": "canary-password-7f3a",
+    "A_CREDENTIAL": "canary-credential-7f3a",
+    "JUPYTER_TOKEN": "canary-jupyter-7f3a",
+    "SSH_AUTH_SOCK": "/nonexistent/canary.sock",
+    "AWS_REGION": "canary-region-7f3a",
+    "AZURE_X": "canary-azure-7f3a",
+    "GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent/canary.json",
+    "DATABASE_URL": "postgres://u:canary7f3a@h/db",
+}
+
+
+async def _kernel_pid(handle: AgentKernelHandle) -> int:
+    result = await handle.run_cell("pid", "import os\nprint(os.getpid())", timeout_s=30)
+    return int(result.prints[0].text)
+
+
+async def test_warm_acquire_is_fast_and_the_pool_refills(kernel_pool: KernelPool, tmp_path):
+    await kernel_pool.wait_filled()
+    start = time.monotonic()
+    handle = await kernel_pool.acquire(cwd=str(tmp_path))
+    warm_s = time.monotonic() - start
+    try:
+        assert kernel_pool.warm_count == 0
+        result = await handle.run_cell("c1", "import os\nprint(os.getcwd())", timeout_s=30)
+        assert [p.text for p in result.prints] == [str(tmp_path)]
+        await kernel_pool.wait_filled()
+        assert kernel_pool.warm_count == 1
+        second = await kernel_pool.acquire(cwd=None)
+        assert second.kernel_id != handle.kernel_id
+        await kernel_pool.discard(second)
+    finally:
+        await kernel_pool.discard(handle)
+    assert warm_s < 2.0  # a cold start is its own kernel start; this is one chdir round trip
+
+
+async def test_size_zero_is_a_cold_start(kernel_manager: AsyncMultiKernelManager, tmp_path):
+    pool = KernelPool(kernel_manager, size=0)
+    await pool.start()
+    try:
+        handle = await pool.acquire(cwd=str(tmp_path))
+        result = await handle.run_cell("c1", "1 + 1", timeout_s=30)
+        assert result.last is not None
+        assert result.last.repr.text == "2"
+        assert pool.warm_count == 0
+        await pool.discard(handle)
+        assert handle.kernel_id not in kernel_manager.list_kernel_ids()
+    finally:
+        await pool.stop()
+
+
+@pytest.mark.parametrize("manager", ["jupyter_client", "jupyter_server"])
+async def test_kernel_env_is_filtered(monkeypatch, agent_kernelspec, tmp_path: Path, manager: str):
+    for name, value in CANARIES.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("KEEP_ME_TOKEN", "kept-7f3a")
+    km = (
+        AsyncMultiKernelManager()
+        if manager == "jupyter_client"
+        else AsyncMappingKernelManager(root_dir=str(tmp_path))
+    )
+    pool = KernelPool(km, size=0, env_keep=["KEEP_ME_TOKEN"])
+    handle = await pool.acquire(cwd=str(tmp_path))
+    try:
+        code = (
+            "import os\n"
+            f"print(sorted(n for n in {sorted(CANARIES)!r} if n in os.environ))\n"
+            "print(os.environ.get('KEEP_ME_TOKEN'))\n"
+            "print(any('7f3a' in v and 'kept' not in v for v in os.environ.values()))"
+        )
+        result = await handle.run_cell("c1", code, timeout_s=30)
+        assert [p.text for p in result.prints] == ["[]", "kept-7f3a", "False"]
+    finally:
+        await pool.discard(handle)
+        await km.shutdown_all(now=True)
+
+
+async def test_killed_kernel_is_reported_as_died(agent_kernel: AgentKernelHandle):
+    pid = await _kernel_pid(agent_kernel)
+    task = asyncio.create_task(
+        agent_kernel.run_cell("c2", "import time\ntime.sleep(60)", timeout_s=60)
+    )
+    await asyncio.sleep(0.3)
+    start = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(KernelDied):
+        await task
+    assert time.monotonic() - start < 10
+    assert not await agent_kernel.is_alive()
+    with pytest.raises(KernelDied):
+        await agent_kernel.run_cell("c3", "1", timeout_s=30)
+
+
+async def test_runaway_cell_is_interrupted_and_the_namespace_kept(agent_kernel: AgentKernelHandle):
+    await agent_kernel.run_cell("c1", "kept = 41", timeout_s=30)
+    start = time.monotonic()
+    result = await agent_kernel.run_cell("c2", 'print("spinning")\nwhile True: pass', timeout_s=2)
+    assert time.monotonic() - start < 10
+    assert result.error is not None
+    assert result.error.ename == "CellTimeout"
+    assert "namespace is kept" in result.error.evalue
+    assert [p.text for p in result.prints] == ["spinning"]
+    after = await agent_kernel.run_cell("c3", "kept + 1", timeout_s=30)
+    assert after.error is None
+    assert after.last is not None
+    assert after.last.repr.text == "42"
+
+
+async def test_cell_ignoring_interrupt_restarts_the_kernel(
+    agent_kernel: AgentKernelHandle, tmp_path: Path
+):
+    await agent_kernel.run_cell("c1", "kept = 41", timeout_s=30)
+    code = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass"
+    result = await agent_kernel.run_cell("c2", code, timeout_s=1)
+    assert result.error is not None
+    assert result.error.ename == "CellTimeout"
+    assert "namespace is lost" in result.error.evalue
+    after = await agent_kernel.run_cell(
+        "c3", "import os\nprint('kept' in dir(), os.getcwd())", timeout_s=30
+    )
+    assert [p.text for p in after.prints] == [f"False {tmp_path}"]
+
+
+async def test_dead_pool_kernel_is_replaced(kernel_manager: AsyncMultiKernelManager):
+    pool = KernelPool(kernel_manager, size=1, liveness_interval_s=0.1)
+    await pool.start()
+    try:
+        await pool.wait_filled()
+        (first,) = pool._warm
+        await kernel_manager.shutdown_kernel(first.kernel_id, now=True)  # as a culler would
+        deadline = time.monotonic() + 30
+        while not (pool.warm_count == 1 and pool._warm[0].kernel_id != first.kernel_id):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+    finally:
+        await pool.stop()
+    assert kernel_manager.list_kernel_ids() == []
+
+
+async def test_pool_kernels_keep_last_activity_fresh(agent_kernelspec, tmp_path: Path):
+    km = AsyncMappingKernelManager(root_dir=str(tmp_path))
+    pool = KernelPool(km, size=1, liveness_interval_s=0.05)
+    await pool.start()
+    try:
+        await pool.wait_filled()
+        kernel = km.get_kernel(pool._warm[0].kernel_id)
+        old = datetime.now(timezone.utc) - timedelta(hours=1)
+        kernel.last_activity = old
+        deadline = time.monotonic() + 10
+        while kernel.last_activity == old:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        assert kernel.last_activity > old + timedelta(minutes=59)
+    finally:
+        await pool.stop()
+        await km.shutdown_all(now=True)
+
+
+async def test_chdir_to_missing_folder_fails_clearly(agent_kernel: AgentKernelHandle, tmp_path):
+    from jupyter_agent.exceptions import KernelError
+
+    with pytest.raises(KernelError, match="FileNotFoundError"):
+        await agent_kernel.chdir(str(tmp_path / "missing"))
