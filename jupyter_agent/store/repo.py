@@ -24,12 +24,13 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import Engine, and_, delete, or_, update
+from sqlalchemy import Engine, and_, bindparam, delete, or_, update
+from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
@@ -51,6 +52,16 @@ __all__ = ["MAX_PAGE", "Chat", "Store"]
 
 #: The largest ``limit`` :meth:`Store.list_runs` accepts.
 MAX_PAGE: Final = 1000
+
+_TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
+_RUNS: Final = AgentRunRow.metadata.tables["agent_runs"]
+_CHATS: Final = ChatRow.metadata.tables["chats"]
+# Bump a chat's ``updated`` to a turn's time, never backwards.
+_BUMP_CHAT: Final = (
+    update(_CHATS)
+    .where(_CHATS.c.id == bindparam("b_chat"), _CHATS.c.updated < bindparam("b_at"))
+    .values(updated=bindparam("b_at"))
+)
 
 _SQLITE_LOCKS: dict[str, threading.Lock] = {}
 _SQLITE_LOCKS_GUARD = threading.Lock()
@@ -94,6 +105,15 @@ class Store:
             with _SQLITE_LOCKS_GUARD:
                 key = self._url.database or ""
                 self._lock = _SQLITE_LOCKS.setdefault(key, threading.Lock())
+        # Built once: a statement compiled per call cost more than the SQLite write itself.
+        dialect = sqlite if self._sqlite else postgresql
+        turn_insert = dialect.insert(_TURNS)
+        self._append_turn_sql = turn_insert.on_conflict_do_nothing().returning(_TURNS.c.id)
+        run_insert = dialect.insert(_RUNS)
+        self._upsert_run_sql = run_insert.on_conflict_do_update(
+            index_elements=[_RUNS.c.run_id],
+            set_={c.name: run_insert.excluded[c.name] for c in _RUNS.c if c.name != "run_id"},
+        )
         try:
             with self._locked():
                 migrate(self._writer)
@@ -153,11 +173,6 @@ class Store:
         except SQLAlchemyError as exc:
             raise self._error(what, exc) from exc
 
-    def _insert(self, table: Any) -> Any:
-        """An INSERT that can take ON CONFLICT clauses, for this dialect."""
-        dialect = sqlite if self._sqlite else postgresql
-        return dialect.insert(table)
-
     # --- chats ---------------------------------------------------------------------------
 
     def create_chat(self, *, chat_id: str, title: str, now: str) -> Chat:
@@ -214,59 +229,46 @@ class Store:
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
         wins) and False is returned. A turn for an unknown chat is a StoreError.
         """
-        statement = (
-            self._insert(AgentTurnRow)
-            .values(**_turn_values(turn))
-            .on_conflict_do_nothing()
-            # RETURNING, not rowcount: rowcount is unreliable here through psycopg.
-            .returning(col(AgentTurnRow.id))
-        )
-        bump = (
-            update(ChatRow)
-            .where(col(ChatRow.id) == turn.chat_id, col(ChatRow.updated) < turn.created)
-            .values(updated=turn.created)
-        )
         with self._write("cannot append the turn") as session:
-            inserted = session.exec(statement).first() is not None
+            # RETURNING, not rowcount: rowcount is unreliable here through psycopg.
+            conn = session.connection()  # Core: the ORM execution path doubled the cost
+            found = conn.execute(self._append_turn_sql, _turn_values(turn)).first()
+            inserted = found is not None
             if inserted:
-                session.exec(bump)
+                conn.execute(_BUMP_CHAT, {"b_chat": turn.chat_id, "b_at": turn.created})
             return inserted
 
     def list_turns(self, chat_id: str) -> list[TurnRecord]:
         """The chat's turns, oldest first (by ``created``, then id)."""
         query = (
-            select(AgentTurnRow.record)
-            .where(AgentTurnRow.chat_id == chat_id)
-            .order_by(col(AgentTurnRow.created), col(AgentTurnRow.id))
+            core_select(_TURNS.c.record)
+            .where(_TURNS.c.chat_id == chat_id)
+            .order_by(_TURNS.c.created, _TURNS.c.id)
         )
         with self._read("cannot list turns") as session:
-            return [TurnRecord.from_json(json.loads(record)) for record in session.exec(query)]
+            records = session.connection().execute(query).scalars().all()
+        return [TurnRecord.from_json(json.loads(record)) for record in records]
 
     def get_turn_by_run(self, run_id: str) -> TurnRecord | None:
         """The turn a run wrote, or None."""
-        query = select(AgentTurnRow.record).where(AgentTurnRow.run_id == run_id)
+        query = core_select(_TURNS.c.record).where(_TURNS.c.run_id == run_id)
         with self._read("cannot read the turn") as session:
-            record = session.exec(query).first()
+            record = session.connection().execute(query).scalar()
         return TurnRecord.from_json(json.loads(record)) if record is not None else None
 
     # --- runs ----------------------------------------------------------------------------
 
     def upsert_run(self, summary: RunSummary) -> None:
         """Insert the run's summary, or replace every field of the stored one."""
-        values = _run_values(summary)
-        statement = self._insert(AgentRunRow).values(**values)
-        statement = statement.on_conflict_do_update(
-            index_elements=["run_id"],
-            set_={k: v for k, v in values.items() if k != "run_id"},
-        )
         with self._write("cannot store the run") as session:
-            session.exec(statement)
+            session.connection().execute(self._upsert_run_sql, _run_values(summary))
 
     def get_run(self, run_id: str) -> RunSummary | None:
         """The run's summary, or None."""
+        query = core_select(*_RUN_COLUMNS).where(_RUNS.c.run_id == run_id)
         with self._read("cannot read the run") as session:
-            row = session.get(AgentRunRow, run_id)
-            return _summary(row) if row is not None else None
+            row = session.connection().execute(query).first()
+        return _summary(row) if row is not None else None
 
     def list_runs(
         self, *, program: str | None = None, limit: int = 50, before: str | None = None
@@ -278,10 +280,10 @@ class Store:
         """
         if not 1 <= limit <= MAX_PAGE:
             raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
-        started, run_id = col(AgentRunRow.started), col(AgentRunRow.run_id)
-        query = select(AgentRunRow)
+        started, run_id = _RUNS.c.started, _RUNS.c.run_id
+        query = core_select(*_RUN_COLUMNS)
         if program is not None:
-            query = query.where(AgentRunRow.program == program)
+            query = query.where(_RUNS.c.program == program)
         if before is not None:
             at, last = _decode_cursor(before)
             # started <= at first, so the index range scan starts at the cursor.
@@ -290,7 +292,7 @@ class Store:
             )
         query = query.order_by(started.desc(), run_id.desc()).limit(limit + 1)
         with self._read("cannot list runs") as session:
-            rows = [_summary(row) for row in session.exec(query)]
+            rows = [_summary(row) for row in session.connection().execute(query)]
         if len(rows) <= limit:
             return rows, None
         page = rows[:limit]
@@ -299,12 +301,12 @@ class Store:
     def runs_with_status(self, status: str) -> list[RunSummary]:
         """Every run with this status, oldest first (recovery asks for ``running``)."""
         query = (
-            select(AgentRunRow)
-            .where(AgentRunRow.status == status)
-            .order_by(col(AgentRunRow.started), col(AgentRunRow.run_id))
+            core_select(*_RUN_COLUMNS)
+            .where(_RUNS.c.status == status)
+            .order_by(_RUNS.c.started, _RUNS.c.run_id)
         )
         with self._read("cannot list runs") as session:
-            return [_summary(row) for row in session.exec(query)]
+            return [_summary(row) for row in session.connection().execute(query)]
 
     def prune_runs(self, *, older_than: str) -> list[str]:
         """Delete the summaries of runs started before ``older_than`` (not ``running`` ones).
@@ -386,29 +388,43 @@ def _run_values(summary: RunSummary) -> dict[str, Any]:
     }
 
 
-def _summary(row: AgentRunRow) -> RunSummary:
-    data: dict[str, Any] = {
-        "run_id": row.run_id,
-        "chat_id": row.chat_id,
-        "program": row.program,
-        "status": row.status,
-        "started": row.started,
-        "ended": row.ended,
-        "model": row.model,
-        "modelCalls": row.model_calls,
-        "cells": row.cells,
-        "usage": {
-            "in": row.usage_in,
-            "out": row.usage_out,
-            "cacheRead": row.usage_cache_read,
-            "cacheWrite": row.usage_cache_write,
-            "reasoning": row.usage_reasoning,
-        },
-        "cost": row.cost,
-        "stopReason": row.stop_reason,
-        "endCause": row.end_cause,
-    }
-    return RunSummary.from_json(data)
+_RUN_COLUMNS: Final = tuple(
+    _RUNS.c[name]
+    for name in (
+        "run_id", "chat_id", "program", "status", "started", "ended", "model", "model_calls",
+        "cells", "usage_in", "usage_out", "usage_cache_read", "usage_cache_write",
+        "usage_reasoning", "cost", "stop_reason", "end_cause",
+    )
+)  # fmt: skip
+
+
+def _summary(row: Sequence[Any]) -> RunSummary:
+    # Unpacked by position (the order of _RUN_COLUMNS): named access per field cost 5x more.
+    (
+        run_id, chat_id, program, status, started, ended, model, model_calls, cells,
+        usage_in, usage_out, cache_read, cache_write, reasoning, cost, stop_reason, end_cause,
+    ) = row  # fmt: skip
+    return RunSummary(
+        run_id=run_id,
+        chat_id=chat_id,
+        program=program,
+        status=status,
+        started=started,
+        ended=ended,
+        model=model,
+        model_calls=model_calls,
+        cells=cells,
+        usage=Usage(
+            input_tokens=usage_in,
+            output_tokens=usage_out,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+            reasoning_tokens=reasoning,
+        ),
+        cost=cost,
+        stop_reason=stop_reason,
+        end_cause=end_cause,
+    )
 
 
 def _encode_cursor(started: str, run_id: str) -> str:
