@@ -640,3 +640,34 @@ def test_exported_notebook_reruns_to_the_recorded_outputs(tmp_path, request, ker
             assert _texts(new.outputs) == _texts(old.outputs), old.id
             compared += 1
     assert compared == len(EXEC_CELLS)
+
+
+def test_schema_breaking_outputs_and_ids_are_repaired(tmp_path):
+    path = tmp_path / "repair.jsonl"
+    run = Run(path)
+    run.opening([_message("go")])
+    nameless = {"output_type": "stream", "text": "no name\n"}  # "name" is required
+    good = {"output_type": "stream", "name": "stdout", "text": "fine\n"}
+    run.cell("c1", "a", CellResult(cell_id="c1", outputs=(nameless, good)))
+    run.cell("c1", "b", CellResult(cell_id="c1", outputs=()))  # a duplicate id
+    run.cell("bad id!", "c", CellResult(cell_id="bad id!", outputs=()))
+    run.finish()
+    nb = run_notebook(read_log(path))
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].outputs[0].name == "stderr"
+    assert "unrecognised output 'stream'" in code[0].outputs[0].text
+    assert code[0].outputs[1] == good
+    assert [c.id for c in code] == ["c1", "x1", "x2"]
+    assert [_agent(c)["cell_id"] for c in code] == ["c1", "c1", "bad id!"]
+
+
+def test_cells_have_the_builders_shape(full_run):
+    nb = run_notebook(read_log(full_run[0]))
+    shapes = {
+        "code": set(nbformat.v4.new_code_cell().keys()),
+        "markdown": set(nbformat.v4.new_markdown_cell().keys()),
+    }
+    for cell in nb.cells:
+        assert set(cell.keys()) == shapes[cell.cell_type], cell.id
+        assert isinstance(cell.metadata, nbformat.NotebookNode)
