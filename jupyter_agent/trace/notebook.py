@@ -44,7 +44,7 @@ from typing import Any, Final
 import nbformat
 from nbformat import NotebookNode, v4
 
-from jupyter_agent.core.digest import digest_bash, digest_cell
+from jupyter_agent.core.digest import Digest, digest_bash, digest_cell
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.trace.cells_view import (
     BashStep,
@@ -184,7 +184,7 @@ class _Builder:
     def python(self, step: CellStep) -> None:
         result = step.result
         outputs = [_output(o) for o in result.outputs] if result is not None else []
-        digest = digest_cell(result, self.options).text if result is not None else None
+        digest = _digest_text(lambda: digest_cell(result, self.options)) if result else None
         extra: dict[str, Any] = {
             "cell_id": step.cell_id,
             "seqs": list(step.seqs),
@@ -201,7 +201,7 @@ class _Builder:
             execution_count=_count(result.execution_count if result is not None else None),
             metadata=self._meta("python", step.seq, **extra),
         )
-        cell.outputs = outputs  # checked by the one whole-notebook validation (_finish)
+        cell.outputs = outputs  # checked by the one whole-notebook validation (_notebook)
         self.cells.append(cell)
         self._status_note("cell", step.status, step.error, step.seq)
 
@@ -217,7 +217,7 @@ class _Builder:
             "seqs": [step.seq],
             "deterministic": False,
             "status": step.status,
-            "digest": digest_bash(result, self.options).text if result is not None else None,
+            "digest": _digest_text(lambda: digest_bash(result, self.options)) if result else None,
         }
         if result is not None:
             extra.update(
@@ -300,6 +300,14 @@ class _Builder:
         else:
             text = f"The run ended with an error ({cause}): {why}."
         self.note(text + f" (stopReason `{stop}`, endCause `{cause}`)", None)
+
+
+def _digest_text(render: Callable[[], Digest]) -> str | None:
+    """The digest's text part, or None when a strange recorded value defeats the digest."""
+    try:
+        return render().text
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return None
 
 
 def sh_source(command: str, timeout_s: float | None = None) -> str:
