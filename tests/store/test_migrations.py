@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine, create_engine, inspect, text
+from sqlmodel import SQLModel
 
 from jupyter_agent.exceptions import StoreError
-from jupyter_agent.store import LATEST_VERSION, Store
-from jupyter_agent.store.tables import AgentRunRow, AgentTurnRow, ChatRow, SchemaVersionRow
+from jupyter_agent.store import LATEST_VERSION, Store, tables
 from tests.store.factories import iso, make_turn
 
 # The schema release 1 created, frozen here on purpose: if migrations.py's step 1 ever
@@ -65,10 +65,11 @@ def test_fresh_database_reaches_latest(db_url: str, raw: Engine) -> None:
 
 
 def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
+    assert set(tables.__all__) == {"AgentRunRow", "AgentTurnRow", "ChatRow", "SchemaVersionRow"}
     Store(db_url).close()
     inspector = inspect(raw)
-    for model in (ChatRow, AgentTurnRow, AgentRunRow, SchemaVersionRow):
-        table = model.__table__  # type: ignore[attr-defined]
+    for name in ("chats", "agent_turns", "agent_runs", "schema_version"):
+        table = SQLModel.metadata.tables[name]
         columns = {c["name"] for c in inspector.get_columns(table.name)}
         assert columns == {c.name for c in table.columns}, table.name
         reflected = {i["name"] for i in inspector.get_indexes(table.name)}
