@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jupyter_agent.core.cells import BashResult, CellError, CellResult
@@ -45,6 +45,7 @@ from jupyter_agent.runtime.apphost import perform_app_call
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.runtime.model_calls import perform
 from jupyter_agent.trace.log import EffectLog
 
 __all__ = ["CANCELLABLE", "RunConfig", "RunDriver", "RunServices"]
@@ -205,7 +206,7 @@ class RunDriver:
             if name == MAILBOX_DRAIN:
                 return self.services.mailbox.drain(self.chat_id), None
             if name == HTTP_POST:
-                return await self._http_post(data), None
+                return await self._http_post(effect, live=effect.parent is None)
             if name == CELL_RUN:
                 return await self._cell_run(data, seq), None
             if name == BASH_RUN:
@@ -229,19 +230,21 @@ class RunDriver:
     def _publish(self, type_: str, **fields: Any) -> None:
         self.services.events.publish(self.chat_id, self.run_id, type_, **fields)
 
-    async def _http_post(self, data: dict[str, Any]) -> dict[str, Any]:
-        from jupyter_agent.llm.spec import RequestSpec
-
-        spec = RequestSpec.from_intent(data)
-        reply = await self.services.transport.post(
-            spec,
-            on_delta=lambda text: self._publish("delta", text=text),
+    async def _http_post(self, effect: Effect, *, live: bool) -> tuple[Any, dict[str, Any] | None]:
+        """One model call through the shared performer; deltas go live for the loop's calls."""
+        deadline = float(self.config.ceilings.get("model_deadline_s") or 0)
+        if deadline > 0 and float(effect.data.get("deadline_s") or 0) > deadline:
+            # The configured deadline caps the adapter's default; the intent stays as recorded.
+            effect = replace(effect, data={**effect.data, "deadline_s": deadline})
+        return await perform(
+            effect,
+            config={},
+            transport=self.services.transport,
+            on_delta=(lambda text: self._publish("delta", text=text)) if live else None,
             on_retry=lambda info: self._publish(
                 "retry", attempt=info.attempt, status=info.status, wait_s=info.wait_s
             ),
         )
-        result: dict[str, Any] = reply.to_json()
-        return result
 
     async def _acquire_kernel(self) -> Any:
         return await self.services.pool.acquire(cwd=self._kernel_cwd())

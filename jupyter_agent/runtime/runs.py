@@ -165,13 +165,14 @@ class RunManager:
         run_id = new_id("run")
         config = self._config()
         started = now_iso()
+        model = (config.tiers.get("codegen") or {}).get("model")
         header = {
             "run_id": run_id,
             "chat_id": chat_id,
             "program": PROGRAM,
             "created": started,
             "tiers": config.tiers,
-            "profile": (config.tiers.get("codegen") or {}).get("model"),
+            "profile": model,
         }
         effect_log = EffectLog.create(self.log_path(run_id), header)
         summary = RunSummary(
@@ -180,7 +181,7 @@ class RunManager:
             program=PROGRAM,
             status="running",
             started=started,
-            model=header["profile"],
+            model=str(model) if model else None,
         )
         self.services.store.upsert_run(summary)
         history = self.services.store.list_turns(chat_id)

@@ -1,0 +1,288 @@
+"""Scenario tests of the loop + driver: fake model over loopback, a real agent kernel.
+
+Every scenario's effect log must replay identically (no model, no kernel).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.exceptions import NondeterminismError
+from jupyter_agent.trace.log import read_log
+from jupyter_agent.trace.verify import replay_run, verify_run
+from tests.runtime.harness import Harness, close_harness, make_harness
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> AsyncIterator[Harness]:
+    fake = fake_provider([])
+    harness = await make_harness(tmp_path, fake, kernel_manager)
+    yield harness
+    await close_harness(harness)
+
+
+def assert_replays(agent: Harness, turn: TurnRecord) -> None:
+    outcome = verify_run(agent.manager.log_path(turn.run_id))
+    assert outcome.identical, outcome.message
+
+
+def effect_results(agent: Harness, run_id: str, name: str) -> list[Any]:
+    trace = agent.trace(run_id)
+    return [line.data for line in trace.lines if line.phase == "result" and line.name == name]
+
+
+async def test_one_cell_answer(agent: Harness) -> None:
+    agent.fake.load(
+        [
+            {"text": "Let me compute.", "cells": ["x = 6 * 7\nprint(x)"]},
+            {"expect": {"last_user_contains": "42"}, "text": "The answer is **42**."},
+        ]
+    )
+    chat = agent.new_chat()
+    turn = await agent.ask(chat, "What is 6 times 7?")
+    assert turn.llm.stop_reason == "done"
+    assert turn.llm.end_cause == "done"
+    assert [(r.text, r.done) for r in turn.replies] == [
+        ("Let me compute.", False),
+        ("The answer is **42**.", True),
+    ]
+    assert turn.llm.model_calls == 2
+    assert turn.llm.cells == 1
+    assert turn.user_text == "What is 6 times 7?"
+    assert turn.llm.usage.output_tokens > 0
+    assert turn.llm.fingerprints["system"]
+    assert turn.llm.fingerprints["identity"]
+    cell = effect_results(agent, turn.run_id, "cell.run")[0]
+    assert cell["prints"][0]["text"].strip() == "42"
+    types = [e["type"] for e in agent.events.since(chat, 0)]
+    assert types[0] == "run_start"
+    assert types[-1] == "run_end"
+    assert {"bubble", "cell_start", "cell_end", "reply"} <= set(types)
+    assert_replays(agent, turn)
+
+
+async def test_self_correction_after_an_error(agent: Harness) -> None:
+    agent.fake.load(
+        [
+            {"cells": ["print(undefined_name)"]},
+            {"expect": {"last_user_contains": "NameError"}, "cells": ["print('fixed')"]},
+            {"expect": {"last_user_contains": "fixed"}, "text": "Fixed it."},
+        ]
+    )
+    turn = await agent.ask(agent.new_chat(), "go")
+    assert turn.llm.stop_reason == "done"
+    assert turn.llm.cells == 2
+    assert turn.llm.model_calls == 3
+    tool_result = agent.fake.requests[1].json["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result"
+    assert tool_result["is_error"] is True
+    assert_replays(agent, turn)
+
+
+async def test_length_stop_wraps_up_without_tools(agent: Harness) -> None:
+    agent.fake.load([{"text": "I was going to say", "stop": "length"}, {"text": "Summary."}])
+    turn = await agent.ask(agent.new_chat(), "explain")
+    assert (turn.llm.stop_reason, turn.llm.end_cause) == ("wrapup", "length")
+    assert turn.final_text == "Summary."
+    wrap = agent.fake.requests[1].json
+    assert wrap.get("tool_choice", {}).get("type") == "none" or not wrap.get("tools")
+    assert "Do not call any tool" in json.dumps(wrap["messages"][-1])
+    assert_replays(agent, turn)
+
+
+async def test_steering_message_reaches_the_next_model_call(agent: Harness) -> None:
+    agent.fake.load(
+        [
+            {"cells": ["import time\ntime.sleep(1.5)\nprint('slept')"]},
+            {"expect": {"last_user_contains": "also check y"}, "text": "Checked y too."},
+        ]
+    )
+    chat = agent.new_chat()
+    first = agent.manager.send(chat, text="check x")
+    await agent.wait_event(chat, "cell_start")
+    second = agent.manager.send(chat, text="also check y")
+    assert second == {"run_id": first["run_id"], "routed": "mailbox"}
+    turn = await agent.finish(first["run_id"])
+    assert turn.llm.stop_reason == "done"
+    assert [s.text for s in turn.steering] == ["also check y"]
+    assert_replays(agent, turn)
+
+
+async def test_message_arriving_as_the_run_ends_starts_the_next_run(agent: Harness) -> None:
+    agent.fake.load([{"delay_s": 1.0, "text": "first answer"}, {"text": "second answer"}])
+    chat = agent.new_chat()
+    first = agent.manager.send(chat, text="one")
+    await agent.wait_requests(1)
+    assert agent.manager.send(chat, text="two")["routed"] == "mailbox"
+    turn1 = await agent.finish(first["run_id"])
+    assert turn1.final_text == "first answer"
+    deadline = time.monotonic() + 30
+    while len(agent.store.list_turns(chat)) < 2:
+        assert time.monotonic() < deadline, "the queued message started no run"
+        await asyncio.sleep(0.05)
+    turn2 = agent.store.list_turns(chat)[1]
+    assert turn2.user_text == "two"
+    assert turn2.final_text == "second answer"
+    assert turn2.run_id != turn1.run_id
+    # the second prompt carries the first turn (boot window)
+    second_prompt = json.dumps(agent.fake.requests[1].json["messages"])
+    assert "first answer" in second_prompt
+    assert_replays(agent, turn1)
+    assert_replays(agent, turn2)
+
+
+async def test_soft_break_wraps_up_at_the_next_drain(agent: Harness) -> None:
+    agent.fake.load(
+        [
+            {"cells": ["import time\ntime.sleep(1.0)\nprint('done sleeping')"]},
+            {"expect": {"last_user_contains": "asked you to stop"}, "text": "Stopped; slept."},
+        ]
+    )
+    chat = agent.new_chat()
+    run = agent.manager.send(chat, text="sleep")
+    await agent.wait_event(chat, "cell_start")
+    assert await agent.manager.break_run(run["run_id"], hard=False) == "breaking"
+    turn = await agent.finish(run["run_id"])
+    assert (turn.llm.stop_reason, turn.llm.end_cause) == ("wrapup", "break_soft")
+    assert turn.final_text == "Stopped; slept."
+    assert_replays(agent, turn)
+
+
+async def test_hard_break_during_a_slow_model_call(agent: Harness) -> None:
+    agent.fake.load([{"delay_s": 30, "text": "too late"}])
+    chat = agent.new_chat()
+    run = agent.manager.send(chat, text="slow please")
+    await agent.wait_requests(1)
+    started = time.monotonic()
+    assert await agent.manager.break_run(run["run_id"], hard=True) == "breaking"
+    turn = await agent.finish(run["run_id"], timeout_s=20)
+    assert time.monotonic() - started < 10  # long before the 30 s reply
+    assert (turn.llm.stop_reason, turn.llm.end_cause) == ("break_hard", "break_hard")
+    assert turn.interrupted
+    assert turn.user_text == "slow please"
+    assert {"cancelled": "break_hard"} in effect_results(agent, turn.run_id, "http.post")
+    assert agent.store.get_run(turn.run_id).status == "interrupted"
+    assert await agent.manager.break_run(run["run_id"], hard=True) == "ended"
+    assert_replays(agent, turn)
+
+
+async def test_hard_break_during_a_long_cell(agent: Harness) -> None:
+    agent.fake.load([{"cells": ["import time\nfor i in range(600):\n    time.sleep(0.1)"]}])
+    chat = agent.new_chat()
+    run = agent.manager.send(chat, text="loop")
+    await agent.wait_event(chat, "cell_start")
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    await agent.manager.break_run(run["run_id"], hard=True)
+    turn = await agent.finish(run["run_id"], timeout_s=30)
+    assert time.monotonic() - started < 15
+    assert turn.llm.stop_reason == "break_hard"
+    assert {"cancelled": "break_hard"} in effect_results(agent, turn.run_id, "cell.run")
+    assert_replays(agent, turn)
+
+
+@pytest.mark.parametrize(
+    ("ceilings", "script", "cause"),
+    [
+        (
+            {"max_model_calls": 1},
+            [{"cells": ["print(1)"]}, {"text": "Summary after one call."}],
+            "ceiling:model_calls",
+        ),
+        (
+            {"max_cells": 1},
+            [{"cells": ["print(1)", "print(2)"]}, {"text": "Summary after one cell."}],
+            "ceiling:cells",
+        ),
+        (
+            {"max_wall_s": 0.5},
+            [{"cells": ["import time\ntime.sleep(1)"]}, {"text": "Summary: out of time."}],
+            "ceiling:wall_s",
+        ),
+        (
+            {"max_cost_usd": 0.01},
+            [{"cells": ["print(1)"], "usage": {"in": 100000, "out": 10}}, {"text": "Costly."}],
+            "ceiling:cost_usd",
+        ),
+    ],
+)
+async def test_ceilings_end_through_wrap_up(
+    agent: Harness, ceilings: dict[str, Any], script: list[dict[str, Any]], cause: str
+) -> None:
+    agent.ceilings = ceilings
+    agent.fake.load(script)
+    turn = await agent.ask(agent.new_chat(), "work")
+    assert (turn.llm.stop_reason, turn.llm.end_cause) == ("wrapup", cause)
+    assert turn.final_text.startswith("Summary") or turn.final_text == "Costly."
+    assert agent.fake.remaining == 0
+    if cause == "ceiling:cells":
+        assert turn.llm.cells == 1
+    assert_replays(agent, turn)
+
+
+async def test_fingerprints_follow_the_identity(agent: Harness) -> None:
+    agent.fake.load([{"text": "one"}, {"text": "two"}, {"text": "three"}])
+    chat = agent.new_chat()
+    first = await agent.ask(chat, "a")
+    second = await agent.ask(chat, "b")
+    assert first.llm.fingerprints == second.llm.fingerprints
+    files = dict(agent.spaces["files"])
+    files["_soul"] = files["_soul"] + "\nYou answer in haiku."
+    agent.spaces = {**agent.spaces, "files": files}
+    third = await agent.ask(chat, "c")
+    assert third.llm.fingerprints["identity"] != first.llm.fingerprints["identity"]
+    assert third.llm.fingerprints["system"] != first.llm.fingerprints["system"]
+
+
+async def test_crash_recovery_writes_a_minimal_turn(agent: Harness) -> None:
+    from jupyter_agent.core.turns import RunSummary
+
+    chat = agent.new_chat()
+    agent.store.upsert_run(
+        RunSummary(
+            run_id="run_CRASHED",
+            chat_id=chat,
+            program="toolcaller@v1",
+            status="running",
+            started="2026-01-01T00:00:00.000Z",
+        )
+    )
+    assert await agent.manager.recover() == ["run_CRASHED"]
+    turn = agent.store.get_turn_by_run("run_CRASHED")
+    assert turn is not None
+    assert (turn.llm.stop_reason, turn.llm.end_cause) == ("error", "restart")
+    assert turn.interrupted
+    assert agent.store.get_run("run_CRASHED").status == "interrupted"
+    assert await agent.manager.recover() == []
+
+
+async def test_tampered_log_names_the_seq(agent: Harness) -> None:
+    agent.fake.load([{"cells": ["print(1)"]}, {"text": "one"}])
+    turn = await agent.ask(agent.new_chat(), "tamper")
+    path = agent.manager.log_path(turn.run_id)
+    lines = path.read_text().splitlines()
+    target = None
+    for i, raw in enumerate(lines):
+        obj = json.loads(raw)
+        if obj.get("phase") == "result" and obj.get("name") == "cell.run":
+            obj["data"]["prints"][0]["text"] = "2\n"
+            lines[i] = json.dumps(obj)
+            target = obj["seq"]
+            break
+    assert target is not None
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(NondeterminismError) as info:
+        replay_run(read_log(path))
+    # the changed cell result changes the next model call's request
+    assert info.value.seq > target
+    assert verify_run(path).identical is False
