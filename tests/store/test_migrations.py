@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -143,3 +144,26 @@ def test_newer_database_is_refused_untouched(db_url: str, raw: Engine) -> None:
     with pytest.raises(StoreError, match="newer than this jupyter-agent supports"):
         Store(db_url)
     assert _versions(raw)[-1] == 99
+
+
+def test_concurrent_openers_migrate_once(db_url: str, raw: Engine) -> None:
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+    opened: list[Store] = []
+
+    def open_store() -> None:
+        barrier.wait()
+        try:
+            opened.append(Store(db_url))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for store in opened:
+        store.close()
+    assert errors == []
+    assert _versions(raw) == list(range(1, LATEST_VERSION + 1))
