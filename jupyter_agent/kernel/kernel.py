@@ -34,6 +34,7 @@ import sys
 import time
 from typing import Any
 
+import zmq
 from ipykernel.displayhook import ZMQShellDisplayHook
 from ipykernel.ipkernel import IPythonKernel
 from ipykernel.zmqshell import ZMQInteractiveShell
@@ -51,6 +52,9 @@ from .sh import DEFAULT_TIMEOUT_S, Sh
 from .values import Values
 
 __all__ = ["AgentDisplayHook", "AgentKernel", "AgentShell", "InputNotAvailable"]
+
+# how long an app call waits for a just-connected client's stdin socket
+_STDIN_CONNECT_S = 10.0
 
 
 class InputNotAvailable(StdinNotImplementedError):
@@ -99,12 +103,7 @@ class _StdinHost:
                 f"{what} needs the agent host: in-cell apps work only in cells run by "
                 "jupyter-agent (this cell was run by an ordinary client)"
             )
-        text = kernel._input_request(
-            json.dumps(payload),
-            kernel._get_shell_context_var(kernel._shell_parent_ident),
-            kernel.get_parent("shell"),  # type: ignore[no-untyped-call]
-            password=False,
-        )
+        text = self._send_and_wait(json.dumps(payload))
         try:
             reply = json.loads(text)
         except ValueError:
@@ -112,6 +111,36 @@ class _StdinHost:
         if not isinstance(reply, dict):
             raise AppCallError(f"{what}: the host's reply is not a JSON object")
         return reply
+
+    def _send_and_wait(self, prompt: str) -> str:
+        """One input_request round trip, retried while the client's stdin isn't connected.
+
+        A ROUTER socket silently drops a message to a peer whose connection is not yet
+        established (a client that just connected): with ROUTER_MANDATORY the send fails
+        instead, and is retried, so the request is never lost and the cell never hangs.
+        """
+        kernel = self._kernel
+        sock = kernel.stdin_socket
+        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        try:
+            deadline = time.monotonic() + _STDIN_CONNECT_S
+            while True:
+                try:
+                    text: str = kernel._input_request(
+                        prompt,
+                        kernel._get_shell_context_var(kernel._shell_parent_ident),
+                        kernel.get_parent("shell"),  # type: ignore[no-untyped-call]
+                        password=False,
+                    )
+                    return text
+                except zmq.ZMQError as exc:
+                    if exc.errno != zmq.EHOSTUNREACH or time.monotonic() > deadline:
+                        raise AppCallError(
+                            f"the agent host is not reachable over the stdin channel ({exc})"
+                        ) from None
+                    time.sleep(0.005)
+        finally:
+            sock.setsockopt(zmq.ROUTER_MANDATORY, 0)
 
     def record(self, record: AppCallRecord) -> None:
         cap = capture.active()

@@ -240,12 +240,17 @@ async def test_sh_inside_a_cell(agent_kernel: AgentKernelHandle):
 
 @pytest.mark.parametrize("code", ['chat.post("x")', 'batch(llm.chat.spec("q"))'])
 async def test_unknown_stdin_request_does_not_hang(agent_kernel: AgentKernelHandle, code: str):
-    # the kernel's own stdin request with a non-agent prompt is answered with an error
+    # after an app call (the stdin connection is up), a non-agent prompt sent by the kernel
+    # itself is answered with an error object instead of waiting forever
     result = await agent_kernel.run_cell(
         "c1",
+        code + "\n"
         "k = get_ipython().kernel\n"
         "print(k._input_request('plain prompt', k._get_shell_context_var("
-        "k._shell_parent_ident), k.get_parent('shell')))\n" + code,
+        "k._shell_parent_ident), k.get_parent('shell')))\n",
         timeout_s=10,
+        host=RecordingHost(),
     )
+    assert result.prints, result
     assert "jupyter-agent calls only" in result.prints[0].text
+    assert agent_kernel.stdin_round_trips == 2

@@ -182,3 +182,20 @@ async def test_chdir_to_missing_folder_fails_clearly(agent_kernel: AgentKernelHa
 
     with pytest.raises(KernelError, match="FileNotFoundError"):
         await agent_kernel.chdir(str(tmp_path / "missing"))
+
+
+async def test_app_call_in_the_first_cell_after_connect(kernel_manager: AsyncMultiKernelManager):
+    # the kernel's stdin ROUTER may not know a just-connected client yet: the request
+    # must be retried, not dropped (which would hang the cell until its timeout)
+    from tests.plugins.kernels import RecordingHost
+
+    pool = KernelPool(kernel_manager, size=0)
+    for _ in range(3):
+        handle = await pool.acquire(cwd=None)
+        try:
+            result = await handle.run_cell(
+                "c1", 'print(chat.post("x"))', timeout_s=10, host=RecordingHost()
+            )
+            assert [p.text for p in result.prints] == ["chat.post#101"], result
+        finally:
+            await pool.discard(handle)
