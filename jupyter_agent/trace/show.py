@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from jupyter_agent.core.digest import Digest, DigestOptions, digest_bash, digest_cell
+from jupyter_agent.core.effects import HTTP_POST
 from jupyter_agent.trace.cells_view import (
     BashStep,
     BreakStep,
@@ -39,6 +40,7 @@ from jupyter_agent.trace.cells_view import (
     build_view,
 )
 from jupyter_agent.trace.log import TraceFile, pair_effects
+from jupyter_agent.trace.stats import call_attempts
 
 __all__ = ["CUT_MARK", "MAX_DEPTH", "MAX_ITEMS", "MAX_STRING", "bound", "show_run"]
 
@@ -96,7 +98,7 @@ def _output_summary(raw: Any) -> dict[str, Any]:
     return summary
 
 
-def _step(step: Step, options: DigestOptions) -> dict[str, Any]:
+def _step(step: Step, options: DigestOptions, attempts: dict[int, int | None]) -> dict[str, Any]:
     if isinstance(step, MessageStep):
         return {
             "type": step.kind,
@@ -156,7 +158,7 @@ def _step(step: Step, options: DigestOptions) -> dict[str, Any]:
         "status": step.status,
         "t": step.t,
         "http_status": step.http_status,
-        "attempts": step.attempts,
+        "attempts": attempts.get(step.seq, step.attempts),
     }
 
 
@@ -167,7 +169,13 @@ def show_run(
     view = build_view(trace)
     turn = turn_json if turn_json is not None else (view.turn.to_json() if view.turn else None)
     options = view.digest_options()
-    steps = [_step(step, options) for step in view.steps]
+    paired = pair_effects(trace)
+    attempts = {
+        e.seq: call_attempts(e.result.data, e.result.error)
+        for e in paired
+        if e.name == HTTP_POST and e.result is not None
+    }
+    steps = [_step(step, options, attempts) for step in view.steps]
     effects = [
         {
             "seq": e.seq,
@@ -179,7 +187,7 @@ def show_run(
             "t_intent": e.intent.t,
             "t_result": e.result.t if e.result is not None else None,
         }
-        for e in pair_effects(trace)
+        for e in paired
     ]
     body: dict[str, Any] = {
         "run_id": view.run_id,

@@ -45,7 +45,7 @@ from jupyter_agent.messages import LLMReply, Usage, usage_to_json
 from jupyter_agent.trace.cells_view import effect_status
 from jupyter_agent.trace.log import LoggedEffect, TraceFile, pair_effects
 
-__all__ = ["USAGE_KEYS", "run_stats"]
+__all__ = ["USAGE_KEYS", "call_attempts", "run_stats"]
 
 #: The token keys of a call and of the totals (the seed's JSON names).
 USAGE_KEYS = ("in", "out", "cacheRead", "cacheWrite", "reasoning")
@@ -68,8 +68,9 @@ class _Scope:
     profiles: dict[str, Any] = field(default_factory=dict)
 
 
-def _attempts(data: Any, error: Mapping[str, Any] | None) -> int | None:
-    """How many tries a call took: the length of the recorded attempts list (or its int)."""
+def call_attempts(data: Any, error: Mapping[str, Any] | None) -> int | None:
+    """How many tries an ``http.post`` took: the length of the recorded ``attempts`` list (or
+    its int) of the result data, else of the error; None when neither records it."""
     for source in (data, error):
         if isinstance(source, Mapping):
             value = source.get("attempts")
@@ -167,7 +168,7 @@ def _call(effect: LoggedEffect, scope: _Scope) -> dict[str, Any]:
         **usage_to_json(usage),
         "cost": cost,
         "status": status,
-        "attempts": _attempts(data, result.error),
+        "attempts": call_attempts(data, result.error),
         "nested": effect.parent is not None,
         "http_status": http_status,
         "error": error,

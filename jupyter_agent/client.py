@@ -1,0 +1,343 @@
+"""Python client of the agent's REST API (DESIGN section 3), used by ``jupyter agent``.
+
+:class:`AgentClient` speaks to one Jupyter server running the extension::
+
+    client = AgentClient("http://127.0.0.1:8888/", token)
+    chat = client.create_chat("analysis")
+    sent = client.send(chat["id"], "plot the squares")
+    async for event in client.events(chat["id"]):
+        if event["type"] == "run_end":
+            break
+
+Contracts:
+
+- ``addr`` is the server's URL including its base URL (``http://host/user/someone/``);
+  route paths are joined under it. Ids put in a path are percent-encoded. A URL as Jupyter
+  prints it (``...?token=T``) works: its token is used when none is given, and dropped from
+  the address.
+- The token goes in the ``Authorization: token T`` header only (never in a URL), and
+  never into an error message or a ``repr``.
+- Every failure is a :class:`ClientError` with ``status`` (None when no HTTP answer came),
+  ``message`` (one line for a person) and ``reason`` (the server's machine word):
+
+  - no connection: ``cannot reach the agent server at ADDR`` (reason ``unreachable``);
+  - no answer in ``timeout`` seconds: reason ``timeout``;
+  - 403: ``the server refused the token (403)`` (Jupyter answers 403 to a missing or bad
+    token, and to a token without the right permission);
+  - any other 4xx/5xx: the server's ``{message, reason}`` JSON, else ``HTTP <status>``.
+
+- :meth:`AgentClient.events` is an async iterator over the chat's event WebSocket. It
+  uses ``websocket-client`` (a dependency of jupyter_server, so always installed with it)
+  in a worker thread, because httpx has no WebSocket support and this module must not
+  import tornado.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
+
+import httpx
+
+__all__ = ["AgentClient", "ClientError"]
+
+
+class ClientError(Exception):
+    """A request to the agent server failed (see the module docstring)."""
+
+    def __init__(self, status: int | None, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return (
+            f"ClientError(status={self.status!r}, message={self.message!r}, reason={self.reason!r})"
+        )
+
+
+def _seg(value: str) -> str:
+    """One path segment, percent-encoded (an id can never climb out of its route)."""
+    return quote(str(value), safe="")
+
+
+def _normalise_addr(addr: str) -> tuple[str, str | None]:
+    """``(base URL, token from the query)``: scheme added, a trailing slash, no query,
+    fragment or user:password part (a pasted ``...?token=T`` URL gives its token)."""
+    if not addr.startswith(("http://", "https://")):
+        addr = "http://" + addr
+    parts = urlsplit(addr)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    path = parts.path if parts.path.endswith("/") else parts.path + "/"
+    token = parse_qs(parts.query).get("token", [None])[0]
+    return urlunsplit((parts.scheme, host, path, "", "")), token
+
+
+class AgentClient:
+    """A synchronous client of one server's agent API; :meth:`events` is asynchronous."""
+
+    def __init__(self, addr: str, token: str | None = None, *, timeout: float = 30) -> None:
+        self._addr, query_token = _normalise_addr(addr)
+        self._shown = self._addr
+        self._token = token or query_token
+        token = self._token
+        self._timeout = timeout
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"token {token}"
+        self._http = httpx.Client(
+            base_url=self._addr, headers=headers, timeout=timeout, follow_redirects=False
+        )
+
+    def __repr__(self) -> str:
+        return f"AgentClient({self._shown!r})"
+
+    @property
+    def addr(self) -> str:
+        """The server's URL (with a trailing slash)."""
+        return self._shown
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> AgentClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- transport ---------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+    ) -> httpx.Response:
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            response = self._http.request(method, path, json=body, params=clean or None)
+        except httpx.TimeoutException:
+            raise ClientError(
+                None,
+                f"the agent server at {self._shown} did not answer within {self._timeout:g} s",
+                "timeout",
+            ) from None
+        except httpx.TransportError as exc:
+            raise ClientError(
+                None,
+                f"cannot reach the agent server at {self._shown} ({type(exc).__name__})",
+                "unreachable",
+            ) from None
+        if response.status_code >= 400:
+            raise self._error(response)
+        return response
+
+    def _error(self, response: httpx.Response) -> ClientError:
+        status = response.status_code
+        message, reason = f"HTTP {status}", response.reason_phrase or None
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            if isinstance(data.get("message"), str) and data["message"]:
+                message = data["message"]
+            if isinstance(data.get("reason"), str):
+                reason = data["reason"]
+        if status == 403:
+            return ClientError(403, "the server refused the token (403)", reason or "forbidden")
+        if status == 404 and data is None:
+            message = f"not found: {response.request.url.path} (is the agent extension enabled?)"
+        return ClientError(status, message, reason)
+
+    def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+    ) -> Any:
+        response = self._request(method, path, body=body, params=params)
+        if response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise ClientError(
+                response.status_code,
+                f"the server's answer to {method} {path} is not JSON",
+                "bad_answer",
+            ) from None
+
+    # --- status and settings -----------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """``GET agent/status``: ``{version, tiers, demo}``."""
+        return dict(self._json("GET", "agent/status"))
+
+    def settings(self) -> dict[str, Any]:
+        """``GET agent/settings``: the effective settings."""
+        return dict(self._json("GET", "agent/settings"))
+
+    def put_settings(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """``PUT agent/settings``; returns the effective settings."""
+        return dict(self._json("PUT", "agent/settings", body=settings))
+
+    # --- chats -------------------------------------------------------------------------
+
+    def chats(self) -> list[dict[str, Any]]:
+        """``GET agent/chats``: the chats."""
+        return list(self._json("GET", "agent/chats").get("chats", []))
+
+    def create_chat(self, title: str | None = None) -> dict[str, Any]:
+        """``POST agent/chats``: the new chat."""
+        body = {"title": title} if title is not None else {}
+        return dict(self._json("POST", "agent/chats", body=body))
+
+    def rename_chat(self, chat_id: str, title: str) -> dict[str, Any]:
+        """``PATCH agent/chats/{id}``: the renamed chat."""
+        return dict(self._json("PATCH", f"agent/chats/{_seg(chat_id)}", body={"title": title}))
+
+    def delete_chat(self, chat_id: str) -> None:
+        """``DELETE agent/chats/{id}``."""
+        self._request("DELETE", f"agent/chats/{_seg(chat_id)}")
+
+    def chat(self, chat_id: str) -> dict[str, Any]:
+        """``GET agent/chats/{id}``: the chat with its ``turns``, oldest first."""
+        return dict(self._json("GET", f"agent/chats/{_seg(chat_id)}"))
+
+    def chat_notebook(self, chat_id: str) -> dict[str, Any]:
+        """``GET agent/chats/{id}/notebook``: the whole chat as notebook JSON."""
+        return dict(self._json("GET", f"agent/chats/{_seg(chat_id)}/notebook"))
+
+    def send(
+        self,
+        chat_id: str,
+        text: str,
+        view: dict[str, Any] | None = None,
+        attachments: list[str] | None = None,
+        control: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """``POST agent/chats/{id}/messages``: ``{run_id, routed}``."""
+        body: dict[str, Any] = {"text": text}
+        if view is not None:
+            body["view"] = view
+        if attachments is not None:
+            body["attachments"] = attachments
+        if control is not None:
+            body["control"] = control
+        return dict(self._json("POST", f"agent/chats/{_seg(chat_id)}/messages", body=body))
+
+    # --- runs --------------------------------------------------------------------------
+
+    def runs(
+        self, program: str | None = None, limit: int | None = None, before: str | None = None
+    ) -> dict[str, Any]:
+        """``GET agent/runs``: ``{runs: [summary], next}``, newest first."""
+        params = {"program": program, "limit": limit, "before": before}
+        return dict(self._json("GET", "agent/runs", params=params))
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        """``GET agent/runs/{run_id}``: the turn record and the effect log."""
+        return dict(self._json("GET", f"agent/runs/{_seg(run_id)}"))
+
+    def run_log(self, run_id: str) -> str:
+        """``GET agent/runs/{run_id}?log=raw``: the run's JSONL effect log, as written."""
+        return self._request("GET", f"agent/runs/{_seg(run_id)}", params={"log": "raw"}).text
+
+    def run_stats(self, run_id: str) -> dict[str, Any]:
+        """``GET agent/runs/{run_id}/stats``: per model call usage and cost, and totals."""
+        return dict(self._json("GET", f"agent/runs/{_seg(run_id)}/stats"))
+
+    def run_notebook(self, run_id: str) -> dict[str, Any]:
+        """``GET agent/runs/{run_id}/notebook``: the turn as notebook JSON (nbformat v4)."""
+        return dict(self._json("GET", f"agent/runs/{_seg(run_id)}/notebook"))
+
+    def write_run_notebook(self, run_id: str, path: str | None = None) -> dict[str, Any]:
+        """``POST agent/runs/{run_id}/notebook``: written into the contents root; ``{path}``."""
+        body = {"path": path} if path is not None else {}
+        return dict(self._json("POST", f"agent/runs/{_seg(run_id)}/notebook", body=body))
+
+    def break_run(self, run_id: str, hard: bool = False) -> dict[str, Any]:
+        """``POST agent/break/{run_id}``: ``{run_id, state}``."""
+        return dict(self._json("POST", f"agent/break/{_seg(run_id)}", body={"hard": hard}))
+
+    # --- events ------------------------------------------------------------------------
+
+    def events_url(self, chat_id: str, since: int = 0) -> str:
+        """The WebSocket URL of a chat's events (``ws://`` or ``wss://``; no token in it)."""
+        parts = urlsplit(self._addr)
+        scheme = "wss" if parts.scheme == "https" else "ws"
+        path = f"{parts.path}agent/chats/{_seg(chat_id)}/events"
+        return urlunsplit((scheme, parts.netloc, path, f"since={int(since)}", ""))
+
+    async def events(self, chat_id: str, since: int = 0) -> AsyncIterator[dict[str, Any]]:
+        """The chat's events from ``since`` on, as dicts, until the server closes the socket.
+
+        Stopping the iteration (``break``, cancellation) closes the socket.
+        """
+        # Imported here: only this method needs it (see the module docstring).
+        import websocket
+
+        url = self.events_url(chat_id, since)
+        header = [f"Authorization: token {self._token}"] if self._token else []
+
+        def connect() -> websocket.WebSocket:
+            try:
+                return websocket.create_connection(
+                    url, header=header, timeout=self._timeout, suppress_origin=True
+                )
+            except websocket.WebSocketBadStatusException as exc:
+                status = int(exc.status_code)
+                if status == 403:
+                    raise ClientError(
+                        403, "the server refused the token (403)", "forbidden"
+                    ) from None
+                raise ClientError(
+                    status, f"the events socket was refused (HTTP {status})"
+                ) from None
+            except (OSError, websocket.WebSocketException) as exc:
+                raise ClientError(
+                    None,
+                    f"cannot reach the agent server at {self._shown} ({type(exc).__name__})",
+                    "unreachable",
+                ) from None
+
+        ws = await asyncio.to_thread(connect)
+        ws.settimeout(None)  # an event stream may be quiet for long; the caller bounds it
+        try:
+            while True:
+                try:
+                    frame = await asyncio.to_thread(ws.recv)
+                except (websocket.WebSocketConnectionClosedException, OSError):
+                    return
+                if not frame:
+                    return
+                text = frame.decode() if isinstance(frame, bytes) else frame
+                try:
+                    event = json.loads(text)
+                except ValueError:
+                    continue  # not an event: nothing a caller could act on
+                if isinstance(event, dict):
+                    yield event
+        finally:
+            ws.close()
