@@ -6,7 +6,9 @@ Each verb is registered by one small function ``_add_<verb>(subparsers)`` listed
 handler) and appending it to :data:`VERBS`. Verbs that talk to a server should call
 :func:`add_server_options` to get ``--addr`` and ``--token``.
 
-Verbs here: ``kernel install [--user | --sys-prefix | --prefix P] [--name NAME]``.
+Verbs here: ``kernel install [--user | --sys-prefix | --prefix P] [--name NAME]``; the
+trace verbs (``trace ls|show|prune``, ``replay``, ``export``) live in
+:mod:`jupyter_agent.cli_trace`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
 from typing import Any
+
+from jupyter_agent.cli_trace import add_export, add_replay, add_trace
 
 __all__ = ["VERBS", "add_server_options", "build_parser", "install_kernelspec", "main"]
 
@@ -77,7 +81,7 @@ def _add_kernel(subparsers: Subparsers) -> None:
     install.set_defaults(handler=_kernel_install)
 
 
-VERBS: list[Callable[[Subparsers], None]] = [_add_kernel]
+VERBS: list[Callable[[Subparsers], None]] = [_add_kernel, add_trace, add_replay, add_export]
 
 
 def build_parser() -> argparse.ArgumentParser:

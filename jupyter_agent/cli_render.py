@@ -1,0 +1,181 @@
+"""Rich rendering of the trace verbs' answers (``trace ls``, ``trace show [--stats]``).
+
+Everything here takes the REST JSON (:mod:`jupyter_agent.trace.show`,
+:mod:`jupyter_agent.trace.stats`, run summaries) and prints it; nothing is fetched.
+When stdout is not a terminal the width is fixed (:data:`PIPE_WIDTH`), so ids are never
+cut by a narrow default.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Final
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from jupyter_agent.trace.show import bound
+
+__all__ = ["PIPE_WIDTH", "render_ls", "render_show", "render_stats", "shown"]
+
+PIPE_WIDTH: Final = 200
+_SHOWN_CHARS: Final = 4000
+
+
+def _console() -> Console:
+    tty = sys.stdout.isatty()
+    return Console(width=None if tty else PIPE_WIDTH, highlight=False, soft_wrap=not tty)
+
+
+def shown(value: Any, limit: int = _SHOWN_CHARS) -> str:
+    """``value`` as indented JSON, long strings and lists cut, at most ``limit`` chars."""
+    text = json.dumps(bound(value, max_string=400, max_items=20), indent=2, ensure_ascii=False)
+    if len(text) > limit:
+        text = text[:limit] + f"\n…[cut: {len(text) - limit} more chars]"
+    return text
+
+
+def _cost(value: Any) -> str:
+    return f"${value:.4f}" if isinstance(value, (int, float)) else "?"
+
+
+def _tokens(usage: dict[str, Any] | None) -> str:
+    usage = usage or {}
+    return f"{usage.get('in', 0)}/{usage.get('out', 0)}"
+
+
+def render_ls(runs: list[dict[str, Any]], next_cursor: str | None = None) -> None:
+    """A table of run summaries (the ``runs`` of ``GET agent/runs``)."""
+    console = _console()
+    if not runs:
+        console.print("No runs.")
+        return
+    table = Table(show_edge=False, header_style="bold")
+    for name in ("run", "chat", "status", "stop/end", "model", "calls", "cells"):
+        table.add_column(name, overflow="fold")
+    table.add_column("tokens in/out", justify="right")
+    table.add_column("cost", justify="right")
+    table.add_column("started")
+    for run in runs:
+        stop = run.get("stopReason") or "-"
+        end = run.get("endCause") or "-"
+        table.add_row(
+            escape(str(run.get("run_id"))),
+            escape(str(run.get("chat_id"))),
+            escape(str(run.get("status"))),
+            f"{stop}/{end}",
+            escape(str(run.get("model") or "-")),
+            str(run.get("modelCalls", 0)),
+            str(run.get("cells", 0)),
+            _tokens(run.get("usage")),
+            _cost(run.get("cost")),
+            escape(str(run.get("started") or "")),
+        )
+    console.print(table)
+    if next_cursor:
+        console.print(f"(more: --before {escape(next_cursor)})")
+
+
+def _head(body: dict[str, Any], console: Console) -> None:
+    console.print(f"[bold]run[/bold] {escape(str(body.get('run_id')))}", end="  ")
+    console.print(f"chat {escape(str(body.get('chat_id')))}  {escape(str(body.get('program')))}")
+    turn = body.get("turn")
+    if isinstance(turn, dict):
+        llm = turn.get("llm") or {}
+        console.print(
+            f"model {escape(str(turn.get('model')))}  stop {llm.get('stopReason')}"
+            f"  end {llm.get('endCause')}  calls {llm.get('modelCalls')}  cells {llm.get('cells')}"
+            f"  tokens {_tokens(llm.get('usage'))}  cost {_cost(llm.get('cost'))}"
+            f"  {turn.get('durationMs')} ms"
+        )
+    else:
+        console.print("(no turn record: the run did not finish)")
+    if body.get("truncated"):
+        console.print("[yellow]the log's last line was cut short[/yellow]")
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def render_show(body: dict[str, Any]) -> None:
+    """One run: its turn, then each step, then the effects table."""
+    console = _console()
+    _head(body, console)
+    for step in body.get("steps") or []:
+        kind, seq, status = step.get("type"), step.get("seq"), step.get("status", "ok")
+        flag = "" if status in ("ok", None) else f" [red]{status}[/red]"
+        if kind in ("user", "steering", "bubble", "reply"):
+            console.print(f"\n[bold]#{seq} {kind}[/bold]{flag}")
+            console.print(escape(_indent(str(step.get("text") or ""))))
+        elif kind == "cell":
+            console.print(f"\n[bold]#{seq} cell {escape(str(step.get('cell_id')))}[/bold]{flag}")
+            console.print(escape(_indent(str(step.get("code") or ""), "  > ")))
+            if step.get("digest"):
+                console.print(escape(_indent(str(step["digest"]))))
+        elif kind == "bash":
+            console.print(f"\n[bold]#{seq} bash {escape(str(step.get('cell_id')))}[/bold]{flag}")
+            console.print(escape(_indent(str(step.get("command") or ""), "  $ ")))
+            if step.get("digest"):
+                console.print(escape(_indent(str(step["digest"]))))
+        elif kind == "model_call":
+            tries = step.get("attempts")
+            console.print(
+                f"\n#{seq} model call{flag} (HTTP {step.get('http_status')}, {tries} tries)"
+            )
+        elif kind == "break":
+            console.print(f"\n#{seq} break ({'hard' if step.get('hard') else 'soft'})")
+    table = Table(title="effects", show_edge=False, header_style="bold")
+    for name in ("seq", "name", "parent", "intent", "result"):
+        table.add_column(name, overflow="fold")
+    for effect in body.get("effects") or []:
+        result = effect.get("error") if effect.get("error") is not None else effect.get("result")
+        table.add_row(
+            str(effect.get("seq")),
+            escape(str(effect.get("name"))),
+            str(effect.get("parent") or ""),
+            escape(_brief(effect.get("intent"))),
+            escape(_brief(result) if effect.get("t_result") else "(no result)"),
+        )
+    console.print()
+    console.print(table)
+
+
+def _brief(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_stats(body: dict[str, Any], stats: dict[str, Any]) -> None:
+    """Per model call tokens and cost, then the run's (its turn's) totals."""
+    console = _console()
+    _head(body, console)
+    table = Table(show_edge=False, header_style="bold")
+    for name in ("seq", "tier", "model", "status", "tries"):
+        table.add_column(name, overflow="fold")
+    for name in ("in", "out", "cacheRead", "cacheWrite", "reasoning", "cost"):
+        table.add_column(name, justify="right")
+    calls = stats.get("calls") or []
+    for call in calls:
+        table.add_row(
+            str(call.get("seq")) + (" (nested)" if call.get("nested") else ""),
+            escape(str(call.get("tier") or "-")),
+            escape(str(call.get("model") or "-")),
+            escape(str(call.get("status"))),
+            str(call.get("attempts") if call.get("attempts") is not None else "-"),
+            *(str(call.get(k, 0)) for k in ("in", "out", "cacheRead", "cacheWrite", "reasoning")),
+            _cost(call.get("cost")),
+        )
+    totals = stats.get("totals") or {}
+    table.add_row(
+        "[bold]turn[/bold]",
+        "",
+        "",
+        f"{totals.get('failed', 0)} failed, {totals.get('cancelled', 0)} cancelled",
+        str(totals.get("calls", len(calls))),
+        *(str(totals.get(k, 0)) for k in ("in", "out", "cacheRead", "cacheWrite", "reasoning")),
+        _cost(totals.get("cost")),
+    )
+    console.print(table)
