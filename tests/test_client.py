@@ -1,14 +1,26 @@
 """AgentClient against real HTTP servers: a loopback tornado stub with the real route shapes
-(errors, base URL, token, events WebSocket), and unreachable ports."""
+(errors, base URL, token, events WebSocket), unreachable ports, and a real ``jupyter
+server`` subprocess with the extension and the fake provider (the full chat -> trace verbs
+test is skipped until the server's chat/run routes are registered)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from jupyter_agent.client import AgentClient, ClientError
+from jupyter_agent.llm.fake import FakeProvider
 from tests.cli_support import record_run
 from tests.rest_stub import StubState, free_port, stub_server
 
@@ -142,3 +154,154 @@ async def test_events_since_seq_until_the_server_closes(stub):
         async for _ in gone.events("chat_1"):
             pass
     assert info.value.reason == "unreachable"
+
+
+# --- against a real Jupyter server with the extension ------------------------------------
+
+
+def _served_patterns() -> list[str]:
+    from jupyter_agent.server.handlers import default_handlers
+
+    return [pattern for pattern, *_ in default_handlers]
+
+
+_PATTERNS = _served_patterns()
+ROUTES_EXIST = all(
+    any(part in pattern for pattern in _PATTERNS)
+    for part in ("agent/chats", "messages", "events", "agent/runs", "stats", "notebook")
+)
+NEEDS_ROUTES = pytest.mark.skipif(
+    not ROUTES_EXIST,
+    reason="the server's chats/messages/events/runs routes (DESIGN section 3) are not "
+    "registered in jupyter_agent.server.handlers.default_handlers yet",
+)
+SCRIPT = [{"text": "Let me compute.", "cells": ["6 * 7"]}, {"text": "The answer is **42**."}]
+
+
+@dataclass
+class LiveServer:
+    addr: str
+    token: str
+    fake: FakeProvider
+    data_dir: Path
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory) -> Iterator[LiveServer]:
+    """``jupyter server`` as a subprocess: free loopback port, random token, isolated
+    Jupyter folders, the extension enabled, the fake provider as the codegen tier."""
+    base = tmp_path_factory.mktemp("live")
+    fake = FakeProvider({"steps": SCRIPT, "repeat": True}).start()
+    dirs = {name: base / name for name in ("config", "data", "runtime", "ipython", "root")}
+    for folder in dirs.values():
+        folder.mkdir()
+    config = {
+        "ServerApp": {"jpserver_extensions": {"jupyter_agent": True}},
+        "JupyterAgent": {
+            "pool_size": 0,
+            "tiers": {
+                "codegen": {
+                    "provider": "fake",
+                    "model": "claude-sonnet-4-5",
+                    "base_url": fake.base_url,
+                }
+            },
+        },
+    }
+    (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+        "JUPYTER_DATA_DIR": str(dirs["data"]),
+        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+        "IPYTHONDIR": str(dirs["ipython"]),
+    }
+    env.pop("JUPYTER_TOKEN", None)
+    port, token = free_port(), secrets.token_hex(16)
+    argv = [
+        sys.executable,
+        "-m",
+        "jupyter_server",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={dirs['root']}",
+        f"--IdentityProvider.token={token}",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-root")
+    log = (base / "server.log").open("wb")
+    proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+    addr = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 60
+        with AgentClient(addr, token, timeout=5) as client:
+            while True:
+                try:
+                    client.status()
+                    break
+                except ClientError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(
+                            "jupyter server did not start:\n" + (base / "server.log").read_text()
+                        ) from None
+                    time.sleep(0.2)
+        yield LiveServer(addr=addr, token=token, fake=fake, data_dir=dirs["data"])
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        log.close()
+        fake.stop()
+
+
+def test_live_status_and_refused_token(live_server):
+    with AgentClient(live_server.addr, live_server.token) as client:
+        status = client.status()
+    assert status["tiers"]["codegen"]["provider"] == "fake"
+    assert status["demo"] is False
+    with AgentClient(live_server.addr, "wrong-token") as client, pytest.raises(ClientError) as info:
+        client.status()
+    assert (info.value.status, str(info.value)) == (403, "the server refused the token (403)")
+
+
+@NEEDS_ROUTES
+async def test_live_chat_run_then_trace_verbs(live_server, tmp_path, capsys):
+    from jupyter_agent.cli import main
+
+    addr, token = live_server.addr, live_server.token
+    with AgentClient(addr, token) as client:
+        chat = client.create_chat("cli test")
+        sent = client.send(chat["id"], "what is 6*7?")
+        assert sent["routed"] == "run"
+        run_id = sent["run_id"]
+        types = []
+
+        async def read() -> None:
+            async for event in client.events(chat["id"], since=0):
+                types.append(event["type"])
+                if event["type"] == "run_end" and event["run_id"] == run_id:
+                    return
+
+        await asyncio.wait_for(read(), 120)
+        assert "reply" in types
+        assert client.chat(chat["id"])["turns"][-1]["run_id"] == run_id
+
+    server = ["--addr", addr, "--token", token]
+    assert main(["trace", "ls", "--json", *server]) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert run_id in [r["run_id"] for r in runs]
+    assert main(["trace", "show", run_id, *server]) == 0
+    assert "6 * 7" in capsys.readouterr().out
+    assert main(["trace", "show", run_id, "--stats", "--json", *server]) == 0
+    assert json.loads(capsys.readouterr().out)["stats"]["totals"]["calls"] == 2
+    # The test process's data dir is not the server's: the log is fetched (?log=raw).
+    assert main(["replay", run_id, *server]) == 0
+    assert "identical" in capsys.readouterr().out
+    out = tmp_path / "run.ipynb"
+    assert main(["export", run_id, "-o", str(out), *server]) == 0
+    nbformat.validate(nbformat.read(out, as_version=4))
