@@ -266,8 +266,8 @@ class RunDriver:
         task = self._kernel_task
         if task is None:
             return
-        if not task.done():
-            task.cancel()
+        # Never cancel a kernel start half way (it leaves a half-registered kernel in the
+        # manager): let it finish, then discard it like any run's kernel.
         try:
             handle = await task
         except (asyncio.CancelledError, Exception):

@@ -484,10 +484,15 @@ class KernelPool:
     async def stop(self) -> None:
         """Stop filling and shut the warm kernels down."""
         self._running = False
-        for task in (self._fill_task, self._keepalive_task):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        if self._keepalive_task is not None:
+            self._keepalive_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keepalive_task
+        if self._fill_task is not None:
+            # Let a kernel start in progress finish (the fill then shuts it down): cancelling
+            # mid-start leaves a half-registered kernel in the manager.
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(self._fill_task), 60)
+            self._fill_task.cancel()
         warm, self._warm = self._warm, []
         await asyncio.gather(*(self._shutdown(h) for h in warm))
