@@ -78,7 +78,7 @@ async def perform_app_call(driver: RunDriver, effect: Effect, host: Any) -> dict
     args = effect.data.get("args") or {}
     spec = find_method(app, method)
     mutation = bool(spec and spec.mutation)
-    seq = driver.log.intent(effect)
+    seq = await driver.log_intent(effect)
     value: Any = None
     error: str | None = None
     if driver.breaking:

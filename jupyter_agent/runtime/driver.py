@@ -31,6 +31,7 @@ from jupyter_agent.core.effects import (
     HTTP_POST,
     ID_NEW,
     MAILBOX_DRAIN,
+    OUTSIDE_EFFECTS,
     TURN_APPEND,
     Effect,
     EffectGen,
@@ -170,12 +171,19 @@ class RunDriver:
             turn: TurnRecord = stop.value
             return turn
         finally:
-            self.log.close()
+            await asyncio.to_thread(self.log.close)
             await self._release_kernel()
             self.ended.set()
 
+    async def log_intent(self, effect: Effect) -> int:
+        """Write the intent; for an effect reaching outside, make it durable first."""
+        seq = self.log.intent(effect, durable=False)
+        if effect.name in OUTSIDE_EFFECTS:
+            await asyncio.to_thread(self.log.sync)
+        return seq
+
     async def _perform(self, effect: Effect) -> Result:
-        seq = self.log.intent(effect)
+        seq = await self.log_intent(effect)
         if self._hard and effect.name in CANCELLABLE:
             return self.log.result(seq, effect.name, {"cancelled": "break_hard"})
         task = asyncio.ensure_future(self._do(effect, seq))
@@ -272,10 +280,8 @@ class RunDriver:
             handle = await task
         except (asyncio.CancelledError, Exception):
             return
-        try:
-            await self.services.pool.discard(handle)
-        except Exception:
-            log.debug("discarding the run's kernel failed", exc_info=True)
+        # The run is over for its user: the kernel goes away in the background.
+        self.services.pool.discard_soon(handle)
 
     async def _replace_dead_kernel(self) -> None:
         dead, self._kernel = self._kernel, None
@@ -353,7 +359,7 @@ class RunDriver:
 
         Not tracked as the effect in flight: cancelling the cell cancels it with the cell.
         """
-        seq = self.log.intent(effect)
+        seq = await self.log_intent(effect)
         if self._hard:
             return self.log.result(seq, effect.name, {"cancelled": "break_hard"})
         data, error = await self._do(effect, seq)

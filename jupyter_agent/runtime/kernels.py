@@ -372,6 +372,7 @@ class KernelPool:
         self._fill_task: asyncio.Task[None] | None = None
         self._keepalive_task: asyncio.Task[None] | None = None
         self._running = False
+        self._closing: set[asyncio.Task[None]] = set()
 
     @property
     def warm_count(self) -> int:
@@ -476,6 +477,15 @@ class KernelPool:
         """Shut the run's kernel down."""
         await self._shutdown(handle)
 
+    def discard_soon(self, handle: AgentKernelHandle) -> None:
+        """Shut the run's kernel down in the background (a run need not wait for it).
+
+        :meth:`stop` waits for these shutdowns, so no kernel outlives the pool.
+        """
+        task = asyncio.create_task(self._shutdown(handle))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
     async def _shutdown(self, handle: AgentKernelHandle) -> None:
         await handle.close()
         with contextlib.suppress(Exception):
@@ -495,4 +505,4 @@ class KernelPool:
                 await asyncio.wait_for(asyncio.shield(self._fill_task), 60)
             self._fill_task.cancel()
         warm, self._warm = self._warm, []
-        await asyncio.gather(*(self._shutdown(h) for h in warm))
+        await asyncio.gather(*(self._shutdown(h) for h in warm), *self._closing)

@@ -153,11 +153,13 @@ class EffectLog:
         """True once :meth:`close` ran."""
         return self._fd is None
 
-    def intent(self, effect: Effect, *, t: str | None = None) -> int:
+    def intent(self, effect: Effect, *, t: str | None = None, durable: bool = True) -> int:
         """Append the intent line of ``effect`` and return its new seq (1, 2, 3, ...).
 
         For an effect in OUTSIDE_EFFECTS the file is fsynced before this returns, so the
-        intent is on disk before the effect happens.
+        intent is on disk before the effect happens. With ``durable=False`` the caller
+        takes that duty: it must call :meth:`sync` before performing the effect (an async
+        driver does so in a worker thread, so a slow disk never blocks its event loop).
         """
         _check_no_credential(effect)
         outside = effect.name in OUTSIDE_EFFECTS
@@ -177,8 +179,8 @@ class EffectLog:
             self._write(data)
             self._seq = seq
             self._pending[seq] = effect.name
-            if outside:
-                os.fsync(fd)
+            if outside and durable:
+                _datasync(fd)
         return seq
 
     def result(
@@ -219,7 +221,7 @@ class EffectLog:
     def sync(self) -> None:
         """Make every line written so far durable (fsync)."""
         with self._lock:
-            os.fsync(self._require_open())
+            _datasync(self._require_open())
 
     def close(self) -> None:
         """Fsync and close the file; closing twice is harmless."""
@@ -254,6 +256,11 @@ class EffectLog:
         while view:
             n = os.write(fd, view)
             view = view[n:]
+
+
+def _datasync(fd: int) -> None:
+    """Flush the file's data (and its size) to disk: fdatasync where there is one."""
+    getattr(os, "fdatasync", os.fsync)(fd)
 
 
 def _fsync_dir(folder: Path) -> None:

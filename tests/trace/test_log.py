@@ -101,6 +101,7 @@ def test_fsync_before_each_outside_intent(tmp_path, monkeypatch):
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", counting_fsync)
+    monkeypatch.setattr(os, "fdatasync", counting_fsync, raising=False)
     inside = [
         Effect(name="config.get", data={"key": "ceilings"}),
         Effect(name="clock.now", data={}),
@@ -132,6 +133,20 @@ def test_fsync_before_each_outside_intent(tmp_path, monkeypatch):
     assert len(calls) == len(outside) + 1  # and once on close
     log.close()
     assert len(calls) == len(outside) + 1
+
+
+def test_deferred_durability_leaves_the_sync_to_the_caller(tmp_path, monkeypatch):
+    log = EffectLog.create(tmp_path / "b.jsonl", HEADER)
+    calls: list[int] = []
+    monkeypatch.setattr(os, "fsync", lambda fd: calls.append(fd))
+    monkeypatch.setattr(os, "fdatasync", lambda fd: calls.append(fd), raising=False)
+    seq = log.intent(Effect(name="chat.post", data={"text": "hi", "done": False}), durable=False)
+    assert calls == []
+    log.sync()
+    assert len(calls) == 1
+    log.result(seq, "chat.post", "msg_1")
+    log.close()
+    assert len(calls) == 2
 
 
 def test_not_serialisable_writes_nothing(tmp_path):
