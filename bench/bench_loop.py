@@ -132,6 +132,27 @@ async def main(turns: int) -> None:
         replay_run(trace)
         replay_fraction.append((time.perf_counter() - r0) / wall)
 
+    # hard-break latency: request -> run ended and its turn written
+    model_breaks, cell_breaks = [], []
+    for script, sink in (
+        ([{"delay_s": 30, "text": "late"}], model_breaks),
+        ([{"cells": ["import time\nwhile True: time.sleep(0.05)"]}], cell_breaks),
+    ):
+        for _ in range(5):
+            await pool.inner.wait_filled()
+            fake.load(script)
+            chat_id = harness.new_chat()
+            run = harness.manager.send(chat_id, text="slow")
+            if sink is cell_breaks:
+                await harness.wait_event(chat_id, "cell_start")
+                await asyncio.sleep(0.2)
+            else:
+                await harness.wait_requests(len(fake.requests) + 1)
+            t0 = time.perf_counter()
+            await harness.manager.break_run(run["run_id"], hard=True)
+            await harness.finish(run["run_id"])
+            sink.append(time.perf_counter() - t0)
+
     await close_harness(harness)
     fake.stop()
     await km.shutdown_all(now=True)
@@ -151,6 +172,8 @@ async def main(turns: int) -> None:
     print(f"  per effectful step (calls+cells) {ms(overhead_cell)}")
     frac = statistics.median(replay_fraction)
     print(f"replay time / run wall time    {frac * 100:6.2f} %  (goal <= 2%)")
+    print(f"hard break during a 30 s model call -> turn written {ms(model_breaks)}  (goal < 1 s)")
+    print(f"hard break during a long cell -> turn written      {ms(cell_breaks)}  (goal < 1 s)")
 
 
 if __name__ == "__main__":
