@@ -23,6 +23,7 @@ from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validat
 
 from jupyter_agent import __version__
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
+from jupyter_agent.runtime.service import AdminConfig, AgentService
 from jupyter_agent.server.handlers import default_handlers
 from jupyter_agent.server.status import build_status
 
@@ -178,9 +179,74 @@ class JupyterAgent(ExtensionApp):
         """``db_url``, or the default SQLite file's URL when it is empty."""
         return self.db_url or default_db_url()
 
+    service: AgentService | None = None
+    """The agent service (built in ``initialize_settings``; None if it could not be)."""
+
     def status(self, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """The answer of ``GET agent/status`` for the server's environment (no key values)."""
-        return build_status(self.tiers, os.environ if environ is None else environ, __version__)
+        """The answer of ``GET agent/status`` for the server's environment (no key values).
+
+        The effective tiers: the admin's, overlaid by the user's settings.
+        """
+        env = os.environ if environ is None else environ
+        tiers = self.tiers if self.service is None else self.service.effective_tiers()
+        return build_status(tiers, env, __version__)
+
+    def admin_config(self) -> AdminConfig:
+        """The traits the service reads, as one value."""
+        ceilings = {
+            "max_model_calls": self.max_model_calls,
+            "max_cells": self.max_cells,
+            "max_wall_s": self.max_wall_s,
+            "max_cost_usd": self.max_cost_usd,
+            "cell_timeout_s": self.cell_timeout_s,
+            "bash_enabled": self.bash_enabled,
+            "model_deadline_s": self.model_deadline_s,
+        }
+        return AdminConfig(
+            tiers={name: dict(tier) for name, tier in self.tiers.items()},
+            ceilings=ceilings,
+            allowed_key_refs=tuple(self.allowed_key_refs),
+            allowed_base_urls=tuple(self.allowed_base_urls),
+            max_attachment_bytes=self.max_body_bytes,
+            version=__version__,
+        )
+
+    def initialize_settings(self) -> None:
+        """Build the agent service: store, kernel pool, transport, run manager, settings.
+
+        Nothing async happens here (the server's loop may not run yet): the pool starts and
+        interrupted runs are recovered in ``_start_jupyter_server_extension``, or at the
+        first request, whichever comes first.
+        """
+        from jupyter_agent.llm.transport import Transport
+        from jupyter_agent.runtime.kernels import KernelPool
+        from jupyter_agent.store.repo import Store
+
+        serverapp = self.serverapp
+        assert serverapp is not None
+        store = Store(self.effective_db_url)
+        pool = KernelPool(
+            serverapp.kernel_manager, size=self.pool_size, env_keep=self.kernel_env_keep
+        )
+        self.service = AgentService(
+            admin=self.admin_config(),
+            store=store,
+            pool=pool,
+            transport=Transport(retry_after_cap_s=self.retry_after_cap_s),
+            data_dir=self.agent_dir,
+            root_dir=serverapp.root_dir,
+            contents_manager=serverapp.contents_manager,
+        )
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Start the pool and recover runs left running, once the loop runs."""
+        if self.service is not None:
+            await self.service.start()
+
+    async def stop_extension(self) -> None:
+        """Break the runs, stop the pool, close the transport, the store and the demo."""
+        if self.service is not None:
+            await self.service.stop()
 
     def initialize_handlers(self) -> None:
         """Register the REST routes under ``{base_url}agent/``."""

@@ -42,3 +42,48 @@ def fetch(jp_fetch: Any, jp_asyncio_loop: Any) -> Callable[..., HTTPResponse]:
         return response
 
     return _fetch
+
+
+@pytest.fixture(params=["/", "/user/someone/"])
+def jp_base_url(request: pytest.FixtureRequest) -> str:
+    """Serve under the root and under a JupyterHub-style user prefix (every server test)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def server_kernelspec(jp_environ: Any) -> str:
+    """The ``jupyter-agent`` kernelspec in the test server's (isolated) data dir."""
+    from jupyter_agent.cli import install_kernelspec
+
+    return install_kernelspec(user=True)
+
+
+def agent_app(serverapp: Any) -> Any:
+    """The running ``JupyterAgent`` extension app of a ServerApp."""
+    from jupyter_agent.server.app import JupyterAgent
+
+    for ext in serverapp.extension_manager.extensions.values():
+        for point in ext.extension_points.values():
+            if isinstance(point.app, JupyterAgent):
+                return point.app
+    raise AssertionError("the jupyter_agent extension is not loaded")
+
+
+@pytest.fixture
+def agent_service(jp_serverapp: Any) -> Any:
+    """The agent service of the test server (its store, manager, events)."""
+    service = agent_app(jp_serverapp).service
+    assert service is not None
+    return service
+
+
+@pytest.fixture
+def spin(jp_asyncio_loop: Any) -> Callable[[float], None]:
+    """``spin(seconds)``: let the server's loop run (runs progress only while it does)."""
+
+    def _spin(seconds: float = 0.05) -> None:
+        import asyncio
+
+        jp_asyncio_loop.run_until_complete(asyncio.sleep(seconds))
+
+    return _spin

@@ -1,0 +1,4 @@
+"""Data of the offline demo model: ``demo_script.json``, the fake provider's script.
+
+See :mod:`jupyter_agent.runtime.demo` for how it is served.
+"""

@@ -1,0 +1,91 @@
+"""Run routes: ``agent/runs``, ``agent/runs/{id}`` (+ ``stats``, ``notebook``), ``agent/break``.
+
+Thin: each method authenticates, authorizes and calls the
+:class:`~jupyter_agent.runtime.service.AgentService`. ``GET agent/runs/{id}?log=raw``
+answers the run's JSONL effect log as written (``application/x-ndjson``), which
+``jupyter agent replay RUN --addr`` fetches; ``?full=1`` leaves large fields uncut.
+"""
+
+from __future__ import annotations
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_agent.server.base import AgentHandler, authorized_execute
+
+__all__ = ["BreakHandler", "RunHandler", "RunNotebookHandler", "RunStatsHandler", "RunsHandler"]
+
+
+class RunsHandler(AgentHandler):
+    """``GET agent/runs?program=&limit=&before=``: ``{runs, next}``, newest first."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """One page of run summaries; ``next`` is the cursor of the next page, or null."""
+        service = await self.service()
+        page = await service.list_runs(
+            program=self.get_query_argument("program", None),
+            limit=self.get_query_argument("limit", None),
+            before=self.get_query_argument("before", None),
+        )
+        self.finish_json(page)
+
+
+class RunHandler(AgentHandler):
+    """``GET agent/runs/{id}``: turn record + effect log; ``?log=raw``: the JSONL itself."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, run_id: str) -> None:
+        """Answer the run as JSON, or its raw log."""
+        service = await self.service()
+        if self.get_query_argument("log", None) == "raw":
+            data = await service.run_log(run_id)
+            self.set_header("Content-Type", "application/x-ndjson")
+            self.finish(data)
+            return
+        full = self.get_query_argument("full", "") in ("1", "true", "yes")
+        self.finish_json(await service.run_detail(run_id, full=full))
+
+
+class RunStatsHandler(AgentHandler):
+    """``GET agent/runs/{id}/stats``: per model call usage and cost, and totals."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, run_id: str) -> None:
+        """Answer ``{run_id, calls, totals}``."""
+        service = await self.service()
+        self.finish_json(await service.run_stats(run_id))
+
+
+class RunNotebookHandler(AgentHandler):
+    """``GET agent/runs/{id}/notebook`` (the .ipynb JSON); ``POST`` ``{path?}`` writes it."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, run_id: str) -> None:
+        """Answer the turn as an nbformat v4 notebook."""
+        service = await self.service()
+        self.finish_json(await service.run_notebook(run_id))
+
+    @web.authenticated
+    @authorized_execute
+    async def post(self, run_id: str) -> None:
+        """Write the notebook into the contents root; 201 ``{path}``."""
+        body = self.json_body()
+        service = await self.service()
+        self.finish_json(await service.write_run_notebook(run_id, body), status=201)
+
+
+class BreakHandler(AgentHandler):
+    """``POST agent/break/{run_id}`` ``{hard?}``: 202 ``{run_id, state}``; 404 unknown run."""
+
+    @web.authenticated
+    @authorized_execute
+    async def post(self, run_id: str) -> None:
+        """Break the run: soft at its next drain, hard at once; idempotent."""
+        body = self.json_body()
+        service = await self.service()
+        self.finish_json(await service.break_run(run_id, body), status=202)

@@ -1,0 +1,118 @@
+"""The events WebSocket: ``GET agent/chats/{id}/events?since=SEQ``.
+
+Authenticated like every Jupyter WebSocket (token in the ``Authorization`` header, the
+``token`` query argument or the login cookie; ``ws_authenticated``: 403 before the
+upgrade) and authorized (``read`` on resource ``agent``). An unknown chat gets 404 and a
+bad ``since`` 400, both before the upgrade.
+
+On open the socket sends the chat's kept events with a seq above ``since`` (what a
+reconnecting client missed), then every live event, one JSON text frame each. Each
+connected client gets every event. Messages from the client are ignored (sending goes
+through ``POST agent/chats/{id}/messages``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import TYPE_CHECKING, Any, cast
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.decorator import ws_authenticated
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import web
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
+
+from jupyter_agent.server.base import AUTH_RESOURCE
+
+if TYPE_CHECKING:
+    from jupyter_agent.runtime.service import AgentService
+    from jupyter_agent.server.app import JupyterAgent
+
+__all__ = ["EventsSocket"]
+
+
+class EventsSocket(WebSocketMixin, WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):
+    """One client's subscription to a chat's events (see the module docstring)."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, *args: Any, **kwargs: Any) -> None:
+        super().initialize(*args, **kwargs)
+        self._chat_id = ""
+        self._since = 0
+        self._pump: asyncio.Task[None] | None = None
+        self._subscription: contextlib.ExitStack | None = None
+
+    def set_default_headers(self) -> None:
+        """No JupyterHandler default headers on a WebSocket."""
+
+    @property
+    def agent(self) -> JupyterAgent:
+        return cast("JupyterAgent", self.extensionapp)
+
+    async def _service(self) -> AgentService:
+        service = self.agent.service
+        if service is None:
+            raise web.HTTPError(503)
+        await service.start()
+        return service
+
+    @ws_authenticated
+    async def get(self, chat_id: str) -> None:
+        """Authorize, check the chat and ``since``, then upgrade."""
+        allowed = await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, "read", AUTH_RESOURCE)
+        )
+        if not allowed:
+            raise web.HTTPError(403)
+        raw = self.get_query_argument("since", "0")
+        try:
+            self._since = int(raw)
+        except ValueError:
+            raise web.HTTPError(400, "'since' must be an integer") from None
+        service = await self._service()
+        if not await service.chat_exists(chat_id):
+            raise web.HTTPError(404, "no chat %r", chat_id)
+        self._chat_id = chat_id
+        await super().get(chat_id)
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        """Subscribe first, then send the missed events, then pump live ones."""
+        super().open()
+        service = self.agent.service
+        assert service is not None
+        stack = contextlib.ExitStack()
+        queue = stack.enter_context(service.events.subscribe(self._chat_id))
+        self._subscription = stack
+        missed = service.events.since(self._chat_id, self._since)
+        last = self._since
+        for event in missed:
+            self.write_message(json.dumps(event))
+            last = event["seq"]
+        self._pump = asyncio.ensure_future(self._forward(queue, last))
+
+    async def _forward(self, queue: asyncio.Queue[dict[str, Any]], last: int) -> None:
+        while True:
+            event = await queue.get()
+            if event["seq"] <= last:  # already sent from the history
+                continue
+            try:
+                await self.write_message(json.dumps(event))
+            except WebSocketClosedError:
+                return
+
+    def on_message(self, message: str | bytes) -> None:
+        """Ignored: the socket only carries events to the client."""
+
+    def on_close(self) -> None:
+        """Stop forwarding and unsubscribe."""
+        if self._pump is not None:
+            self._pump.cancel()
+            self._pump = None
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
