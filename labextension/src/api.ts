@@ -9,6 +9,8 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { ITurnRecord } from './model';
+
 /** The path segment every route of the server extension lives under. */
 export const API_NAMESPACE = 'agent';
 
@@ -86,4 +88,148 @@ export function fetchStatus(
   settings?: ServerConnection.ISettings
 ): Promise<IAgentStatus> {
   return requestAgent<IAgentStatus>('status', { method: 'GET' }, settings);
+}
+
+/** One chat as `GET agent/chats` lists it. */
+export interface IChatSummary {
+  id: string;
+  title: string;
+  created: string;
+  updated: string;
+  active_run_id: string | null;
+}
+
+/** `GET agent/chats/{id}`: the chat and its turn records, oldest first. */
+export interface IChatDetail extends IChatSummary {
+  turns: ITurnRecord[];
+}
+
+/** What the person had open when sending a message. */
+export interface IView {
+  path?: string;
+  cell?: number;
+  selection?: string;
+}
+
+/** `POST agent/chats/{id}/messages` answer. */
+export interface ISendResult {
+  run_id: string;
+  routed: 'run' | 'mailbox';
+}
+
+/** One tier of the settings (a key reference, never a key value). */
+export interface ITierSettings {
+  provider: string;
+  model: string;
+  base_url?: string;
+  api_key_ref?: string;
+  api?: string;
+}
+
+/** `GET agent/settings`: the effective tiers and what the browser may choose. */
+export interface IAgentSettings {
+  tiers: { [name: string]: ITierSettings };
+  allowed_key_refs?: string[];
+  allowed_base_urls?: string[];
+  providers?: string[];
+  [key: string]: any;
+}
+
+function jsonInit(method: string, body?: unknown): RequestInit {
+  const init: RequestInit = { method };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = { 'Content-Type': 'application/json' };
+  }
+  return init;
+}
+
+const enc = encodeURIComponent;
+
+/** The typed agent REST API, bound to one server's settings. */
+export class AgentApi {
+  constructor(
+    readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  ) {}
+
+  private req<T>(path: string, init: RequestInit): Promise<T> {
+    return requestAgent<T>(path, init, this.settings);
+  }
+
+  status(): Promise<IAgentStatus> {
+    return this.req('status', jsonInit('GET'));
+  }
+
+  getSettings(): Promise<IAgentSettings> {
+    return this.req('settings', jsonInit('GET'));
+  }
+
+  putSettings(settings: { tiers: { [name: string]: ITierSettings } }): Promise<IAgentSettings> {
+    return this.req('settings', jsonInit('PUT', settings));
+  }
+
+  async listChats(): Promise<IChatSummary[]> {
+    const body = await this.req<{ chats: IChatSummary[] }>('chats', jsonInit('GET'));
+    return body.chats;
+  }
+
+  createChat(title?: string): Promise<IChatSummary> {
+    return this.req('chats', jsonInit('POST', title ? { title } : {}));
+  }
+
+  renameChat(id: string, title: string): Promise<IChatSummary> {
+    return this.req(`chats/${enc(id)}`, jsonInit('PATCH', { title }));
+  }
+
+  async deleteChat(id: string): Promise<void> {
+    await this.req(`chats/${enc(id)}`, jsonInit('DELETE'));
+  }
+
+  getChat(id: string): Promise<IChatDetail> {
+    return this.req(`chats/${enc(id)}`, jsonInit('GET'));
+  }
+
+  chatNotebook(id: string): Promise<any> {
+    return this.req(`chats/${enc(id)}/notebook`, jsonInit('GET'));
+  }
+
+  send(
+    id: string,
+    text: string,
+    view?: IView | null,
+    attachments?: string[]
+  ): Promise<ISendResult> {
+    const body: any = { text };
+    if (view) {
+      body.view = view;
+    }
+    if (attachments && attachments.length) {
+      body.attachments = attachments;
+    }
+    return this.req(`chats/${enc(id)}/messages`, jsonInit('POST', body));
+  }
+
+  breakRun(runId: string, hard: boolean): Promise<{ run_id: string; state: string }> {
+    return this.req(`break/${enc(runId)}`, jsonInit('POST', { hard }));
+  }
+
+  runNotebook(runId: string): Promise<any> {
+    return this.req(`runs/${enc(runId)}/notebook`, jsonInit('GET'));
+  }
+
+  writeRunNotebook(runId: string, path?: string): Promise<{ path: string }> {
+    return this.req(`runs/${enc(runId)}/notebook`, jsonInit('POST', path ? { path } : {}));
+  }
+
+  /** The WebSocket URL of a chat's events, from `since` (token added as Jupyter does). */
+  eventsUrl(chatId: string, since: number): string {
+    const s = this.settings;
+    let url =
+      URLExt.join(s.wsUrl, API_NAMESPACE, 'chats', enc(chatId), 'events') +
+      `?since=${since}`;
+    if (s.appendToken && s.token) {
+      url += `&token=${enc(s.token)}`;
+    }
+    return url;
+  }
 }

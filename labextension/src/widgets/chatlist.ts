@@ -1,0 +1,150 @@
+/**
+ * The left sidebar: the server's status (the demo label, a first-run note saying what
+ * to configure), and the chats, newest first (open, rename, delete, new).
+ */
+import { Dialog, InputDialog, showDialog } from '@jupyterlab/apputils';
+import { Widget } from '@lumino/widgets';
+
+import { AgentApi, IAgentStatus, IChatSummary } from '../api';
+import { button } from './items';
+
+export interface IChatListOptions {
+  api: AgentApi;
+  openChat: (chat: IChatSummary) => void;
+  newChat: () => void;
+  openSettings: () => void;
+  /** A chat was renamed or deleted (open views follow). */
+  onRenamed: (chat: IChatSummary) => void;
+  onDeleted: (chatId: string) => void;
+}
+
+export class ChatListPanel extends Widget {
+  constructor(private readonly options: IChatListOptions) {
+    super();
+    this.id = 'jp-agent-sidebar';
+    this.addClass('jp-agent-sidebar');
+    this.title.caption = 'Agent chats';
+
+    const head = document.createElement('div');
+    head.className = 'jp-agent-sidebar-header';
+    const h = document.createElement('h2');
+    h.textContent = 'Agent';
+    head.append(
+      h,
+      button('+ New chat', 'Start a new chat with the agent', () => options.newChat(), 'jp-agent-new-chat jp-mod-accept'),
+      button('⚙', 'Agent settings: model tiers', () => options.openSettings(), 'jp-agent-settings-button')
+    );
+    this.statusBox = document.createElement('div');
+    this.statusBox.className = 'jp-agent-status';
+    this.statusBox.setAttribute('role', 'status');
+    this.list = document.createElement('ul');
+    this.list.className = 'jp-agent-chat-list';
+    this.list.setAttribute('aria-label', 'Agent chats, newest first');
+    this.node.append(head, this.statusBox, this.list);
+  }
+
+  /** The last status read from the server. */
+  status: IAgentStatus | null = null;
+
+  /** Re-read the status and the chats from the server. */
+  async refresh(): Promise<void> {
+    const api = this.options.api;
+    const [status, chats] = await Promise.allSettled([api.status(), api.listChats()]);
+    if (status.status === 'fulfilled') {
+      this.status = status.value;
+      this.renderStatus(status.value);
+    } else {
+      this.statusBox.textContent = 'The agent server extension does not answer.';
+    }
+    if (chats.status === 'fulfilled') {
+      this.chats = [...chats.value].sort((a, b) =>
+        (b.updated || b.created || '').localeCompare(a.updated || a.created || '')
+      );
+      this.renderList();
+    }
+  }
+
+  private renderStatus(status: IAgentStatus): void {
+    const box = this.statusBox;
+    box.textContent = '';
+    if (status.demo) {
+      const badge = document.createElement('div');
+      badge.className = 'jp-agent-demo-badge';
+      badge.textContent = 'Demo model — offline, no API key';
+      const help = document.createElement('p');
+      help.className = 'jp-agent-first-run';
+      const unready = Object.entries(status.tiers || {})
+        .filter(([, t]) => !t.ready)
+        .map(([name, t]) => `${name} (${t.provider} ${t.model})`);
+      help.textContent =
+        'No model tier can run, so a scripted demo model answers: it shows the whole flow ' +
+        '(progress, cells with real outputs, a reply, a trace) without any key. To use a ' +
+        'real model, put its API key in the server’s environment (for example ' +
+        'ANTHROPIC_API_KEY) and restart, or choose a provider and key reference in Settings.' +
+        (unready.length ? ` Not ready: ${unready.join(', ')}.` : '');
+      box.append(badge, help, button('Open settings', 'Open the agent settings', () => this.options.openSettings(), 'jp-agent-open-settings'));
+    } else {
+      const tiers = Object.entries(status.tiers || {})
+        .map(([name, t]) => `${name}: ${t.model}${t.ready ? '' : ' (not ready)'}`)
+        .join(' · ');
+      box.textContent = tiers;
+    }
+  }
+
+  private renderList(): void {
+    this.list.textContent = '';
+    if (this.chats.length === 0) {
+      const li = document.createElement('li');
+      li.className = 'jp-agent-chat-list-empty';
+      li.textContent = 'No chats yet.';
+      this.list.appendChild(li);
+    }
+    for (const chat of this.chats) {
+      const li = document.createElement('li');
+      li.className = 'jp-agent-chat-item';
+      li.dataset.chatId = chat.id;
+      const open = button(chat.title || 'Untitled chat', `Open the chat ${chat.title || chat.id}`, () => this.options.openChat(chat), 'jp-agent-chat-open');
+      if (chat.active_run_id) {
+        open.classList.add('jp-mod-running');
+      }
+      const when = document.createElement('span');
+      when.className = 'jp-agent-chat-when';
+      when.textContent = (chat.updated || chat.created || '').replace('T', ' ').slice(0, 16);
+      li.append(
+        open,
+        when,
+        button('✎', `Rename the chat ${chat.title}`, () => void this.rename(chat), 'jp-agent-chat-rename'),
+        button('🗑', `Delete the chat ${chat.title}`, () => void this.remove(chat), 'jp-agent-chat-delete')
+      );
+      this.list.appendChild(li);
+    }
+  }
+
+  private async rename(chat: IChatSummary): Promise<void> {
+    const result = await InputDialog.getText({ title: 'Rename chat', text: chat.title });
+    if (!result.button.accept || !result.value) {
+      return;
+    }
+    const renamed = await this.options.api.renameChat(chat.id, result.value);
+    this.options.onRenamed(renamed);
+    await this.refresh();
+  }
+
+  private async remove(chat: IChatSummary): Promise<void> {
+    const result = await showDialog({
+      title: 'Delete chat',
+      body: `Delete “${chat.title || chat.id}” and its turns?`,
+      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Delete' })]
+    });
+    if (!result.button.accept) {
+      return;
+    }
+    await this.options.api.deleteChat(chat.id);
+    this.options.onDeleted(chat.id);
+    await this.refresh();
+  }
+
+  private chats: IChatSummary[] = [];
+  private readonly statusBox: HTMLDivElement;
+  private readonly list: HTMLUListElement;
+}

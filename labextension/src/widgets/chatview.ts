@@ -1,0 +1,405 @@
+/**
+ * The main-area view of one chat: a header (title, connection, demo label, export), the
+ * runs (rendered from the chat's `ChatState`, live over the event stream) and the
+ * composer (Enter sends, Shift+Enter breaks the line; attachments; Stop / Stop now).
+ */
+import { Panel, Widget } from '@lumino/widgets';
+
+import { AgentApi, AgentApiError, IAgentStatus, IView } from '../api';
+import { ChatState, IAgentEvent, IRunState } from '../model';
+import { EventStream, StreamState } from '../stream';
+import { button, IItemContext } from './items';
+import { RunWidget } from './run';
+
+/** What the chat view needs from the application. */
+export interface IChatViewOptions {
+  api: AgentApi;
+  chatId: string;
+  title: string;
+  ctx: IItemContext;
+  /** What the person has open (path, active cell, selection), or null. */
+  getView: () => IView | null;
+  /** The path of the document the person has open, or null. */
+  currentPath: () => string | null;
+  /** Open a path in JupyterLab (a notebook opens in the notebook editor). */
+  openPath: (path: string) => Promise<void>;
+  /** Save a notebook into the contents root under a free name; its path. */
+  saveNotebook: (notebook: any, name: string) => Promise<string>;
+  /** The server's status (for the demo label), when known. */
+  status: () => IAgentStatus | null;
+  /** Called when the chat's title or activity changed (the sidebar refreshes). */
+  onChanged?: () => void;
+}
+
+export class ChatView extends Panel {
+  constructor(private readonly options: IChatViewOptions) {
+    super();
+    this.addClass('jp-agent-chat');
+    this.id = `jp-agent-chat-${options.chatId}`;
+    this.state = new ChatState(options.chatId);
+    this.title.label = options.title || 'Agent chat';
+    this.title.caption = `Agent chat ${options.chatId}`;
+
+    this.header = new Widget();
+    this.header.addClass('jp-agent-chat-header');
+    this.connection = document.createElement('span');
+    this.connection.className = 'jp-agent-connection';
+    this.connection.setAttribute('role', 'status');
+    this.demo = document.createElement('span');
+    this.demo.className = 'jp-agent-demo-badge';
+    this.demo.textContent = 'Demo model — offline, no API key';
+    this.demo.hidden = true;
+    const spacer = document.createElement('span');
+    spacer.className = 'jp-agent-spacer';
+    this.header.node.append(
+      this.demo,
+      spacer,
+      this.connection,
+      button('Export chat as notebook', 'Export this chat as a notebook', () => void this.exportChat(), 'jp-agent-export')
+    );
+    this.addWidget(this.header);
+
+    this.messages = new Panel();
+    this.messages.addClass('jp-agent-messages');
+    this.messages.node.setAttribute('role', 'log');
+    this.messages.node.setAttribute('aria-live', 'polite');
+    this.messages.node.tabIndex = 0;
+    this.addWidget(this.messages);
+
+    this.composer = new Widget();
+    this.composer.addClass('jp-agent-composer');
+    this.buildComposer(this.composer.node);
+    this.addWidget(this.composer);
+    this.refreshDemo();
+    void this.load();
+  }
+
+  readonly state: ChatState;
+
+  get chatId(): string {
+    return this.options.chatId;
+  }
+
+  /** Add a contents path to the message being written. */
+  attach(path: string): void {
+    if (path && !this.attachments.includes(path)) {
+      this.attachments.push(path);
+      this.renderAttachments();
+    }
+  }
+
+  /** Focus the message box. */
+  focusInput(): void {
+    this.input.focus();
+  }
+
+  /** The run in progress, if any. */
+  get activeRunId(): string | null {
+    return this.state.activeRunId;
+  }
+
+  /** Break the run in progress: soft first, hard when `hard` (or on a second call). */
+  async stop(hard = this.stopStage > 0): Promise<void> {
+    const runId = this.state.activeRunId;
+    if (!runId) {
+      return;
+    }
+    this.stopStage = hard ? 2 : 1;
+    this.syncControls();
+    try {
+      await this.options.api.breakRun(runId, hard);
+    } catch (err) {
+      this.state.addNote(runId, `Could not stop the run: ${errorText(err)}`);
+      this.scheduleSync();
+    }
+  }
+
+  /** Send the composer's text (and attachments, and the person's view). */
+  async send(): Promise<void> {
+    const text = this.input.value.trim();
+    if (!text && this.attachments.length === 0) {
+      return;
+    }
+    const attachments = [...this.attachments];
+    this.input.value = '';
+    this.attachments = [];
+    this.renderAttachments();
+    try {
+      const view = this.options.getView();
+      const result = await this.options.api.send(this.chatId, text, view, attachments);
+      this.state.addUserMessage(text, result.run_id, result.routed);
+      this.scheduleSync();
+      this.options.onChanged?.();
+    } catch (err) {
+      this.input.value = text;
+      this.error.textContent = `Could not send: ${errorText(err)}`;
+      this.error.hidden = false;
+    }
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.stream?.dispose();
+    this.stream = null;
+    if (this.frame !== null) {
+      cancelAnimationFrame(this.frame);
+    }
+    super.dispose();
+  }
+
+  // --- loading and the live stream ------------------------------------------------------
+
+  private async load(): Promise<void> {
+    try {
+      const chat = await this.options.api.getChat(this.chatId);
+      this.title.label = chat.title || this.title.label;
+      this.state.loadTurns(chat.turns || [], chat.active_run_id ?? null);
+    } catch (err) {
+      this.error.textContent = `Could not load the chat: ${errorText(err)}`;
+      this.error.hidden = false;
+    }
+    this.scheduleSync();
+    const api = this.options.api;
+    this.stream = new EventStream({
+      url: since => api.eventsUrl(this.chatId, since),
+      // From 0 the first time: the server's kept events rebuild runs with their cells.
+      since: () => this.state.lastSeq,
+      onEvent: event => this.onEvent(event),
+      onState: state => this.onStreamState(state),
+      WebSocket: api.settings.WebSocket
+    });
+  }
+
+  private onEvent(event: IAgentEvent): void {
+    if (this.state.applyEvent(event)) {
+      if (event.type === 'run_end' || event.type === 'run_start') {
+        this.stopStage = 0;
+        this.options.onChanged?.();
+      }
+      this.scheduleSync();
+    }
+  }
+
+  private onStreamState(state: StreamState): void {
+    const labels: { [k in StreamState]: string } = {
+      connecting: 'Connecting…',
+      open: 'Live',
+      reconnecting: 'Reconnecting…',
+      closed: 'Offline'
+    };
+    this.connection.textContent = labels[state];
+    this.connection.dataset.state = state;
+    if (state === 'open' && !this.restoredOnce) {
+      this.restoredOnce = true;
+      // Runs the server kept no events for (after its restart) get their cells from
+      // their notebooks, once the catch-up had a moment to arrive.
+      setTimeout(() => void this.restoreFromNotebooks(), 400);
+    }
+  }
+
+  private async restoreFromNotebooks(): Promise<void> {
+    const runs = this.state.recordOnlyRuns().slice(-10);
+    for (const runId of runs) {
+      try {
+        const nb = await this.options.api.runNotebook(runId);
+        if (this.state.restoreFromNotebook(runId, nb)) {
+          this.scheduleSync();
+        }
+      } catch {
+        // The trace may be gone (pruned): the record still shows the turn.
+      }
+    }
+  }
+
+  // --- rendering --------------------------------------------------------------------------
+
+  private scheduleSync(): void {
+    if (this.frame === null) {
+      this.frame = requestAnimationFrame(() => {
+        this.frame = null;
+        this.sync();
+      });
+    }
+  }
+
+  private sync(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    const box = this.messages.node;
+    const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+    const seen = new Set<IRunState>();
+    this.state.runs.forEach((run, i) => {
+      seen.add(run);
+      let w = this.runWidgets.get(run);
+      if (!w) {
+        w = new RunWidget(this.options.ctx, { openTrace: id => void this.openTrace(id) }, run);
+        this.runWidgets.set(run, w);
+      } else {
+        w.sync(run);
+      }
+      if (this.messages.widgets[i] !== w) {
+        this.messages.insertWidget(i, w);
+      }
+    });
+    for (const [run, w] of [...this.runWidgets]) {
+      if (!seen.has(run)) {
+        this.runWidgets.delete(run);
+        w.dispose();
+      }
+    }
+    this.empty.hidden = this.state.runs.length > 0;
+    this.syncControls();
+    if (atBottom) {
+      box.scrollTop = box.scrollHeight;
+    }
+  }
+
+  private syncControls(): void {
+    const running = this.state.running;
+    this.stopButton.hidden = !running;
+    this.stopButton.textContent = this.stopStage === 0 ? 'Stop' : 'Stop now';
+    this.stopButton.title =
+      this.stopStage === 0
+        ? 'Stop the run at its next step (click again to stop at once)'
+        : 'Stop the run at once (hard stop)';
+    this.stopButton.setAttribute('aria-label', this.stopButton.title);
+    this.stopButton.disabled = this.stopStage === 2;
+    this.sendButton.textContent = running ? 'Steer' : 'Send';
+    this.sendButton.title = running
+      ? 'Send to the running turn (it steers the agent)'
+      : 'Send (Enter)';
+    this.input.placeholder = running
+      ? 'The agent is working: what you send steers it (Enter sends)'
+      : 'Ask the agent (Enter sends, Shift+Enter breaks the line)';
+    this.toggleClass('jp-mod-running', running);
+  }
+
+  private refreshDemo(): void {
+    const status = this.options.status();
+    this.demo.hidden = !(status && status.demo);
+  }
+
+  /** Re-read the server's status label (after settings changed). */
+  statusChanged(): void {
+    this.refreshDemo();
+  }
+
+  // --- composer ---------------------------------------------------------------------------
+
+  private buildComposer(node: HTMLElement): void {
+    this.empty = document.createElement('div');
+    this.empty.className = 'jp-agent-empty';
+    this.empty.textContent =
+      'Ask the agent something. It writes Python, runs it in its own kernel and replies; ' +
+      'every cell it runs shows here.';
+    this.messages.node.appendChild(this.empty);
+
+    this.error = document.createElement('div');
+    this.error.className = 'jp-agent-error';
+    this.error.setAttribute('role', 'alert');
+    this.error.hidden = true;
+
+    this.attachList = document.createElement('div');
+    this.attachList.className = 'jp-agent-attachments';
+
+    this.input = document.createElement('textarea');
+    this.input.className = 'jp-agent-input';
+    this.input.rows = 3;
+    this.input.setAttribute('aria-label', 'Message to the agent');
+    this.input.addEventListener('keydown', ev => {
+      if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        ev.stopPropagation();
+        void this.send();
+      }
+    });
+    this.input.addEventListener('input', () => {
+      this.error.hidden = true;
+    });
+
+    const row = document.createElement('div');
+    row.className = 'jp-agent-composer-buttons';
+    const clip = button('📎', 'Attach the open document', () => {
+      const path = this.options.currentPath();
+      if (path) {
+        this.attach(path);
+      } else {
+        this.error.textContent = 'No document is open to attach.';
+        this.error.hidden = false;
+      }
+    }, 'jp-agent-attach');
+    this.sendButton = button('Send', 'Send (Enter)', () => void this.send(), 'jp-agent-send jp-mod-accept');
+    this.stopButton = button('Stop', 'Stop the run', () => void this.stop(), 'jp-agent-stop jp-mod-warn');
+    this.stopButton.hidden = true;
+    row.append(clip, this.stopButton, this.sendButton);
+    node.append(this.error, this.attachList, this.input, row);
+  }
+
+  private renderAttachments(): void {
+    this.attachList.textContent = '';
+    for (const path of this.attachments) {
+      const chip = document.createElement('span');
+      chip.className = 'jp-agent-chip';
+      chip.textContent = path;
+      chip.appendChild(
+        button('×', `Remove the attachment ${path}`, () => {
+          this.attachments = this.attachments.filter(p => p !== path);
+          this.renderAttachments();
+        }, 'jp-agent-chip-remove')
+      );
+      this.attachList.appendChild(chip);
+    }
+  }
+
+  // --- traces and export ------------------------------------------------------------------
+
+  private async openTrace(runId: string): Promise<void> {
+    try {
+      const { path } = await this.options.api.writeRunNotebook(runId);
+      await this.options.openPath(path);
+    } catch (err) {
+      this.error.textContent = `Could not open the trace: ${errorText(err)}`;
+      this.error.hidden = false;
+    }
+  }
+
+  async exportChat(): Promise<void> {
+    try {
+      const nb = await this.options.api.chatNotebook(this.chatId);
+      const base = (this.title.label || this.chatId).replace(/[^\w\- ]+/g, '').trim() || this.chatId;
+      const path = await this.options.saveNotebook(nb, base);
+      await this.options.openPath(path);
+    } catch (err) {
+      this.error.textContent = `Could not export the chat: ${errorText(err)}`;
+      this.error.hidden = false;
+    }
+  }
+
+  private readonly header: Widget;
+  private readonly messages: Panel;
+  private readonly composer: Widget;
+  private readonly connection: HTMLSpanElement;
+  private readonly demo: HTMLSpanElement;
+  private readonly runWidgets = new Map<IRunState, RunWidget>();
+  private empty!: HTMLDivElement;
+  private error!: HTMLDivElement;
+  private attachList!: HTMLDivElement;
+  private input!: HTMLTextAreaElement;
+  private sendButton!: HTMLButtonElement;
+  private stopButton!: HTMLButtonElement;
+  private attachments: string[] = [];
+  private stream: EventStream | null = null;
+  private frame: number | null = null;
+  private stopStage = 0;
+  private restoredOnce = false;
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof AgentApiError) {
+    return `${err.message} (${err.status})`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,276 @@
+/**
+ * Widgets of one chat item: a cell the agent ran (python or bash), a markdown block
+ * (bubble, reply), a steering message and a note.
+ */
+import { Clipboard } from '@jupyterlab/apputils';
+import type { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
+import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
+import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
+import { Panel, Widget } from '@lumino/widgets';
+
+import type { ICellItem } from '../model';
+
+/** What item widgets need from the application. */
+export interface IItemContext {
+  rendermime: IRenderMimeRegistry;
+  languages: IEditorLanguageRegistry | null;
+  /** Insert code as a new cell below the active cell of the open notebook. */
+  insertCell: (code: string) => boolean;
+}
+
+/** A small button with a label, an accessible name and a click handler. */
+export function button(
+  label: string,
+  title: string,
+  onClick: () => void,
+  className = ''
+): HTMLButtonElement {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.className = `jp-agent-button ${className}`.trim();
+  b.textContent = label;
+  b.title = title;
+  b.setAttribute('aria-label', title);
+  b.addEventListener('click', ev => {
+    ev.preventDefault();
+    onClick();
+  });
+  return b;
+}
+
+/** Markdown rendered by JupyterLab's rendermime (sanitized: untrusted). */
+export class MarkdownWidget extends Panel {
+  constructor(
+    private readonly rendermime: IRenderMimeRegistry,
+    className: string,
+    text: string
+  ) {
+    super();
+    this.addClass(className);
+    this.setText(text);
+  }
+
+  setText(text: string): void {
+    if (text === this._text) {
+      return;
+    }
+    this._text = text;
+    const renderer = this.rendermime.createRenderer('text/markdown');
+    const model = new MimeModel({ data: { 'text/markdown': text }, trusted: false });
+    void renderer.renderModel(model).then(() => {
+      if (this.isDisposed || this._text !== text) {
+        renderer.dispose();
+        return;
+      }
+      for (const w of [...this.widgets]) {
+        w.dispose();
+      }
+      this.addWidget(renderer);
+    });
+  }
+
+  private _text: string | null = null;
+}
+
+/** A text block (`<div>` with pre-wrapped text): steering messages, notes, streaming. */
+export class TextWidget extends Widget {
+  constructor(className: string, text: string, label?: string) {
+    super();
+    this.addClass(className);
+    if (label) {
+      const l = document.createElement('div');
+      l.className = 'jp-agent-label';
+      l.textContent = label;
+      this.node.appendChild(l);
+    }
+    this.body = document.createElement('div');
+    this.body.className = 'jp-agent-text';
+    this.node.appendChild(this.body);
+    this.setText(text);
+  }
+
+  setText(text: string): void {
+    if (this.body.textContent !== text) {
+      this.body.textContent = text;
+    }
+  }
+
+  setLabel(label: string): void {
+    const l = this.node.querySelector('.jp-agent-label');
+    if (l) {
+      l.textContent = label;
+    }
+  }
+
+  readonly body: HTMLDivElement;
+}
+
+/**
+ * A cell the agent ran: header (kind, id, status, duration, actions), highlighted code,
+ * outputs (OutputArea: images and HTML as in a notebook), and the digest on demand.
+ */
+export class CellWidget extends Panel {
+  constructor(
+    private readonly ctx: IItemContext,
+    item: ICellItem
+  ) {
+    super();
+    this.addClass('jp-agent-cell');
+    this.addClass(`jp-agent-cell-${item.lang}`);
+    this.node.dataset.cellId = item.cellId;
+    this.item = item;
+
+    this.header = new Widget();
+    this.header.addClass('jp-agent-cell-header');
+    this.toggle = button('▾', 'Collapse the cell', () => this.setCollapsed(!this._collapsed), 'jp-agent-collapse');
+    this.toggle.setAttribute('aria-expanded', 'true');
+    this.titleEl = document.createElement('span');
+    this.titleEl.className = 'jp-agent-cell-title';
+    this.statusEl = document.createElement('span');
+    this.statusEl.className = 'jp-agent-cell-status';
+    const actions = document.createElement('span');
+    actions.className = 'jp-agent-cell-actions';
+    this.digestButton = button('Show digest', 'Show what the model saw', () => this.toggleDigest(), 'jp-agent-digest-toggle');
+    actions.append(
+      this.digestButton,
+      button('Copy code', 'Copy the code', () => Clipboard.copyToSystem(this.item.code), 'jp-agent-copy'),
+      button('Insert as cell', 'Insert the code as a new cell in the open notebook', () => {
+        this.ctx.insertCell(this.item.code);
+      }, 'jp-agent-insert')
+    );
+    this.header.node.append(this.toggle, this.titleEl, this.statusEl, actions);
+    this.addWidget(this.header);
+
+    this.body = new Panel();
+    this.body.addClass('jp-agent-cell-body');
+    this.code = new Widget({ node: document.createElement('pre') });
+    this.code.addClass('jp-agent-code');
+    this.code.addClass('cm-s-jupyter');
+    this.body.addWidget(this.code);
+
+    if (item.lang === 'python') {
+      this.outputModel = new OutputAreaModel({ trusted: false });
+      this.outputArea = new OutputArea({ model: this.outputModel, rendermime: ctx.rendermime });
+      this.outputArea.addClass('jp-agent-outputs');
+      this.body.addWidget(this.outputArea);
+    } else {
+      this.bashOut = new Widget({ node: document.createElement('pre') });
+      this.bashOut.addClass('jp-agent-bash-output');
+      this.body.addWidget(this.bashOut);
+    }
+    this.digest = new Widget({ node: document.createElement('pre') });
+    this.digest.addClass('jp-agent-digest');
+    this.digest.hide();
+    this.body.addWidget(this.digest);
+    this.addWidget(this.body);
+    this._rendered = '';
+    this.render();
+  }
+
+  item: ICellItem;
+
+  /** Show the item's current state (cheap when nothing changed). */
+  setItem(item: ICellItem): void {
+    this.item = item;
+    this.render();
+  }
+
+  private render(): void {
+    const it = this.item;
+    const key = JSON.stringify([it.code, it.running, it.error, it.outputs.length, it.stdout, it.stderr, it.digest, it.durationS, it.executionCount]);
+    if (key === this._rendered) {
+      return;
+    }
+    this._rendered = key;
+    this.titleEl.textContent =
+      it.lang === 'bash' ? `bash · ${it.cellId}` : `${it.executionCount !== null ? `[${it.executionCount}] ` : ''}python · ${it.cellId}`;
+    const status = it.running
+      ? 'running…'
+      : it.error
+        ? it.lang === 'bash' && it.returncode !== null
+          ? `exit ${it.returncode}`
+          : 'error'
+        : 'ok';
+    this.statusEl.textContent =
+      status + (it.durationS !== null && !it.running ? ` · ${it.durationS.toFixed(2)} s` : '');
+    this.toggleClass('jp-mod-running', it.running);
+    this.toggleClass('jp-mod-error', it.error);
+    this.renderCode(it);
+    if (this.outputModel && !it.running) {
+      this.outputModel.fromJSON(it.outputs);
+    }
+    if (this.bashOut) {
+      const pre = this.bashOut.node;
+      pre.textContent = '';
+      if (it.stdout) {
+        pre.appendChild(document.createTextNode(it.stdout));
+      }
+      if (it.stderr) {
+        const err = document.createElement('span');
+        err.className = 'jp-agent-stderr';
+        err.textContent = it.stderr;
+        pre.appendChild(err);
+      }
+      this.bashOut.setHidden(!it.stdout && !it.stderr);
+    }
+    this.digest.node.textContent = it.digest ?? '(no digest)';
+    this.digestButton.disabled = it.digest === null;
+  }
+
+  private renderCode(it: ICellItem): void {
+    if (this._code === it.code) {
+      return;
+    }
+    this._code = it.code;
+    const pre = this.code.node;
+    const shown = it.lang === 'bash' ? `$ ${it.code}` : it.code;
+    pre.textContent = shown;
+    const langs = this.ctx.languages;
+    if (langs) {
+      const lang = langs.findBest(it.lang === 'bash' ? 'shell' : 'python');
+      if (lang) {
+        const target = document.createElement('code');
+        void langs
+          .highlight(shown, lang, target)
+          .then(() => {
+            if (this._code === it.code && !this.isDisposed) {
+              pre.textContent = '';
+              pre.appendChild(target);
+            }
+          })
+          .catch(() => undefined);
+      }
+    }
+  }
+
+  setCollapsed(collapsed: boolean): void {
+    this._collapsed = collapsed;
+    this.body.setHidden(collapsed);
+    this.toggle.textContent = collapsed ? '▸' : '▾';
+    this.toggle.title = collapsed ? 'Expand the cell' : 'Collapse the cell';
+    this.toggle.setAttribute('aria-label', this.toggle.title);
+    this.toggle.setAttribute('aria-expanded', String(!collapsed));
+    this.toggleClass('jp-mod-collapsed', collapsed);
+  }
+
+  toggleDigest(): void {
+    const show = this.digest.isHidden;
+    this.digest.setHidden(!show);
+    this.digestButton.textContent = show ? 'Hide digest' : 'Show digest';
+  }
+
+  readonly header: Widget;
+  readonly body: Panel;
+  readonly code: Widget;
+  readonly digest: Widget;
+  readonly outputArea: OutputArea | null = null;
+  private readonly outputModel: OutputAreaModel | null = null;
+  private readonly bashOut: Widget | null = null;
+  private readonly toggle: HTMLButtonElement;
+  private readonly titleEl: HTMLSpanElement;
+  private readonly statusEl: HTMLSpanElement;
+  private readonly digestButton: HTMLButtonElement;
+  private _collapsed = false;
+  private _rendered: string;
+  private _code: string | null = null;
+}

@@ -1,0 +1,149 @@
+/**
+ * The settings dialog: the model tiers (provider, model, base URL, key reference).
+ *
+ * Only choices the admin allows (`allowed_key_refs`, `allowed_base_urls` from
+ * `GET agent/settings`) are offered; a key's value never enters the browser: the person
+ * picks a reference such as `env:ANTHROPIC_API_KEY`.
+ */
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Widget } from '@lumino/widgets';
+
+import { AgentApi, IAgentSettings, ITierSettings } from '../api';
+
+const TIER_NAMES = ['codegen', 'classify', 'vision'];
+const PROVIDERS = ['anthropic', 'openai', 'openai-compatible'];
+
+/** The form body of the dialog; `value` reads the tiers back. */
+class SettingsForm extends Widget {
+  constructor(private readonly settings: IAgentSettings) {
+    super();
+    this.addClass('jp-agent-settings');
+    const note = document.createElement('p');
+    note.textContent =
+      'Choose the model of each tier. Keys are named by reference (set the key itself ' +
+      'in the server’s environment); tiers left empty fall back to codegen.';
+    this.node.appendChild(note);
+    for (const name of TIER_NAMES) {
+      this.node.appendChild(this.tierRow(name, settings.tiers?.[name]));
+    }
+  }
+
+  private select(label: string, name: string, options: string[], value: string, allowEmpty: boolean): HTMLLabelElement {
+    const l = document.createElement('label');
+    l.textContent = label;
+    const s = document.createElement('select');
+    s.name = name;
+    const all = [...(allowEmpty ? [''] : []), ...options];
+    if (value && !all.includes(value)) {
+      all.push(value);
+    }
+    for (const o of all) {
+      const opt = document.createElement('option');
+      opt.value = o;
+      opt.textContent = o || '(none)';
+      opt.selected = o === value;
+      s.appendChild(opt);
+    }
+    l.appendChild(s);
+    return l;
+  }
+
+  private tierRow(name: string, tier: ITierSettings | undefined): HTMLFieldSetElement {
+    const fs = document.createElement('fieldset');
+    fs.dataset.tier = name;
+    const legend = document.createElement('legend');
+    legend.textContent = name;
+    fs.appendChild(legend);
+    const providers = [...PROVIDERS, ...(this.settings.providers || [])].filter((p, i, a) => a.indexOf(p) === i);
+    fs.appendChild(this.select('Provider', 'provider', providers, tier?.provider ?? '', name !== 'codegen'));
+    const ml = document.createElement('label');
+    ml.textContent = 'Model';
+    const model = document.createElement('input');
+    model.name = 'model';
+    model.value = tier?.model ?? '';
+    model.placeholder = 'e.g. claude-sonnet-4-5';
+    ml.appendChild(model);
+    fs.appendChild(ml);
+    fs.appendChild(this.select('Base URL', 'base_url', this.settings.allowed_base_urls || [], tier?.base_url ?? '', true));
+    fs.appendChild(this.select('Key reference', 'api_key_ref', this.settings.allowed_key_refs || [], tier?.api_key_ref ?? '', true));
+    return fs;
+  }
+
+  get value(): { [name: string]: ITierSettings } {
+    const tiers: { [name: string]: ITierSettings } = {};
+    this.node.querySelectorAll('fieldset').forEach(fs => {
+      const get = (n: string): string =>
+        ((fs.querySelector(`[name="${n}"]`) as HTMLInputElement | null)?.value ?? '').trim();
+      const provider = get('provider');
+      const model = get('model');
+      if (!provider || !model) {
+        return;
+      }
+      const tier: ITierSettings = { provider, model };
+      const api = this.settings.tiers?.[fs.dataset.tier!]?.api;
+      if (api && provider.startsWith('openai')) {
+        tier.api = api;
+      }
+      const base = get('base_url');
+      const ref = get('api_key_ref');
+      if (base) {
+        tier.base_url = base;
+      } else {
+        delete tier.base_url;
+      }
+      if (ref) {
+        tier.api_key_ref = ref;
+      } else {
+        delete tier.api_key_ref;
+      }
+      // Only what the person changed: the admin's tiers may use values outside the
+      // allow-lists, which the server would (rightly) refuse from the browser.
+      const before = this.settings.tiers?.[fs.dataset.tier!];
+      const same = (a: ITierSettings | undefined, b: ITierSettings): boolean =>
+        !!a &&
+        a.provider === b.provider &&
+        a.model === b.model &&
+        (a.base_url ?? '') === (b.base_url ?? '') &&
+        (a.api_key_ref ?? '') === (b.api_key_ref ?? '');
+      if (!same(before, tier)) {
+        tiers[fs.dataset.tier!] = tier;
+      }
+    });
+    return tiers;
+  }
+}
+
+/** Show the settings dialog; save with `PUT agent/settings`. True when saved. */
+export async function openSettings(api: AgentApi): Promise<boolean> {
+  let settings: IAgentSettings;
+  try {
+    settings = await api.getSettings();
+  } catch (err) {
+    await showDialog({
+      title: 'Agent settings',
+      body: `The settings could not be read: ${err instanceof Error ? err.message : String(err)}`,
+      buttons: [Dialog.okButton()]
+    });
+    return false;
+  }
+  const form = new SettingsForm(settings);
+  const result = await showDialog({
+    title: 'Agent settings',
+    body: form,
+    buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Save' })]
+  });
+  if (!result.button.accept) {
+    return false;
+  }
+  try {
+    await api.putSettings({ tiers: form.value });
+    return true;
+  } catch (err) {
+    await showDialog({
+      title: 'Agent settings',
+      body: `The settings were not saved: ${err instanceof Error ? err.message : String(err)}`,
+      buttons: [Dialog.okButton()]
+    });
+    return false;
+  }
+}
