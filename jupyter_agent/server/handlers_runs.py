@@ -42,8 +42,7 @@ class RunHandler(AgentHandler):
         service = await self.service()
         if self.get_query_argument("log", None) == "raw":
             data = await service.run_log(run_id)
-            self.set_header("Content-Type", "application/x-ndjson")
-            self.finish(data)
+            self.finish(data, set_content_type="application/x-ndjson")
             return
         full = self.get_query_argument("full", "") in ("1", "true", "yes")
         self.finish_json(await service.run_detail(run_id, full=full))

@@ -36,12 +36,15 @@ def refused(
     assert info.value.response is not None
     data: dict[str, Any] = json.loads(info.value.response.body)
     assert set(data) == {"message", "reason"}
-    assert isinstance(data["message"], str) and data["message"]
+    assert isinstance(data["message"], str)
+    assert data["message"]
     return data
 
 
 def new_chat(fetch: Any, title: str | None = None) -> str:
-    code, chat = call(fetch, "agent", "chats", method="POST", body={"title": title} if title else {})
+    code, chat = call(
+        fetch, "agent", "chats", method="POST", body={"title": title} if title else {}
+    )
     assert code == 201
     return str(chat["id"])
 

@@ -31,16 +31,21 @@ def test_chat_crud(fetch: Any, agent_service: Any, jp_serverapp: Any) -> None:
     code, chat = call(fetch, "agent", "chats", method="POST", body={"title": "First"})
     assert code == 201
     assert set(chat) == {"id", "title", "created", "updated", "active_run_id"}
-    assert chat["id"].startswith("chat_") and chat["title"] == "First"
-    assert chat["created"].endswith("Z") and chat["active_run_id"] is None
+    assert chat["id"].startswith("chat_")
+    assert chat["title"] == "First"
+    assert chat["created"].endswith("Z")
+    assert chat["active_run_id"] is None
     untitled = new_chat(fetch)
     code, listing = call(fetch, "agent", "chats")
     assert code == 200
     assert {c["id"] for c in listing["chats"]} == {chat["id"], untitled}
     code, one = call(fetch, "agent", "chats", chat["id"])
-    assert code == 200 and one["turns"] == [] and one["title"] == "First"
+    assert code == 200
+    assert one["turns"] == []
+    assert one["title"] == "First"
     code, renamed = call(fetch, "agent", "chats", chat["id"], method="PATCH", body={"title": "R"})
-    assert code == 200 and renamed["title"] == "R"
+    assert code == 200
+    assert renamed["title"] == "R"
     assert renamed["updated"] >= chat["updated"]
     response = fetch("agent", "chats", chat["id"], method="DELETE")
     assert response.code == 204
@@ -48,7 +53,9 @@ def test_chat_crud(fetch: Any, agent_service: Any, jp_serverapp: Any) -> None:
     refused(fetch, "agent", "chats", chat["id"], method="DELETE", status=404)
     refused(fetch, "agent", "chats", chat["id"], method="PATCH", body={"title": "x"}, status=404)
     code, nb = call(fetch, "agent", "chats", untitled, "notebook")
-    assert code == 200 and nb["nbformat"] == 4 and nb["cells"] == []
+    assert code == 200
+    assert nb["nbformat"] == 4
+    assert nb["cells"] == []
     assert_nothing_started(agent_service, jp_serverapp)
 
 
@@ -110,7 +117,13 @@ def test_bad_messages_write_and_start_nothing(
         assert error["reason"] == reason, (body, error)
     # An unknown chat: 404, and still nothing written.
     error = refused(
-        fetch, "agent", "chats", "chat_nope", "messages", method="POST", body={"text": "hi"},
+        fetch,
+        "agent",
+        "chats",
+        "chat_nope",
+        "messages",
+        method="POST",
+        body={"text": "hi"},
         status=404,
     )
     assert "chat_nope" in error["message"]

@@ -1,0 +1,175 @@
+"""A message through the server to the fake model and a real agent kernel, then the run
+routes (list, detail, raw log, stats, notebooks, break) and their refusals."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import nbformat
+import pytest
+
+from tests.server.helpers import call, new_chat, refused, wait_turn
+
+SCRIPT = [
+    {"text": "Let me compute.", "cells": ["print(6 * 7)"]},
+    {"text": "The answer is **42**."},
+]
+
+
+@pytest.fixture
+def fake(fake_provider: Any) -> Any:
+    return fake_provider({"steps": SCRIPT, "repeat": True})
+
+
+@pytest.fixture
+def agent_config(fake: Any) -> dict[str, Any]:
+    tier = {"provider": "fake", "model": "claude-sonnet-4-5", "base_url": fake.base_url}
+    return {"pool_size": 0, "tiers": {"codegen": tier}}
+
+
+def send(fetch: Any, chat_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    code, answer = call(fetch, "agent", "chats", chat_id, "messages", method="POST", body=body)
+    assert code == 202
+    return dict(answer)
+
+
+@pytest.mark.usefixtures("server_kernelspec")
+def test_message_to_reply_and_run_routes(
+    fetch: Any, spin: Any, agent_service: Any, jp_root_dir: Any
+) -> None:
+    (jp_root_dir / "notes.txt").write_text("attached notes")
+    chat_id = new_chat(fetch)
+    answer = send(
+        fetch,
+        chat_id,
+        {
+            "text": "what is six times seven, please tell me",
+            "attachments": ["notes.txt"],
+            "view": {"path": "notes.txt"},
+        },
+    )
+    assert answer["routed"] == "run"
+    assert answer["run_id"].startswith("run_")
+    run_id = answer["run_id"]
+    turn = wait_turn(fetch, spin, chat_id, run_id)
+    assert turn["llm"]["stopReason"] == "done"
+    assert turn["replies"][-1] == {"text": "The answer is **42**.", "done": True}
+    assert turn["userText"] == "what is six times seven, please tell me"
+    _, chat = call(fetch, "agent", "chats", chat_id)
+    assert chat["title"] == "what is six times seven, please …"
+    assert chat["active_run_id"] is None
+
+    code, page = call(fetch, "agent", "runs", params={"program": "toolcaller@v1", "limit": "5"})
+    assert code == 200
+    code, page = call(fetch, "agent", "runs")
+    assert [r["run_id"] for r in page["runs"]] == [run_id]
+    assert page["next"] is None
+    assert page["runs"][0]["status"] == "done"
+
+    code, detail = call(fetch, "agent", "runs", run_id)
+    assert detail["run_id"] == run_id
+    assert detail["turn"]["run_id"] == run_id
+    assert any(s["type"] == "cell" and "6 * 7" in s["code"] for s in detail["steps"])
+    user = next(s for s in detail["steps"] if s["type"] == "user")
+    assert "notes.txt" in json.dumps(user)
+    response = fetch("agent", "runs", run_id, params={"log": "raw"})
+    assert response.headers["Content-Type"].startswith("application/x-ndjson")
+    lines = [json.loads(line) for line in response.body.decode().splitlines()]
+    assert lines[0]["run_id"] == run_id
+    # The attachment reached the model as a File part (its base64 is in the drain).
+    drain = next(x for x in lines[1:] if x["name"] == "mailbox.drain" and x["phase"] == "result")
+    assert drain["data"][0]["attachments"][0]["name"] == "notes.txt"
+
+    code, stats = call(fetch, "agent", "runs", run_id, "stats")
+    assert stats["totals"]["calls"] == 2
+
+    code, nb_json = call(fetch, "agent", "runs", run_id, "notebook")
+    nb = nbformat.from_dict(nb_json)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "jupyter-agent"
+    code, written = call(fetch, "agent", "runs", run_id, "notebook", method="POST", body={})
+    assert code == 201
+    assert written == {"path": f"agent-traces/{run_id}.ipynb"}
+    on_disk = nbformat.read(jp_root_dir / written["path"], as_version=4)
+    assert [c.source for c in on_disk.cells] == [c.source for c in nb.cells]
+    code, written = call(
+        fetch, "agent", "runs", run_id, "notebook", method="POST", body={"path": "/a/b/t.ipynb"}
+    )
+    assert written == {"path": "a/b/t.ipynb"}
+    assert (jp_root_dir / "a" / "b" / "t.ipynb").exists()
+    for path in ("../escape.ipynb", "x/../../y.ipynb", "trace.txt", "", 5):
+        refused(
+            fetch,
+            "agent",
+            "runs",
+            run_id,
+            "notebook",
+            method="POST",
+            body={"path": path},
+            status=400,
+        )
+    assert not (jp_root_dir.parent / "escape.ipynb").exists()
+
+    code, chat_nb = call(fetch, "agent", "chats", chat_id, "notebook")
+    nbformat.validate(nbformat.from_dict(chat_nb))
+    assert any(c["id"].startswith("t1-") for c in chat_nb["cells"])
+
+    code, broke = call(fetch, "agent", "break", run_id, method="POST", body={"hard": True})
+    assert code == 202
+    assert broke == {"run_id": run_id, "state": "ended"}
+
+
+UNKNOWN_RUN_CALLS: list[tuple[tuple[str, ...], str, Any]] = [
+    (("runs", "{}"), "GET", None),
+    (("runs", "{}", "stats"), "GET", None),
+    (("runs", "{}", "notebook"), "GET", None),
+    (("runs", "{}", "notebook"), "POST", {}),
+    (("break", "{}"), "POST", {"hard": True}),
+]
+
+
+def test_unknown_runs_and_bad_pages(fetch: Any, agent_service: Any, jp_serverapp: Any) -> None:
+    for run_id in ("run_01NOPE", "nope", "run_..", "run_%2e%2e"):
+        for parts, method, body in UNKNOWN_RUN_CALLS:
+            path = [p.format(run_id) for p in parts]
+            refused(fetch, "agent", *path, method=method, body=body, status=404)
+        refused(fetch, "agent", "runs", run_id, params={"log": "raw"}, status=404)
+    refused(fetch, "agent", "break", "run_X", method="POST", body={"hard": "yes"}, status=400)
+    refused(fetch, "agent", "break", "run_X", method="POST", body=b"{", status=400)
+    for params in ({"limit": "ten"}, {"limit": "0"}, {"limit": "100000"}, {"before": "%%bad"}):
+        refused(fetch, "agent", "runs", params=params, status=400)
+    _code, page = call(fetch, "agent", "runs")
+    assert page == {"runs": [], "next": None}
+    assert list(jp_serverapp.kernel_manager.list_kernel_ids()) == []
+
+
+SLOW = [{"text": "Thinking slowly.", "delay_s": 30}]
+
+
+@pytest.mark.usefixtures("server_kernelspec")
+def test_mailbox_routing_and_hard_break(
+    fetch: Any, spin: Any, fake: Any, agent_service: Any
+) -> None:
+    fake.load({"steps": SLOW, "repeat": True})
+    chat_id = new_chat(fetch)
+    first = send(fetch, chat_id, {"text": "start something slow"})
+    assert first["routed"] == "run"
+    second = send(fetch, chat_id, {"text": "and also this"})
+    assert second == {"run_id": first["run_id"], "routed": "mailbox"}
+    _, chat = call(fetch, "agent", "chats", chat_id)
+    assert chat["active_run_id"] == first["run_id"]
+    broke = send(fetch, chat_id, {"control": {"kind": "break", "hard": True}})
+    assert broke == {"run_id": first["run_id"], "routed": "break", "state": "breaking"}
+    turn = wait_turn(fetch, spin, chat_id, first["run_id"], timeout_s=20)
+    assert turn["llm"]["stopReason"] == "break_hard"
+    # The queued message was not dropped: it starts the next run, which we break by REST.
+    spin(0.2)
+    run_ids = {r.run_id for r in agent_service.store.list_runs()[0]}
+    assert len(run_ids) == 2
+    (next_run,) = run_ids - {first["run_id"]}
+    code, answer = call(fetch, "agent", "break", next_run, method="POST", body={"hard": True})
+    assert code == 202
+    assert answer == {"run_id": next_run, "state": "breaking"}
+    turn = wait_turn(fetch, spin, chat_id, next_run, timeout_s=20)
+    assert turn["llm"]["stopReason"] == "break_hard"
