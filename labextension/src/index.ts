@@ -213,6 +213,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
       },
       onDeleted: id => {
         tracker.find(v => v.content.chatId === id)?.dispose();
+      },
+      onRefreshed: chats => {
+        for (const chat of chats) {
+          const w = tracker.find(v => v.content.chatId === chat.id);
+          if (w && chat.title && w.content.title.label !== chat.title) {
+            w.content.title.label = chat.title;
+          }
+        }
       }
     });
     sidebar.title.icon = agentIcon;

@@ -3,6 +3,7 @@
  * to configure), and the chats, newest first (open, rename, delete, new).
  */
 import { Dialog, InputDialog, showDialog } from '@jupyterlab/apputils';
+import { deleteIcon, editIcon, settingsIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { AgentApi, IAgentStatus, IChatSummary } from '../api';
@@ -16,6 +17,8 @@ export interface IChatListOptions {
   /** A chat was renamed or deleted (open views follow). */
   onRenamed: (chat: IChatSummary) => void;
   onDeleted: (chatId: string) => void;
+  /** The list was re-read (open views take the server's titles). */
+  onRefreshed?: (chats: IChatSummary[]) => void;
 }
 
 export class ChatListPanel extends Widget {
@@ -32,7 +35,7 @@ export class ChatListPanel extends Widget {
     head.append(
       h,
       button('+ New chat', 'Start a new chat with the agent', () => options.newChat(), 'jp-agent-new-chat jp-mod-accept'),
-      button('⚙', 'Agent settings: model tiers', () => options.openSettings(), 'jp-agent-settings-button')
+      button('Settings', 'Agent settings: model tiers', () => options.openSettings(), 'jp-agent-settings-button', settingsIcon)
     );
     this.statusBox = document.createElement('div');
     this.statusBox.className = 'jp-agent-status';
@@ -61,6 +64,7 @@ export class ChatListPanel extends Widget {
         (b.updated || b.created || '').localeCompare(a.updated || a.created || '')
       );
       this.renderList();
+      this.options.onRefreshed?.(this.chats);
     }
   }
 
@@ -110,11 +114,11 @@ export class ChatListPanel extends Widget {
       const when = document.createElement('span');
       when.className = 'jp-agent-chat-when';
       when.textContent = (chat.updated || chat.created || '').replace('T', ' ').slice(0, 16);
+      open.appendChild(when);
       li.append(
         open,
-        when,
-        button('✎', `Rename the chat ${chat.title}`, () => void this.rename(chat), 'jp-agent-chat-rename'),
-        button('🗑', `Delete the chat ${chat.title}`, () => void this.remove(chat), 'jp-agent-chat-delete')
+        button('Rename', `Rename the chat ${chat.title}`, () => void this.rename(chat), 'jp-agent-chat-rename', editIcon),
+        button('Delete', `Delete the chat ${chat.title}`, () => void this.remove(chat), 'jp-agent-chat-delete', deleteIcon)
       );
       this.list.appendChild(li);
     }

@@ -3,6 +3,7 @@
  * runs (rendered from the chat's `ChatState`, live over the event stream) and the
  * composer (Enter sends, Shift+Enter breaks the line; attachments; Stop / Stop now).
  */
+import { linkIcon } from '@jupyterlab/ui-components';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { AgentApi, AgentApiError, IAgentStatus, IView } from '../api';
@@ -322,7 +323,7 @@ export class ChatView extends Panel {
 
     const row = document.createElement('div');
     row.className = 'jp-agent-composer-buttons';
-    const clip = button('📎', 'Attach the open document', () => {
+    const clip = button('Attach', 'Attach the open document', () => {
       const path = this.options.currentPath();
       if (path) {
         this.attach(path);
@@ -330,7 +331,7 @@ export class ChatView extends Panel {
         this.error.textContent = 'No document is open to attach.';
         this.error.hidden = false;
       }
-    }, 'jp-agent-attach');
+    }, 'jp-agent-attach', linkIcon);
     this.sendButton = button('Send', 'Send (Enter)', () => void this.send(), 'jp-agent-send jp-mod-accept');
     this.stopButton = button('Stop', 'Stop the run', () => void this.stop(), 'jp-agent-stop jp-mod-warn');
     this.stopButton.hidden = true;

@@ -6,6 +6,7 @@ import { Clipboard } from '@jupyterlab/apputils';
 import type { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
+import type { LabIcon } from '@jupyterlab/ui-components';
 import { Panel, Widget } from '@lumino/widgets';
 
 import type { ICellItem } from '../model';
@@ -23,12 +24,19 @@ export function button(
   label: string,
   title: string,
   onClick: () => void,
-  className = ''
+  className = '',
+  icon?: LabIcon
 ): HTMLButtonElement {
   const b = document.createElement('button');
   b.type = 'button';
   b.className = `jp-agent-button ${className}`.trim();
-  b.textContent = label;
+  if (icon) {
+    // An icon (JupyterLab's, themed); the label stays as the accessible name.
+    icon.element({ container: b, tag: 'span', elementSize: 'normal' });
+    b.classList.add('jp-agent-icon-button');
+  } else {
+    b.textContent = label;
+  }
   b.title = title;
   b.setAttribute('aria-label', title);
   b.addEventListener('click', ev => {

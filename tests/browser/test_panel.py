@@ -1,0 +1,296 @@
+"""The chat panel in a real browser against a real ``jupyter lab`` and the fake provider.
+
+One lab server and one browser per module; each test loads its own script into the fake
+provider. Screenshots of the chat view go to ``test-artifacts/browser/`` (printed).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from jupyter_agent.llm.fake import FakeProvider
+from tests.browser.lab import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    LabServer,
+    new_chat,
+    open_lab,
+    send_message,
+    wait_restored,
+)
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"),
+    pytest.mark.timeout(240),
+]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
+
+
+# pytest-jupyter's autouse fixtures break Playwright's sync API at teardown
+# ("Cannot close a running event loop"): this module needs neither.
+@pytest.fixture
+def jp_asyncio_loop() -> None:
+    return None
+
+
+@pytest.fixture
+def jp_server_cleanup() -> None:
+    return None
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeProvider]:
+    with FakeProvider([]) as provider:
+        yield provider
+
+
+@pytest.fixture(scope="module")
+def lab(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    server = LabServer(tmp_path_factory.mktemp("lab"), codegen_base_url=fake.base_url)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    print(f"\nbrowser test screenshots: {ARTIFACTS}")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Browser, lab: LabServer) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.console_errors = errors  # type: ignore[attr-defined]
+    open_lab(pg, lab)
+    yield pg
+    context.close()
+
+
+def shot(page: Page, name: str) -> None:
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    print(f"screenshot: {path}")
+
+
+def agent_errors(page: Page) -> list[str]:
+    """Console errors that come from the agent panel (JupyterLab's own are not ours)."""
+    errors: list[str] = page.console_errors  # type: ignore[attr-defined]
+    return [e for e in errors if "agent" in e.lower()]
+
+
+SLOW_CELL = "import time\nfor _ in range(600):\n    time.sleep(0.1)"
+
+PNG_CELL = (
+    "import io\n"
+    "import matplotlib\n"
+    "matplotlib.use('Agg')\n"
+    "import matplotlib.pyplot as plt\n"
+    "from IPython.display import Image, display\n"
+    "fig, ax = plt.subplots(figsize=(3, 2))\n"
+    "ax.plot([1, 2, 3], [1, 4, 9])\n"
+    "buf = io.BytesIO()\n"
+    "fig.savefig(buf, format='png')\n"
+    "display(Image(buf.getvalue()))\n"
+)
+
+
+def test_send_shows_cell_output_and_reply(page: Page, fake: FakeProvider) -> None:
+    fake.load(
+        [
+            {"text": "Let me compute.", "cells": ["print(6 * 7)"]},
+            {"expect": {"last_user_contains": "42"}, "text": "The answer is **42**."},
+        ]
+    )
+    view = new_chat(page)
+    expect(view.locator(".jp-agent-demo-badge")).to_be_hidden()  # a real tier is set
+    send_message(view, "What is 6 times 7?")
+    expect(view.locator(".jp-agent-user").first).to_contain_text("What is 6 times 7?")
+    cell = view.locator(".jp-agent-cell").first
+    expect(cell.locator(".jp-agent-code")).to_contain_text("print(6 * 7)", timeout=60000)
+    expect(cell.locator(".jp-OutputArea-output")).to_contain_text("42", timeout=60000)
+    expect(view.locator(".jp-agent-bubble").first).to_contain_text("Let me compute.")
+    reply = view.locator(".jp-agent-reply")
+    expect(reply).to_contain_text("The answer is 42", timeout=60000)
+    expect(reply.locator("strong")).to_have_text("42")  # rendered as markdown
+    footer = view.locator(".jp-agent-turn-footer").first
+    expect(footer.locator(".jp-agent-end")).to_have_text("Done")
+    expect(footer.locator(".jp-agent-stats")).to_contain_text("claude-sonnet-4-5")
+    expect(footer.locator(".jp-agent-stats")).to_contain_text("1 cell")
+    # The digest (what the model saw) is one click away.
+    digest = cell.locator(".jp-agent-digest")
+    expect(digest).to_be_hidden()
+    cell.locator(".jp-agent-digest-toggle").click()
+    expect(digest).to_be_visible()
+    expect(digest).to_contain_text("42")
+    # Collapsible.
+    cell.locator(".jp-agent-collapse").click()
+    expect(cell.locator(".jp-agent-cell-body")).to_be_hidden()
+    cell.locator(".jp-agent-collapse").click()
+    expect(cell.locator(".jp-agent-cell-body")).to_be_visible()
+    shot(page, "send-cell-reply")
+    assert agent_errors(page) == []
+
+
+def test_figure_shows_the_image(page: Page, fake: FakeProvider) -> None:
+    fake.load(
+        [
+            {"text": "Plotting.", "cells": [PNG_CELL]},
+            {"text": "Here is the plot."},
+        ]
+    )
+    view = new_chat(page)
+    send_message(view, "Plot squares")
+    img = view.locator(".jp-agent-cell .jp-OutputArea-output img").first
+    expect(img).to_be_visible(timeout=60000)
+    loaded = "img => img.complete && img.naturalWidth > 100"
+    page.wait_for_function(loaded, arg=img.element_handle())
+    src = img.get_attribute("src") or ""
+    assert src.startswith("data:image/png;base64,")
+    assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    expect(view.locator(".jp-agent-reply")).to_contain_text("Here is the plot.", timeout=60000)
+    shot(page, "figure")
+
+
+def test_stop_a_slow_run(page: Page, fake: FakeProvider) -> None:
+    fake.load(
+        [
+            {"text": "This takes a while.", "cells": [SLOW_CELL]},
+            {"text": "never reached"},
+        ]
+    )
+    view = new_chat(page)
+    send_message(view, "Run something slow")
+    expect(view.locator(".jp-agent-cell.jp-mod-running")).to_have_count(1, timeout=60000)
+    stop = view.locator(".jp-agent-stop")
+    expect(stop).to_be_visible()
+    expect(stop).to_have_text("Stop")
+    stop.click()  # soft: acts at the next step, which a 60 s cell would not reach soon
+    expect(stop).to_have_text("Stop now")
+    shot(page, "stopping")
+    stop.click()  # hard: at once
+    end = view.locator(".jp-agent-end")
+    expect(end).to_have_text("Stopped now (hard stop)", timeout=30000)
+    expect(stop).to_be_hidden()
+    expect(view.locator(".jp-agent-cell.jp-mod-running")).to_have_count(0)
+    shot(page, "stopped")
+
+
+def test_steering_message_mid_run(page: Page, fake: FakeProvider) -> None:
+    fake.load(
+        [
+            {"text": "Working on it.", "cells": ["import time\ntime.sleep(3)\nprint('slept')"]},
+            {"expect": {"last_user_contains": "also say hi"}, "text": "Hi! Done as asked."},
+        ]
+    )
+    view = new_chat(page)
+    send_message(view, "Sleep a bit")
+    expect(view.locator(".jp-agent-cell.jp-mod-running")).to_have_count(1, timeout=60000)
+    expect(view.locator(".jp-agent-send")).to_have_text("Steer")
+    send_message(view, "also say hi")
+    steering = view.locator(".jp-agent-steering")
+    expect(steering).to_contain_text("also say hi")
+    expect(steering.locator(".jp-agent-label")).to_contain_text("queued for the running turn")
+    shot(page, "steering-queued")
+    expect(view.locator(".jp-agent-reply")).to_contain_text("Hi! Done as asked.", timeout=60000)
+    expect(view.locator(".jp-agent-end")).to_have_text("Done")
+    expect(steering.locator(".jp-agent-label")).to_have_text("You · steering")
+    shot(page, "steering-done")
+
+
+def test_open_trace_as_notebook(page: Page, fake: FakeProvider) -> None:
+    fake.load(
+        [
+            {"text": "One cell.", "cells": ["x = 21\nprint(x * 2)"]},
+            {"text": "It printed 42."},
+        ]
+    )
+    view = new_chat(page)
+    send_message(view, "Trace me")
+    expect(view.locator(".jp-agent-end")).to_have_text("Done", timeout=60000)
+    view.locator(".jp-agent-open-trace").first.click()
+    notebook = page.locator(".jp-NotebookPanel:visible")
+    expect(notebook.locator(".jp-CodeCell").first).to_contain_text("print(x * 2)", timeout=30000)
+    expect(notebook.locator(".jp-CodeCell .jp-OutputArea-output").first).to_contain_text("42")
+    shot(page, "trace-notebook")
+
+
+def test_reload_restores_the_chat(page: Page, fake: FakeProvider, lab: LabServer) -> None:
+    fake.load(
+        [
+            {"text": "Checking.", "cells": ["print('restored-' + 'ok')"]},
+            {"text": "All **restored**."},
+        ]
+    )
+    view = new_chat(page)
+    send_message(view, "Remember me")
+    expect(view.locator(".jp-agent-end")).to_have_text("Done", timeout=60000)
+    chat_id = (view.get_attribute("id") or "").removeprefix("jp-agent-chat-")
+    assert chat_id.startswith("chat_")
+    page.reload()
+    wait_restored(page)
+    # The layout restorer reopens the chat; it is rebuilt from the server.
+    restored = page.locator(f"#jp-agent-chat-{chat_id}")
+    if restored.count() == 0 or not restored.is_visible():
+        page.locator(f".jp-agent-chat-item[data-chat-id='{chat_id}'] .jp-agent-chat-open").click()
+    expect(restored.locator(".jp-agent-user")).to_contain_text("Remember me", timeout=30000)
+    expect(restored.locator(".jp-agent-code")).to_contain_text("restored-", timeout=30000)
+    expect(restored.locator(".jp-OutputArea-output")).to_contain_text("restored-ok")
+    expect(restored.locator(".jp-agent-reply strong")).to_have_text("restored")
+    expect(restored.locator(".jp-agent-end")).to_have_text("Done")
+    shot(page, "reloaded")
+
+
+def test_demo_model_with_no_provider(page: Page, lab: LabServer) -> None:
+    # A codegen tier whose key is missing cannot run: the server falls back to the demo.
+    r = lab.request(
+        "PUT",
+        "agent/settings",
+        {
+            "tiers": {
+                "codegen": {
+                    "provider": "anthropic",
+                    "model": "claude-sonnet-4-5",
+                    "base_url": "https://api.anthropic.com",
+                    "api_key_ref": "env:ANTHROPIC_API_KEY",
+                }
+            }
+        },
+    )
+    assert r.status_code == 200, r.text
+    try:
+        assert lab.get("agent/status").json()["demo"] is True
+        page.reload()
+        wait_restored(page)
+        view = new_chat(page)
+        expect(page.locator(".jp-agent-sidebar .jp-agent-demo-badge")).to_have_text(
+            "Demo model — offline, no API key"
+        )
+        expect(page.locator(".jp-agent-first-run")).to_contain_text("ANTHROPIC_API_KEY")
+        expect(view.locator(".jp-agent-demo-badge")).to_be_visible()
+        send_message(view, "Show me what you can do")
+        table = view.locator(".jp-agent-cell").first.locator(".jp-OutputArea-output table")
+        expect(table).to_be_visible(timeout=60000)
+        expect(view.locator(".jp-agent-reply")).to_contain_text(
+            re.compile("offline demo model", re.I), timeout=60000
+        )
+        expect(view.locator(".jp-agent-end")).to_have_text("Done")
+        shot(page, "demo")
+    finally:
+        lab.request("PUT", "agent/settings", {"tiers": {"codegen": None}})
