@@ -85,10 +85,26 @@ def test_every_route_needs_a_token(fetch: Any, agent_service: Any) -> None:
         }
     ],
 )
-def test_denying_authorizer_refuses_every_route(fetch: Any, agent_service: Any) -> None:
+def test_denying_authorizer_refuses_every_route(
+    fetch: Any,
+    agent_service: Any,
+    jp_http_port: int,
+    jp_base_url: str,
+    jp_asyncio_loop: Any,
+    jp_auth_header: dict[str, str],
+) -> None:
     for method, parts, body in routes_with("chat_01X"):
         expect_403(fetch, method, parts, body)
     assert agent_service.store.list_chats() == []
+    chat = agent_service.store.create_chat(
+        chat_id="chat_01WS", title="", now="2026-01-01T00:00:00Z"
+    )
+    url = f"ws://127.0.0.1:{jp_http_port}{jp_base_url}agent/chats/{chat.id}/events"
+    with pytest.raises(HTTPClientError) as info:
+        jp_asyncio_loop.run_until_complete(
+            websocket_connect(HTTPRequest(url, headers=jp_auth_header))
+        )
+    assert info.value.code == 403
 
 
 @pytest.mark.parametrize(
