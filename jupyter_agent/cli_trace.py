@@ -145,7 +145,7 @@ def _trace_show(args: argparse.Namespace) -> int:
             stats = run_stats(trace)
     else:
         with _client(args) as client:
-            body = client.run(_check_run_id(args.run))
+            body = client.run(_check_run_id(args.run), full=args.full)
             if args.stats:
                 stats = client.run_stats(args.run)
     if args.json:
@@ -280,7 +280,7 @@ def add_trace(subparsers: Subparsers) -> None:
     _add_server_options(show)
     show.add_argument("run", metavar="RUN", help="a run id, or a local .jsonl log")
     show.add_argument("--stats", action="store_true", help="tokens and cost per model call")
-    show.add_argument("--full", action="store_true", help="do not cut large fields (local log)")
+    show.add_argument("--full", action="store_true", help="do not cut large fields")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(handler=_trace_show)
 

@@ -256,9 +256,11 @@ class AgentClient:
         params = {"program": program, "limit": limit, "before": before}
         return dict(self._json("GET", "agent/runs", params=params))
 
-    def run(self, run_id: str) -> dict[str, Any]:
-        """``GET agent/runs/{run_id}``: the turn record and the effect log."""
-        return dict(self._json("GET", f"agent/runs/{_seg(run_id)}"))
+    def run(self, run_id: str, full: bool = False) -> dict[str, Any]:
+        """``GET agent/runs/{run_id}``: the turn record and the effect log (large fields cut
+        by the server unless ``full``: ``?full=1``)."""
+        params = {"full": "1"} if full else None
+        return dict(self._json("GET", f"agent/runs/{_seg(run_id)}", params=params))
 
     def run_log(self, run_id: str) -> str:
         """``GET agent/runs/{run_id}?log=raw``: the run's JSONL effect log, as written."""

@@ -101,7 +101,7 @@ class Run(_Base):
             self.set_header("Content-Type", "application/x-ndjson")
             self.write(path.read_bytes())
             return
-        self.write(show_run(read_log(path)))
+        self.write(show_run(read_log(path), full=self.get_argument("full", "") == "1"))
 
 
 class Stats(_Base):

@@ -21,8 +21,11 @@ import pytest
 
 from jupyter_agent.client import AgentClient, ClientError
 from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.trace.show import CUT_MARK
 from tests.cli_support import record_run
 from tests.rest_stub import StubState, free_port, stub_server
+
+LONG_QUESTION = "why? " * 1000
 
 
 @pytest.fixture
@@ -31,6 +34,7 @@ def stub(tmp_path: Path):
     runs = tmp_path / "runs"
     runs.mkdir()
     record_run(runs / "run_01CLI.jsonl")
+    record_run(runs / "run_01LONG.jsonl", run_id="run_01LONG", question=LONG_QUESTION)
     state = StubState(token=token, runs=runs)
     with stub_server(state, base_url="/user/ada/") as addr:
         yield addr, state
@@ -111,9 +115,13 @@ def test_runs_run_stats_notebook_and_raw_log(stub):
     addr, state = stub
     with AgentClient(addr, state.token) as client:
         page = client.runs(program="toolcaller", limit=5)
-        assert [r["run_id"] for r in page["runs"]] == ["run_01CLI"]
+        assert [r["run_id"] for r in page["runs"]] == ["run_01LONG", "run_01CLI"]
         run = client.run("run_01CLI")
         assert run["turn"]["run_id"] == "run_01CLI"
+        assert CUT_MARK in json.dumps(client.run("run_01LONG"), ensure_ascii=False)
+        full = client.run("run_01LONG", full=True)
+        assert CUT_MARK not in json.dumps(full, ensure_ascii=False)
+        assert full["steps"][0]["text"] == LONG_QUESTION
         stats = client.run_stats("run_01CLI")
         assert stats["totals"]["calls"] == 2
         nb = client.run_notebook("run_01CLI")
@@ -236,17 +244,17 @@ def live_server(tmp_path_factory) -> Iterator[LiveServer]:
     addr = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 60
-        with AgentClient(addr, token, timeout=5) as client:
-            while True:
-                try:
+        while True:
+            try:
+                with AgentClient(addr, token, timeout=5) as client:
                     client.status()
-                    break
-                except ClientError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(
-                            "jupyter server did not start:\n" + (base / "server.log").read_text()
-                        ) from None
-                    time.sleep(0.2)
+                break
+            except ClientError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        "jupyter server did not start:\n" + (base / "server.log").read_text()
+                    ) from None
+                time.sleep(0.2)
         yield LiveServer(addr=addr, token=token, fake=fake, data_dir=dirs["data"])
     finally:
         proc.terminate()

@@ -108,6 +108,8 @@ def test_failed_cancelled_and_unfinished_effects(tmp_path):
     body = show_run(read_log(path))
     calls = {s["seq"]: s for s in body["steps"] if s["type"] == "model_call"}
     assert calls[seqs["failed"]]["status"] == "failed"
+    assert calls[seqs["failed"]]["attempts"] == 3  # from the recorded error's attempts list
+    assert calls[seqs["after"]]["attempts"] == 2
     assert calls[seqs["cancelled"]]["status"] == "cancelled"
     failed = body["effects"][seqs["failed"] - 1]
     assert failed["error"]["status"] == 529
