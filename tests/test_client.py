@@ -1,7 +1,7 @@
 """AgentClient against real HTTP servers: a loopback tornado stub with the real route shapes
 (errors, base URL, token, events WebSocket), unreachable ports, and a real ``jupyter
-server`` subprocess with the extension and the fake provider (the full chat -> trace verbs
-test is skipped until the server's chat/run routes are registered)."""
+server`` subprocess with the extension and the fake provider (a chat run, its events,
+then the trace verbs against it)."""
 
 from __future__ import annotations
 
@@ -167,22 +167,6 @@ async def test_events_since_seq_until_the_server_closes(stub):
 # --- against a real Jupyter server with the extension ------------------------------------
 
 
-def _served_patterns() -> list[str]:
-    from jupyter_agent.server.handlers import default_handlers
-
-    return [pattern for pattern, *_ in default_handlers]
-
-
-_PATTERNS = _served_patterns()
-ROUTES_EXIST = all(
-    any(part in pattern for pattern in _PATTERNS)
-    for part in ("agent/chats", "messages", "events", "agent/runs", "stats", "notebook")
-)
-NEEDS_ROUTES = pytest.mark.skipif(
-    not ROUTES_EXIST,
-    reason="the server's chats/messages/events/runs routes (DESIGN section 3) are not "
-    "registered in jupyter_agent.server.handlers.default_handlers yet",
-)
 SCRIPT = [{"text": "Let me compute.", "cells": ["6 * 7"]}, {"text": "The answer is **42**."}]
 
 
@@ -277,7 +261,6 @@ def test_live_status_and_refused_token(live_server):
     assert (info.value.status, str(info.value)) == (403, "the server refused the token (403)")
 
 
-@NEEDS_ROUTES
 async def test_live_chat_run_then_trace_verbs(live_server, tmp_path, capsys):
     from jupyter_agent.cli import main
 
