@@ -186,9 +186,13 @@ class RunDriver:
         seq = await self.log_intent(effect)
         if self._hard and effect.name in CANCELLABLE:
             return self.log.result(seq, effect.name, {"cancelled": "break_hard"})
+        if effect.name not in CANCELLABLE:
+            # In-process effects (config, clock, ids, mailbox, the store): nothing to cancel,
+            # so no task and no trip through the event loop.
+            data, error = await self._do(effect, seq)
+            return self.log.result(seq, effect.name, data, error=error)
         task = asyncio.ensure_future(self._do(effect, seq))
-        if effect.name in CANCELLABLE:
-            self._inflight, self._inflight_name = task, effect.name
+        self._inflight, self._inflight_name = task, effect.name
         try:
             await asyncio.wait({task})
         except asyncio.CancelledError:

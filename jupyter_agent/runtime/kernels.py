@@ -453,7 +453,12 @@ class KernelPool:
                 km.last_activity = datetime.now(timezone.utc)
 
     async def acquire(self, *, cwd: str | None) -> AgentKernelHandle:
-        """A warm kernel (a cold start when none is), moved to ``cwd``; the pool refills."""
+        """A warm kernel (a cold start when none is), moved to ``cwd``; the pool refills.
+
+        The refill starts at the next liveness tick, not now: launching a kernel blocks the
+        event loop for a few ms and loads a core for a second, which would land on the
+        run's first model call and cell.
+        """
         handle = None
         while self._warm:
             candidate = self._warm.pop(0)
@@ -461,7 +466,8 @@ class KernelPool:
                 handle = candidate
                 break
             await self._shutdown(candidate)
-        self._kick_fill()
+        if not self._running or self._keepalive_task is None:
+            self._kick_fill()
         if handle is None:
             handle = await self._start_handle()
         self._touch(handle.kernel_id)
