@@ -50,7 +50,7 @@ from jupyter_agent.core.runstate import Ceilings, RunState, seconds_between
 from jupyter_agent.core.tools import ToolSpec, tools_for
 from jupyter_agent.core.turns import EndCause, Reply, StopReason, TurnLLM, TurnRecord
 from jupyter_agent.core.window import boot_window
-from jupyter_agent.exceptions import ProviderError, RunCancelled
+from jupyter_agent.exceptions import ConfigError, ProviderError, RunCancelled
 from jupyter_agent.llm.chat import ChatResult, chat
 from jupyter_agent.llm.fenced import render_tools_for_prompt
 from jupyter_agent.llm.tiers import Tier, resolve_tier
@@ -79,14 +79,25 @@ def toolcaller(run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
     started = yield from _now()
     ceilings = Ceilings.from_json((yield from _config("ceilings")))
     spaces = (yield from _config("spaces")) or {}
-    tier = yield from resolve_tier("codegen")
+    state = RunState(started=started)
+    try:
+        tier = yield from resolve_tier("codegen")
+    except ConfigError as err:
+        # A bad tier is the person's to fix: say so in the chat, not only in a log.
+        inbox = read_items((yield from _drain()))
+        text = inbox.messages[0].text if inbox.messages else ""
+        yield from _post(state, f"The agent is not configured correctly: {err}", done=True)
+        return (yield from _finish(run_id, chat_id, state, spaces, text, "error", "error"))
+    state.model = tier.model
     history = [TurnRecord.from_json(t) for t in ((yield from _config("history")) or [])]
-    state = RunState(started=started, model=tier.model)
     inbox = read_items((yield from _drain()))
-    if inbox.hard_break:
-        return (yield from _finish(run_id, chat_id, state, spaces, "", "break_hard", "break_hard"))
-    opening = inbox.messages[0] if inbox.messages else None
-    user_text = opening.text if opening else ""
+    if inbox.hard_break or not inbox.messages:
+        # Broken before it began, or nothing to answer: end with a minimal turn.
+        cause: EndCause = "break_hard" if inbox.hard_break else "error"
+        stop: StopReason = "break_hard" if inbox.hard_break else "error"
+        return (yield from _finish(run_id, chat_id, state, spaces, "", stop, cause))
+    opening = inbox.messages[0]
+    user_text = opening.text
     for later in inbox.messages[1:]:
         state.steering.append(later.steering())
 
@@ -100,7 +111,7 @@ def toolcaller(run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
             chat_id=chat_id,
             agent_name=str(spaces.get("agent_name", "agent")),
             installed_apps=tuple(app.name for app in APPS),
-            cwd=opening.cwd if opening else None,
+            cwd=opening.cwd,
         ),
         tool_prompt=_tool_prompt(tier, tools),
     )

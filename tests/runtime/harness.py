@@ -37,9 +37,10 @@ class Harness:
     root: Path
     ceilings: dict[str, Any] = field(default_factory=dict)
     spaces: dict[str, Any] = field(default_factory=dict)
+    tier: dict[str, Any] | None = None
 
     def config(self) -> RunConfig:
-        tier = {"provider": "fake", "model": MODEL, "base_url": self.fake.base_url}
+        tier = self.tier or {"provider": "fake", "model": MODEL, "base_url": self.fake.base_url}
         return RunConfig(tiers={"codegen": tier}, ceilings=dict(self.ceilings), spaces=self.spaces)
 
     def new_chat(self, title: str = "test") -> str:

@@ -230,6 +230,24 @@ async def test_ceilings_end_through_wrap_up(
     assert_replays(agent, turn)
 
 
+async def test_a_bad_tier_is_explained_in_the_chat(agent: Harness) -> None:
+    agent.tier = {"provider": "nonesuch", "model": "m", "base_url": "http://127.0.0.1:9"}
+    turn = await agent.ask(agent.new_chat(), "hello?")
+    assert (turn.llm.stop_reason, turn.llm.end_cause) == ("error", "error")
+    assert "nonesuch" in turn.final_text
+    assert turn.user_text == "hello?"
+    assert agent.fake.requests == []
+    assert_replays(agent, turn)
+
+
+async def test_a_provider_error_ends_the_turn_with_a_clear_reply(agent: Harness) -> None:
+    agent.fake.load([{"error": {"status": 401}}])
+    turn = await agent.ask(agent.new_chat(), "hi")
+    assert (turn.llm.stop_reason, turn.llm.end_cause) == ("error", "error")
+    assert "HTTP 401" in turn.final_text
+    assert_replays(agent, turn)
+
+
 async def test_fingerprints_follow_the_identity(agent: Harness) -> None:
     agent.fake.load([{"text": "one"}, {"text": "two"}, {"text": "three"}])
     chat = agent.new_chat()
