@@ -31,6 +31,15 @@ from jupyter_agent.runtime.driver import RunConfig, RunServices
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.runtime.requests import (
+    ServiceError,
+    bad,
+    chat_title,
+    check_control,
+    check_relative_path,
+    check_view,
+    not_found,
+)
 from jupyter_agent.runtime.runs import RunManager
 from jupyter_agent.runtime.settings import (
     SettingsError,
@@ -50,25 +59,6 @@ log = logging.getLogger(__name__)
 _RUN_ID = re.compile(r"^run_[0-9A-Za-z]{1,64}$")
 _MAX_TITLE = 200
 _MAX_ATTACHMENTS = 20
-_TITLE_WORDS = 6
-
-
-class ServiceError(Exception):
-    """A refused request: ``status`` (4xx), a message for a person and a short ``reason``."""
-
-    def __init__(self, status: int, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.reason = reason
-
-
-def _bad(message: str, reason: str = "bad_request") -> ServiceError:
-    return ServiceError(400, message, reason)
-
-
-def _not_found(message: str) -> ServiceError:
-    return ServiceError(404, message, "not_found")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,30 +71,6 @@ class AdminConfig:
     allowed_base_urls: tuple[str, ...] = ()
     max_attachment_bytes: int = 10 * 1024 * 1024
     version: str = ""
-
-
-def chat_title(text: str, words: int = _TITLE_WORDS) -> str:
-    """A chat's title from its first message: its first ``words`` words (80 chars at most)."""
-    parts = text.split()
-    title = " ".join(parts[:words])
-    if len(parts) > words:
-        title += " …"
-    return title[:80]
-
-
-def check_relative_path(path: Any, what: str) -> str:
-    """A contents path (``/``-separated, relative to the root), or ServiceError 400.
-
-    A leading ``/`` is the root; ``..`` components, backslashes and NUL are refused, so no
-    path escapes the contents root.
-    """
-    if not isinstance(path, str) or not path.strip():
-        raise _bad(f"{what} must be a non-empty contents path", "bad_path")
-    clean = path.strip().lstrip("/")
-    parts = clean.split("/")
-    if not clean or "\\" in clean or "\0" in clean or any(p in ("..", "") for p in parts):
-        raise _bad(f"{what} {path!r} is not a path inside the server's root", "bad_path")
-    return "/".join(p for p in parts if p != ".")
 
 
 async def _maybe(value: Any) -> Any:
@@ -224,7 +190,7 @@ class AgentService:
                 allowed_base_urls=self.admin.allowed_base_urls,
             )
         except SettingsError as exc:
-            raise _bad(str(exc), "bad_settings") from None
+            raise bad(str(exc), "bad_settings") from None
         await asyncio.to_thread(self.user_settings.update, changes)
         return self.settings()
 
@@ -255,7 +221,7 @@ class AgentService:
     async def _chat(self, chat_id: str) -> Chat:
         chat = await asyncio.to_thread(self.store.get_chat, chat_id)
         if chat is None:
-            raise _not_found(f"no chat {chat_id!r}")
+            raise not_found(f"no chat {chat_id!r}")
         return chat
 
     async def chat_exists(self, chat_id: str) -> bool:
@@ -273,9 +239,9 @@ class AgentService:
         if title is None and not required:
             return ""
         if not isinstance(title, str):
-            raise _bad("'title' must be a string", "bad_title")
+            raise bad("'title' must be a string", "bad_title")
         if len(title) > _MAX_TITLE:
-            raise _bad(f"'title' is longer than {_MAX_TITLE} characters", "bad_title")
+            raise bad(f"'title' is longer than {_MAX_TITLE} characters", "bad_title")
         return title.strip()
 
     async def create_chat(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -301,7 +267,7 @@ class AgentService:
             lambda: self.store.rename_chat(chat_id, title, now=now_iso())
         )
         if chat is None:
-            raise _not_found(f"no chat {chat_id!r}")
+            raise not_found(f"no chat {chat_id!r}")
         return self._chat_json(chat)
 
     async def delete_chat(self, chat_id: str) -> None:
@@ -316,7 +282,7 @@ class AgentService:
                 log.warning("jupyter-agent: run %s did not end before its chat was deleted", run_id)
         self.mailbox.drain(chat_id)
         if not await asyncio.to_thread(self.store.delete_chat, chat_id):
-            raise _not_found(f"no chat {chat_id!r}")
+            raise not_found(f"no chat {chat_id!r}")
 
     async def chat_notebook(self, chat_id: str) -> dict[str, Any]:
         """The whole chat as one notebook (runs without a log are left out)."""
@@ -345,16 +311,16 @@ class AgentService:
         """
         text = body.get("text", "")
         if not isinstance(text, str):
-            raise _bad("'text' must be a string", "bad_text")
-        control = _check_control(body.get("control"))
-        view = _check_view(body.get("view"))
+            raise bad("'text' must be a string", "bad_text")
+        control = check_control(body.get("control"))
+        view = check_view(body.get("view"))
         paths = body.get("attachments") or []
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            raise _bad("'attachments' must be a list of contents paths", "bad_attachments")
+            raise bad("'attachments' must be a list of contents paths", "bad_attachments")
         if len(paths) > _MAX_ATTACHMENTS:
-            raise _bad(f"at most {_MAX_ATTACHMENTS} attachments per message", "bad_attachments")
+            raise bad(f"at most {_MAX_ATTACHMENTS} attachments per message", "bad_attachments")
         if control is None and not text.strip():
-            raise _bad("the message has no text", "empty_message")
+            raise bad("the message has no text", "empty_message")
         chat = await self._chat(chat_id)
         files = [await self._read_attachment(p) for p in paths]
         answer: dict[str, Any] = {"run_id": None, "routed": "none"}
@@ -374,25 +340,25 @@ class AgentService:
         path = check_relative_path(raw, "attachment")
         cm = self.contents_manager
         if cm is None:
-            raise _bad("attachments are not available on this server", "bad_attachments")
+            raise bad("attachments are not available on this server", "bad_attachments")
         limit = self.admin.max_attachment_bytes
         try:
             model = await _maybe(cm.get(path, content=False))
             if model.get("type") == "directory":
-                raise _bad(f"attachment {path!r} is a folder", "bad_attachments")
+                raise bad(f"attachment {path!r} is a folder", "bad_attachments")
             size = model.get("size")
             if isinstance(size, int) and size > limit:
-                raise _bad(f"attachment {path!r} is over {limit} bytes", "attachment_too_large")
+                raise bad(f"attachment {path!r} is over {limit} bytes", "attachment_too_large")
             model = await _maybe(cm.get(path, content=True, type="file", format="base64"))
         except ServiceError:
             raise
         except Exception as exc:  # the contents manager's 404/400 (tornado HTTPError), OSError
             status = getattr(exc, "status_code", None)
             why = "not found" if status == 404 else "cannot be read"
-            raise _bad(f"attachment {path!r} {why}", "bad_attachments") from None
+            raise bad(f"attachment {path!r} {why}", "bad_attachments") from None
         data = base64.b64decode(str(model.get("content") or ""))
         if len(data) > limit:
-            raise _bad(f"attachment {path!r} is over {limit} bytes", "attachment_too_large")
+            raise bad(f"attachment {path!r} is over {limit} bytes", "attachment_too_large")
         media_type = model.get("mimetype") or mimetypes.guess_type(path)[0]
         return {
             "name": posixpath.basename(path),
@@ -404,12 +370,12 @@ class AgentService:
         """``POST agent/break/{run_id}`` ``{hard?}``: ``{run_id, state}``; 404 unknown run."""
         hard = body.get("hard", False)
         if not isinstance(hard, bool):
-            raise _bad("'hard' must be true or false", "bad_hard")
+            raise bad("'hard' must be true or false", "bad_hard")
         if not _RUN_ID.match(run_id):
-            raise _not_found(f"no run {run_id!r}")
+            raise not_found(f"no run {run_id!r}")
         state = await self.manager.break_run(run_id, hard=hard)
         if state is None:
-            raise _not_found(f"no run {run_id!r}")
+            raise not_found(f"no run {run_id!r}")
         return {"run_id": run_id, "state": state}
 
     # --- runs ------------------------------------------------------------------------------
@@ -421,18 +387,18 @@ class AgentService:
         try:
             count = 50 if limit is None else int(limit)
         except ValueError:
-            raise _bad(f"'limit' must be an integer, not {limit!r}", "bad_limit") from None
+            raise bad(f"'limit' must be an integer, not {limit!r}", "bad_limit") from None
         try:
             runs, cursor = await asyncio.to_thread(
                 lambda: self.store.list_runs(program=program, limit=count, before=before)
             )
         except ValueError as exc:
-            raise _bad(str(exc), "bad_page") from None
+            raise bad(str(exc), "bad_page") from None
         return {"runs": [r.to_json() for r in runs], "next": cursor}
 
     def _log_path(self, run_id: str) -> Path:
         if not _RUN_ID.match(run_id):
-            raise _not_found(f"no run {run_id!r}")
+            raise not_found(f"no run {run_id!r}")
         return self.manager.log_path(run_id)
 
     async def _trace(self, run_id: str) -> TraceFile:
@@ -440,7 +406,7 @@ class AgentService:
         try:
             return await asyncio.to_thread(read_log, path)
         except FileNotFoundError:
-            raise _not_found(f"no trace for run {run_id!r}") from None
+            raise not_found(f"no trace for run {run_id!r}") from None
 
     async def run_detail(self, run_id: str, *, full: bool = False) -> dict[str, Any]:
         """``GET agent/runs/{id}``: turn record + effect log (``show_run``), and ``summary``."""
@@ -459,7 +425,7 @@ class AgentService:
         try:
             return await asyncio.to_thread(path.read_bytes)
         except FileNotFoundError:
-            raise _not_found(f"no trace for run {run_id!r}") from None
+            raise not_found(f"no trace for run {run_id!r}") from None
 
     async def run_stats(self, run_id: str) -> dict[str, Any]:
         """``GET agent/runs/{id}/stats``: per model call usage and cost, and totals."""
@@ -480,7 +446,7 @@ class AgentService:
         raw = body.get("path")
         path = check_relative_path(f"agent-traces/{run_id}.ipynb" if raw is None else raw, "'path'")
         if not path.endswith(".ipynb"):
-            raise _bad("'path' must end in .ipynb", "bad_path")
+            raise bad("'path' must end in .ipynb", "bad_path")
         if self.contents_manager is None:
             raise ServiceError(501, "no contents manager to write with", "no_contents")
         nb = await self.run_notebook(run_id)
@@ -501,42 +467,5 @@ class AgentService:
             status = getattr(exc, "status_code", None)
             message = getattr(exc, "log_message", None) or type(exc).__name__
             if isinstance(status, int) and 400 <= status < 500:
-                raise _bad(f"cannot write {path!r}: {message}", "bad_path") from None
+                raise bad(f"cannot write {path!r}: {message}", "bad_path") from None
             raise
-
-
-def _check_control(control: Any) -> dict[str, Any] | None:
-    if control is None:
-        return None
-    if not isinstance(control, dict) or control.get("kind") != "break":
-        raise _bad('\'control\' must be {"kind": "break", "hard"?: bool}', "bad_control")
-    if not isinstance(control.get("hard", False), bool):
-        raise _bad("'control.hard' must be true or false", "bad_control")
-    return control
-
-
-_VIEW_TYPES: dict[str, tuple[type, ...]] = {
-    "path": (str,),
-    "cell": (str, int),
-    "selection": (str,),
-}
-
-
-def _check_view(view: Any) -> dict[str, Any] | None:
-    if view is None:
-        return None
-    if not isinstance(view, dict):
-        raise _bad("'view' must be an object {path?, cell?, selection?}", "bad_view")
-    clean: dict[str, Any] = {}
-    for key, value in view.items():
-        kinds = _VIEW_TYPES.get(key)
-        if kinds is None:
-            raise _bad(f"'view' has an unknown key {key!r}", "bad_view")
-        if value is None:
-            continue
-        if not isinstance(value, kinds) or isinstance(value, bool):
-            raise _bad(f"'view.{key}' has the wrong type", "bad_view")
-        clean[key] = value
-    if "path" in clean:
-        clean["path"] = check_relative_path(clean["path"], "'view.path'")
-    return clean or None
