@@ -1,0 +1,341 @@
+"""The handle the driver executes a run's cells through (one agent kernel, async client).
+
+The kernel manager is received as an object (jupyter_server's ``AsyncMappingKernelManager``
+or jupyter_client's ``AsyncMultiKernelManager``: ``start_kernel(kernel_name=, env=)``,
+``get_kernel(id)``, ``shutdown_kernel(id, now=)``, ``interrupt_kernel(id)``,
+``restart_kernel(id, now=)``, ``is_alive(id)``); this module never imports jupyter_server.
+Kernel clients must be async (``AsyncKernelClient``, what both managers give).
+
+Protocol with the kernel (see :mod:`jupyter_agent.kernel.kernel`): a cell is an
+execute_request whose ``metadata["jupyter_agent"]`` is ``{"op": "cell", "cell_id": ...}``;
+the reply content's ``"jupyter_agent"`` key holds ``CellResult.to_json()``. Bash and chdir
+are silent executes with ops ``bash`` / ``chdir``. While a cell runs, the handle serves the
+stdin channel: each ``input_request`` prompt is a JSON app call or batch (see
+:mod:`jupyter_agent.kernel.apps`), performed by the run's :class:`AppHost` (batch items
+concurrently) and answered with ``input_reply``; any other request is answered with an error
+object, so nothing ever waits on a prompt.
+
+Failures: a kernel that dies mid-cell raises :class:`~jupyter_agent.exceptions.KernelDied`
+within about one liveness interval; a cell past ``timeout_s`` is interrupted, and if still
+busy after a short grace the kernel is restarted (the run's namespace is lost; the error
+result's evalue says so); either way the cell result has ``error.ename == "CellTimeout"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import time
+from queue import Empty
+from typing import Any, Protocol
+
+from jupyter_agent.core.cells import BashResult, CellError, CellResult
+from jupyter_agent.exceptions import KernelDied, KernelError
+
+__all__ = ["AgentKernelHandle", "AppHost", "maybe_await"]
+
+log = logging.getLogger(__name__)
+
+_READY_TIMEOUT_S = 60.0
+_INTERRUPT_GRACE_S = 2.0
+_OP_GRACE_S = 10.0
+
+
+class AppHost(Protocol):
+    """Performs in-cell app calls for a run (the driver: logs each as an ``app.call``)."""
+
+    async def call(
+        self, app: str, method: str, args: dict[str, Any], *, parent: int | None
+    ) -> dict[str, Any]:
+        """``{"ok", "value", "error", "seq", "mutation"}`` for one call."""
+        ...
+
+
+async def maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class AgentKernelHandle:
+    """One run's agent kernel: execute cells, bash, chdir; detect death and hangs."""
+
+    def __init__(
+        self, kernel_manager: Any, kernel_id: str, *, liveness_interval_s: float = 0.5
+    ) -> None:
+        self.kernel_id = kernel_id
+        self._km = kernel_manager
+        self._interval = liveness_interval_s
+        self._client: Any = None
+        self._cwd: str | None = None
+        self._died = False
+        self._lock = asyncio.Lock()
+        self.stdin_round_trips = 0
+        """How many kernel-to-host requests this handle answered (a batch counts once)."""
+
+    # -- connection -------------------------------------------------------------------------
+    async def connect(self) -> None:
+        """Open the shell and stdin channels and wait until the kernel answers."""
+        km = self._km.get_kernel(self.kernel_id)
+        with contextlib.suppress(Exception):  # jupyter_server's auto-restart: the run is gone
+            km.add_restart_callback(self._on_restart, "restart")
+            km.add_restart_callback(self._on_restart, "dead")
+        client = km.client()
+        await maybe_await(
+            client.start_channels(shell=True, iopub=False, stdin=True, hb=False, control=False)
+        )
+        self._client = client
+        await self._wait_ready()
+
+    def _on_restart(self) -> None:
+        self._died = True
+
+    async def _wait_ready(self) -> None:
+        deadline = time.monotonic() + _READY_TIMEOUT_S
+        while True:
+            msg_id = self._client.kernel_info()
+            tries_until = time.monotonic() + 1.0
+            while time.monotonic() < tries_until:
+                try:
+                    msg = await self._client.get_shell_msg(timeout=self._interval)
+                except Empty:
+                    if not await self.is_alive():
+                        raise KernelDied(f"kernel {self.kernel_id} died while starting") from None
+                    continue
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    return
+            if time.monotonic() > deadline:
+                raise KernelError(f"kernel {self.kernel_id} did not answer in time")
+
+    async def close(self) -> None:
+        """Close this handle's channels (the kernel itself is left running)."""
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.stop_channels()
+            self._client = None
+
+    async def is_alive(self) -> bool:
+        """False once the kernel process is gone (killed, crashed, culled or auto-restarted)."""
+        if self._died:
+            return False
+        try:
+            alive = bool(await maybe_await(self._km.is_alive(self.kernel_id)))
+        except KeyError:  # no longer managed (culled or shut down)
+            alive = False
+        if not alive:
+            self._died = True
+        return alive
+
+    # -- operations -------------------------------------------------------------------------
+    async def run_cell(
+        self,
+        cell_id: str,
+        code: str,
+        *,
+        timeout_s: float,
+        host: AppHost | None = None,
+        parent: int | None = None,
+    ) -> CellResult:
+        """Run one named cell; its structured result (error result on timeout).
+
+        Raises KernelDied when the kernel process is gone.
+        """
+        async with self._lock:
+            start = time.monotonic()
+            meta = {"op": "cell", "cell_id": cell_id}
+            msg_id = self._send(code, meta, silent=False)
+            stdin_task = asyncio.create_task(self._serve_stdin(host, parent))
+            try:
+                reply = await self._await_reply(msg_id, timeout_s)
+                restarted = False
+                timed_out = reply is None
+                if reply is None:
+                    await self.interrupt()
+                    reply = await self._await_reply(msg_id, _INTERRUPT_GRACE_S)
+                    if reply is None:
+                        await self._restart()
+                        restarted = True
+            finally:
+                stdin_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await stdin_task
+            duration = time.monotonic() - start
+            if reply is not None and not timed_out:
+                return self._cell_result(cell_id, reply, duration)
+            base = self._cell_result(cell_id, reply, duration) if reply else None
+            if restarted:
+                evalue = (
+                    f"the cell ran past its {timeout_s:g} s timeout and did not stop on an "
+                    "interrupt: the kernel was restarted and the run's namespace is lost "
+                    "(variables and imports must be recreated)"
+                )
+            else:
+                evalue = (
+                    f"the cell ran past its {timeout_s:g} s timeout and was interrupted; "
+                    "the namespace is kept"
+                )
+            error = CellError(ename="CellTimeout", evalue=evalue)
+            if base is None:
+                return CellResult(cell_id=cell_id, error=error, duration_s=duration)
+            return CellResult(
+                cell_id=cell_id,
+                prints=base.prints,
+                stderr=base.stderr,
+                displays=base.displays,
+                error=error,
+                outputs=(
+                    *base.outputs,
+                    {
+                        "output_type": "error",
+                        "ename": "CellTimeout",
+                        "evalue": evalue,
+                        "traceback": [],
+                    },
+                ),
+                outputs_truncated=base.outputs_truncated,
+                execution_count=base.execution_count,
+                app_calls=base.app_calls,
+                duration_s=duration,
+            )
+
+    @staticmethod
+    def _cell_result(cell_id: str, reply: dict[str, Any], duration: float) -> CellResult:
+        content = reply["content"]
+        data = content.get("jupyter_agent")
+        if isinstance(data, dict):
+            return CellResult.from_json(data)
+        # not an agent kernel (or an aborted request): build what the reply tells
+        error = None
+        if content.get("status") != "ok":
+            error = CellError(
+                ename=str(content.get("ename", "Error")),
+                evalue=str(content.get("evalue", content.get("status", ""))),
+                traceback=tuple(content.get("traceback") or ()),
+            )
+        return CellResult(
+            cell_id=cell_id,
+            error=error,
+            execution_count=content.get("execution_count"),
+            duration_s=duration,
+        )
+
+    async def run_bash(self, command: str, *, timeout_s: float) -> BashResult:
+        """Run one command line as a child of the kernel; also binds ``sh.last`` there."""
+        content = await self._op(
+            f"sh.run({command!r}, timeout={timeout_s!r})",
+            {"op": "bash", "command": command, "timeout_s": timeout_s},
+            timeout_s + _OP_GRACE_S,
+        )
+        return BashResult.from_json(content["jupyter_agent"])
+
+    async def chdir(self, path: str) -> None:
+        """Move the kernel's working directory (before the run's first cell)."""
+        await self._op(f"import os; os.chdir({path!r})", {"op": "chdir", "path": path}, 30.0)
+        self._cwd = path
+
+    async def interrupt(self) -> None:
+        """Interrupt what the kernel is doing (SIGINT or an interrupt_request)."""
+        await maybe_await(self._km.interrupt_kernel(self.kernel_id))
+
+    async def _op(self, code: str, meta: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        async with self._lock:
+            msg_id = self._send(code, meta, silent=True)
+            reply = await self._await_reply(msg_id, timeout_s)
+            if reply is None:
+                await self.interrupt()
+                reply = await self._await_reply(msg_id, _INTERRUPT_GRACE_S)
+            if reply is None:
+                raise KernelError(f"{meta['op']} did not finish in {timeout_s:g} s")
+            content: dict[str, Any] = reply["content"]
+            if content.get("status") != "ok" or "jupyter_agent" not in content:
+                raise KernelError(
+                    f"{meta['op']} failed: {content.get('ename', '')}: {content.get('evalue', '')}"
+                )
+            return content
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _send(self, code: str, meta: dict[str, Any], *, silent: bool) -> str:
+        if self._client is None:
+            raise KernelError("the kernel handle is not connected")
+        content = {
+            "code": code,
+            "silent": silent,
+            "store_history": not silent,
+            "user_expressions": {},
+            "allow_stdin": True,
+            "stop_on_error": False,
+        }
+        msg = self._client.session.msg("execute_request", content, metadata={"jupyter_agent": meta})
+        self._client.shell_channel.send(msg)
+        msg_id: str = msg["header"]["msg_id"]
+        return msg_id
+
+    async def _await_reply(self, msg_id: str, timeout_s: float) -> dict[str, Any] | None:
+        """The execute_reply, or None at the timeout; KernelDied when the kernel is gone."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                msg: dict[str, Any] = await self._client.get_shell_msg(
+                    timeout=min(self._interval, remaining)
+                )
+            except Empty:
+                if not await self.is_alive():
+                    raise KernelDied(f"kernel {self.kernel_id} died") from None
+                continue
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+            # a stale reply (of a request given up on earlier): drop it
+
+    async def _restart(self) -> None:
+        await self.close()
+        await maybe_await(self._km.restart_kernel(self.kernel_id, now=True))
+        self._died = False
+        km = self._km.get_kernel(self.kernel_id)
+        client = km.client()
+        await maybe_await(
+            client.start_channels(shell=True, iopub=False, stdin=True, hb=False, control=False)
+        )
+        self._client = client
+        await self._wait_ready()
+        if self._cwd is not None:
+            msg_id = self._send("", {"op": "chdir", "path": self._cwd}, silent=True)
+            await self._await_reply(msg_id, 30.0)
+
+    async def _serve_stdin(self, host: AppHost | None, parent: int | None) -> None:
+        while True:
+            msg = await self._client.get_stdin_msg()
+            if msg.get("msg_type") != "input_request":
+                continue
+            self.stdin_round_trips += 1
+            answer = await self._answer(str(msg["content"].get("prompt", "")), host, parent)
+            self._client.input(json.dumps(answer, default=repr))
+
+    async def _answer(self, prompt: str, host: AppHost | None, parent: int | None) -> Any:
+        try:
+            request = json.loads(prompt)
+        except ValueError:
+            request = None
+        if not isinstance(request, dict) or "jupyter_agent" not in request:
+            return {"ok": False, "error": "this kernel's stdin answers jupyter-agent calls only"}
+        if request["jupyter_agent"] == "batch":
+            items = request.get("items") or []
+            results = await asyncio.gather(*(self._call(host, it, parent) for it in items))
+            return {"results": list(results)}
+        return await self._call(host, request, parent)
+
+    @staticmethod
+    async def _call(host: AppHost | None, item: Any, parent: int | None) -> dict[str, Any]:
+        if host is None:
+            return {"ok": False, "error": "no app host is attached to this run", "seq": None}
+        try:
+            app, method = str(item["app"]), str(item["method"])
+            args = dict(item.get("args") or {})
+            return dict(await host.call(app, method, args, parent=parent))
+        except Exception as exc:  # the host failed: the cell gets an AppCallError
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seq": None}
