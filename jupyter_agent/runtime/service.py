@@ -31,6 +31,7 @@ from jupyter_agent.runtime.driver import RunConfig, RunServices
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.runtime.readiness import build_status, tier_ready
 from jupyter_agent.runtime.requests import (
     ServiceError,
     bad,
@@ -48,7 +49,6 @@ from jupyter_agent.runtime.settings import (
     validate_settings_body,
 )
 from jupyter_agent.runtime.spaces import load_spaces
-from jupyter_agent.server.status import build_status, tier_ready
 from jupyter_agent.store.repo import Chat, Store
 from jupyter_agent.trace.log import TraceFile, read_log
 

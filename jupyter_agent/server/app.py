@@ -23,9 +23,9 @@ from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validat
 
 from jupyter_agent import __version__
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
+from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.service import AdminConfig, AgentService
 from jupyter_agent.server.handlers import default_handlers
-from jupyter_agent.server.status import build_status
 
 __all__ = ["DEFAULT_TIERS", "JupyterAgent"]
 

@@ -1,4 +1,4 @@
-"""Tier readiness (server/status.py) and the JupyterAgent traits, without a server."""
+"""Tier readiness (runtime/readiness.py) and the JupyterAgent traits, without a server."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import pytest
 from traitlets import TraitError
 from traitlets.config import Config
 
-from jupyter_agent.server.app import DEFAULT_TIERS, JupyterAgent
-from jupyter_agent.server.status import (
+from jupyter_agent.runtime.readiness import (
     build_status,
     key_ref_resolves,
     resolve_tier,
     tier_ready,
 )
+from jupyter_agent.server.app import DEFAULT_TIERS, JupyterAgent
 
 
 def test_key_ref_resolves_only_non_empty_env_values() -> None:
