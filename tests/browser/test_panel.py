@@ -28,7 +28,7 @@ from tests.browser.lab import (
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"),
-    pytest.mark.timeout(240),
+    pytest.mark.timeout(180),
 ]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
@@ -294,3 +294,47 @@ def test_demo_model_with_no_provider(page: Page, lab: LabServer) -> None:
         shot(page, "demo")
     finally:
         lab.request("PUT", "agent/settings", {"tiers": {"codegen": None}})
+
+
+def test_two_tabs_stay_in_step(page: Page, fake: FakeProvider, lab: LabServer) -> None:
+    fake.load(
+        [
+            {"text": "Both tabs see this.", "cells": ["print('in-step')"]},
+            {"text": "Seen in **both** tabs."},
+        ]
+    )
+    view = new_chat(page)
+    chat_id = (view.get_attribute("id") or "").removeprefix("jp-agent-chat-")
+    other = page.context.new_page()
+    try:
+        # Its own workspace: two windows on one workspace make JupyterLab's window
+        # resolver move one of them.
+        open_lab(other, lab, "lab/workspaces/twin")
+        other.evaluate(
+            "id => window.jupyterapp.commands.execute('jupyter-agent:open-chat', {id})", chat_id
+        )
+        twin = other.locator(f"#jp-agent-chat-{chat_id}")
+        twin.locator(".jp-agent-connection[data-state='open']").wait_for()
+        send_message(view, "Say it twice")
+        for v in (view, twin):
+            expect(v.locator(".jp-OutputArea-output")).to_contain_text("in-step", timeout=60000)
+            expect(v.locator(".jp-agent-reply strong")).to_have_text("both", timeout=60000)
+        # The other tab gets the person's message from the turn record.
+        expect(twin.locator(".jp-agent-user")).to_contain_text("Say it twice")
+    finally:
+        other.close()
+
+
+def test_dark_theme_and_no_console_errors(page: Page) -> None:
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+        " {theme: 'JupyterLab Dark'})"
+    )
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    page.wait_for_selector("#jupyterlab-splash", state="detached")
+    chat = page.locator(".jp-agent-chat:visible").last
+    expect(chat).to_be_visible()
+    shot(page, "dark-theme")
+    errors: list[str] = page.console_errors  # type: ignore[attr-defined]
+    print("console errors:", errors)
+    assert errors == []
