@@ -140,12 +140,13 @@ def main() -> int:
         cell = statistics.median(s[0] for s in samples)
         reply = statistics.median(s[1] for s in samples)
         print(f"{flow:<8}{cell:>12.1f}{reply:>10.1f}")
-    p, r = results["panel"], results["rest"]
-    print(
-        "panel overhead: first cell "
-        f"{statistics.median(a[0] for a in p) - statistics.median(b[0] for b in r):+.1f} ms, "
-        f"reply {statistics.median(a[1] for a in p) - statistics.median(b[1] for b in r):+.1f} ms"
-    )
+    med = {
+        flow: (statistics.median(s[0] for s in v), statistics.median(s[1] for s in v))
+        for flow, v in results.items()
+    }
+    cell_d = med["panel"][0] - med["rest"][0]
+    reply_d = med["panel"][1] - med["rest"][1]
+    print(f"panel overhead: first cell {cell_d:+.1f} ms, reply {reply_d:+.1f} ms")
     return 0
 
 
