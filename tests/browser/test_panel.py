@@ -325,6 +325,22 @@ def test_two_tabs_stay_in_step(page: Page, fake: FakeProvider, lab: LabServer) -
         other.close()
 
 
+def test_settings_offer_only_allowed_key_references(page: Page) -> None:
+    # Not awaited: the command resolves only when the dialog closes.
+    page.evaluate("() => { window.jupyterapp.commands.execute('jupyter-agent:settings'); }")
+    dialog = page.locator(".jp-Dialog .jp-agent-settings")
+    codegen = dialog.locator("fieldset[data-tier='codegen']")
+    expect(codegen.locator("input[name='model']")).to_have_value("claude-sonnet-4-5")
+    refs = codegen.locator("select[name='api_key_ref'] option").all_text_contents()
+    assert "env:ANTHROPIC_API_KEY" in refs
+    assert "env:OPENAI_API_KEY" in refs
+    assert all(r == "(none)" or r.startswith("env:") for r in refs)
+    assert dialog.locator("input[type='password']").count() == 0  # never a key value
+    shot(page, "settings")
+    page.locator(".jp-Dialog .jp-mod-reject").click()
+    expect(dialog).to_have_count(0)
+
+
 def test_dark_theme_and_no_console_errors(page: Page) -> None:
     page.evaluate(
         "() => window.jupyterapp.commands.execute('apputils:change-theme',"
