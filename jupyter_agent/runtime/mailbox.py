@@ -45,6 +45,13 @@ class Mailbox:
         """True when a user message (not only breaks) waits: it would start a run."""
         return any(item.get("kind") == "message" for item in self._items.get(chat_id, ()))
 
+    def first_message(self, chat_id: str) -> dict[str, Any] | None:
+        """The oldest queued user message of the chat (left in place), if any."""
+        for item in self._items.get(chat_id, ()):
+            if item.get("kind") == "message":
+                return item
+        return None
+
     def drop_breaks(self, chat_id: str) -> None:
         """Forget breaks left over from a run that already ended (they target no run)."""
         items = [i for i in self._items.get(chat_id, ()) if i.get("kind") != "break"]

@@ -197,7 +197,11 @@ class RunManager:
             cwd=cwd,
         )
         self.services.store.touch_chat(chat_id, now=started, active_run_id=run_id)
-        self.services.events.publish(chat_id, run_id, "run_start", started=started)
+        opening = self.services.mailbox.first_message(chat_id) or {}
+        # The opening message rides on run_start so every client shows it at once.
+        self.services.events.publish(
+            chat_id, run_id, "run_start", started=started, text=opening.get("text", "")
+        )
         task = asyncio.get_running_loop().create_task(self._run(summary, driver))
         active = ActiveRun(run_id=run_id, chat_id=chat_id, driver=driver, task=task)
         self._active[chat_id] = active

@@ -64,8 +64,10 @@ async def test_one_cell_answer(agent: Harness) -> None:
     assert turn.llm.fingerprints["identity"]
     cell = effect_results(agent, turn.run_id, "cell.run")[0]
     assert cell["prints"][0]["text"].strip() == "42"
-    types = [e["type"] for e in agent.events.since(chat, 0)]
+    events = agent.events.since(chat, 0)
+    types = [e["type"] for e in events]
     assert types[0] == "run_start"
+    assert events[0]["text"] == "What is 6 times 7?"
     assert types[-1] == "run_end"
     assert {"bubble", "cell_start", "cell_end", "reply"} <= set(types)
     assert_replays(agent, turn)
