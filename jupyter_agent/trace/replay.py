@@ -87,8 +87,9 @@ class Replayer:
         Raises NondeterminismError on a different intent or when the log has no more
         effects (``recorded`` None), and RunStopped when the recorded effect has no result.
         """
-        asked = _roundtrip(effect.intent())
+        intent = effect.intent()
         if self._index >= len(self._effects):
+            asked = _roundtrip(intent)
             raise NondeterminismError(
                 self._next_seq_after_log, None, _shown(effect.name, asked.get("data"))
             )
@@ -96,8 +97,12 @@ class Replayer:
         recorded: dict[str, Any] = {"name": logged.name, "data": logged.data}
         if logged.parent is not None:  # pragma: no cover - filtered above
             recorded["parent"] = logged.parent
-        # Plain equality first (C speed, key order ignored); the canonical text only
-        # decides when that fails (NaN is never equal to itself).
+        # Plain equality first (C speed, key order ignored); only when that fails does the
+        # log's own view decide: a JSON round trip (tuples become lists) compared as
+        # canonical text (NaN is never equal to itself).
+        asked = intent
+        if recorded != intent:
+            asked = _roundtrip(intent)
         if recorded != asked and _canonical(recorded) != _canonical(asked):
             raise NondeterminismError(
                 logged.seq,
