@@ -41,10 +41,6 @@ class Mailbox:
         """How many items wait for the chat."""
         return len(self._items.get(chat_id, ()))
 
-    def has_messages(self, chat_id: str) -> bool:
-        """True when a user message (not only breaks) waits: it would start a run."""
-        return any(item.get("kind") == "message" for item in self._items.get(chat_id, ()))
-
     def first_message(self, chat_id: str) -> dict[str, Any] | None:
         """The oldest queued user message of the chat (left in place), if any."""
         for item in self._items.get(chat_id, ()):

@@ -238,8 +238,9 @@ class RunManager:
         )
         mailbox = self.services.mailbox
         mailbox.drop_breaks(chat_id)
-        if mailbox.has_messages(chat_id):
-            self._start(chat_id, view=None)
+        waiting = mailbox.first_message(chat_id)
+        if waiting is not None:
+            self._start(chat_id, view=waiting.get("view"))
 
 
 def _ended_summary(

@@ -38,10 +38,16 @@ class Harness:
     ceilings: dict[str, Any] = field(default_factory=dict)
     spaces: dict[str, Any] = field(default_factory=dict)
     tier: dict[str, Any] | None = None
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def config(self) -> RunConfig:
         tier = self.tier or {"provider": "fake", "model": MODEL, "base_url": self.fake.base_url}
-        return RunConfig(tiers={"codegen": tier}, ceilings=dict(self.ceilings), spaces=self.spaces)
+        return RunConfig(
+            tiers={"codegen": tier},
+            ceilings=dict(self.ceilings),
+            spaces=self.spaces,
+            profiles=dict(self.profiles),
+        )
 
     def new_chat(self, title: str = "test") -> str:
         from jupyter_agent.runtime.ids import new_id, now_iso
