@@ -26,6 +26,7 @@ The cycle (the seed's "The tools: run_cell and bash")::
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,7 +87,8 @@ def toolcaller(run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
         # A bad tier is the person's to fix: say so in the chat, not only in a log.
         inbox = read_items((yield from _drain()))
         text = inbox.messages[0].text if inbox.messages else ""
-        yield from _post(state, f"The agent is not configured correctly: {err}", done=True)
+        with contextlib.suppress(RunCancelled):  # the turn below still says what happened
+            yield from _post(state, f"The agent is not configured correctly: {err}", done=True)
         return (yield from _finish(run_id, chat_id, state, spaces, text, "error", "error"))
     state.model = tier.model
     history = [TurnRecord.from_json(t) for t in ((yield from _config("history")) or [])]
@@ -187,7 +189,10 @@ def toolcaller(run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
     except RunCancelled:
         return (yield from finish("break_hard", "break_hard"))
     except ProviderError as err:
-        yield from _post(state, _provider_failure_text(err), done=True)
+        try:
+            yield from _post(state, _provider_failure_text(err), done=True)
+        except RunCancelled:  # broken while saying so: the turn still gets written
+            return (yield from finish("break_hard", "break_hard"))
         return (yield from finish("error", "error"))
 
 

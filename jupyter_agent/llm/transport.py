@@ -90,9 +90,13 @@ def resolve_credential(ref: str | None, env: Mapping[str, str]) -> str | None:
     scheme, _, name = ref.partition(":")
     if scheme != "env" or not name:
         raise CredentialError(f"unsupported credential reference {ref!r} (use env:NAME)")
-    value = env.get(name)
+    value = (env.get(name) or "").strip()
     if not value:
         raise CredentialError(f"credential {ref!r} is not set")
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        # An HTTP library would refuse the header and echo the value (escaped, so no
+        # redaction would match it) in its error: refuse it here, naming only the ref.
+        raise CredentialError(f"credential {ref!r} contains whitespace or control characters")
     return value
 
 
@@ -111,8 +115,11 @@ class _Redactor:
     secret: str | None
 
     def text(self, value: str) -> str:
-        if self.secret and self.secret in value:
-            value = value.replace(self.secret, "[REDACTED]")
+        if self.secret:
+            # the value as sent, and as an exception may show it (escaped in a bytes repr)
+            for form in {self.secret, repr(self.secret.encode())[2:-1]}:
+                if form in value:
+                    value = value.replace(form, "[REDACTED]")
         return value
 
     def value(self, value: Any) -> Any:

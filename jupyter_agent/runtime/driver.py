@@ -137,6 +137,7 @@ class RunDriver:
             home=str(config.spaces.get("home", "")),
         )
         self.ended = asyncio.Event()
+        self.turn_written = False  # the run manager writes the turn again if this stays False
 
     # --- control -----------------------------------------------------------------------
 
@@ -150,12 +151,13 @@ class RunDriver:
         self._hard = True
         task = self._inflight
         if task is not None and not task.done():
-            if self._inflight_name in (CELL_RUN, BASH_RUN) and self._kernel is not None:
+            in_kernel = self._inflight_name in (CELL_RUN, BASH_RUN) and self._kernel is not None
+            task.cancel()  # at once; the kernel interrupt must not delay the break
+            if in_kernel:
                 try:
-                    await self._kernel.interrupt()
-                except Exception:  # the cell is cancelled either way
+                    await asyncio.wait_for(self._kernel.interrupt(), 5)
+                except Exception:  # the cell is cancelled either way; the kernel is discarded
                     log.debug("kernel interrupt failed during a hard break", exc_info=True)
-            task.cancel()
 
     # --- the run -----------------------------------------------------------------------
 
@@ -227,6 +229,7 @@ class RunDriver:
                 return self._chat_post(data), None
             if name == TURN_APPEND:
                 await asyncio.to_thread(self.services.store.append_turn, TurnRecord.from_json(data))
+                self.turn_written = True
                 return {"ok": True}, None
         except ProviderError as err:
             return None, err.to_json()
@@ -271,7 +274,8 @@ class RunDriver:
     async def _kernel_handle(self) -> Any:
         if self._kernel is None:
             assert self._kernel_task is not None
-            self._kernel = await self._kernel_task
+            # Shielded: a hard break cancels the cell, never a kernel start half way.
+            self._kernel = await asyncio.shield(self._kernel_task)
         return self._kernel
 
     async def _release_kernel(self) -> None:

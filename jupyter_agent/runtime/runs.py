@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.core.turns import RunSummary, TurnLLM, TurnRecord
+from jupyter_agent.exceptions import RunCancelled
 from jupyter_agent.runtime.driver import RunConfig, RunDriver, RunServices
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.trace.log import EffectLog
@@ -38,6 +39,7 @@ class ActiveRun:
     chat_id: str
     driver: RunDriver
     task: asyncio.Task[None]
+    soft_break: bool = False
 
 
 class RunManager:
@@ -56,6 +58,7 @@ class RunManager:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self._active: dict[str, ActiveRun] = {}  # chat id -> run
         self._by_run: dict[str, ActiveRun] = {}
+        self._after_break: dict[str, list[dict[str, Any]]] = {}  # for the next run
 
     # --- queries ---------------------------------------------------------------------
 
@@ -88,11 +91,19 @@ class RunManager:
             item["view"] = view
         if attachments:
             item["attachments"] = list(attachments)
-        self.services.mailbox.put(chat_id, item)
         active = self._active.get(chat_id)
         if active is not None:
+            if active.soft_break:
+                # The run is wrapping up on the person's request: this message is for the
+                # next run, not steering for the one that is stopping.
+                self._after_break.setdefault(chat_id, []).append(item)
+            else:
+                self.services.mailbox.put(chat_id, item)
             return {"run_id": active.run_id, "routed": "mailbox"}
-        return {"run_id": self._start(chat_id, view=view), "routed": "run"}
+        run_id = self._start(chat_id, view=view, text=text)
+        # Queued only once the run exists (its first drain comes after this returns).
+        self.services.mailbox.put(chat_id, item)
+        return {"run_id": run_id, "routed": "run"}
 
     async def break_run(self, run_id: str, *, hard: bool) -> BreakState | None:
         """Break a run: soft at its next drain, hard at once. None for an unknown run."""
@@ -103,6 +114,7 @@ class RunManager:
         if hard:
             await active.driver.hard_break()
         else:
+            active.soft_break = True
             self.services.mailbox.put(
                 active.chat_id, {"kind": "break", "hard": False, "at": now_iso()}
             )
@@ -161,7 +173,7 @@ class RunManager:
             log.debug("could not read the log of %s", summary.run_id, exc_info=True)
         return ""
 
-    def _start(self, chat_id: str, *, view: dict[str, Any] | None) -> str:
+    def _start(self, chat_id: str, *, view: dict[str, Any] | None, text: str) -> str:
         run_id = new_id("run")
         config = self._config()
         started = now_iso()
@@ -174,6 +186,7 @@ class RunManager:
             "tiers": config.tiers,
             "profile": model,
         }
+        history = self.services.store.list_turns(chat_id)
         effect_log = EffectLog.create(self.log_path(run_id), header)
         summary = RunSummary(
             run_id=run_id,
@@ -184,7 +197,26 @@ class RunManager:
             model=str(model) if model else None,
         )
         self.services.store.upsert_run(summary)
-        history = self.services.store.list_turns(chat_id)
+        try:
+            return self._launch(summary, effect_log, config, history, view, text)
+        except Exception:
+            # Nothing ran: the run must not stay "running" until the next restart.
+            effect_log.close()
+            self.services.store.upsert_run(
+                _ended_summary(summary, now_iso(), status="error", stop="error", cause="error")
+            )
+            raise
+
+    def _launch(
+        self,
+        summary: RunSummary,
+        effect_log: EffectLog,
+        config: RunConfig,
+        history: list[TurnRecord],
+        view: dict[str, Any] | None,
+        text: str,
+    ) -> str:
+        run_id, chat_id, started = summary.run_id, summary.chat_id, summary.started
         path = (view or {}).get("path")
         cwd = str(Path(path).parent) if isinstance(path, str) and path else None
         driver = RunDriver(
@@ -197,11 +229,8 @@ class RunManager:
             cwd=cwd,
         )
         self.services.store.touch_chat(chat_id, now=started, active_run_id=run_id)
-        opening = self.services.mailbox.first_message(chat_id) or {}
         # The opening message rides on run_start so every client shows it at once.
-        self.services.events.publish(
-            chat_id, run_id, "run_start", started=started, text=opening.get("text", "")
-        )
+        self.services.events.publish(chat_id, run_id, "run_start", started=started, text=text)
         task = asyncio.get_running_loop().create_task(self._run(summary, driver))
         active = ActiveRun(run_id=run_id, chat_id=chat_id, driver=driver, task=task)
         self._active[chat_id] = active
@@ -209,38 +238,62 @@ class RunManager:
         return run_id
 
     async def _run(self, summary: RunSummary, driver: RunDriver) -> None:
+        """Run to the end; whatever happens, the run gets a turn, a summary and a successor."""
         store = self.services.store
+        chat_id, run_id = summary.chat_id, summary.run_id
+        turn: TurnRecord | None = None
         try:
             turn = await driver.run()
-        except Exception:
-            log.exception("run %s failed", summary.run_id)
-            turn = _minimal_turn(summary, now_iso(), "error", "error", "")
-            await asyncio.to_thread(store.append_turn, turn)
+        except (Exception, RunCancelled):  # a bug must not wedge the chat: end the run
+            log.exception("run %s failed", run_id)
+        if turn is None:
+            turn = _minimal_turn(summary, now_iso(), "error", "error", self._user_text(summary))
+        if not driver.turn_written:
+            await _store_call(store.append_turn, turn, attempts=3)
         status = {"done": "done", "wrapup": "done", "break_hard": "interrupted"}.get(
             turn.llm.stop_reason, "error"
         )
         ended = _ended_summary(
             summary, now_iso(), status=status, stop=turn.llm.stop_reason, cause=turn.llm.end_cause
         )
-        ended = _with_counts(ended, turn)
-        await asyncio.to_thread(store.upsert_run, ended)
-        chat_id = summary.chat_id
+        await _store_call(store.upsert_run, _with_counts(ended, turn))
+        # No await from here to the next start: a message arriving now either finds this
+        # run gone and starts its own, or is already queued and starts the next one below.
         self._active.pop(chat_id, None)
-        self._by_run.pop(summary.run_id, None)
-        await asyncio.to_thread(store.touch_chat, chat_id, now=ended.ended, active_run_id=None)
+        self._by_run.pop(run_id, None)
+        mailbox = self.services.mailbox
+        mailbox.drop_breaks(chat_id)
+        for item in self._after_break.pop(chat_id, ()):
+            mailbox.put(chat_id, item)
+        waiting = mailbox.first_message(chat_id)
         self.services.events.publish(
             chat_id,
-            summary.run_id,
+            run_id,
             "run_end",
             stopReason=turn.llm.stop_reason,
             endCause=turn.llm.end_cause,
             turn=turn.to_json(),
         )
-        mailbox = self.services.mailbox
-        mailbox.drop_breaks(chat_id)
-        waiting = mailbox.first_message(chat_id)
-        if waiting is not None:
-            self._start(chat_id, view=waiting.get("view"))
+        if waiting is not None and chat_id not in self._active:
+            try:
+                self._start(chat_id, view=waiting.get("view"), text=str(waiting.get("text", "")))
+            except Exception:
+                log.exception("could not start the next run of %s", chat_id)
+        else:
+            await _store_call(store.touch_chat, chat_id, now=ended.ended, active_run_id=None)
+
+
+async def _store_call(fn: Callable[..., Any], *args: Any, attempts: int = 1, **kw: Any) -> None:
+    """A store write at a run's end: retried, and logged rather than raised on failure."""
+    for attempt in range(1, attempts + 1):
+        try:
+            await asyncio.to_thread(fn, *args, **kw)
+            return
+        except Exception:
+            if attempt == attempts:
+                log.exception("store write %s failed", getattr(fn, "__name__", fn))
+            else:
+                await asyncio.sleep(0.2 * attempt)
 
 
 def _ended_summary(

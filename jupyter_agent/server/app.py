@@ -41,6 +41,9 @@ DEFAULT_TIERS: dict[str, dict[str, str]] = {
 }
 
 
+_TIER_KEYS = frozenset({"provider", "model", "base_url", "api_key_ref", "api"})
+
+
 class JupyterAgent(ExtensionApp):
     """The jupyter-agent server extension (configurable as ``c.JupyterAgent.<trait>``)."""
 
@@ -143,6 +146,14 @@ class JupyterAgent(ExtensionApp):
         for name, tier in tiers.items():
             if not isinstance(tier, dict):
                 raise TraitError(f"JupyterAgent.tiers[{name!r}] must be a dict")
+            unknown = sorted(set(tier) - _TIER_KEYS)
+            if unknown:
+                # Named, never echoed: a stray "api_key" would hold a secret.
+                raise TraitError(
+                    f"JupyterAgent.tiers[{name!r}] has unknown key(s) {', '.join(unknown)}; "
+                    f"known: {', '.join(sorted(_TIER_KEYS))} (keys go in the environment, "
+                    "named by api_key_ref: env:NAME)"
+                )
             for key in ("provider", "model"):
                 if not isinstance(tier.get(key), str):
                     raise TraitError(f"JupyterAgent.tiers[{name!r}] needs a string {key!r}")

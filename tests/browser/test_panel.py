@@ -7,6 +7,7 @@ provider. Screenshots of the chat view go to ``test-artifacts/browser/`` (printe
 from __future__ import annotations
 
 import base64
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,11 @@ from tests.browser.lab import (
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"),
+    # Skipped without chromium, except in CI, where a missing browser is a failure.
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
+        reason="needs Debian's chromium",
+    ),
     pytest.mark.timeout(180),
 ]
 

@@ -336,3 +336,13 @@ def test_one_transport_serves_several_event_loops(fake_provider):
 
     assert asyncio.run(call()) == "a"
     assert asyncio.run(call()) == "b"
+
+
+def test_a_key_with_a_trailing_newline_is_stripped_and_one_with_control_chars_refused():
+    secret = "sk-ant-canary-" + uuid.uuid4().hex
+    assert resolve_credential("env:K", {"K": secret + "\n"}) == secret
+    with pytest.raises(CredentialError) as info:
+        resolve_credential("env:K", {"K": secret[:10] + "\r\n" + secret[10:]})
+    assert "env:K" in str(info.value)
+    assert secret[10:] not in str(info.value)
+    assert secret[10:] not in repr(info.value)

@@ -160,7 +160,9 @@ async def test_run_gen_cancelled_mid_call(fake_provider, key, log):
             transport=transport,
         )
     )
+    deadline = asyncio.get_running_loop().time() + 30
     while log.last_seq < 3:
+        assert asyncio.get_running_loop().time() < deadline, "the model call never started"
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
     task.cancel()

@@ -160,6 +160,29 @@ async def test_soft_break_wraps_up_at_the_next_drain(agent: Harness) -> None:
     assert_replays(agent, turn)
 
 
+async def test_a_message_after_a_soft_break_starts_the_next_run(agent: Harness) -> None:
+    agent.fake.load(
+        [
+            {"cells": ["import time\ntime.sleep(1.0)\nprint('slept')"]},
+            {"expect": {"last_user_contains": "asked you to stop"}, "text": "Stopped."},
+            {"expect": {"last_user_contains": "do X instead"}, "text": "Doing X."},
+        ]
+    )
+    chat = agent.new_chat()
+    run = agent.manager.send(chat, text="sleep")
+    await agent.wait_event(chat, "cell_start")
+    await agent.manager.break_run(run["run_id"], hard=False)
+    assert agent.manager.send(chat, text="do X instead")["routed"] == "mailbox"
+    first = await agent.finish(run["run_id"])
+    assert (first.llm.end_cause, first.steering) == ("break_soft", ())
+    deadline = time.monotonic() + 30
+    while len(agent.store.list_turns(chat)) < 2:
+        assert time.monotonic() < deadline, "the message after the break started no run"
+        await asyncio.sleep(0.05)
+    second = agent.store.list_turns(chat)[1]
+    assert (second.user_text, second.final_text) == ("do X instead", "Doing X.")
+
+
 async def test_hard_break_during_a_slow_model_call(agent: Harness) -> None:
     agent.fake.load([{"delay_s": 30, "text": "too late"}])
     chat = agent.new_chat()

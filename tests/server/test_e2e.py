@@ -204,15 +204,9 @@ def test_message_events_turn_and_mailbox(server: Server) -> None:
         turn = wait_turn(client, chat_id, first["run_id"])
         assert turn["llm"]["stopReason"] == "done"
         assert turn["replies"][-1]["done"] is True
-        # Nothing dropped: the second message steered this run or started the next one.
-        steered = [s["text"] for s in turn["steering"]]
-        if "and show the squares too" not in steered:
-            chat = client.get(f"agent/chats/{chat_id}").json()
-            runs = client.get("agent/runs").json()["runs"]
-            later = [r for r in runs if r["chat_id"] == chat_id and r["run_id"] != first["run_id"]]
-            assert later, (steered, chat)
-            turn2 = wait_turn(client, chat_id, later[0]["run_id"])
-            assert turn2["userText"] == "and show the squares too"
+        # Nothing dropped: the second message reached this run (at its opening drain or a
+        # later one: the run has three model calls, so a drain follows either way).
+        assert [s["text"] for s in turn["steering"]] == ["and show the squares too"]
 
 
 def test_hard_break_of_a_slow_run(server: Server) -> None:

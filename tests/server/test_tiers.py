@@ -135,3 +135,12 @@ def test_bad_trait_values_are_rejected(name: str, value: object) -> None:
     app = JupyterAgent()
     with pytest.raises(TraitError):
         setattr(app, name, value)
+
+
+def test_an_admin_tier_with_a_key_in_it_is_refused_without_echoing_it() -> None:
+    secret = "sk-ant-canary-admin-0451"
+    tier = {"provider": "anthropic", "model": "claude-sonnet-4-5", "api_key": secret}
+    with pytest.raises(TraitError) as info:
+        JupyterAgent(tiers={"codegen": tier})
+    assert "api_key" in str(info.value)
+    assert secret not in str(info.value)
