@@ -447,9 +447,18 @@ class AgentService:
         path = check_relative_path(f"agent-traces/{run_id}.ipynb" if raw is None else raw, "'path'")
         if not path.endswith(".ipynb"):
             raise bad("'path' must end in .ipynb", "bad_path")
+        if any(part.startswith(".") for part in path.split("/")):
+            raise bad(f"'path' {path!r} names a hidden file or folder", "bad_path")
+        overwrite = body.get("overwrite", raw is None)  # our own trace path is ours to refresh
+        if not isinstance(overwrite, bool):
+            raise bad("'overwrite' must be true or false")
         if self.contents_manager is None:
             raise ServiceError(501, "no contents manager to write with", "no_contents")
         nb = await self.run_notebook(run_id)
+        if not overwrite and await _maybe(self.contents_manager.file_exists(path)):
+            raise ServiceError(
+                409, f"{path!r} exists; send overwrite: true to replace it", "exists"
+            )
         await self._write_contents(path, nb)
         return {"path": path}
 

@@ -110,6 +110,40 @@ def test_message_to_reply_and_run_routes(
             status=400,
         )
     assert not (jp_root_dir.parent / "escape.ipynb").exists()
+    # a person's file is never replaced silently; a hidden folder is never created
+    before = (jp_root_dir / "a" / "b" / "t.ipynb").read_bytes()
+    refused(
+        fetch,
+        "agent",
+        "runs",
+        run_id,
+        "notebook",
+        method="POST",
+        body={"path": "a/b/t.ipynb"},
+        status=409,
+    )
+    assert (jp_root_dir / "a" / "b" / "t.ipynb").read_bytes() == before
+    code, _ = call(
+        fetch,
+        "agent",
+        "runs",
+        run_id,
+        "notebook",
+        method="POST",
+        body={"path": "a/b/t.ipynb", "overwrite": True},
+    )
+    assert code == 201
+    refused(
+        fetch,
+        "agent",
+        "runs",
+        run_id,
+        "notebook",
+        method="POST",
+        body={"path": "newdir/.hidden/t.ipynb"},
+        status=400,
+    )
+    assert not (jp_root_dir / "newdir").exists()
 
     code, chat_nb = call(fetch, "agent", "chats", chat_id, "notebook")
     nbformat.validate(nbformat.from_dict(chat_nb))
