@@ -54,8 +54,17 @@ class ChatHandler(AgentHandler):
     @web.authenticated
     @authorized
     async def delete(self, chat_id: str) -> None:
-        """Delete the chat and its turns (its traces stay); 204."""
+        """Delete the chat and its turns (its traces stay); 204.
+
+        Deleting a chat whose run is going breaks that run, so it also needs ``execute``.
+        """
         service = await self.service()
+        if service.manager.active_run_id(chat_id) is not None:
+            user = self.current_user
+            if not self.authorizer.is_authorized(self, user, "execute", self.auth_resource):
+                raise web.HTTPError(
+                    403, "deleting a chat with a running turn stops it: that needs 'execute'"
+                )
         await service.delete_chat(chat_id)
         self.set_status(204)
         self.finish()

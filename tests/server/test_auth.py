@@ -190,3 +190,36 @@ def test_websocket_needs_token_and_known_chat(
     assert connect("chat_unknown", jp_auth_header) == 404
     assert connect(chat_id, jp_auth_header, "?since=abc") == 400
     assert connect(chat_id, jp_auth_header, "?since=0") == 101
+
+
+@pytest.mark.parametrize(
+    "jp_server_config",
+    [
+        {
+            "ServerApp": {
+                "jpserver_extensions": {"jupyter_agent": True},
+                "authorizer_class": ReadOnlyAuthorizer,
+            },
+            "JupyterAgent": {"pool_size": 0},
+        }
+    ],
+)
+def test_deleting_a_chat_with_a_running_turn_needs_execute(
+    fetch: Any, agent_service: Any, jp_asyncio_loop: Any, spin: Any
+) -> None:
+    chat_id = new_chat(fetch)
+
+    async def start() -> dict[str, Any]:
+        # started from inside (sending over HTTP needs execute, which this user lacks)
+        result: dict[str, Any] = agent_service.manager.send(chat_id, text="hi")
+        return result
+
+    run = jp_asyncio_loop.run_until_complete(start())
+    expect_403(fetch, "DELETE", ["chats", chat_id], None)
+    code, chat = call(fetch, "agent", "chats", chat_id)
+    assert code == 200
+    assert chat["id"] == chat_id
+    jp_asyncio_loop.run_until_complete(agent_service.manager.break_run(run["run_id"], hard=True))
+    jp_asyncio_loop.run_until_complete(agent_service.manager.wait(run["run_id"]))
+    code, _ = call(fetch, "agent", "chats", chat_id, method="DELETE")
+    assert code == 204
