@@ -181,6 +181,13 @@ class AgentKernel(IPythonKernel):
         assert self.shell is not None
         self.shell.push(names, interactive=False)
 
+    @property
+    def kernel_info(self) -> dict[str, Any]:
+        """IPython's kernel info plus ``jupyter_agent.cwd``: a pool can skip a needless chdir."""
+        info: dict[str, Any] = dict(super().kernel_info)
+        info["jupyter_agent"] = {"cwd": os.getcwd()}
+        return info
+
     # -- stdin: model-written input() must not prompt ----------------------------------------
     def raw_input(self, prompt: str = "") -> str:
         if self.agent_cell_running:

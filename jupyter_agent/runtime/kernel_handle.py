@@ -106,6 +106,12 @@ class AgentKernelHandle:
                         raise KernelDied(f"kernel {self.kernel_id} died while starting") from None
                     continue
                 if msg["parent_header"].get("msg_id") == msg_id:
+                    agent = msg.get("content", {}).get("jupyter_agent")
+                    # Only at first start: after a restart, _cwd is where the run was moved
+                    # to, and the restart restores it.
+                    if self._cwd is None and isinstance(agent, dict):
+                        cwd = agent.get("cwd")
+                        self._cwd = cwd if isinstance(cwd, str) else None
                     return
             if time.monotonic() > deadline:
                 raise KernelError(f"kernel {self.kernel_id} did not answer in time")
@@ -230,6 +236,11 @@ class AgentKernelHandle:
             timeout_s + _OP_GRACE_S,
         )
         return BashResult.from_json(content["jupyter_agent"])
+
+    @property
+    def cwd(self) -> str | None:
+        """The kernel's working folder when known (reported at start, or set by chdir)."""
+        return self._cwd
 
     async def chdir(self, path: str) -> None:
         """Move the kernel's working directory (before the run's first cell)."""

@@ -154,7 +154,7 @@ class KernelPool:
         if handle is None:
             handle = await self._start_handle()
         self._touch(handle.kernel_id)
-        if cwd is not None:
+        if cwd is not None and handle.cwd != os.path.abspath(cwd):
             try:
                 await handle.chdir(cwd)
             except BaseException:

@@ -200,3 +200,19 @@ async def test_app_call_in_the_first_cell_after_connect(kernel_manager: AsyncMul
             assert [p.text for p in result.prints] == ["chat.post#101"], result
         finally:
             await pool.discard(handle)
+
+
+async def test_a_kernel_reports_its_folder_so_acquire_can_skip_the_chdir(
+    kernel_manager: AsyncMultiKernelManager, tmp_path
+):
+    pool = KernelPool(kernel_manager, size=0)
+    handle = await pool.acquire(cwd=None)
+    try:
+        started_in = handle.cwd
+        assert started_in == os.getcwd()  # reported in kernel_info, no execute needed
+        result = await handle.run_cell("c1", "import os\nprint(os.getcwd())", timeout_s=30)
+        assert [p.text for p in result.prints] == [started_in]
+        await handle.chdir(str(tmp_path))
+        assert handle.cwd == str(tmp_path)
+    finally:
+        await pool.discard(handle)
