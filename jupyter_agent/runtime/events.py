@@ -44,10 +44,6 @@ class EventBus:
         """The kept events of the chat with a seq above ``seq``, oldest first."""
         return [e for e in self._history.get(chat_id, ()) if e["seq"] > seq]
 
-    def last_seq(self, chat_id: str) -> int:
-        """The seq of the chat's newest event (0 before any)."""
-        return self._seq.get(chat_id, 0)
-
     @contextmanager
     def subscribe(self, chat_id: str) -> Iterator[asyncio.Queue[dict[str, Any]]]:
         """A queue receiving every event of the chat published while the context is open."""

@@ -25,7 +25,7 @@ from jupyter_agent.core.digest import DigestOptions, digest_cell
 from jupyter_agent.core.effects import Effect
 from jupyter_agent.core.turns import Reply, Steering, TurnLLM, TurnRecord
 from jupyter_agent.messages import Usage
-from jupyter_agent.trace.log import PROGRAM, EffectLog, LogLine, TraceFile, read_log
+from jupyter_agent.trace.log import PROGRAM, LogLine, TraceFile, read_log
 from jupyter_agent.trace.notebook import (
     KERNELSPEC,
     chat_notebook,
@@ -33,6 +33,7 @@ from jupyter_agent.trace.notebook import (
     sh_source,
     write_notebook,
 )
+from tests.trace.logs_support import LogWriter
 
 PNG_1x1 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwAD"
@@ -44,39 +45,16 @@ TRICKY = 'echo "it\'s" \'a "b"\' \\ $HOME | grep -c \'\\n\'\nprintf \'%s\\n\' ""
 MODEL = "claude-sonnet-4-5"
 
 
-class Run:
+class Run(LogWriter):
     """Writes a realistic effect log, in the loop's order, one effect at a time."""
 
     def __init__(self, path: Path, run_id: str = "run_01NB", chat_id: str = "chat_01NB") -> None:
-        self.run_id, self.chat_id = run_id, chat_id
-        header = {
-            "run_id": run_id,
-            "chat_id": chat_id,
-            "program": PROGRAM,
-            "profile": {"context_window": 200000},
-            "tiers": {"codegen": {"provider": "anthropic", "model": MODEL}},
-            "created": "2025-03-01T10:00:00.000Z",
-        }
-        self.log = EffectLog.create(path, header)
-        self.path = path
+        super().__init__(path, run_id, chat_id)
         self.minute = 0
 
     def now(self) -> str:
         self.minute += 1
         return f"2025-03-01T10:{self.minute:02d}:00.000Z"
-
-    def effect(
-        self,
-        name: str,
-        data: dict[str, Any],
-        result: Any,
-        *,
-        parent: int | None = None,
-        error: dict[str, Any] | None = None,
-    ) -> int:
-        seq = self.log.intent(Effect(name=name, data=data, parent=parent))
-        self.log.result(seq, name, result, error=error)
-        return seq
 
     def opening(self, drain: list[dict[str, Any]]) -> None:
         self.effect("clock.now", {}, self.now())
