@@ -152,8 +152,14 @@ class StoreError(AgentError):
 
 
 class RunCancelled(BaseException):
-    """A hard break: the run stops at once. A BaseException so ``except Exception`` passes it."""
+    """A hard break: the run stops at once. A BaseException so ``except Exception`` passes it.
 
-    def __init__(self, reason: str = "break_hard") -> None:
+    ``detail`` is the cancelled effect's result data when there was one: besides
+    ``cancelled`` it may hold ``deferred`` (mailbox items the host took at the break, which
+    belong to this turn) and ``bubbles`` (progress texts a cut cell had already posted).
+    """
+
+    def __init__(self, reason: str = "break_hard", *, detail: Any = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.detail: dict[str, Any] = detail if isinstance(detail, dict) else {}

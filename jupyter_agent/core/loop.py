@@ -17,6 +17,14 @@ The cycle (the seed's "The tools: run_cell and bash")::
   a soft break ends the run at the next drain through the wrap-up; a hard break (the driver
   cancels the effect in flight, whose result reads ``{"cancelled": "break_hard"}``) ends the
   run at once with ``stopReason: break_hard`` and a minimal turn.
+- Every message the host routed to this run is in its turn (as ``userText`` or
+  ``steering``): the host performs the final ``chat.post`` (done true) only when the
+  mailbox holds no message, closing the mailbox in the same step; otherwise it answers
+  ``{"deferred": [items]}`` and the loop takes them as steering (on the done path the
+  answer so far becomes a bubble and the model reads them next). A hard break's cancelled
+  result may carry ``deferred`` too, and a cut cell's ``bubbles``; both join the turn.
+- Progress bubbles a cell posts (the in-cell ``chat.post``) come back as the cell.run
+  result's ``bubbles`` and join the turn's replies (done false) in order.
 - Ceilings (model calls, cells, wall time, cost) end the run through the same wrap-up.
 - Everything the loop depends on arrives through effects: ``config.get`` keys ``ceilings``,
   ``spaces``, ``history`` (the chat's previous turn records), ``llm.tier.*`` and
@@ -45,7 +53,7 @@ from jupyter_agent.core.effects import (
     Effect,
     EffectGen,
 )
-from jupyter_agent.core.inbox import read_items
+from jupyter_agent.core.inbox import Inbox, read_items
 from jupyter_agent.core.prompt import RuntimeContext, build_system, user_message
 from jupyter_agent.core.runstate import Ceilings, RunState, seconds_between
 from jupyter_agent.core.tools import ToolSpec, tools_for
@@ -87,17 +95,21 @@ def toolcaller(run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
         # A bad tier is the person's to fix: say so in the chat, not only in a log.
         inbox = read_items((yield from _drain()))
         text = inbox.messages[0].text if inbox.messages else ""
+        state.steering.extend(m.steering() for m in inbox.messages[1:])
         with contextlib.suppress(RunCancelled):  # the turn below still says what happened
-            yield from _post(state, f"The agent is not configured correctly: {err}", done=True)
+            yield from _post_final(state, f"The agent is not configured correctly: {err}")
         return (yield from _finish(run_id, chat_id, state, spaces, text, "error", "error"))
     state.model = tier.model
     history = [TurnRecord.from_json(t) for t in ((yield from _config("history")) or [])]
     inbox = read_items((yield from _drain()))
     if inbox.hard_break or not inbox.messages:
-        # Broken before it began, or nothing to answer: end with a minimal turn.
+        # Broken before it began, or nothing to answer: end with a minimal turn (that still
+        # holds the messages it was given).
         cause: EndCause = "break_hard" if inbox.hard_break else "error"
         stop: StopReason = "break_hard" if inbox.hard_break else "error"
-        return (yield from _finish(run_id, chat_id, state, spaces, "", stop, cause))
+        first_text = inbox.messages[0].text if inbox.messages else ""
+        state.steering.extend(m.steering() for m in inbox.messages[1:])
+        return (yield from _finish(run_id, chat_id, state, spaces, first_text, stop, cause))
     opening = inbox.messages[0]
     user_text = opening.text
     for later in inbox.messages[1:]:
@@ -144,15 +156,9 @@ def toolcaller(run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
         while True:
             if not first:
                 inbox = read_items((yield from _drain()))
+                _take_steering(state, messages, inbox)
                 if inbox.hard_break:
                     raise RunCancelled()
-                for item in inbox.messages:
-                    state.steering.append(item.steering())
-                    _add_user(
-                        messages,
-                        user_message(item.text, at=item.at, view=item.view, attachments=item.files),
-                    )
-                state.soft_break = state.soft_break or inbox.soft_break
             first = False
             if state.soft_break:
                 end_cause = "break_soft"
@@ -180,18 +186,26 @@ def toolcaller(run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
                 if end_cause is not None:
                     break
                 continue
-            yield from _post(state, reply.text, done=True)
-            return (yield from finish("done", "done"))
+            deferred = yield from _post(state, reply.text, done=True)
+            if deferred is None:
+                return (yield from finish("done", "done"))
+            # Messages came while the model answered: they belong to this turn. What it
+            # said shows as a bubble, and the next model call reads them.
+            if reply.text.strip():
+                yield from _post(state, reply.text, done=False)
+            _take_steering(state, messages, deferred)
 
         wrap = yield from _wrap_up(messages, system.text, tier, end_cause, state)
-        yield from _post(state, wrap, done=True)
+        yield from _post_final(state, wrap)
         return (yield from finish("wrapup", end_cause))
-    except RunCancelled:
+    except RunCancelled as cancel:
+        _take_cancel_detail(state, cancel)
         return (yield from finish("break_hard", "break_hard"))
     except ProviderError as err:
         try:
-            yield from _post(state, _provider_failure_text(err), done=True)
-        except RunCancelled:  # broken while saying so: the turn still gets written
+            yield from _post_final(state, _provider_failure_text(err))
+        except RunCancelled as cancel:  # broken while saying so: the turn still gets written
+            _take_cancel_detail(state, cancel)
             return (yield from finish("break_hard", "break_hard"))
         return (yield from finish("error", "error"))
 
@@ -214,11 +228,43 @@ def _drain() -> EffectGen[list[Any]]:
     return list(result.data or [])
 
 
-def _post(state: RunState, text: str, *, done: bool) -> EffectGen[None]:
+def _post(state: RunState, text: str, *, done: bool) -> EffectGen[Inbox | None]:
+    """Post a reply or bubble. A final reply the host deferred returns the queued items."""
     result = yield Effect(name=CHAT_POST, data={"text": text, "done": done})
     if result.cancelled:
-        raise RunCancelled()
+        raise RunCancelled(detail=result.data)
+    if isinstance(result.data, dict) and "deferred" in result.data:
+        return read_items(result.data.get("deferred") or [])
     state.replies.append(Reply(text=text, done=done))
+    return None
+
+
+def _post_final(state: RunState, text: str) -> EffectGen[None]:
+    """Post a final reply on a path that cannot go on: deferred messages become steering."""
+    while True:
+        deferred = yield from _post(state, text, done=True)
+        if deferred is None:
+            return
+        state.steering.extend(m.steering() for m in deferred.messages)
+
+
+def _take_steering(state: RunState, messages: list[Message], inbox: Inbox) -> None:
+    """Mid-run messages join the turn's steering and the next model call."""
+    for item in inbox.messages:
+        state.steering.append(item.steering())
+        _add_user(
+            messages,
+            user_message(item.text, at=item.at, view=item.view, attachments=item.files),
+        )
+    state.soft_break = state.soft_break or inbox.soft_break
+
+
+def _take_cancel_detail(state: RunState, cancel: RunCancelled) -> None:
+    """What a hard break handed back: a cut cell's bubbles and the host's deferred mail."""
+    for text in cancel.detail.get("bubbles") or ():
+        state.replies.append(Reply(text=str(text), done=False))
+    deferred = read_items(cancel.detail.get("deferred") or [])
+    state.steering.extend(m.steering() for m in deferred.messages)
 
 
 def _count(state: RunState, result: ChatResult) -> None:
@@ -255,9 +301,11 @@ def _run_tool(
         data = {"cell_id": cell_id, "code": code, "timeout_s": ceilings.cell_timeout_s}
         result = yield Effect(name=CELL_RUN, data=data)
         if result.cancelled:
-            raise RunCancelled()
+            raise RunCancelled(detail=result.data)
         if result.error is not None:
             return _error_result(call, f"The cell could not run: {result.error.get('message')}")
+        for text in result.data.get("bubbles") or ():
+            state.replies.append(Reply(text=str(text), done=False))
         cell = CellResult.from_json(result.data)
         for made in cell.model_calls:
             state.add_call(usage_from_json(made.get("usage") or {}), made.get("cost"), None)
@@ -271,7 +319,7 @@ def _run_tool(
             name=BASH_RUN, data={"command": command, "timeout_s": ceilings.cell_timeout_s}
         )
         if result.cancelled:
-            raise RunCancelled()
+            raise RunCancelled(detail=result.data)
         if result.error is not None:
             return _error_result(call, f"The command could not run: {result.error.get('message')}")
         digest = digest_bash(BashResult.from_json(result.data), options)

@@ -193,7 +193,7 @@ def chat(
     )
     result = yield Effect(name=HTTP_POST, data=spec.to_intent())
     if result.cancelled:
-        raise RunCancelled(str(result.data.get("cancelled", "break_hard")))
+        raise RunCancelled(str(result.data.get("cancelled", "break_hard")), detail=result.data)
     if result.error is not None:
         raise provider_error_from_json(result.error)
     try:

@@ -39,7 +39,7 @@ from typing import Any
 
 from jupyter_agent.llm import fake_sse
 from jupyter_agent.llm import fake_wire as wire_fmt
-from jupyter_agent.llm.fake_script import Script, Step, parse_script
+from jupyter_agent.llm.fake_script import Script, Step, parse_script, turn_position
 
 __all__ = ["FakeProvider", "RecordedRequest", "main"]
 
@@ -210,15 +210,16 @@ class FakeProvider:
                 return len(self._script.steps)
             return max(0, len(self._script.steps) - self._next)
 
-    def _take(self) -> tuple[int, Step] | None:
+    def _take(self, wire: str, body: dict[str, Any]) -> tuple[int, Step] | None:
         with self._lock:
             steps = self._script.steps
+            position = turn_position(wire, body) if self._script.per_turn else self._next
             if self._script.repeat:
-                index = self._next % len(steps)
-            elif self._next >= len(steps):
+                index = position % len(steps)
+            elif position >= len(steps):
                 return None
             else:
-                index = self._next
+                index = position
             self._next += 1
             return index, steps[index]
 
@@ -265,7 +266,7 @@ class FakeProvider:
         if problem:
             self._record(h, body, wire, None)
             return self._error(h, wire, 400, "invalid_request_error", problem)
-        taken = self._take()
+        taken = self._take(wire, body)
         self._record(h, body, wire, None if taken is None else taken[0])
         if taken is None:
             count = len(self._script.steps)

@@ -82,10 +82,17 @@ class Step:
 
 @dataclass(frozen=True, kw_only=True)
 class Script:
-    """The steps, answered in order; with ``repeat`` the script loops forever."""
+    """The steps, answered in order; with ``repeat`` the script loops forever.
+
+    With ``per_turn`` each conversation turn plays the script from its first step: the step
+    answered is the number of model replies in the request since its last plain user message
+    (see :func:`turn_position`), not the number of requests served, so concurrent
+    conversations never share (or interleave) steps.
+    """
 
     steps: tuple[Step, ...]
     repeat: bool = False
+    per_turn: bool = False
 
 
 def _fail(index: int, name: str, problem: str) -> ConfigError:
@@ -219,17 +226,61 @@ def parse_script(source: Script | list[Any] | dict[str, Any] | str | Path) -> Sc
             data = json.loads(data)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"fake script is not valid JSON: {exc}") from exc
-    repeat = False
+    repeat = per_turn = False
     if isinstance(data, dict):
-        unknown = set(data) - {"steps", "repeat"}
+        unknown = set(data) - {"steps", "repeat", "per_turn"}
         if unknown:
             raise ConfigError(f"fake script: unknown top-level field {sorted(unknown)[0]!r}")
         repeat = data.get("repeat", False)
-        if not isinstance(repeat, bool):
-            raise ConfigError("fake script: field 'repeat' must be true or false")
+        per_turn = data.get("per_turn", False)
+        for name, flag in (("repeat", repeat), ("per_turn", per_turn)):
+            if not isinstance(flag, bool):
+                raise ConfigError(f"fake script: field {name!r} must be true or false")
         data = data.get("steps")
     if not isinstance(data, list):
         raise ConfigError('fake script: must be a list of steps or {"steps": [...]}')
     if repeat and not data:
         raise ConfigError("fake script: a repeating script needs at least one step")
-    return Script(steps=tuple(parse_step(i, s) for i, s in enumerate(data)), repeat=repeat)
+    steps = tuple(parse_step(i, s) for i, s in enumerate(data))
+    return Script(steps=steps, repeat=repeat, per_turn=per_turn)
+
+
+def turn_position(wire: str, body: dict[str, Any]) -> int:
+    """How many model replies a request holds since its last plain user message.
+
+    A plain user message is one that carries no tool result (a new turn's question); the
+    replies after it are this turn's earlier steps. Works on the three wires' request shapes.
+    """
+    if wire == "responses":
+        items = body.get("input")
+        count = 0
+        assistant_side = False
+        for item in items if isinstance(items, list) else ():
+            if not isinstance(item, dict):
+                continue
+            kind, role = item.get("type"), item.get("role")
+            if role == "user" and kind in (None, "message"):
+                count, assistant_side = 0, False
+            elif kind == "function_call_output":
+                assistant_side = False
+            elif role == "assistant" or kind in ("function_call", "reasoning"):
+                count += 0 if assistant_side else 1
+                assistant_side = True
+        return count
+    messages = body.get("messages")
+    count = 0
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if role == "assistant":
+            count += 1
+        elif role == "user" and not _has_tool_result(message.get("content")):
+            count = 0
+    return count
+
+
+def _has_tool_result(content: Any) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )

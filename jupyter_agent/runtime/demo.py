@@ -7,8 +7,10 @@ use, answering the shipped script ``jupyter_agent/demo/demo_script.json`` in a l
 model is named :data:`DEMO_MODEL` everywhere (status, turn records, traces), so a demo reply
 is never mistaken for a real model's. It needs only the standard library and IPython.
 
-The script has three steps (a bubble and a cell, a second cell, the final reply); the
-server has one demo provider, so concurrent demo runs share its steps in arrival order.
+The script has three steps (a bubble and a cell, a second cell, the final reply) and is
+played per turn (``per_turn``): every run starts at its first step, whatever other chats
+are doing, so concurrent demo runs never interleave. It says plainly that it does not read
+the question, and how to connect a real model.
 """
 
 from __future__ import annotations

@@ -10,6 +10,15 @@ the cell's seq (and the model calls they make as nested effects under them).
 A hard break cancels the effect in flight (a kernel interrupt for a cell) and answers it
 ``{"cancelled": "break_hard"}``; later effects that would reach outside are answered the
 same way without being performed, so the loop ends at once with a minimal turn.
+
+The run *closes* (takes no more mail, :attr:`RunDriver.closed`) at one atomic point: when
+the final reply (``chat.post`` done true) is performed with no message in the mailbox, or
+at a hard break. A final reply asked while messages wait is not posted: the driver drains
+them into its answer ``{"deferred": [items]}`` and the loop takes them into this turn. A
+hard break drains the mailbox at once and hands those items to the loop with the first
+cancelled result (``deferred``), with the progress bubbles a cut cell had posted
+(``bubbles``); a finished cell's bubbles ride on its ``cell.run`` result the same way.
+So every message the run manager routed to this run while it was open is in its turn.
 """
 
 from __future__ import annotations
@@ -138,6 +147,9 @@ class RunDriver:
         )
         self.ended = asyncio.Event()
         self.turn_written = False  # the run manager writes the turn again if this stays False
+        self.closed = False  # see the module docstring
+        self._deferred: list[dict[str, Any]] = []  # mail taken at a hard break
+        self._bubbles: list[str] = []  # in-cell bubbles of the cell in flight
 
     # --- control -----------------------------------------------------------------------
 
@@ -146,9 +158,22 @@ class RunDriver:
         """True once a hard break was asked for."""
         return self._hard
 
+    def request_hard_break(self) -> None:
+        """Mark the run hard-broken and close it (the synchronous part of :meth:`hard_break`).
+
+        Nothing in flight is cancelled here: the next effect that reaches outside is answered
+        as cancelled, so the loop ends with ``break_hard``.
+        """
+        self._hard = True
+        if not self.closed:
+            # Atomically with the break (no await before this): what waits in the mailbox
+            # was routed to this run, so it joins this turn; later mail starts the next run.
+            self.closed = True
+            self._deferred = self.services.mailbox.drain(self.chat_id)
+
     async def hard_break(self) -> None:
         """Cancel what is in flight now; the loop then ends with ``break_hard``."""
-        self._hard = True
+        self.request_hard_break()
         task = self._inflight
         if task is not None and not task.done():
             in_kernel = self._inflight_name in (CELL_RUN, BASH_RUN) and self._kernel is not None
@@ -162,8 +187,10 @@ class RunDriver:
     # --- the run -----------------------------------------------------------------------
 
     async def run(self) -> TurnRecord:
-        """Run the loop to its end; returns the turn record it appended."""
-        self._kernel_task = asyncio.create_task(self._acquire_kernel())
+        """Run the loop to its end; returns the turn record it appended.
+
+        The run takes its kernel at its first cell or command (a chat-only turn takes none).
+        """
         try:
             effect = next(self._gen)
             while True:
@@ -187,7 +214,7 @@ class RunDriver:
     async def _perform(self, effect: Effect) -> Result:
         seq = await self.log_intent(effect)
         if self._hard and effect.name in CANCELLABLE:
-            return self.log.result(seq, effect.name, {"cancelled": "break_hard"})
+            return self.log.result(seq, effect.name, self._cancelled(effect.name))
         if effect.name not in CANCELLABLE:
             # In-process effects (config, clock, ids, mailbox, the store): nothing to cancel,
             # so no task and no trip through the event loop.
@@ -203,9 +230,18 @@ class RunDriver:
         finally:
             self._inflight = self._inflight_name = None
         if task.cancelled():
-            return self.log.result(seq, effect.name, {"cancelled": "break_hard"})
+            return self.log.result(seq, effect.name, self._cancelled(effect.name))
         data, error = task.result()
         return self.log.result(seq, effect.name, data, error=error)
+
+    def _cancelled(self, name: str) -> dict[str, Any]:
+        """The result of an effect a hard break cut (see the module docstring)."""
+        data: dict[str, Any] = {"cancelled": "break_hard"}
+        if self._deferred:
+            data["deferred"], self._deferred = self._deferred, []
+        if name == CELL_RUN and self._bubbles:
+            data["bubbles"], self._bubbles = list(self._bubbles), []
+        return data
 
     async def _do(self, effect: Effect, seq: int) -> tuple[Any, dict[str, Any] | None]:
         """Perform one effect; returns (result data, error dict or None)."""
@@ -218,7 +254,11 @@ class RunDriver:
             if name == ID_NEW:
                 return new_id(str(data.get("kind") or "id")), None
             if name == MAILBOX_DRAIN:
-                return self.services.mailbox.drain(self.chat_id), None
+                items = self._deferred + self.services.mailbox.drain(self.chat_id)
+                self._deferred = []
+                if self._hard:  # broken between effects: the loop ends here, holding the mail
+                    items.append({"kind": "break", "hard": True, "at": now_iso()})
+                return items, None
             if name == HTTP_POST:
                 return await self._http_post(effect, live=effect.parent is None)
             if name == CELL_RUN:
@@ -273,7 +313,8 @@ class RunDriver:
 
     async def _kernel_handle(self) -> Any:
         if self._kernel is None:
-            assert self._kernel_task is not None
+            if self._kernel_task is None:
+                self._kernel_task = asyncio.create_task(self._acquire_kernel())
             # Shielded: a hard break cancels the cell, never a kernel start half way.
             self._kernel = await asyncio.shield(self._kernel_task)
         return self._kernel
@@ -298,11 +339,12 @@ class RunDriver:
                 await self.services.pool.discard(dead)
             except Exception:
                 log.debug("discarding a dead kernel failed", exc_info=True)
-        self._kernel_task = asyncio.create_task(self._acquire_kernel())
+        self._kernel_task = None  # the next cell takes a fresh one
 
     async def _cell_run(self, data: dict[str, Any], seq: int) -> dict[str, Any]:
         cell_id, code = str(data["cell_id"]), str(data["code"])
         self._publish("cell_start", cell_id=cell_id, kind="python", code=code)
+        self._bubbles = []
         handle = await self._kernel_handle()
         host = _Host(self, seq)
         try:
@@ -331,7 +373,10 @@ class RunDriver:
             digest=_digest_text(digest.content),
             duration_s=cell.duration_s,
         )
-        return cell.to_json()
+        result = cell.to_json()
+        if self._bubbles:
+            result["bubbles"], self._bubbles = list(self._bubbles), []
+        return result
 
     async def _bash_run(self, data: dict[str, Any], seq: int) -> dict[str, Any]:
         command = str(data["command"])
@@ -353,9 +398,16 @@ class RunDriver:
         )
         return result.to_json()
 
-    def _chat_post(self, data: dict[str, Any]) -> str:
-        message_id = new_id("msg")
+    def _chat_post(self, data: dict[str, Any]) -> Any:
         done = bool(data.get("done"))
+        if done and not self.closed:
+            mailbox = self.services.mailbox
+            if mailbox.first_message(self.chat_id) is not None:
+                # Routed here after the last drain: the turn must hold them, so the final
+                # reply waits and the loop reads them (no await between check and drain).
+                return {"deferred": mailbox.drain(self.chat_id)}
+            self.closed = True
+        message_id = new_id("msg")
         text = str(data.get("text", ""))
         self._publish("reply" if done else "bubble", text=text, done=done, message_id=message_id)
         return message_id
@@ -374,8 +426,12 @@ class RunDriver:
         return self.log.result(seq, effect.name, data, error=error)
 
     def post_bubble(self, text: str) -> str:
-        """Show a progress bubble for an in-cell ``chat.post``; returns its message id."""
-        return self._chat_post({"text": text, "done": False})
+        """Show a progress bubble for an in-cell ``chat.post``; returns its message id.
+
+        The text also joins the turn's replies, through the cell's result.
+        """
+        self._bubbles.append(text)
+        return str(self._chat_post({"text": text, "done": False}))
 
 
 class _Host:

@@ -1,9 +1,17 @@
 """The run manager: starts runs, routes messages to mailboxes, breaks runs, recovers.
 
-One run at a time per chat; chats run concurrently, each in its own kernel. A message
-for a chat whose run is going lands in that run's mailbox (``routed: "mailbox"``) and
-never starts a second run; at a run's end the driver's last drain leaves what is left in
-the mailbox, and a waiting message starts the next run: nothing is dropped.
+One run at a time per chat; chats run concurrently, each in its own kernel. The answer to
+a message always names the run whose turn will hold it (as ``userText`` or ``steering``):
+
+- a chat with no run: a new run starts (``routed: "run"``);
+- a run that is open (it still drains its mailbox): the message lands in its mailbox
+  (``routed: "mailbox"``) and the driver makes sure the turn takes it (see
+  :mod:`jupyter_agent.runtime.driver`: a final reply waits while mail is queued);
+- a run that is closed (its final reply posted, or broken): the message is for the next
+  run, whose id is reserved now and answered at once (``routed: "run"``); that run starts
+  the moment the current one has ended, with every message queued for it, in order.
+
+Nothing is dropped, and a message is never answered with a run that will not hold it.
 
 Handlers (``server/``) translate HTTP into these calls and nothing else.
 """
@@ -13,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +49,21 @@ class ActiveRun:
     task: asyncio.Task[None]
     soft_break: bool = False
 
+    @property
+    def closed(self) -> bool:
+        """True once the run takes no more mail (final reply posted, or broken)."""
+        return self.soft_break or self.driver.closed
+
+
+@dataclass(kw_only=True)
+class NextRun:
+    """A run reserved for a chat whose current run is closed: it starts when that ends."""
+
+    run_id: str
+    items: list[dict[str, Any]] = field(default_factory=list)
+    hard_break: bool = False
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+
 
 class RunManager:
     """Owns the runs of one server (see the module docstring)."""
@@ -58,7 +81,7 @@ class RunManager:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self._active: dict[str, ActiveRun] = {}  # chat id -> run
         self._by_run: dict[str, ActiveRun] = {}
-        self._after_break: dict[str, list[dict[str, Any]]] = {}  # for the next run
+        self._next: dict[str, NextRun] = {}  # chat id -> the run reserved after a closed one
 
     # --- queries ---------------------------------------------------------------------
 
@@ -93,13 +116,16 @@ class RunManager:
             item["attachments"] = list(attachments)
         active = self._active.get(chat_id)
         if active is not None:
-            if active.soft_break:
-                # The run is wrapping up on the person's request: this message is for the
-                # next run, not steering for the one that is stopping.
-                self._after_break.setdefault(chat_id, []).append(item)
-            else:
+            if not active.closed:
                 self.services.mailbox.put(chat_id, item)
-            return {"run_id": active.run_id, "routed": "mailbox"}
+                return {"run_id": active.run_id, "routed": "mailbox"}
+            # Closed (its final reply is out, or it is stopping on request): this message
+            # opens the next run, reserved now so the answer names it.
+            nxt = self._next.get(chat_id)
+            if nxt is None:
+                nxt = self._next[chat_id] = NextRun(run_id=new_id("run"))
+            nxt.items.append(item)
+            return {"run_id": nxt.run_id, "routed": "run"}
         run_id = self._start(chat_id, view=view, text=text)
         # Queued only once the run exists (its first drain comes after this returns).
         self.services.mailbox.put(chat_id, item)
@@ -108,6 +134,14 @@ class RunManager:
     async def break_run(self, run_id: str, *, hard: bool) -> BreakState | None:
         """Break a run: soft at its next drain, hard at once. None for an unknown run."""
         active = self._by_run.get(run_id)
+        reserved = self._reserved(run_id)
+        if active is None and reserved is not None:
+            # Not started yet: it starts (so its turn holds its messages) and stops at once.
+            if hard:
+                reserved.hard_break = True
+            else:
+                reserved.items.append({"kind": "break", "hard": False, "at": now_iso()})
+            return "breaking"
         if active is None:
             exists = await asyncio.to_thread(self.services.store.get_run, run_id)
             return "ended" if exists is not None or self.log_path(run_id).exists() else None
@@ -121,17 +155,28 @@ class RunManager:
         return "breaking"
 
     async def wait(self, run_id: str) -> None:
-        """Wait until the run (if in progress) has ended."""
+        """Wait until the run (if in progress, or reserved) has ended."""
+        reserved = self._reserved(run_id)
+        if reserved is not None:
+            await reserved.started.wait()
         active = self._by_run.get(run_id)
         if active is not None:
             await asyncio.shield(active.task)
 
+    def is_reserved(self, run_id: str) -> bool:
+        """True for a run answered to a message that has not started yet."""
+        return self._reserved(run_id) is not None
+
     async def shutdown(self) -> None:
-        """Hard-break every run and wait for them to end."""
-        runs = list(self._by_run.values())
-        for run in runs:
-            await run.driver.hard_break()
-        if runs:
+        """Hard-break every run (and the runs reserved after them) and wait for them to end."""
+        for _ in range(10):  # a reserved run starts when its predecessor ends: break it too
+            for nxt in self._next.values():
+                nxt.hard_break = True
+            runs = list(self._by_run.values())
+            if not runs:
+                return
+            for run in runs:
+                await run.driver.hard_break()
             await asyncio.gather(*(r.task for r in runs), return_exceptions=True)
 
     async def recover(self) -> list[str]:
@@ -158,6 +203,12 @@ class RunManager:
 
     # --- internals -------------------------------------------------------------------
 
+    def _reserved(self, run_id: str) -> NextRun | None:
+        for nxt in self._next.values():
+            if nxt.run_id == run_id:
+                return nxt
+        return None
+
     def _user_text(self, summary: RunSummary) -> str:
         """The opening message of a run, read back from its log (best effort)."""
         try:
@@ -173,8 +224,10 @@ class RunManager:
             log.debug("could not read the log of %s", summary.run_id, exc_info=True)
         return ""
 
-    def _start(self, chat_id: str, *, view: dict[str, Any] | None, text: str) -> str:
-        run_id = new_id("run")
+    def _start(
+        self, chat_id: str, *, view: dict[str, Any] | None, text: str, run_id: str | None = None
+    ) -> str:
+        run_id = run_id or new_id("run")
         config = self._config()
         started = now_iso()
         model = (config.tiers.get("codegen") or {}).get("model")
@@ -258,14 +311,9 @@ class RunManager:
         )
         await _store_call(store.upsert_run, _with_counts(ended, turn))
         # No await from here to the next start: a message arriving now either finds this
-        # run gone and starts its own, or is already queued and starts the next one below.
+        # run gone and starts its own, or is already reserved and starts the next one below.
         self._active.pop(chat_id, None)
         self._by_run.pop(run_id, None)
-        mailbox = self.services.mailbox
-        mailbox.drop_breaks(chat_id)
-        for item in self._after_break.pop(chat_id, ()):
-            mailbox.put(chat_id, item)
-        waiting = mailbox.first_message(chat_id)
         self.services.events.publish(
             chat_id,
             run_id,
@@ -274,13 +322,45 @@ class RunManager:
             endCause=turn.llm.end_cause,
             turn=turn.to_json(),
         )
-        if waiting is not None and chat_id not in self._active:
-            try:
-                self._start(chat_id, view=waiting.get("view"), text=str(waiting.get("text", "")))
-            except Exception:
-                log.exception("could not start the next run of %s", chat_id)
-        else:
+        if not self._start_next(chat_id):
             await _store_call(store.touch_chat, chat_id, now=ended.ended, active_run_id=None)
+
+    def _start_next(self, chat_id: str) -> bool:
+        """Start the run reserved after the one that just ended, if any. True if started."""
+        mailbox = self.services.mailbox
+        mailbox.drop_breaks(chat_id)
+        # Left over from a run that ended without draining them (a bug or a failed start):
+        # they go first, as they came first.
+        items = mailbox.drain(chat_id)
+        nxt = self._next.pop(chat_id, None)
+        if nxt is not None:
+            items.extend(nxt.items)
+        first = next((i for i in items if i.get("kind") == "message"), None)
+        if first is None:
+            if nxt is not None:
+                nxt.started.set()
+            return False
+        try:
+            new_run = self._start(
+                chat_id,
+                view=first.get("view"),
+                text=str(first.get("text", "")),
+                run_id=nxt.run_id if nxt is not None else None,
+            )
+        except Exception:
+            log.exception("could not start the next run of %s", chat_id)
+            for item in items:  # kept for the next message, which starts a run with them
+                mailbox.put(chat_id, item)
+            if nxt is not None:
+                nxt.started.set()
+            return False
+        for item in items:
+            mailbox.put(chat_id, item)
+        if nxt is not None:
+            if nxt.hard_break:
+                self._by_run[new_run].driver.request_hard_break()
+            nxt.started.set()
+        return True
 
 
 async def _store_call(fn: Callable[..., Any], *args: Any, attempts: int = 1, **kw: Any) -> None:

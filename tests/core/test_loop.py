@@ -80,3 +80,111 @@ def test_a_hard_break_before_the_first_model_call() -> None:
     turn, asked = drive(world({"mailbox.drain": lambda e: (opening, None)}))
     assert turn.llm.stop_reason == "break_hard"
     assert "http.post" not in [e.name for e in asked]
+
+
+def _anthropic_text(text: str) -> dict[str, Any]:
+    body = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+    }
+    return {"status": 200, "json": body, "attempts": []}
+
+
+def _replies(*texts: str) -> Callable[[Effect], Any]:
+    queue = iter(texts)
+    return lambda e: (_anthropic_text(next(queue)), None)
+
+
+def test_a_deferred_final_reply_becomes_a_bubble_and_the_model_reads_the_mail() -> None:
+    late = {"kind": "message", "text": "and this?", "at": NOW}
+    posts: list[dict[str, Any]] = []
+
+    def post(effect: Effect) -> Any:
+        posts.append(dict(effect.data))
+        if effect.data["done"] and len(posts) == 1:  # the host held the final reply back
+            return {"deferred": [late]}, None
+        return f"msg_{len(posts)}", None
+
+    turn, asked = drive(world({"http.post": _replies("first", "second"), "chat.post": post}))
+    assert posts == [
+        {"text": "first", "done": True},
+        {"text": "first", "done": False},
+        {"text": "second", "done": True},
+    ]
+    assert [(r.text, r.done) for r in turn.replies] == [("first", False), ("second", True)]
+    assert [s.text for s in turn.steering] == ["and this?"]
+    second_call = [e for e in asked if e.name == "http.post"][1]
+    assert "and this?" in str(second_call.data["json"]["messages"][-1])
+    assert (turn.llm.stop_reason, turn.llm.model_calls) == ("done", 2)
+
+
+def test_a_deferred_error_reply_keeps_the_mail_as_steering() -> None:
+    failure = {"type": "ProviderStatusError", "message": "boom", "status": 500}
+    late = {"kind": "message", "text": "late", "at": NOW}
+    answers = iter([({"deferred": [late]}, None), ("msg_2", None)])
+    turn, asked = drive(
+        world({"http.post": lambda e: (None, failure), "chat.post": lambda e: next(answers)})
+    )
+    assert (turn.llm.stop_reason, [s.text for s in turn.steering]) == ("error", ["late"])
+    assert [e.name for e in asked].count("chat.post") == 2
+    assert turn.replies[-1].done
+
+
+def test_a_hard_break_hands_back_the_mail_and_the_cut_cells_bubbles() -> None:
+    tool = _anthropic_text("x")
+    tool["json"]["content"] = [
+        {"type": "tool_use", "id": "t1", "name": "run_cell", "input": {"code": "go()"}}
+    ]
+    tool["json"]["stop_reason"] = "tool_use"
+    cancelled = {
+        "cancelled": "break_hard",
+        "bubbles": ["halfway"],
+        "deferred": [{"kind": "message", "text": "queued", "at": NOW}],
+    }
+    turn, _asked = drive(
+        world({"http.post": lambda e: (tool, None), "cell.run": lambda e: (cancelled, None)})
+    )
+    assert turn.llm.stop_reason == "break_hard"
+    assert [(r.text, r.done) for r in turn.replies] == [("halfway", False)]
+    assert [s.text for s in turn.steering] == ["queued"]
+
+
+def test_a_finished_cells_bubbles_join_the_replies_in_order() -> None:
+    tool = _anthropic_text("x")
+    tool["json"]["content"] = [
+        {"type": "text", "text": "Looking."},
+        {"type": "tool_use", "id": "t1", "name": "run_cell", "input": {"code": "go()"}},
+    ]
+    tool["json"]["stop_reason"] = "tool_use"
+    replies = iter([(tool, None), (_anthropic_text("Done."), None)])
+    cell = {"cell_id": "c1", "bubbles": ["one", "two"]}
+    turn, _ = drive(
+        world(
+            {
+                "http.post": lambda e: next(replies),
+                "cell.run": lambda e: (cell, None),
+                "chat.post": lambda e: ("msg", None),
+            }
+        )
+    )
+    assert [(r.text, r.done) for r in turn.replies] == [
+        ("Looking.", False),
+        ("one", False),
+        ("two", False),
+        ("Done.", True),
+    ]
+
+
+def test_a_hard_break_with_the_opening_message_keeps_its_text() -> None:
+    opening = [
+        {"kind": "message", "text": "hi", "at": NOW},
+        {"kind": "message", "text": "more", "at": NOW},
+        {"kind": "break", "hard": True, "at": NOW},
+    ]
+    turn, _ = drive(world({"mailbox.drain": lambda e: (opening, None)}))
+    assert (turn.user_text, [s.text for s in turn.steering]) == ("hi", ["more"])

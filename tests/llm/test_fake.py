@@ -308,3 +308,57 @@ def test_last_user_turn_includes_tool_results(fake_provider, wire, tail):
     key = "input" if wire == "openai-responses" else "messages"
     assert post(fake, wire, dict(body, **{key: body[key] + tail})).status_code == 200
     assert post(fake, wire, body).status_code == 400
+
+
+def test_turn_position_counts_this_turns_replies_on_every_wire() -> None:
+    from jupyter_agent.llm.fake_script import turn_position
+
+    tool_result = {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}
+    anthropic = {
+        "messages": [
+            {"role": "user", "content": "old question"},
+            {"role": "assistant", "content": [{"type": "text", "text": "old answer"}]},
+            {"role": "user", "content": [{"type": "text", "text": "new question"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]},
+            {"role": "user", "content": [tool_result, {"type": "text", "text": "steer"}]},
+        ]
+    }
+    assert turn_position("anthropic", anthropic) == 1
+    assert turn_position("anthropic", {"messages": anthropic["messages"][:3]}) == 0
+    chat = {
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "tool_calls": [{"id": "a"}]},
+            {"role": "tool", "tool_call_id": "a", "content": "r"},
+            {"role": "assistant", "tool_calls": [{"id": "b"}]},
+            {"role": "tool", "tool_call_id": "b", "content": "r"},
+        ]
+    }
+    assert turn_position("chat", chat) == 2
+    responses = {
+        "input": [
+            {"role": "user", "content": "q"},
+            {"type": "reasoning", "id": "r1"},
+            {"type": "function_call", "call_id": "a"},
+            {"type": "function_call", "call_id": "b"},
+            {"type": "function_call_output", "call_id": "a"},
+            {"type": "function_call_output", "call_id": "b"},
+        ]
+    }
+    assert turn_position("responses", responses) == 1
+
+
+def test_a_per_turn_script_starts_over_for_each_conversation() -> None:
+    script = {"steps": [{"text": "first"}, {"text": "second"}], "per_turn": True}
+    with FakeProvider(script) as fake:
+        for q in ("a", "b", "c"):  # three fresh conversations: each gets step 0
+            reply = httpx.post(
+                f"{fake.base_url}/v1/messages",
+                json={
+                    "model": "m",
+                    "max_tokens": 5,
+                    "messages": [{"role": "user", "content": q}],
+                },
+            )
+            assert reply.json()["content"][0]["text"] == "first"

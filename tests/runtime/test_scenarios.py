@@ -120,27 +120,132 @@ async def test_steering_message_reaches_the_next_model_call(agent: Harness) -> N
     assert_replays(agent, turn)
 
 
-async def test_message_arriving_as_the_run_ends_starts_the_next_run(agent: Harness) -> None:
-    agent.fake.load([{"delay_s": 1.0, "text": "first answer"}, {"text": "second answer"}])
+async def test_message_during_the_last_model_call_joins_that_turn(agent: Harness) -> None:
+    # The model is answering (its final reply, as it turns out) when "two" arrives: the
+    # answer names this run, so this run's turn must hold "two" and answer it.
+    agent.fake.load(
+        [
+            {"delay_s": 1.0, "text": "first answer"},
+            {"expect": {"last_user_contains": "two"}, "text": "second answer"},
+        ]
+    )
     chat = agent.new_chat()
     first = agent.manager.send(chat, text="one")
     await agent.wait_requests(1)
-    assert agent.manager.send(chat, text="two")["routed"] == "mailbox"
+    second = agent.manager.send(chat, text="two")
+    assert second == {"run_id": first["run_id"], "routed": "mailbox"}
+    turn = await agent.finish(first["run_id"])
+    assert turn.user_text == "one"
+    assert [s.text for s in turn.steering] == ["two"]
+    assert [(r.text, r.done) for r in turn.replies] == [
+        ("first answer", False),
+        ("second answer", True),
+    ]
+    assert len(agent.store.list_turns(chat)) == 1  # shown once, in one turn
+    assert agent.manager.active_run_id(chat) is None
+    assert_replays(agent, turn)
+
+
+async def test_message_after_the_final_reply_gets_the_next_runs_id(agent: Harness) -> None:
+    agent.fake.load([{"text": "first answer"}, {"text": "second answer"}])
+    chat = agent.new_chat()
+    first = agent.manager.send(chat, text="one")
+    await agent.wait_event(chat, "reply")
+    # The final reply is out; the run may still be writing its turn. "two" is not this
+    # run's: the answer names the run that will hold it.
+    second = agent.manager.send(chat, text="two")
+    if second["routed"] == "mailbox":  # only if the first run had not closed yet
+        pytest.fail(f"a message after the final reply was routed to the ended run: {second}")
+    assert second["routed"] == "run"
+    assert second["run_id"] != first["run_id"]
     turn1 = await agent.finish(first["run_id"])
-    assert turn1.final_text == "first answer"
-    deadline = time.monotonic() + 30
-    while len(agent.store.list_turns(chat)) < 2:
-        assert time.monotonic() < deadline, "the queued message started no run"
-        await asyncio.sleep(0.05)
-    turn2 = agent.store.list_turns(chat)[1]
-    assert turn2.user_text == "two"
-    assert turn2.final_text == "second answer"
-    assert turn2.run_id != turn1.run_id
+    turn2 = await agent.finish(second["run_id"])
+    assert (turn1.user_text, turn1.final_text, turn1.steering) == ("one", "first answer", ())
+    assert (turn2.user_text, turn2.final_text) == ("two", "second answer")
     # the second prompt carries the first turn (boot window)
-    second_prompt = json.dumps(agent.fake.requests[1].json["messages"])
-    assert "first answer" in second_prompt
+    assert "first answer" in json.dumps(agent.fake.requests[1].json["messages"])
     assert_replays(agent, turn1)
     assert_replays(agent, turn2)
+
+
+async def test_messages_after_a_soft_break_open_the_next_run(agent: Harness) -> None:
+    agent.fake.load(
+        [
+            {"cells": ["import time\ntime.sleep(1.0)"]},
+            {"text": "Stopped."},
+            {"expect": {"last_user_contains": "three"}, "text": "Both answered."},
+        ]
+    )
+    chat = agent.new_chat()
+    run = agent.manager.send(chat, text="one")
+    await agent.wait_event(chat, "cell_start")
+    assert await agent.manager.break_run(run["run_id"], hard=False) == "breaking"
+    two = agent.manager.send(chat, text="two")
+    three = agent.manager.send(chat, text="three")
+    assert two["routed"] == three["routed"] == "run"
+    assert two["run_id"] == three["run_id"] != run["run_id"]
+    turn1 = await agent.finish(run["run_id"])
+    turn2 = await agent.finish(two["run_id"])
+    assert turn1.llm.end_cause == "break_soft"
+    assert turn1.steering == ()
+    assert turn2.user_text == "two"
+    assert [s.text for s in turn2.steering] == ["three"]
+    assert_replays(agent, turn2)
+
+
+async def test_message_queued_before_a_hard_break_stays_in_the_broken_turn(
+    agent: Harness,
+) -> None:
+    agent.fake.load([{"cells": ["import time\ntime.sleep(30)"]}, {"text": "unused"}])
+    chat = agent.new_chat()
+    run = agent.manager.send(chat, text="one")
+    await agent.wait_event(chat, "cell_start")
+    queued = agent.manager.send(chat, text="steer me")
+    assert queued == {"run_id": run["run_id"], "routed": "mailbox"}
+    assert await agent.manager.break_run(run["run_id"], hard=True) == "breaking"
+    after = agent.manager.send(chat, text="after the stop")
+    assert after["routed"] == "run"
+    assert after["run_id"] != run["run_id"]
+    turn1 = await agent.finish(run["run_id"])
+    assert turn1.llm.stop_reason == "break_hard"
+    assert [s.text for s in turn1.steering] == ["steer me"]
+    turn2 = await agent.finish(after["run_id"])
+    assert turn2.user_text == "after the stop"
+    assert_replays(agent, turn1)
+
+
+async def test_in_cell_bubbles_join_the_turns_replies(agent: Harness) -> None:
+    agent.fake.load(
+        [
+            {
+                "text": "Working on it.",
+                "cells": ["chat.post('step 1 of 2')\nchat.post('step 2 of 2')\nprint('ok')"],
+            },
+            {"text": "All done."},
+        ]
+    )
+    turn = await agent.ask(agent.new_chat(), "go")
+    assert [(r.text, r.done) for r in turn.replies] == [
+        ("Working on it.", False),
+        ("step 1 of 2", False),
+        ("step 2 of 2", False),
+        ("All done.", True),
+    ]
+    assert_replays(agent, turn)
+
+
+async def test_a_hard_broken_cells_bubbles_stay_in_the_turn(agent: Harness) -> None:
+    agent.fake.load([{"cells": ["chat.post('started')\nimport time\ntime.sleep(30)"]}])
+    chat = agent.new_chat()
+    run = agent.manager.send(chat, text="go")
+    deadline = time.monotonic() + 30
+    while not any(e["type"] == "bubble" for e in agent.events.since(chat, 0)):
+        assert time.monotonic() < deadline, "no bubble from the cell"
+        await asyncio.sleep(0.02)
+    await agent.manager.break_run(run["run_id"], hard=True)
+    turn = await agent.finish(run["run_id"])
+    assert turn.llm.stop_reason == "break_hard"
+    assert [(r.text, r.done) for r in turn.replies] == [("started", False)]
 
 
 async def test_soft_break_wraps_up_at_the_next_drain(agent: Harness) -> None:
@@ -158,29 +263,6 @@ async def test_soft_break_wraps_up_at_the_next_drain(agent: Harness) -> None:
     assert (turn.llm.stop_reason, turn.llm.end_cause) == ("wrapup", "break_soft")
     assert turn.final_text == "Stopped; slept."
     assert_replays(agent, turn)
-
-
-async def test_a_message_after_a_soft_break_starts_the_next_run(agent: Harness) -> None:
-    agent.fake.load(
-        [
-            {"cells": ["import time\ntime.sleep(1.0)\nprint('slept')"]},
-            {"expect": {"last_user_contains": "asked you to stop"}, "text": "Stopped."},
-            {"expect": {"last_user_contains": "do X instead"}, "text": "Doing X."},
-        ]
-    )
-    chat = agent.new_chat()
-    run = agent.manager.send(chat, text="sleep")
-    await agent.wait_event(chat, "cell_start")
-    await agent.manager.break_run(run["run_id"], hard=False)
-    assert agent.manager.send(chat, text="do X instead")["routed"] == "mailbox"
-    first = await agent.finish(run["run_id"])
-    assert (first.llm.end_cause, first.steering) == ("break_soft", ())
-    deadline = time.monotonic() + 30
-    while len(agent.store.list_turns(chat)) < 2:
-        assert time.monotonic() < deadline, "the message after the break started no run"
-        await asyncio.sleep(0.05)
-    second = agent.store.list_turns(chat)[1]
-    assert (second.user_text, second.final_text) == ("do X instead", "Doing X.")
 
 
 async def test_hard_break_during_a_slow_model_call(agent: Harness) -> None:

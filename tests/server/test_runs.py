@@ -197,11 +197,13 @@ def test_mailbox_routing_and_hard_break(
     assert broke == {"run_id": first["run_id"], "routed": "break", "state": "breaking"}
     turn = wait_turn(fetch, spin, chat_id, first["run_id"], timeout_s=20)
     assert turn["llm"]["stopReason"] == "break_hard"
-    # The queued message was not dropped: it starts the next run, which we break by REST.
-    spin(0.2)
-    run_ids = {r.run_id for r in agent_service.store.list_runs()[0]}
-    assert len(run_ids) == 2
-    (next_run,) = run_ids - {first["run_id"]}
+    # The queued message was not dropped: it is in the broken turn (its answer named it).
+    assert [s["text"] for s in turn["steering"]] == ["and also this"]
+    # A message after the stop opens the next run, whose id its answer names; break it too.
+    after = send(fetch, chat_id, {"text": "after the stop"})
+    next_run = after["run_id"]
+    assert after["routed"] == "run"
+    assert next_run != first["run_id"]
     code, answer = call(fetch, "agent", "break", next_run, method="POST", body={"hard": True})
     assert code == 202
     assert answer == {"run_id": next_run, "state": "breaking"}
