@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.core.cells import CellResult, LastValue, Value
+from jupyter_agent.core.drive import drive
 from jupyter_agent.core.effects import Effect
 from jupyter_agent.core.loop import PROGRAM, toolcaller
 from jupyter_agent.core.turns import TurnRecord
@@ -117,12 +118,6 @@ def record_run(
     world = World(question)
     gen = toolcaller(run_id, chat_id)
     with EffectLog.create(path, header) as log:
-        effect = next(gen)
-        while True:
-            seq = log.intent(effect)
-            result = log.result(seq, effect.name, world.answer(effect))
-            try:
-                effect = gen.send(result)
-            except StopIteration as stop:
-                turn: TurnRecord = stop.value
-                return turn
+        return drive(
+            gen, lambda effect: log.result(log.intent(effect), effect.name, world.answer(effect))
+        )

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from jupyter_agent.core.apps import find_method
+from jupyter_agent.core.drive import drive_async
 from jupyter_agent.core.effects import APP_CALL, Effect, EffectGen
 from jupyter_agent.exceptions import AgentError, RunCancelled
 from jupyter_agent.llm.chat import ChatResult, chat
@@ -39,14 +40,9 @@ def messages_from_args(raw: Any) -> list[Message]:
 
 
 async def _run_nested(driver: RunDriver, gen: EffectGen[ChatResult], parent: int) -> ChatResult:
-    try:
-        effect = next(gen)
-        while True:
-            result = await driver.perform_nested(replace(effect, parent=parent))
-            effect = gen.send(result)
-    except StopIteration as stop:
-        value: ChatResult = stop.value
-        return value
+    return await drive_async(
+        gen, lambda effect: driver.perform_nested(replace(effect, parent=parent))
+    )
 
 
 async def _llm_chat(driver: RunDriver, args: dict[str, Any], seq: int, host: Any) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 
 from jupyter_agent.core.cells import BashResult, CellError, CellResult
 from jupyter_agent.core.digest import DigestOptions, digest_bash, digest_cell
+from jupyter_agent.core.drive import drive_async
 from jupyter_agent.core.effects import (
     APP_CALL,
     BASH_RUN,
@@ -192,13 +193,7 @@ class RunDriver:
         The run takes its kernel at its first cell or command (a chat-only turn takes none).
         """
         try:
-            effect = next(self._gen)
-            while True:
-                result = await self._perform(effect)
-                effect = self._gen.send(result)
-        except StopIteration as stop:
-            turn: TurnRecord = stop.value
-            return turn
+            return await drive_async(self._gen, self._perform)
         finally:
             await asyncio.to_thread(self.log.close)
             await self._release_kernel()

@@ -22,7 +22,8 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.effects import CONFIG_GET, HTTP_POST, Effect, EffectGen
+from ..core.drive import drive_async
+from ..core.effects import CONFIG_GET, HTTP_POST, Effect, EffectGen, Result
 from ..exceptions import ProviderError
 from ..llm.spec import RequestSpec
 
@@ -68,24 +69,16 @@ async def run_gen(
     on_retry: OnRetry | None = None,
 ) -> T:
     """Run ``gen`` to its return value, logging every effect's intent and result."""
-    try:
-        effect = next(gen)
-        while True:
-            seq = log.intent(effect)
-            try:
-                data, error = await perform(
-                    effect,
-                    config=config,
-                    transport=transport,
-                    on_delta=on_delta,
-                    on_retry=on_retry,
-                )
-            except asyncio.CancelledError:
-                log.result(seq, effect.name, {"cancelled": "break_hard"})
-                gen.close()
-                raise
-            result = log.result(seq, effect.name, data, error=error)
-            effect = gen.send(result)
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
+
+    async def logged(effect: Effect) -> Result:
+        seq = log.intent(effect)
+        try:
+            data, error = await perform(
+                effect, config=config, transport=transport, on_delta=on_delta, on_retry=on_retry
+            )
+        except asyncio.CancelledError:
+            log.result(seq, effect.name, {"cancelled": "break_hard"})
+            raise
+        return log.result(seq, effect.name, data, error=error)
+
+    return await drive_async(gen, logged)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
+from jupyter_agent.core.drive import drive
 from jupyter_agent.core.effects import Effect, EffectGen, Result
 from jupyter_agent.exceptions import NondeterminismError, TraceError
 from jupyter_agent.trace.log import LoggedEffect, TraceFile, pair_effects
@@ -129,14 +130,6 @@ def replay(gen: EffectGen[T], trace: TraceFile) -> T:
     itself raises.
     """
     replayer = Replayer(trace)
-    try:
-        effect = next(gen)
-        while True:
-            result = replayer.answer(effect)
-            effect = gen.send(result)
-    except StopIteration as stop:
-        replayer.finish()
-        value: T = stop.value
-        return value
-    finally:
-        gen.close()
+    value = drive(gen, replayer.answer)
+    replayer.finish()
+    return value

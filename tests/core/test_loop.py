@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from jupyter_agent.core.drive import drive as run_gen
 from jupyter_agent.core.effects import Effect, Result
 from jupyter_agent.core.loop import toolcaller
 from jupyter_agent.core.turns import TurnRecord
@@ -16,16 +17,14 @@ TIER = {"provider": "fake", "model": "claude-sonnet-4-5", "base_url": "http://12
 def drive(
     answer: Callable[[Effect, int], tuple[Any, dict[str, Any] | None]],
 ) -> tuple[TurnRecord, list[Effect]]:
-    gen = toolcaller("run_1", "chat_1")
     asked: list[Effect] = []
-    effect = next(gen)
-    try:
-        while True:
-            asked.append(effect)
-            data, error = answer(effect, len(asked))
-            effect = gen.send(Result(seq=len(asked), name=effect.name, data=data, error=error))
-    except StopIteration as stop:
-        return stop.value, asked
+
+    def perform(effect: Effect) -> Result:
+        asked.append(effect)
+        data, error = answer(effect, len(asked))
+        return Result(seq=len(asked), name=effect.name, data=data, error=error)
+
+    return run_gen(toolcaller("run_1", "chat_1"), perform), asked
 
 
 def world(overrides: dict[str, Callable[[Effect], Any]]) -> Callable[[Effect, int], Any]:

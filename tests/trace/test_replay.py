@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_agent.core.drive import drive
 from jupyter_agent.core.effects import Effect, EffectGen, Result
 from jupyter_agent.exceptions import NondeterminismError, TraceError
 from jupyter_agent.trace.log import PROGRAM, EffectLog, read_log
@@ -64,18 +65,22 @@ def perform(effect: Effect, log: EffectLog, seq: int) -> Any:
 
 def record(gen: EffectGen[Any], path: Path, *, stop_at: str | None = None) -> Any:
     """Drive ``gen`` for real, logging intent and result of each effect."""
+
+    class Crashed(Exception):
+        pass
+
     with EffectLog.create(path, HEADER) as log:
-        effect = next(gen)
-        while True:
+
+        def logged(effect: Effect) -> Result:
             seq = log.intent(effect)
             if effect.name == stop_at:
-                return None  # the process 'crashed' with the effect in flight
-            data = perform(effect, log, seq)
-            result = log.result(seq, effect.name, data)
-            try:
-                effect = gen.send(result)
-            except StopIteration as stop:
-                return stop.value
+                raise Crashed  # the process 'crashed' with the effect in flight
+            return log.result(seq, effect.name, perform(effect, log, seq))
+
+        try:
+            return drive(gen, logged)
+        except Crashed:
+            return None
 
 
 def test_record_then_replay_identical(tmp_path):
