@@ -10,7 +10,7 @@ sends ``{app, method, args}`` and receives ``{ok, value, error, seq, mutation}``
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jupyter_agent.core.apps import find_method
 from jupyter_agent.core.drive import drive_async
@@ -20,9 +20,30 @@ from jupyter_agent.llm.chat import ChatResult, chat
 from jupyter_agent.messages import Message, Text, usage_to_json
 
 if TYPE_CHECKING:
-    from jupyter_agent.runtime.driver import RunDriver
+    from jupyter_agent.core.effects import Result
+    from jupyter_agent.trace.log import EffectLog
 
-__all__ = ["perform_app_call", "messages_from_args"]
+
+class AppDriver(Protocol):
+    """What the app host needs of the run it serves (the run driver provides it)."""
+
+    log: EffectLog
+
+    @property
+    def breaking(self) -> bool:
+        """True once a hard break was asked for."""
+
+    async def log_intent(self, effect: Effect) -> int:
+        """Write an effect's intent line; returns its seq."""
+
+    async def perform_nested(self, effect: Effect) -> Result:
+        """Log and perform an effect made on behalf of a cell."""
+
+    def post_bubble(self, text: str) -> str:
+        """Show an in-cell progress bubble; returns its message id."""
+
+
+__all__ = ["AppDriver", "messages_from_args", "perform_app_call"]
 
 
 def messages_from_args(raw: Any) -> list[Message]:
@@ -39,13 +60,13 @@ def messages_from_args(raw: Any) -> list[Message]:
     return out
 
 
-async def _run_nested(driver: RunDriver, gen: EffectGen[ChatResult], parent: int) -> ChatResult:
+async def _run_nested(driver: AppDriver, gen: EffectGen[ChatResult], parent: int) -> ChatResult:
     return await drive_async(
         gen, lambda effect: driver.perform_nested(replace(effect, parent=parent))
     )
 
 
-async def _llm_chat(driver: RunDriver, args: dict[str, Any], seq: int, host: Any) -> str:
+async def _llm_chat(driver: AppDriver, args: dict[str, Any], seq: int, host: Any) -> str:
     tier = str(args.get("tier") or "classify")
     if tier not in ("classify", "vision", "codegen"):
         raise AgentError(f"unknown tier {tier!r}: use 'classify' or 'vision'")
@@ -68,7 +89,7 @@ async def _llm_chat(driver: RunDriver, args: dict[str, Any], seq: int, host: Any
     return result.reply.text
 
 
-async def perform_app_call(driver: RunDriver, effect: Effect, host: Any) -> dict[str, Any]:
+async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict[str, Any]:
     """Perform one app call for a cell and log it; returns the reply sent to the kernel."""
     app, method = str(effect.data.get("app")), str(effect.data.get("method"))
     args = effect.data.get("args") or {}

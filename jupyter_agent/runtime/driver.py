@@ -146,7 +146,6 @@ class RunDriver:
             env_prefix=str(config.spaces.get("env_prefix", "")),
             home=str(config.spaces.get("home", "")),
         )
-        self.ended = asyncio.Event()
         self.turn_written = False  # the run manager writes the turn again if this stays False
         self.closed = False  # see the module docstring
         self._deferred: list[dict[str, Any]] = []  # mail taken at a hard break
@@ -197,7 +196,6 @@ class RunDriver:
         finally:
             await asyncio.to_thread(self.log.close)
             await self._release_kernel()
-            self.ended.set()
 
     async def log_intent(self, effect: Effect) -> int:
         """Write the intent; for an effect reaching outside, make it durable first."""

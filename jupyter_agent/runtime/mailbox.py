@@ -8,7 +8,6 @@ JSON shapes documented in :mod:`jupyter_agent.core.inbox`.
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 from typing import Any
 
@@ -20,22 +19,14 @@ class Mailbox:
 
     def __init__(self) -> None:
         self._items: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        self._signals: dict[str, asyncio.Event] = {}
 
     def put(self, chat_id: str, item: dict[str, Any]) -> None:
         """Queue ``item`` for the chat's current (or next) run."""
         self._items[chat_id].append(item)
-        signal = self._signals.get(chat_id)
-        if signal is not None:
-            signal.set()
 
     def drain(self, chat_id: str) -> list[dict[str, Any]]:
         """Take every queued item of the chat, oldest first."""
-        items = self._items.pop(chat_id, [])
-        signal = self._signals.get(chat_id)
-        if signal is not None:
-            signal.clear()
-        return items
+        return self._items.pop(chat_id, [])
 
     def pending(self, chat_id: str) -> int:
         """How many items wait for the chat."""
