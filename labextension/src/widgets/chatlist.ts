@@ -19,6 +19,8 @@ export interface IChatListOptions {
   onDeleted: (chatId: string) => void;
   /** The list was re-read (open views take the server's titles). */
   onRefreshed?: (chats: IChatSummary[]) => void;
+  /** The status was re-read (open views, restored ones too, update their demo label). */
+  onStatus?: (status: IAgentStatus) => void;
 }
 
 export class ChatListPanel extends Widget {
@@ -56,6 +58,7 @@ export class ChatListPanel extends Widget {
     if (status.status === 'fulfilled') {
       this.status = status.value;
       this.renderStatus(status.value);
+      this.options.onStatus?.(status.value);
     } else {
       this.statusBox.textContent = 'The agent server extension does not answer.';
     }
