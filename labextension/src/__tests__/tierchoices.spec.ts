@@ -1,5 +1,7 @@
 import type { IAgentSettings } from '../api';
 import {
+  boundUrl,
+  effectiveUrl,
   isLoopbackUrl,
   keyChoices,
   mayTypeLoopback,
@@ -31,6 +33,20 @@ describe('tier choices', () => {
     // An older server without bindings: its allowed URLs.
     const old = { tiers: {}, allowed_base_urls: ['https://x.example'] };
     expect(urlChoices(old, 'env:A')).toEqual(['https://x.example']);
+  });
+
+  it('selects a bound URL for a keyed tier', () => {
+    const urls = ['https://a.example', 'https://api.openai.com/v1'];
+    expect(boundUrl(urls, 'https://a.example/', false, 'openai')).toBe('https://a.example');
+    expect(boundUrl(urls, '', false, 'openai')).toBe('https://api.openai.com/v1');
+    expect(boundUrl(urls, '', false, 'openai-compatible')).toBe('https://a.example');
+    // The admin's unbound URL stays as configured until the key changes.
+    expect(boundUrl(urls, 'https://admin.example', false, 'openai')).toBe('https://admin.example');
+    expect(boundUrl(urls, 'https://admin.example', true, 'openai')).toBe('https://api.openai.com/v1');
+    expect(boundUrl([], '', true, 'openai')).toBe('');
+    expect(effectiveUrl({ provider: 'anthropic' })).toBe('https://api.anthropic.com');
+    expect(effectiveUrl({ provider: 'openai', base_url: 'https://x/v1/' })).toBe('https://x/v1');
+    expect(effectiveUrl({ provider: 'fake' })).toBe('');
   });
 
   it('lets only a keyless tier type a loopback URL, when allowed', () => {

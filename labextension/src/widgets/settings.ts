@@ -11,7 +11,14 @@ import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
 import { AgentApi, IAgentSettings, ITierSettings } from '../api';
-import { keyChoices, mayTypeLoopback, readinessText, urlChoices } from './tierchoices';
+import {
+  boundUrl,
+  effectiveUrl,
+  keyChoices,
+  mayTypeLoopback,
+  readinessText,
+  urlChoices
+} from './tierchoices';
 
 const TIER_NAMES = ['codegen', 'classify', 'vision'];
 const PROVIDERS = ['anthropic', 'openai', 'openai-compatible'];
@@ -74,7 +81,9 @@ class SettingsForm extends Widget {
     fs.appendChild(urlSlot);
     const keySelect = keyLabel.querySelector('select')!;
     const renderUrl = (current: string, keyChanged: boolean): void =>
-      this.renderBaseUrl(urlSlot, name, keySelect.value || null, current, keyChanged);
+      this.renderBaseUrl(urlSlot, name, keySelect.value || null, current, keyChanged, () =>
+        (fs.querySelector('[name="provider"]') as HTMLSelectElement | null)?.value ?? ''
+      );
     renderUrl(tier?.base_url ?? '', false);
     keySelect.addEventListener('change', () => {
       const now = (urlSlot.querySelector('[name="base_url"]') as HTMLInputElement | null)?.value ?? '';
@@ -104,7 +113,8 @@ class SettingsForm extends Widget {
     tierName: string,
     ref: string | null,
     current: string,
-    keyChanged: boolean
+    keyChanged: boolean,
+    provider: () => string
   ): void {
     slot.textContent = 'Base URL';
     const urls = urlChoices(this.settings, ref);
@@ -126,9 +136,8 @@ class SettingsForm extends Widget {
       return;
     }
     // A key goes only where it is bound: no free text, and the first bound URL by default.
-    const reset = keyChanged && ref && !urls.includes(current);
-    const value = reset ? urls[0] ?? '' : current;
-    const select = this.select('', 'base_url', urls, value, !ref || value === '').querySelector('select')!;
+    const value = ref ? boundUrl(urls, current, keyChanged, provider()) : current;
+    const select = this.select('', 'base_url', urls, value, !ref).querySelector('select')!;
     slot.appendChild(select);
   }
 
@@ -166,7 +175,7 @@ class SettingsForm extends Widget {
         !!a &&
         a.provider === b.provider &&
         a.model === b.model &&
-        (a.base_url ?? '') === (b.base_url ?? '') &&
+        effectiveUrl(a) === effectiveUrl(b) &&
         (a.api_key_ref ?? '') === (b.api_key_ref ?? '');
       if (!same(before, tier)) {
         tiers[fs.dataset.tier!] = tier;

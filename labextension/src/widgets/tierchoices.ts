@@ -21,6 +21,34 @@ export function isLoopbackUrl(url: string): boolean {
   return LOOPBACK.test(normaliseUrl(url));
 }
 
+/** The base URL a provider uses when a tier names none (the official SDKs'). */
+export const DEFAULT_BASE_URLS: { [provider: string]: string } = {
+  anthropic: 'https://api.anthropic.com',
+  openai: 'https://api.openai.com/v1'
+};
+
+/** The URL a tier's requests go to: its base URL, else its provider's default. */
+export function effectiveUrl(tier: { provider: string; base_url?: string }): string {
+  return normaliseUrl(tier.base_url || DEFAULT_BASE_URLS[tier.provider] || '');
+}
+
+/**
+ * The URL to select for a keyed tier among the URLs its key is bound to: `current` when
+ * bound; a configured URL that is not bound stays shown as it is until the key changes
+ * (so an unchanged tier is not sent back); otherwise the provider's default when bound,
+ * else the first bound URL.
+ */
+export function boundUrl(urls: string[], current: string, keyChanged: boolean, provider: string): string {
+  if (urls.includes(normaliseUrl(current))) {
+    return normaliseUrl(current);
+  }
+  if (current && !keyChanged) {
+    return current;
+  }
+  const preferred = DEFAULT_BASE_URLS[provider];
+  return preferred && urls.includes(preferred) ? preferred : (urls[0] ?? '');
+}
+
 /** The key references the person may choose. */
 export function keyChoices(settings: IAgentSettings): string[] {
   return [...(settings.allowed_key_refs ?? Object.keys(settings.key_bindings ?? {}))];
