@@ -22,7 +22,7 @@ import os
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,8 @@ from jupyter_agent.runtime.demo import DemoModel
 from jupyter_agent.runtime.driver import RunConfig, RunServices
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.mailbox import Mailbox
-from jupyter_agent.runtime.readiness import build_status, tier_ready
 from jupyter_agent.runtime.requests import (
     ServiceError,
     bad,
@@ -42,13 +42,9 @@ from jupyter_agent.runtime.requests import (
     not_found,
 )
 from jupyter_agent.runtime.runs import RunManager
-from jupyter_agent.runtime.settings import (
-    SettingsError,
-    UserSettings,
-    effective_tiers,
-    validate_settings_body,
-)
+from jupyter_agent.runtime.settings import SettingsError, UserSettings
 from jupyter_agent.runtime.spaces import load_spaces
+from jupyter_agent.runtime.tiersettings import TierSettings
 from jupyter_agent.store.repo import Chat, Store
 from jupyter_agent.trace.log import TraceFile, read_log
 
@@ -67,8 +63,9 @@ class AdminConfig:
 
     tiers: dict[str, dict[str, Any]]
     ceilings: dict[str, Any]
-    allowed_key_refs: tuple[str, ...] = ()
-    allowed_base_urls: tuple[str, ...] = ()
+    key_policy: KeyPolicy = field(default_factory=KeyPolicy)
+    #: What to warn the admin about once at start (legacy traits; never a key value).
+    policy_warnings: tuple[str, ...] = ()
     max_attachment_bytes: int = 10 * 1024 * 1024
     version: str = ""
 
@@ -80,8 +77,9 @@ async def _maybe(value: Any) -> Any:
 class AgentService:
     """The agent of one Jupyter server (see the module docstring).
 
-    Construct it synchronously (opens the database); :meth:`start` (idempotent) starts the
-    pool and recovers runs left running; :meth:`stop` ends everything.
+    Construct it synchronously (opens the database); :meth:`start` (idempotent) logs
+    which tiers are ready (one INFO line in ``server_log``), starts the pool and recovers
+    runs left running; :meth:`stop` ends everything.
     """
 
     def __init__(
@@ -95,8 +93,10 @@ class AgentService:
         root_dir: str,
         contents_manager: Any = None,
         environ: Mapping[str, str] | None = None,
+        server_log: logging.Logger | None = None,
     ) -> None:
         self.admin = admin
+        self.server_log = server_log or log
         self.store = store
         self.pool = pool
         self.transport = transport
@@ -107,6 +107,13 @@ class AgentService:
         self.events = EventBus()
         self.mailbox = Mailbox()
         self.user_settings = UserSettings(self.data_dir / "settings.json")
+        self.tier_settings = TierSettings(
+            admin_tiers=admin.tiers,
+            policy=admin.key_policy,
+            user=self.user_settings,
+            environ=lambda: self.environ,
+            version=admin.version,
+        )
         self.demo = DemoModel()
         services = RunServices(
             transport=transport,
@@ -131,6 +138,10 @@ class AgentService:
         await asyncio.shield(self._started)
 
     async def _start(self) -> None:
+        for warning in self.admin.policy_warnings:
+            self.server_log.warning("jupyter-agent: %s", warning)
+        # Once, in the server's log: which tiers are ready, whether the demo runs.
+        self.server_log.info("%s", self.readiness_line())
         await self.pool.start()
         recovered = await self.manager.recover()
         if recovered:
@@ -160,50 +171,44 @@ class AgentService:
 
     def effective_tiers(self) -> dict[str, dict[str, Any]]:
         """The admin's tiers overlaid by the user's overrides."""
-        return effective_tiers(self.admin.tiers, self.user_settings.tiers())
+        return self.tier_settings.effective()
 
     def status(self) -> dict[str, Any]:
-        """``GET agent/status``: ``{version, tiers, demo}`` of the effective tiers."""
-        return build_status(self.effective_tiers(), self.environ, self.admin.version)
+        """``GET agent/status``: ``{version, tiers, demo}``; each tier ``{provider, model,
+        ready, key_set, reason}``."""
+        return self.tier_settings.status()
+
+    def readiness_line(self) -> str:
+        """The one log line saying which tiers are ready and whether the demo runs."""
+        return self.tier_settings.readiness_line()
 
     def is_demo(self) -> bool:
         """True when codegen cannot run, so runs use the demo model."""
         return bool(self.status()["demo"])
 
     def settings(self) -> dict[str, Any]:
-        """``GET agent/settings``: the effective settings (references, never key values)."""
-        return {
-            "tiers": self.effective_tiers(),
-            "overridden": sorted(self.user_settings.tiers()),
-            "allowed_key_refs": list(self.admin.allowed_key_refs),
-            "allowed_base_urls": list(self.admin.allowed_base_urls),
-            "demo": self.is_demo(),
-            "ceilings": dict(self.admin.ceilings),
-        }
+        """``GET agent/settings``: the effective settings, readiness and key policy
+        (:meth:`TierSettings.settings`; references, never key values)."""
+        return self.tier_settings.settings(self.admin.ceilings)
 
     async def put_settings(self, body: Any) -> dict[str, Any]:
         """``PUT agent/settings``: validate, store the user's overrides, answer the settings."""
         try:
-            changes = validate_settings_body(
-                body,
-                allowed_key_refs=self.admin.allowed_key_refs,
-                allowed_base_urls=self.admin.allowed_base_urls,
-            )
+            changes = self.tier_settings.validate(body)
         except SettingsError as exc:
             raise bad(str(exc), "bad_settings") from None
         await asyncio.to_thread(self.user_settings.update, changes)
         return self.settings()
 
     def run_config(self) -> RunConfig:
-        """The snapshot a run starts with: effective tiers (or the demo), ceilings, spaces."""
-        tiers = self.effective_tiers()
+        """The snapshot a run starts with: effective tiers (or the demo), ceilings, spaces.
+
+        Tiers that are not ready are left out (they fall back to codegen); when codegen is
+        not ready, the demo model takes its place.
+        """
+        tiers, demo = self.tier_settings.ready_tiers()
         profiles: dict[str, dict[str, Any]] = {}
-        if self.is_demo():
-            tiers = {
-                name: tier
-                for name, tier in tiers.items()
-                if name != "codegen" and tier_ready(tier, self.environ)
-            }
+        if demo:
             tiers["codegen"] = self.demo.tier()
             profiles = self.demo.profiles()
         spaces = load_spaces(data_dir=self.data_dir, root_dir=Path(self.root_dir))

@@ -15,11 +15,13 @@ Body of ``PUT agent/settings``::
   admin's tier applies again); tiers not named keep their override.
 - Keys other than those five are refused: a key *value* (``api_key``, ``key``, ...) is never
   accepted; a credential is named by reference (``api_key_ref: "env:NAME"``).
-- ``api_key_ref`` must be one of the admin's ``allowed_key_refs``; it may be null (or
-  absent) only for keyless providers (``openai-compatible``, ``fake``).
-- ``base_url`` (trailing slashes ignored) must be one of ``allowed_base_urls``; when absent
-  the provider's default (Anthropic, OpenAI) must be allowed; ``openai-compatible`` and
-  ``fake`` need one.
+- ``api_key_ref`` must be one of the references of the admin's :class:`KeyPolicy`
+  (``key_bindings``); it may be null (or absent) only for keyless providers
+  (``openai-compatible``, ``fake``).
+- ``base_url`` (trailing slashes ignored; when absent, the provider's default: Anthropic,
+  OpenAI; ``openai-compatible`` and ``fake`` need one) must be one the key reference is
+  bound to; a keyless tier may use any allowed URL, loopback included when the admin
+  allows it (:meth:`KeyPolicy.check`). A refusal names the reference and the URL.
 - ``provider`` must be known; ``api`` is ``chat`` or ``responses`` (``openai`` only).
 
 Violations raise :class:`SettingsError` (a ``ValueError``) with a message for a person.
@@ -30,11 +32,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from jupyter_agent.llm.tiers import DEFAULT_BASE_URLS
+from jupyter_agent.runtime.keypolicy import KeyPolicy, normalise_base_url
 
 __all__ = [
     "KEYLESS_PROVIDERS",
@@ -45,6 +48,7 @@ __all__ = [
     "UserSettings",
     "effective_tiers",
     "normalise_base_url",
+    "policy_reason",
     "validate_settings_body",
 ]
 
@@ -66,14 +70,20 @@ class SettingsError(ValueError):
     """A settings change that is refused; the message says why (never a key value)."""
 
 
-def normalise_base_url(url: str) -> str:
-    """``url`` without trailing slashes (how base URLs are compared)."""
-    return url.strip().rstrip("/")
+def policy_reason(tier: Mapping[str, Any], policy: KeyPolicy) -> str | None:
+    """Why the admin's policy refuses this (well-formed) user tier, or None.
+
+    Used on a PUT and on overrides stored before the policy changed: such a tier is
+    reported not ready and left out of runs, so its key never goes to an unbound URL.
+    """
+    ref = tier.get("api_key_ref") or None
+    base_url = tier.get("base_url") or DEFAULT_BASE_URLS.get(str(tier.get("provider")))
+    if not isinstance(base_url, str):
+        return "no base URL configured"
+    return policy.check(None if ref is None else str(ref), base_url)
 
 
-def _check_tier(
-    name: str, tier: Any, *, allowed_key_refs: Sequence[str], allowed_base_urls: Sequence[str]
-) -> dict[str, Any]:
+def _check_tier(name: str, tier: Any, *, policy: KeyPolicy) -> dict[str, Any]:
     where = f"tiers.{name}"
     if not isinstance(tier, Mapping):
         raise SettingsError(f"{where} must be an object or null")
@@ -98,29 +108,22 @@ def _check_tier(
     if api == "responses" and provider != "openai":
         raise SettingsError(f"{where}.api 'responses' is only spoken by provider 'openai'")
     ref = tier.get("api_key_ref")
-    if ref is None:
-        if provider not in KEYLESS_PROVIDERS:
-            raise SettingsError(
-                f"{where}.api_key_ref is needed for provider {provider!r}; "
-                f"allowed: {', '.join(allowed_key_refs) or '(none)'}"
-            )
-    elif not isinstance(ref, str) or ref not in allowed_key_refs:
+    if ref is not None and not isinstance(ref, str):
+        raise SettingsError(f"{where}.api_key_ref must be a string such as 'env:NAME' or null")
+    ref = ref or None  # "" is no reference
+    if ref is None and provider not in KEYLESS_PROVIDERS:
         raise SettingsError(
-            f"{where}.api_key_ref must be one of the admin's allowed_key_refs: "
-            f"{', '.join(allowed_key_refs) or '(none)'}"
+            f"{where}.api_key_ref is needed for provider {provider!r}; "
+            f"allowed: {', '.join(policy.refs()) or '(none)'}"
         )
     base_url = tier.get("base_url")
     if base_url is not None and not isinstance(base_url, str):
         raise SettingsError(f"{where}.base_url must be a string")
-    effective_url = base_url or DEFAULT_BASE_URLS.get(str(provider))
-    if not effective_url:
+    if not (base_url or DEFAULT_BASE_URLS.get(str(provider))):
         raise SettingsError(f"{where}.base_url is needed for provider {provider!r}")
-    allowed = {normalise_base_url(u) for u in allowed_base_urls}
-    if normalise_base_url(effective_url) not in allowed:
-        raise SettingsError(
-            f"{where}.base_url must be one of the admin's allowed_base_urls: "
-            f"{', '.join(allowed_base_urls) or '(none)'}"
-        )
+    reason = policy_reason({"provider": provider, "base_url": base_url, "api_key_ref": ref}, policy)
+    if reason is not None:
+        raise SettingsError(f"{where}: {reason}")
     clean: dict[str, Any] = {"provider": provider, "model": model.strip()}
     if base_url:
         clean["base_url"] = normalise_base_url(base_url)
@@ -131,9 +134,7 @@ def _check_tier(
     return clean
 
 
-def validate_settings_body(
-    body: Any, *, allowed_key_refs: Sequence[str], allowed_base_urls: Sequence[str]
-) -> dict[str, dict[str, Any] | None]:
+def validate_settings_body(body: Any, *, policy: KeyPolicy) -> dict[str, dict[str, Any] | None]:
     """Check a ``PUT agent/settings`` body; returns ``{tier name: clean tier or None}``.
 
     Raises :class:`SettingsError` for anything outside the contract (module docstring).
@@ -152,16 +153,7 @@ def validate_settings_body(
     for name, tier in tiers.items():
         if name not in TIER_NAMES:
             raise SettingsError(f"unknown tier {name!r}: use one of {', '.join(TIER_NAMES)}")
-        out[name] = (
-            None
-            if tier is None
-            else _check_tier(
-                name,
-                tier,
-                allowed_key_refs=allowed_key_refs,
-                allowed_base_urls=allowed_base_urls,
-            )
-        )
+        out[name] = None if tier is None else _check_tier(name, tier, policy=policy)
     return out
 
 

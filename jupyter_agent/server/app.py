@@ -4,8 +4,10 @@
 agent is a trait here, with a default and a ``help=`` (DESIGN section 3): set them in a
 ``jupyter_server_config.py`` (``c.JupyterAgent.max_cells = 30``) or on the command line
 (``jupyter lab --JupyterAgent.max_cells=30``). Traits set by the admin are trusted;
-settings changed from the browser are limited to ``allowed_key_refs`` and
-``allowed_base_urls``.
+settings changed from the browser are limited by the key policy: ``key_bindings`` (each
+key reference and the base URLs its key may be sent to), ``allowed_base_urls`` and
+``allow_loopback_base_urls`` (what a keyless tier may use), and the legacy
+``allowed_key_refs`` (see :mod:`jupyter_agent.runtime.keypolicy`).
 
 The app holds configuration and wires handlers; managers (the driver, the kernel pool,
 the store) do the work and handlers only translate HTTP.
@@ -22,6 +24,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
 
 from jupyter_agent import __version__
+from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.service import AdminConfig, AgentService
@@ -127,17 +130,65 @@ class JupyterAgent(ExtensionApp):
         ),
     ).tag(config=True)
 
+    key_bindings = Dict(
+        value_trait=List(Unicode()),
+        key_trait=Unicode(),
+        default_value=DEFAULT_KEY_BINDINGS,
+        help=(
+            "Key references settings changed from the browser may use, each bound to the "
+            "base URLs its key may be sent to, e.g. {'env:ANTHROPIC_API_KEY': "
+            "['https://api.anthropic.com']}. A browser tier pairing a key with a URL it is "
+            "not bound to is refused (400), so an allowed key never goes elsewhere."
+        ),
+    ).tag(config=True)
+
     allowed_key_refs = List(
         Unicode(),
-        default_value=["env:ANTHROPIC_API_KEY", "env:OPENAI_API_KEY"],
-        help="Credential references that settings changed from the browser may use.",
+        default_value=None,
+        allow_none=True,
+        help=(
+            "Legacy (use key_bindings). None: every reference of key_bindings may be "
+            "chosen from the browser. A list: only these references; one with no "
+            "key_bindings entry is bound to every allowed_base_urls entry (the behaviour "
+            "before key bindings; a warning at start)."
+        ),
     ).tag(config=True)
 
     allowed_base_urls = List(
         Unicode(),
         default_value=["https://api.anthropic.com", "https://api.openai.com/v1"],
-        help="Provider base URLs that settings changed from the browser may use.",
+        help=(
+            "Base URLs a keyless tier changed from the browser may use (besides the "
+            "key_bindings URLs and, when allowed, loopback URLs). Keyed tiers use "
+            "key_bindings; legacy allowed_key_refs entries without a binding use these."
+        ),
     ).tag(config=True)
+
+    allow_loopback_base_urls = Bool(
+        True,
+        help=(
+            "Let a keyless tier changed from the browser (openai-compatible, e.g. vLLM, "
+            "Ollama, llama.cpp) use a loopback base URL: http://127.0.0.1:PORT/..., "
+            "http://localhost:PORT/..., http://[::1]:PORT/... (the server is the user's "
+            "own). A key is sent to loopback only when key_bindings binds it there."
+        ),
+    ).tag(config=True)
+
+    @validate("key_bindings")
+    def _validate_key_bindings(self, proposal: Mapping[str, Any]) -> dict[str, list[str]]:
+        """Each reference is ``env:NAME`` bound to a list of http(s) URLs."""
+        bindings = proposal["value"]
+        for ref, urls in bindings.items():
+            if not isinstance(ref, str) or not ref.startswith("env:") or ref == "env:":
+                raise TraitError(
+                    f"JupyterAgent.key_bindings: {ref!r} is not a reference of the form env:NAME"
+                )
+            for url in urls:
+                if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                    raise TraitError(
+                        f"JupyterAgent.key_bindings[{ref!r}]: {url!r} is not an http(s) URL"
+                    )
+        return {ref: list(urls) for ref, urls in bindings.items()}
 
     @validate("tiers")
     def _validate_tiers(self, proposal: Mapping[str, Any]) -> dict[str, Any]:
@@ -196,14 +247,33 @@ class JupyterAgent(ExtensionApp):
     def status(self, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The answer of ``GET agent/status`` for the server's environment (no key values).
 
-        The effective tiers: the admin's, overlaid by the user's settings.
+        The effective tiers: the admin's, overlaid by the user's settings (those the key
+        policy refuses are not ready).
         """
-        env = os.environ if environ is None else environ
-        tiers = self.tiers if self.service is None else self.service.effective_tiers()
-        return build_status(tiers, env, __version__)
+        if self.service is None:
+            env = os.environ if environ is None else environ
+            return build_status(self.tiers, env, __version__)
+        if environ is None:
+            return self.service.status()
+        return build_status(
+            self.service.effective_tiers(),
+            environ,
+            __version__,
+            refused=self.service.tier_settings.refused_overrides(),
+        )
+
+    def key_policy(self) -> tuple[KeyPolicy, list[str]]:
+        """The key policy of the traits, and the warnings to log about them."""
+        return KeyPolicy.from_traits(
+            key_bindings=self.key_bindings,
+            allowed_key_refs=self.allowed_key_refs,
+            allowed_base_urls=self.allowed_base_urls,
+            allow_loopback=self.allow_loopback_base_urls,
+        )
 
     def admin_config(self) -> AdminConfig:
         """The traits the service reads, as one value."""
+        policy, warnings = self.key_policy()
         ceilings = {
             "max_model_calls": self.max_model_calls,
             "max_cells": self.max_cells,
@@ -216,8 +286,8 @@ class JupyterAgent(ExtensionApp):
         return AdminConfig(
             tiers={name: dict(tier) for name, tier in self.tiers.items()},
             ceilings=ceilings,
-            allowed_key_refs=tuple(self.allowed_key_refs),
-            allowed_base_urls=tuple(self.allowed_base_urls),
+            key_policy=policy,
+            policy_warnings=tuple(warnings),
             max_attachment_bytes=self.max_body_bytes,
             version=__version__,
         )
@@ -247,6 +317,7 @@ class JupyterAgent(ExtensionApp):
             data_dir=self.agent_dir,
             root_dir=serverapp.root_dir,
             contents_manager=serverapp.contents_manager,
+            server_log=serverapp.log,
         )
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:

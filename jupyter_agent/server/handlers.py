@@ -38,7 +38,8 @@ __all__ = [
 
 
 class StatusHandler(AgentHandler):
-    """``GET agent/status``: ``{version, tiers: {name: {provider, model, ready}}, demo}``."""
+    """``GET agent/status``: ``{version, tiers: {name: {provider, model, ready, key_set,
+    reason}}, demo}``."""
 
     @web.authenticated
     @authorized
@@ -53,7 +54,8 @@ class SettingsHandler(AgentHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        """Answer ``{tiers, overridden, allowed_key_refs, allowed_base_urls, demo, ceilings}``."""
+        """Answer ``{tiers, overridden, readiness, allowed_key_refs, allowed_base_urls,
+        key_bindings, allow_loopback_base_urls, demo, ceilings}``."""
         service = await self.service()
         self.finish_json(service.settings())
 

@@ -14,11 +14,19 @@ import type { ITurnRecord } from './model';
 /** The path segment every route of the server extension lives under. */
 export const API_NAMESPACE = 'agent';
 
+/** Whether a tier can run, and why not (never a key value). */
+export interface ITierReadiness {
+  ready: boolean;
+  /** The tier's key reference resolves on the server (false for a keyless tier). */
+  key_set?: boolean;
+  /** Why the tier is not ready, e.g. "env:OPENAI_API_KEY is not set on the server". */
+  reason?: string | null;
+}
+
 /** One model tier as `GET agent/status` reports it (never a key value). */
-export interface ITierStatus {
+export interface ITierStatus extends ITierReadiness {
   provider: string;
   model: string;
-  ready: boolean;
 }
 
 /** The answer of `GET agent/status`. */
@@ -129,8 +137,16 @@ export interface ITierSettings {
 /** `GET agent/settings`: the effective tiers and what the browser may choose. */
 export interface IAgentSettings {
   tiers: { [name: string]: ITierSettings };
+  /** The key references the browser may choose. */
   allowed_key_refs?: string[];
+  /** The URLs a keyless tier may use (besides loopback, when allowed). */
   allowed_base_urls?: string[];
+  /** Each key reference and the base URLs its key may be sent to. */
+  key_bindings?: { [ref: string]: string[] };
+  /** A keyless tier may use a loopback base URL. */
+  allow_loopback_base_urls?: boolean;
+  /** Per tier: ready, key set on the server, why not ready. */
+  readiness?: { [name: string]: ITierReadiness };
   providers?: string[];
   [key: string]: any;
 }

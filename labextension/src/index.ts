@@ -214,6 +214,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       onDeleted: id => {
         tracker.find(v => v.content.chatId === id)?.dispose();
       },
+      onStatus: () => tracker.forEach(w => w.content.statusChanged()),
       onRefreshed: chats => {
         for (const chat of chats) {
           const w = tracker.find(v => v.content.chatId === chat.id);

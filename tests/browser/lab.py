@@ -112,9 +112,10 @@ class LabServer:
         """Start the server and wait until the agent's status route answers."""
         cmd = [
             sys.executable,
+            # This interpreter's JupyterLab: `-m jupyter lab` would run the first
+            # `jupyter-lab` on PATH, maybe another environment's (and its extension).
             "-m",
-            "jupyter",
-            "lab",
+            "jupyterlab",
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",

@@ -38,12 +38,23 @@ def test_get_settings_shape(fetch: Any) -> None:
         "overridden",
         "allowed_key_refs",
         "allowed_base_urls",
+        "key_bindings",
+        "allow_loopback_base_urls",
+        "readiness",
         "demo",
         "ceilings",
     }
     assert settings["tiers"] == ADMIN["tiers"]  # the admin's tier, trusted as given
     assert settings["overridden"] == []
     assert settings["allowed_key_refs"] == ["env:ANTHROPIC_API_KEY"]
+    # The legacy list keeps the default binding of the reference it names.
+    assert settings["key_bindings"] == {"env:ANTHROPIC_API_KEY": ["https://api.anthropic.com"]}
+    assert settings["allowed_base_urls"] == [
+        "https://api.anthropic.com",
+        "http://127.0.0.1:11434/v1",
+    ]
+    assert settings["allow_loopback_base_urls"] is True
+    assert settings["readiness"]["codegen"] == {"ready": True, "key_set": False, "reason": None}
     assert settings["ceilings"]["max_cells"] == 7
     assert settings["demo"] is False
 
@@ -93,9 +104,16 @@ def bad_settings() -> list[tuple[Any, str]]:
     canary = "canary-" + secrets.token_hex(8)
     return [
         ({"tiers": {"codegen": {**GOOD, "api_key": canary}}}, "api_key_ref"),
-        ({"tiers": {"codegen": {**GOOD, "api_key_ref": "env:OTHER_KEY"}}}, "allowed_key_refs"),
+        (
+            {"tiers": {"codegen": {**GOOD, "api_key_ref": "env:OTHER_KEY"}}},
+            "key reference not allowed: env:OTHER_KEY",
+        ),
         ({"tiers": {"codegen": {**GOOD, "api_key_ref": None}}}, "api_key_ref"),
-        ({"tiers": {"codegen": {**GOOD, "base_url": "https://evil.example"}}}, "allowed_base_urls"),
+        (
+            {"tiers": {"codegen": {**GOOD, "base_url": "https://evil.example"}}},
+            "env:ANTHROPIC_API_KEY is bound to https://api.anthropic.com "
+            "and is never sent to https://evil.example",
+        ),
         (
             {
                 "tiers": {
@@ -106,7 +124,7 @@ def bad_settings() -> list[tuple[Any, str]]:
                     }
                 }
             },
-            "allowed_base_urls",
+            "never sent to https://api.openai.com/v1",
         ),
         ({"tiers": {"codegen": {**GOOD, "provider": "skynet"}}}, "provider"),
         ({"tiers": {"codegen": {**GOOD, "model": ""}}}, "model"),

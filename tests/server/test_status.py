@@ -58,7 +58,13 @@ def test_status_shape_and_demo_without_key(fetch: Any, jp_serverapp: Any) -> Non
     # codegen is the configured default; classify and vision fall back to it.
     assert set(status["tiers"]) == {"codegen", "classify", "vision"}
     for tier in status["tiers"].values():
-        assert tier == {"provider": "anthropic", "model": "claude-sonnet-4-5", "ready": False}
+        assert tier == {
+            "provider": "anthropic",
+            "model": "claude-sonnet-4-5",
+            "ready": False,
+            "key_set": False,
+            "reason": "env:ANTHROPIC_API_KEY is not set on the server",
+        }
 
 
 def test_status_ready_with_key_never_shows_it(fetch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,10 +95,14 @@ def test_status_follows_configured_tiers(fetch: Any) -> None:
         "provider": "openai-compatible",
         "model": "local",
         "ready": True,
+        "key_set": False,  # keyless
+        "reason": None,
     }
     assert status["tiers"]["classify"]["model"] == "local"
     assert status["tiers"]["vision"]["ready"] is False
+    assert status["tiers"]["vision"]["reason"] == "env:OPENAI_API_KEY is not set on the server"
     assert status["tiers"]["odd"]["ready"] is False
+    assert status["tiers"]["odd"]["reason"] == "unknown provider 'no-such-provider'"
 
 
 def test_status_needs_a_token(fetch: Any) -> None:

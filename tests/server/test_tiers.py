@@ -44,6 +44,8 @@ def test_key_ref_resolves_only_non_empty_env_values() -> None:
     ],
 )
 def test_tier_ready(tier: dict[str, str], env: dict[str, str], ready: bool) -> None:
+    if tier:
+        tier = {"model": "m", "base_url": "http://127.0.0.1:9", **tier}
     assert tier_ready(tier, env) is ready
 
 
@@ -81,7 +83,12 @@ def test_traits_defaults() -> None:
     assert app.max_body_bytes == 10 * 1024 * 1024
     assert app.bash_enabled is True
     assert app.kernel_env_keep == []
-    assert "env:ANTHROPIC_API_KEY" in app.allowed_key_refs
+    assert app.allowed_key_refs is None  # legacy: every key_bindings reference
+    assert app.key_bindings == {
+        "env:ANTHROPIC_API_KEY": ["https://api.anthropic.com"],
+        "env:OPENAI_API_KEY": ["https://api.openai.com/v1"],
+    }
+    assert app.allow_loopback_base_urls is True
     assert "https://api.anthropic.com" in app.allowed_base_urls
     assert app.db_url == ""
     assert app.effective_db_url.startswith("sqlite:///")
@@ -105,6 +112,8 @@ def test_every_trait_has_help() -> None:
         "kernel_env_keep",
         "allowed_key_refs",
         "allowed_base_urls",
+        "key_bindings",
+        "allow_loopback_base_urls",
     } <= own
     for name, trait in JupyterAgent.class_own_traits(config=True).items():
         assert trait.help, name
@@ -129,6 +138,8 @@ def test_traits_from_config() -> None:
         ("max_body_bytes", -5),
         ("cell_timeout_s", 0.0),
         ("max_cost_usd", -1.0),
+        ("key_bindings", {"OPENAI_API_KEY": ["https://api.openai.com/v1"]}),
+        ("key_bindings", {"env:OPENAI_API_KEY": ["api.openai.com"]}),
     ],
 )
 def test_bad_trait_values_are_rejected(name: str, value: object) -> None:

@@ -19,6 +19,8 @@ export interface IChatListOptions {
   onDeleted: (chatId: string) => void;
   /** The list was re-read (open views take the server's titles). */
   onRefreshed?: (chats: IChatSummary[]) => void;
+  /** The status was re-read (open views, restored ones too, update their demo label). */
+  onStatus?: (status: IAgentStatus) => void;
 }
 
 export class ChatListPanel extends Widget {
@@ -56,6 +58,7 @@ export class ChatListPanel extends Widget {
     if (status.status === 'fulfilled') {
       this.status = status.value;
       this.renderStatus(status.value);
+      this.options.onStatus?.(status.value);
     } else {
       this.statusBox.textContent = 'The agent server extension does not answer.';
     }
@@ -79,7 +82,7 @@ export class ChatListPanel extends Widget {
       help.className = 'jp-agent-first-run';
       const unready = Object.entries(status.tiers || {})
         .filter(([, t]) => !t.ready)
-        .map(([name, t]) => `${name} (${t.provider} ${t.model})`);
+        .map(([name, t]) => `${name} (${t.provider} ${t.model}${t.reason ? `: ${t.reason}` : ''})`);
       help.textContent =
         'No model tier can run, so a scripted demo model answers: it shows the whole flow ' +
         '(progress, cells with real outputs, a reply, a trace) without any key. To use a ' +
@@ -89,7 +92,7 @@ export class ChatListPanel extends Widget {
       box.append(badge, help, button('Open settings', 'Open the agent settings', () => this.options.openSettings(), 'jp-agent-open-settings'));
     } else {
       const tiers = Object.entries(status.tiers || {})
-        .map(([name, t]) => `${name}: ${t.model}${t.ready ? '' : ' (not ready)'}`)
+        .map(([name, t]) => `${name}: ${t.model}${t.ready ? '' : ` (not ready: ${t.reason || 'unknown'})`}`)
         .join(' · ');
       box.textContent = tiers;
     }

@@ -2,6 +2,9 @@
  * The main-area view of one chat: a header (title, connection, demo label, export), the
  * runs (rendered from the chat's `ChatState`, live over the event stream) and the
  * composer (Enter sends, Shift+Enter breaks the line; attachments; Stop / Stop now).
+ * The message list follows the conversation (`FollowScroller`): the newest message is in
+ * view on open, on send and after a reload, unless the person scrolled up; then a "Jump
+ * to latest" control brings it back.
  */
 import { linkIcon } from '@jupyterlab/ui-components';
 import { Panel, Widget } from '@lumino/widgets';
@@ -9,6 +12,7 @@ import { Panel, Widget } from '@lumino/widgets';
 import { AgentApi, AgentApiError, IAgentStatus, IView } from '../api';
 import { ChatState, IAgentEvent, IRunState } from '../model';
 import { EventStream, StreamState } from '../stream';
+import { FollowScroller } from './follow';
 import { button, IItemContext } from './items';
 import { RunWidget } from './run';
 
@@ -66,6 +70,7 @@ export class ChatView extends Panel {
     this.messages.node.setAttribute('aria-live', 'polite');
     this.messages.node.tabIndex = 0;
     this.addWidget(this.messages);
+    this.addWidget(this.buildJump());
 
     this.composer = new Widget();
     this.composer.addClass('jp-agent-composer');
@@ -129,6 +134,7 @@ export class ChatView extends Panel {
       const view = this.options.getView();
       const result = await this.options.api.send(this.chatId, text, view, attachments);
       this.state.addUserMessage(text, result.run_id, result.routed);
+      this.follow.pin();
       this.scheduleSync();
       this.options.onChanged?.();
     } catch (err) {
@@ -144,10 +150,29 @@ export class ChatView extends Panel {
     }
     this.stream?.dispose();
     this.stream = null;
+    this.follow.dispose();
     if (this.frame !== null) {
       cancelAnimationFrame(this.frame);
     }
     super.dispose();
+  }
+
+  // --- following the conversation ------------------------------------------------------
+
+  private buildJump(): Widget {
+    // A zero-height bar between the list and the composer; the button floats above it.
+    // The container's ResizeObserver also catches the tab being shown (0 to full size).
+    const bar = new Widget();
+    bar.addClass('jp-agent-jump-bar');
+    this.jump = button('Jump to latest ↓', 'Scroll to the newest message', () => this.follow.pin(), 'jp-agent-jump');
+    this.jump.hidden = true;
+    bar.node.appendChild(this.jump);
+    this.follow = new FollowScroller(this.messages.node, {
+      onPinnedChanged: pinned => {
+        this.jump.hidden = pinned;
+      }
+    });
+    return bar;
   }
 
   // --- loading and the live stream ------------------------------------------------------
@@ -229,8 +254,6 @@ export class ChatView extends Panel {
     if (this.isDisposed) {
       return;
     }
-    const box = this.messages.node;
-    const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
     const seen = new Set<IRunState>();
     this.state.runs.forEach((run, i) => {
       seen.add(run);
@@ -253,9 +276,7 @@ export class ChatView extends Panel {
     }
     this.empty.hidden = this.state.runs.length > 0;
     this.syncControls();
-    if (atBottom) {
-      box.scrollTop = box.scrollHeight;
-    }
+    this.follow.contentChanged();
   }
 
   private syncControls(): void {
@@ -280,7 +301,20 @@ export class ChatView extends Panel {
 
   private refreshDemo(): void {
     const status = this.options.status();
-    this.demo.hidden = !(status && status.demo);
+    if (status) {
+      this.demo.hidden = !status.demo;
+      return;
+    }
+    // Not known yet (a tab the layout restorer reopens before the sidebar read the
+    // status): ask the server.
+    void this.options.api
+      .status()
+      .then(s => {
+        if (!this.isDisposed && !this.options.status()) {
+          this.demo.hidden = !s.demo;
+        }
+      })
+      .catch(() => undefined);
   }
 
   /** Re-read the server's status label (after settings changed). */
@@ -396,6 +430,8 @@ export class ChatView extends Panel {
   private frame: number | null = null;
   private stopStage = 0;
   private restoredOnce = false;
+  private follow!: FollowScroller;
+  private jump!: HTMLButtonElement;
 }
 
 function errorText(err: unknown): string {

@@ -1,14 +1,24 @@
 /**
- * The settings dialog: the model tiers (provider, model, base URL, key reference).
+ * The settings dialog: the model tiers (provider, model, key reference, base URL), each
+ * with its readiness on the server (ready, key set, why not).
  *
- * Only choices the admin allows (`allowed_key_refs`, `allowed_base_urls` from
- * `GET agent/settings`) are offered; a key's value never enters the browser: the person
- * picks a reference such as `env:ANTHROPIC_API_KEY`.
+ * Only choices the admin allows are offered (`GET agent/settings`; see tierchoices.ts):
+ * the allowed key references, and for the chosen key only the URLs it is bound to; a
+ * keyless tier may also type a loopback URL when the admin allows it. A key's value never
+ * enters the browser: the person picks a reference such as `env:ANTHROPIC_API_KEY`.
  */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
 import { AgentApi, IAgentSettings, ITierSettings } from '../api';
+import {
+  boundUrl,
+  effectiveUrl,
+  keyChoices,
+  mayTypeLoopback,
+  readinessText,
+  urlChoices
+} from './tierchoices';
 
 const TIER_NAMES = ['codegen', 'classify', 'vision'];
 const PROVIDERS = ['anthropic', 'openai', 'openai-compatible'];
@@ -64,9 +74,71 @@ class SettingsForm extends Widget {
     model.placeholder = 'e.g. claude-sonnet-4-5';
     ml.appendChild(model);
     fs.appendChild(ml);
-    fs.appendChild(this.select('Base URL', 'base_url', this.settings.allowed_base_urls || [], tier?.base_url ?? '', true));
-    fs.appendChild(this.select('Key reference', 'api_key_ref', this.settings.allowed_key_refs || [], tier?.api_key_ref ?? '', true));
+    const keyLabel = this.select('Key reference', 'api_key_ref', keyChoices(this.settings), tier?.api_key_ref ?? '', true);
+    fs.appendChild(keyLabel);
+    const urlSlot = document.createElement('label');
+    urlSlot.className = 'jp-agent-base-url';
+    fs.appendChild(urlSlot);
+    const keySelect = keyLabel.querySelector('select')!;
+    const renderUrl = (current: string, keyChanged: boolean): void =>
+      this.renderBaseUrl(urlSlot, name, keySelect.value || null, current, keyChanged, () =>
+        (fs.querySelector('[name="provider"]') as HTMLSelectElement | null)?.value ?? ''
+      );
+    renderUrl(tier?.base_url ?? '', false);
+    keySelect.addEventListener('change', () => {
+      const now = (urlSlot.querySelector('[name="base_url"]') as HTMLInputElement | null)?.value ?? '';
+      renderUrl(now, true);
+    });
+    const readiness = this.settings.readiness?.[name];
+    if (readiness) {
+      const line = document.createElement('div');
+      line.className = 'jp-agent-tier-readiness';
+      line.dataset.ready = String(readiness.ready);
+      line.setAttribute('role', 'status');
+      line.textContent = readinessText(readiness, tier?.api_key_ref || null);
+      fs.appendChild(line);
+    }
     return fs;
+  }
+
+  /**
+   * The base URL control for key reference `ref`: a choice among the URLs the key is
+   * bound to; a keyless tier may also type a loopback URL (when allowed), with the
+   * allowed URLs as suggestions. `current` stays selected, except after the key changed
+   * to one it is not bound to (the tier as configured is shown as it is, so an
+   * unchanged tier is not sent back).
+   */
+  private renderBaseUrl(
+    slot: HTMLLabelElement,
+    tierName: string,
+    ref: string | null,
+    current: string,
+    keyChanged: boolean,
+    provider: () => string
+  ): void {
+    slot.textContent = 'Base URL';
+    const urls = urlChoices(this.settings, ref);
+    if (mayTypeLoopback(this.settings, ref)) {
+      const input = document.createElement('input');
+      input.name = 'base_url';
+      input.value = current;
+      input.placeholder = 'http://127.0.0.1:8000/v1';
+      input.title = 'One of the suggested URLs, or a loopback server of your own';
+      const list = document.createElement('datalist');
+      list.id = `jp-agent-base-urls-${tierName}`;
+      for (const url of urls) {
+        const opt = document.createElement('option');
+        opt.value = url;
+        list.appendChild(opt);
+      }
+      input.setAttribute('list', list.id);
+      slot.append(input, list);
+      return;
+    }
+    // A key goes only where it is bound: no free text, and the first bound URL by default.
+    const value = ref ? boundUrl(urls, current, keyChanged, provider()) : current;
+    const select = this.select('', 'base_url', urls, value, !ref).querySelector('select')!;
+    slot.appendChild(select);
   }
 
   get value(): { [name: string]: ITierSettings } {
@@ -103,7 +175,7 @@ class SettingsForm extends Widget {
         !!a &&
         a.provider === b.provider &&
         a.model === b.model &&
-        (a.base_url ?? '') === (b.base_url ?? '') &&
+        effectiveUrl(a) === effectiveUrl(b) &&
         (a.api_key_ref ?? '') === (b.api_key_ref ?? '');
       if (!same(before, tier)) {
         tiers[fs.dataset.tier!] = tier;
