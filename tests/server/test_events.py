@@ -111,7 +111,7 @@ def test_demo_model_without_any_key(
     assert turn["llm"]["cells"] == 2
     assert turn["llm"]["cost"] == 0
     texts = [r["text"] for r in turn["replies"]]
-    assert texts[0].startswith("This is the offline demo model: no API key is configured")
+    assert texts[0].startswith("This is the offline **demo model**: it does not read your question")
     assert "demo model" in texts[-1]
     assert "JupyterAgent.tiers" in texts[-1]
     _, detail = call(fetch, "agent", "runs", answer["run_id"])
