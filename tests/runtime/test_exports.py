@@ -108,7 +108,10 @@ def test_trace_folder_default() -> None:
 
 def _nb(text: str) -> dict[str, object]:
     nb = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell(text, id="c1"), nbformat.v4.new_markdown_cell("hi", id="m1")]
+        cells=[
+            nbformat.v4.new_code_cell(text, id="c1"),
+            nbformat.v4.new_markdown_cell("hi", id="m1"),
+        ]
     )
     return dict(nbformat.from_dict(nb))
 
