@@ -110,11 +110,12 @@ class LabServer:
 
     def start(self, timeout_s: float = 60.0) -> LabServer:
         """Start the server and wait until the agent's status route answers."""
+        # `-m jupyterlab`, not `-m jupyter lab`: the latter runs whichever `jupyter-lab` is
+        # first on PATH, which may belong to another environment (and its jupyter_agent).
         cmd = [
             sys.executable,
             "-m",
-            "jupyter",
-            "lab",
+            "jupyterlab",
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
