@@ -263,6 +263,11 @@ class AgentClient:
         """``GET agent/chats/{id}/notebook``: the whole chat as notebook JSON."""
         return dict(self._json("GET", f"agent/chats/{_seg(chat_id)}/notebook"))
 
+    def write_chat_notebook(self, chat_id: str) -> dict[str, Any]:
+        """``POST agent/chats/{id}/notebook``: the chat exported into the server's trace
+        folder under a fresh name; ``{path, created}``."""
+        return dict(self._json("POST", f"agent/chats/{_seg(chat_id)}/notebook", body={}))
+
     def send(
         self,
         chat_id: str,
@@ -308,9 +313,15 @@ class AgentClient:
         """``GET agent/runs/{run_id}/notebook``: the turn as notebook JSON (nbformat v4)."""
         return dict(self._json("GET", f"agent/runs/{_seg(run_id)}/notebook"))
 
-    def write_run_notebook(self, run_id: str, path: str | None = None) -> dict[str, Any]:
-        """``POST agent/runs/{run_id}/notebook``: written into the contents root; ``{path}``."""
-        body = {"path": path} if path is not None else {}
+    def write_run_notebook(
+        self, run_id: str, path: str | None = None, *, overwrite: bool = False
+    ) -> dict[str, Any]:
+        """``POST agent/runs/{run_id}/notebook``: ``{path, created}``. Without ``path``, into
+        the server's trace folder under a fresh name; with it, there (``overwrite`` to
+        replace an existing file)."""
+        body: dict[str, Any] = {"path": path} if path is not None else {}
+        if overwrite:
+            body["overwrite"] = True
         return dict(self._json("POST", f"agent/runs/{_seg(run_id)}/notebook", body=body))
 
     def break_run(self, run_id: str, hard: bool = False) -> dict[str, Any]:

@@ -54,8 +54,21 @@ def test_refused_token_is_a_403_client_error_without_the_token(stub):
     assert wrong not in repr(err)
     assert wrong not in repr(client)
     with AgentClient(addr) as client, pytest.raises(ClientError) as info:
-        client.status()  # no token at all
-    assert info.value.status == 403
+        client.status()  # no token at all: said so, not "refused the token"
+    assert (info.value.status, info.value.reason) == (403, "no_token")
+    assert str(info.value) == f"no token was given, and the server at {addr} needs one (403)"
+    assert info.value.addr == addr
+
+
+def test_a_token_without_the_permission_says_what_was_refused(stub):
+    addr, state = stub
+    with AgentClient(addr, state.token) as client, pytest.raises(ClientError) as info:
+        client._json("GET", "agent/forbidden")
+    assert (info.value.status, info.value.reason) == (403, "forbidden")
+    assert str(info.value) == (
+        "the server refused the request (403): User is not authorized to execute on "
+        "resource: agent."
+    )
 
 
 def test_server_message_and_reason_are_kept(stub):
