@@ -18,10 +18,21 @@ from rich.table import Table
 
 from jupyter_agent.trace.show import bound
 
-__all__ = ["PIPE_WIDTH", "render_ls", "render_show", "render_stats", "shown"]
+__all__ = ["PIPE_WIDTH", "plural", "render_ls", "render_show", "render_stats", "shown"]
 
 PIPE_WIDTH: Final = 200
 _SHOWN_CHARS: Final = 4000
+
+
+_IRREGULAR: Final = {"try": "tries", "entry": "entries", "retry": "retries"}
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``"1 try"``, ``"2 tries"``, ``"0 cells"``: the count and the word in the right form
+    (``many`` overrides the plural; a few irregular ones are known)."""
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {many or _IRREGULAR.get(word) or word + 's'}"
 
 
 def _console() -> Console:
@@ -33,7 +44,7 @@ def shown(value: Any, limit: int = _SHOWN_CHARS) -> str:
     """``value`` as indented JSON, long strings and lists cut, at most ``limit`` chars."""
     text = json.dumps(bound(value, max_string=400, max_items=20), indent=2, ensure_ascii=False)
     if len(text) > limit:
-        text = text[:limit] + f"\n…[cut: {len(text) - limit} more chars]"
+        text = text[:limit] + f"\n…[cut: {plural(len(text) - limit, 'more char')}]"
     return text
 
 
@@ -122,9 +133,10 @@ def render_show(body: dict[str, Any]) -> None:
                 console.print(escape(_indent(str(step["digest"]))))
         elif kind == "model_call":
             tries = step.get("attempts")
-            console.print(
-                f"\n#{seq} model call{flag} (HTTP {step.get('http_status')}, {tries} tries)"
-            )
+            detail = f"HTTP {step.get('http_status')}"
+            if isinstance(tries, int):
+                detail += f", {plural(tries, 'try')}"
+            console.print(f"\n#{seq} model call{flag} ({detail})")
         elif kind == "break":
             console.print(f"\n#{seq} break ({'hard' if step.get('hard') else 'soft'})")
     table = Table(title="effects", show_edge=False, header_style="bold")

@@ -17,7 +17,11 @@ Registered in :data:`jupyter_agent.cli.VERBS` by :func:`add_trace`, :func:`add_r
   any), else the server's ``GET agent/runs/{id}/notebook``; writes a valid notebook.
 
 Exit status 2 with one line on stderr for every expected failure (an unreachable server, a
-refused token, an unknown run, an unreadable log, a database error): never a traceback.
+refused or missing token, an unknown run, an unreadable log, a database error): never a
+traceback. A run id that is neither in the local runs folder nor on the server is ``no such
+run: RUN (...)`` naming both places looked in (the folder's path, the server's address);
+a server that asks for a token when none was given is ``no token: pass --token or set
+JUPYTER_TOKEN (...)``.
 """
 
 from __future__ import annotations
@@ -30,9 +34,9 @@ import tempfile
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from jupyter_agent.cli_render import render_ls, render_show, render_stats, shown
+from jupyter_agent.cli_render import plural, render_ls, render_show, render_stats, shown
 from jupyter_agent.client import AgentClient, ClientError
 from jupyter_agent.exceptions import AgentError
 from jupyter_agent.runtime.paths import default_db_url, runs_dir
@@ -44,6 +48,7 @@ Subparsers = Any
 Handler = Callable[[argparse.Namespace], int]
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
+_T = TypeVar("_T")
 
 
 class CliFailure(Exception):
@@ -56,7 +61,10 @@ def _guarded(handler: Handler) -> Handler:
     def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
-        except (ClientError, CliFailure, AgentError) as exc:
+        except ClientError as exc:
+            print(f"jupyter agent: {_client_failure(exc)}", file=sys.stderr)
+            return 2
+        except (CliFailure, AgentError) as exc:
             print(f"jupyter agent: {exc}", file=sys.stderr)
             return 2
         except OSError as exc:  # a file that cannot be read or written
@@ -69,6 +77,39 @@ def _guarded(handler: Handler) -> Handler:
 
 def _client(args: argparse.Namespace) -> AgentClient:
     return AgentClient(args.addr, args.token)
+
+
+def _client_failure(exc: ClientError) -> str:
+    if exc.reason == "no_token":
+        return f"no token: pass --token or set JUPYTER_TOKEN (the server at {exc.addr} needs one)"
+    return str(exc)
+
+
+def _run_from_server(
+    args: argparse.Namespace, run_id: str, fetch: Callable[[AgentClient], _T], *, local: bool
+) -> _T:
+    """``fetch(client)`` for ``run_id``; the server's 404 is "no such run", naming where it
+    was looked for. ``local``: it was looked for in the local runs folder first, so an
+    unreachable server is "no such run" too (both places named)."""
+    where = f"not in the local runs folder {runs_dir()}" if local else ""
+    try:
+        with _client(args) as client:
+            return fetch(client)
+    except ClientError as exc:
+        addr = exc.addr or args.addr
+        if where and exc.reason in ("unreachable", "timeout"):
+            how = "could not be reached" if exc.reason == "unreachable" else "did not answer"
+            server = f"the server at {addr} {how}"
+            raise CliFailure(f"no such run: {run_id} ({where}; {server})") from None
+        if exc.status == 404 and exc.reason != "no_route":
+            nor = f"{where}, nor" if where else "not"
+            raise CliFailure(f"no such run: {run_id} ({nor} on the server at {addr})") from None
+        if where and exc.reason == "no_token":
+            raise CliFailure(
+                f"no token: pass --token or set JUPYTER_TOKEN (run {run_id} is {where}; "
+                f"the server at {addr} needs a token)"
+            ) from None
+        raise
 
 
 def _print_json(value: Any) -> None:
@@ -144,10 +185,13 @@ def _trace_show(args: argparse.Namespace) -> int:
         if args.stats:
             stats = run_stats(trace)
     else:
-        with _client(args) as client:
-            body = client.run(_check_run_id(args.run), full=args.full)
-            if args.stats:
-                stats = client.run_stats(args.run)
+        run_id = _check_run_id(args.run)
+
+        def fetch(client: AgentClient) -> tuple[dict[str, Any], dict[str, Any] | None]:
+            body = client.run(run_id, full=args.full)
+            return body, client.run_stats(run_id) if args.stats else None
+
+        body, stats = _run_from_server(args, run_id, fetch, local=False)
     if args.json:
         _print_json({**body, "stats": stats} if stats is not None else body)
     elif stats is not None:
@@ -189,7 +233,8 @@ def _trace_prune(args: argparse.Namespace) -> int:
                 log.unlink()
             removed_logs += 1
     verb = "Would remove" if args.dry_run else "Removed"
-    print(f"{verb} {len(ids)} run(s) started before {cutoff} ({removed_logs} log file(s))")
+    runs, logs = plural(len(ids), "run"), plural(removed_logs, "log file")
+    print(f"{verb} {runs} started before {cutoff} ({logs})")
     for run_id in ids:
         print(f"  {run_id}")
     return 0
@@ -210,8 +255,7 @@ def _prunable(store: Any, cutoff: str) -> list[str]:
 
 
 def _fetched_log(args: argparse.Namespace, run_id: str) -> TraceFile:
-    with _client(args) as client:
-        text = client.run_log(run_id)
+    text = _run_from_server(args, run_id, lambda client: client.run_log(run_id), local=True)
     with tempfile.TemporaryDirectory(prefix="jupyter-agent-replay-") as tmp:
         path = Path(tmp) / f"{run_id}.jsonl"
         path.write_text(text, encoding="utf-8")
@@ -229,7 +273,7 @@ def _replay(args: argparse.Namespace) -> int:
         _print_json(outcome.to_json())
     elif outcome.identical:
         count = sum(1 for line in trace.lines if line.phase == "intent")
-        print(f"identical: run {outcome.run_id} replayed ({count} effects)")
+        print(f"identical: run {outcome.run_id} replayed ({plural(count, 'effect')})")
     else:
         print(f"diverged at seq {outcome.seq} in run {outcome.run_id}")
         print("recorded:")
@@ -250,14 +294,14 @@ def _export(args: argparse.Namespace) -> int:
         trace = read_log(local)
         nb = run_notebook(trace, turn=_local_turn(trace.run_id, args.db_url))
     else:
-        with _client(args) as client:
-            raw = client.run_notebook(_check_run_id(args.run))
+        run_id = _check_run_id(args.run)
+        raw = _run_from_server(args, run_id, lambda client: client.run_notebook(run_id), local=True)
         nb = nbformat.from_dict(raw)  # type: ignore[no-untyped-call]
     try:
         write_notebook(nb, args.output)
     except nbformat.ValidationError as exc:
         raise CliFailure(f"the notebook is not valid: {str(exc).splitlines()[0]}") from None
-    print(f"Wrote {args.output} ({len(nb.cells)} cells)")
+    print(f"Wrote {args.output} ({plural(len(nb.cells), 'cell')})")
     return 0
 
 
@@ -271,7 +315,13 @@ def add_trace(subparsers: Subparsers) -> None:
 
     ls = verbs.add_parser("ls", help="the server's runs, newest first")
     _add_server_options(ls)
-    ls.add_argument("--program", default=None, help="only runs of this program (toolcaller)")
+    ls.add_argument(
+        "--program",
+        default=None,
+        metavar="NAME[@vN]",
+        help="only runs of this program: a name (every version: toolcaller) or one version "
+        "(toolcaller@v1)",
+    )
     ls.add_argument("--limit", type=int, default=None, help="at most N runs")
     ls.add_argument("--json", action="store_true", help="print the JSON answer")
     ls.set_defaults(handler=_trace_ls)

@@ -22,8 +22,14 @@ Contracts:
 
   - no connection: ``cannot reach the agent server at ADDR`` (reason ``unreachable``);
   - no answer in ``timeout`` seconds: reason ``timeout``;
-  - 403: ``the server refused the token (403)`` (Jupyter answers 403 to a missing or bad
-    token, and to a token without the right permission);
+  - 403 with no token given: ``no token was given, and the server at ADDR needs one (403)``
+    (reason ``no_token``);
+  - 403 for a token without the permission the route needs: ``the server refused the
+    request (403): User is not authorized to execute on resource: agent.`` (Jupyter's
+    message; reason ``forbidden``);
+  - any other 403: ``the server refused the token (403)`` (reason ``forbidden``);
+  - 404 without a JSON body (no agent route there): ``not found: PATH (is the agent
+    extension enabled?)`` (reason ``no_route``);
   - any other 4xx/5xx: the server's ``{message, reason}`` JSON, else ``HTTP <status>``.
 
 - :meth:`AgentClient.events` is an async iterator over the chat's event WebSocket. It
@@ -47,13 +53,24 @@ __all__ = ["AgentClient", "ClientError"]
 
 
 class ClientError(Exception):
-    """A request to the agent server failed (see the module docstring)."""
+    """A request to the agent server failed (see the module docstring).
 
-    def __init__(self, status: int | None, message: str, reason: str | None = None) -> None:
+    ``addr`` is the server's address as shown (no token), when the error came from one.
+    """
+
+    def __init__(
+        self,
+        status: int | None,
+        message: str,
+        reason: str | None = None,
+        *,
+        addr: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.reason = reason
+        self.addr = addr
 
     def __repr__(self) -> str:
         return (
@@ -101,6 +118,9 @@ class AgentClient:
     def __repr__(self) -> str:
         return f"AgentClient({self._shown!r})"
 
+    def _failure(self, status: int | None, message: str, reason: str | None = None) -> ClientError:
+        return ClientError(status, message, reason, addr=self._shown)
+
     @property
     def addr(self) -> str:
         """The server's URL (with a trailing slash)."""
@@ -135,13 +155,13 @@ class AgentClient:
         try:
             response = self._http.request(method, path, json=body, params=clean or None)
         except httpx.TimeoutException:
-            raise ClientError(
+            raise self._failure(
                 None,
                 f"the agent server at {self._shown} did not answer within {self._timeout:g} s",
                 "timeout",
             ) from None
         except httpx.TransportError as exc:
-            raise ClientError(
+            raise self._failure(
                 None,
                 f"cannot reach the agent server at {self._shown} ({type(exc).__name__})",
                 "unreachable",
@@ -163,10 +183,24 @@ class AgentClient:
             if isinstance(data.get("reason"), str):
                 reason = data["reason"]
         if status == 403:
-            return ClientError(403, "the server refused the token (403)", reason or "forbidden")
+            return self._refused(message)
         if status == 404 and data is None:
-            message = f"not found: {response.request.url.path} (is the agent extension enabled?)"
-        return ClientError(status, message, reason)
+            path = response.request.url.path
+            return self._failure(
+                404, f"not found: {path} (is the agent extension enabled?)", "no_route"
+            )
+        return self._failure(status, message, reason)
+
+    def _refused(self, message: str) -> ClientError:
+        """The 403 error: no token, a token without the permission, or a refused token."""
+        if not self._token:
+            needs = f"no token was given, and the server at {self._shown} needs one (403)"
+            return self._failure(403, needs, "no_token")
+        if message.startswith("User is not authorized"):  # jupyter_server's authorizer
+            return self._failure(
+                403, f"the server refused the request (403): {message}", "forbidden"
+            )
+        return self._failure(403, "the server refused the token (403)", "forbidden")
 
     def _json(
         self,
@@ -182,7 +216,7 @@ class AgentClient:
         try:
             return response.json()
         except ValueError:
-            raise ClientError(
+            raise self._failure(
                 response.status_code,
                 f"the server's answer to {method} {path} is not JSON",
                 "bad_answer",
@@ -229,6 +263,11 @@ class AgentClient:
         """``GET agent/chats/{id}/notebook``: the whole chat as notebook JSON."""
         return dict(self._json("GET", f"agent/chats/{_seg(chat_id)}/notebook"))
 
+    def write_chat_notebook(self, chat_id: str) -> dict[str, Any]:
+        """``POST agent/chats/{id}/notebook``: the chat exported into the server's trace
+        folder under a fresh name; ``{path, created}``."""
+        return dict(self._json("POST", f"agent/chats/{_seg(chat_id)}/notebook", body={}))
+
     def send(
         self,
         chat_id: str,
@@ -274,9 +313,15 @@ class AgentClient:
         """``GET agent/runs/{run_id}/notebook``: the turn as notebook JSON (nbformat v4)."""
         return dict(self._json("GET", f"agent/runs/{_seg(run_id)}/notebook"))
 
-    def write_run_notebook(self, run_id: str, path: str | None = None) -> dict[str, Any]:
-        """``POST agent/runs/{run_id}/notebook``: written into the contents root; ``{path}``."""
-        body = {"path": path} if path is not None else {}
+    def write_run_notebook(
+        self, run_id: str, path: str | None = None, *, overwrite: bool = False
+    ) -> dict[str, Any]:
+        """``POST agent/runs/{run_id}/notebook``: ``{path, created}``. Without ``path``, into
+        the server's trace folder under a fresh name; with it, there (``overwrite`` to
+        replace an existing file)."""
+        body: dict[str, Any] = {"path": path} if path is not None else {}
+        if overwrite:
+            body["overwrite"] = True
         return dict(self._json("POST", f"agent/runs/{_seg(run_id)}/notebook", body=body))
 
     def break_run(self, run_id: str, hard: bool = False) -> dict[str, Any]:
@@ -311,14 +356,12 @@ class AgentClient:
             except websocket.WebSocketBadStatusException as exc:
                 status = int(exc.status_code)
                 if status == 403:
-                    raise ClientError(
-                        403, "the server refused the token (403)", "forbidden"
-                    ) from None
-                raise ClientError(
+                    raise self._refused("") from None
+                raise self._failure(
                     status, f"the events socket was refused (HTTP {status})"
                 ) from None
             except (OSError, websocket.WebSocketException) as exc:
-                raise ClientError(
+                raise self._failure(
                     None,
                     f"cannot reach the agent server at {self._shown} ({type(exc).__name__})",
                     "unreachable",

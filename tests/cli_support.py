@@ -54,8 +54,9 @@ REPLIES = [
 class World:
     """Answers the loop's effects (what the driver, the model and the kernel would do)."""
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, retries: int = 0) -> None:
         self.question = question
+        self.retries = retries  # 529s before the first model call's 200
         self.drains = 0
         self.calls = 0
         self.ticks = 0
@@ -79,8 +80,10 @@ class World:
             return [{"kind": "message", "text": self.question, "at": "2025-03-01T10:00:00.000Z"}]
         if name == "http.post":
             body = REPLIES[min(self.calls, len(REPLIES) - 1)]
+            busy = [{"status": 529, "wait_s": 1.0}] * (self.retries if self.calls == 0 else 0)
             self.calls += 1
-            return {"status": 200, "json": body, "attempts": [{"status": 200, "wait_s": 0.0}]}
+            attempts = [*busy, {"status": 200, "wait_s": 0.0}]
+            return {"status": 200, "json": body, "attempts": attempts}
         if name == "cell.run":
             return CellResult(
                 cell_id=data["cell_id"],
@@ -104,9 +107,15 @@ class World:
 
 
 def record_run(
-    path: Path, run_id: str = "run_01CLI", chat_id: str = "chat_01CLI", question: str = "6*7?"
+    path: Path,
+    run_id: str = "run_01CLI",
+    chat_id: str = "chat_01CLI",
+    question: str = "6*7?",
+    retries: int = 0,
 ) -> TurnRecord:
-    """Run the real loop against :class:`World`, logging every effect; returns the turn."""
+    """Run the real loop against :class:`World`, logging every effect; returns the turn.
+
+    ``retries``: the first model call took that many 529 answers before its 200."""
     header = {
         "run_id": run_id,
         "chat_id": chat_id,
@@ -115,7 +124,7 @@ def record_run(
         "tiers": {"codegen": {"provider": "anthropic", "model": MODEL}},
         "created": "2025-03-01T10:00:00.000Z",
     }
-    world = World(question)
+    world = World(question, retries)
     gen = toolcaller(run_id, chat_id)
     with EffectLog.create(path, header) as log:
         return drive(

@@ -25,4 +25,5 @@ pytest_plugins = (
     "tests.plugins.postgres",
     "tests.plugins.fake_provider",
     "tests.plugins.kernels",
+    "tests.plugins.live_server",
 )

@@ -124,6 +124,13 @@ class Messages(_Base):
         self.write({"run_id": "run_01STUB", "routed": "run"})
 
 
+class Forbidden(_Base):
+    """What jupyter_server's authorizer answers a token without the permission."""
+
+    def get(self) -> None:
+        raise web.HTTPError(403, "User is not authorized to execute on resource: agent.")
+
+
 class Broken(_Base):
     def get(self) -> None:
         self.set_status(502)
@@ -166,6 +173,7 @@ def stub_server(state: StubState, base_url: str = "/") -> Iterator[str]:
         (r"agent/chats/([^/]+)/messages", Messages),
         (r"agent/chats/([^/]+)/events", Events),
         (r"agent/broken", Broken),
+        (r"agent/forbidden", Forbidden),
     ]
     app = web.Application([(base_url + p, h, {"state": state}) for p, h in routes])
     port = free_port()

@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from jupyter_agent.cli import main
+from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.runtime.paths import default_db_url, runs_dir
 from jupyter_agent.store.repo import Store
@@ -91,7 +92,10 @@ def test_replay_run_id_fetched_from_the_server(data_dir, server, capsys):
 def test_replay_unknown_run_and_stopped_log(data_dir, server, tmp_path, log_file, capsys):
     addr, token = server
     assert main(["replay", "run_nope", "--addr", addr, "--token", token]) == 2
-    assert _one_line(capsys.readouterr().err) == "jupyter agent: unknown run: run_nope"
+    assert _one_line(capsys.readouterr().err) == (
+        f"jupyter agent: no such run: run_nope (not in the local runs folder {runs_dir()}, "
+        f"nor on the server at {addr})"
+    )
     assert main(["replay", str(tmp_path / "missing.jsonl")]) == 2
     assert "no such log file" in _one_line(capsys.readouterr().err)
     lines = log_file.read_text().splitlines()
@@ -101,6 +105,38 @@ def test_replay_unknown_run_and_stopped_log(data_dir, server, tmp_path, log_file
 
 
 # --- errors ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("verb", [["replay"], ["export", "-o", "x.ipynb"]])
+def test_unknown_run_with_no_server_says_no_such_run_and_where(data_dir, verb, capsys):
+    dead = f"http://127.0.0.1:{free_port()}/"
+    assert main([verb[0], "run_nope", *verb[1:], "--addr", dead, "--token", "t"]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"jupyter agent: no such run: run_nope (not in the local runs folder {runs_dir()}; "
+        f"the server at {dead} could not be reached)"
+    )
+
+
+def test_missing_token_says_so(data_dir, server, monkeypatch, capsys):
+    addr, _ = server
+    monkeypatch.delenv("JUPYTER_TOKEN", raising=False)
+    assert main(["trace", "ls", "--addr", addr]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"jupyter agent: no token: pass --token or set JUPYTER_TOKEN (the server at {addr} "
+        "needs one)"
+    )
+    assert main(["replay", "run_nope", "--addr", addr]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "jupyter agent: no token: pass --token or set JUPYTER_TOKEN (run run_nope is not in "
+        f"the local runs folder {runs_dir()}; the server at {addr} needs a token)"
+    )
+
+
+def test_trace_show_unknown_run(server, capsys):
+    addr, token = server
+    assert main(["trace", "show", "run_nope", "--addr", addr, "--token", token]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert err == f"jupyter agent: no such run: run_nope (not on the server at {addr})"
 
 
 def test_unreachable_server_and_bad_token_exit_2_with_one_line(data_dir, server, capsys):
@@ -171,13 +207,37 @@ def test_trace_show_a_local_file(log_file, capsys):
     assert body["stats"]["totals"]["calls"] == 2
 
 
+@pytest.mark.parametrize("retries", [0, 1])
+def test_messages_in_the_right_plural_form(tmp_path, retries, capsys):
+    log = tmp_path / f"{RUN}.jsonl"
+    record_run(log, retries=retries)
+    assert main(["trace", "show", str(log)]) == 0
+    out = capsys.readouterr().out
+    first, second = (line for line in out.splitlines() if " model call " in line)
+    assert first.endswith(("(HTTP 200, 1 try)", "(HTTP 200, 2 tries)")[retries])
+    assert second.endswith("(HTTP 200, 1 try)")
+    assert "1 tries" not in out
+    assert main(["replay", str(log)]) == 0
+    assert capsys.readouterr().out.strip().endswith(" effects)")
+
+
+def test_plural():
+    from jupyter_agent.cli_render import plural
+
+    assert [plural(n, "try") for n in (0, 1, 2)] == ["0 tries", "1 try", "2 tries"]
+    assert [plural(n, "cell") for n in (0, 1, 2)] == ["0 cells", "1 cell", "2 cells"]
+    assert plural(1, "log file") == "1 log file"
+    assert plural(3, "log file") == "3 log files"
+    assert plural(2, "index", "indices") == "2 indices"
+
+
 # --- export ----------------------------------------------------------------------------
 
 
 def test_export_a_local_log(log_file, tmp_path, capsys):
     out = tmp_path / "run.ipynb"
     assert main(["export", str(log_file), "-o", str(out)]) == 0
-    assert "Wrote" in capsys.readouterr().out
+    assert capsys.readouterr().out.strip() == f"Wrote {out} (4 cells)"
     nb = nbformat.read(out, as_version=4)
     nbformat.validate(nb)
     assert [c.id for c in nb.cells if c.cell_type == "code"] == ["c1"]
@@ -227,14 +287,14 @@ def test_prune_old_runs_and_their_logs(data_dir, capsys):
 
     assert main(["trace", "prune", "--older-than", "30", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "Would remove 1 run(s)" in out
+    assert "Would remove 1 run started" in out
     assert "run_old\n" in out
     assert (runs_dir() / "run_old.jsonl").exists()
 
     assert main(["trace", "prune", "--older-than", "30"]) == 0
     out = capsys.readouterr().out
-    assert "Removed 1 run(s)" in out
-    assert "(1 log file(s))" in out
+    assert "Removed 1 run started" in out
+    assert "(1 log file)" in out
     assert not (runs_dir() / "run_old.jsonl").exists()
     assert (runs_dir() / "run_old_running.jsonl").exists()
     assert (runs_dir() / "run_new.jsonl").exists()
@@ -259,3 +319,45 @@ def test_kernel_install_still_works(tmp_path, capsys):
     assert main(["kernel", "install", "--prefix", str(tmp_path)]) == 0
     spec = tmp_path / "share" / "jupyter" / "kernels" / "jupyter-agent" / "kernel.json"
     assert json.loads(spec.read_text())["language"] == "python"
+
+
+# --- against a real Jupyter server (tests/plugins/live_server.py) ---------------------
+
+
+@pytest.mark.parametrize(
+    ("program", "found"),
+    [("toolcaller", True), (PROGRAM, True), ("toolcall", False), ("toolcaller@v9", False)],
+)
+def test_live_trace_ls_by_program(live_server, live_server_run, program, found, capsys):
+    _, run_id = live_server_run
+    server = ["--addr", live_server.addr, "--token", live_server.token]
+    assert main(["trace", "ls", "--program", program, "--limit", "1000", "--json", *server]) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert (run_id in [r["run_id"] for r in runs]) is found
+    assert {r["program"] for r in runs} <= {PROGRAM}
+    assert main(["trace", "ls", "--program", program, "--limit", "1000", *server]) == 0
+    assert (run_id in capsys.readouterr().out) is found
+
+
+def test_live_errors_no_such_run_and_no_token(live_server, data_dir, monkeypatch, capsys):
+    addr, token = live_server.addr, live_server.token
+    for verb in (["replay", "run_01NOPE"], ["export", "run_01NOPE", "-o", "x.ipynb"]):
+        assert main([*verb, "--addr", addr, "--token", token]) == 2
+        assert _one_line(capsys.readouterr().err) == (
+            f"jupyter agent: no such run: run_01NOPE (not in the local runs folder "
+            f"{runs_dir()}, nor on the server at {addr})"
+        )
+    assert main(["trace", "show", "run_01NOPE", "--addr", addr, "--token", token]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"jupyter agent: no such run: run_01NOPE (not on the server at {addr})"
+    )
+    monkeypatch.delenv("JUPYTER_TOKEN", raising=False)
+    assert main(["trace", "ls", "--addr", addr]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"jupyter agent: no token: pass --token or set JUPYTER_TOKEN (the server at {addr} "
+        "needs one)"
+    )
+    assert main(["trace", "ls", "--addr", addr, "--token", "wrong"]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "jupyter agent: the server refused the token (403)"
+    )

@@ -7,20 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import secrets
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from jupyter_agent.client import AgentClient, ClientError
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.trace.show import CUT_MARK
 from tests.cli_support import record_run
 from tests.rest_stub import StubState, free_port, stub_server
@@ -60,8 +54,21 @@ def test_refused_token_is_a_403_client_error_without_the_token(stub):
     assert wrong not in repr(err)
     assert wrong not in repr(client)
     with AgentClient(addr) as client, pytest.raises(ClientError) as info:
-        client.status()  # no token at all
-    assert info.value.status == 403
+        client.status()  # no token at all: said so, not "refused the token"
+    assert (info.value.status, info.value.reason) == (403, "no_token")
+    assert str(info.value) == f"no token was given, and the server at {addr} needs one (403)"
+    assert info.value.addr == addr
+
+
+def test_a_token_without_the_permission_says_what_was_refused(stub):
+    addr, state = stub
+    with AgentClient(addr, state.token) as client, pytest.raises(ClientError) as info:
+        client._json("GET", "agent/forbidden")
+    assert (info.value.status, info.value.reason) == (403, "forbidden")
+    assert str(info.value) == (
+        "the server refused the request (403): User is not authorized to execute on "
+        "resource: agent."
+    )
 
 
 def test_server_message_and_reason_are_kept(stub):
@@ -167,90 +174,6 @@ async def test_events_since_seq_until_the_server_closes(stub):
 # --- against a real Jupyter server with the extension ------------------------------------
 
 
-SCRIPT = [{"text": "Let me compute.", "cells": ["6 * 7"]}, {"text": "The answer is **42**."}]
-
-
-@dataclass
-class LiveServer:
-    addr: str
-    token: str
-    fake: FakeProvider
-    data_dir: Path
-
-
-@pytest.fixture(scope="module")
-def live_server(tmp_path_factory) -> Iterator[LiveServer]:
-    """``jupyter server`` as a subprocess: free loopback port, random token, isolated
-    Jupyter folders, the extension enabled, the fake provider as the codegen tier."""
-    base = tmp_path_factory.mktemp("live")
-    fake = FakeProvider({"steps": SCRIPT, "repeat": True}).start()
-    dirs = {name: base / name for name in ("config", "data", "runtime", "ipython", "root")}
-    for folder in dirs.values():
-        folder.mkdir()
-    config = {
-        "ServerApp": {"jpserver_extensions": {"jupyter_agent": True}},
-        "JupyterAgent": {
-            "pool_size": 0,
-            "tiers": {
-                "codegen": {
-                    "provider": "fake",
-                    "model": "claude-sonnet-4-5",
-                    "base_url": fake.base_url,
-                }
-            },
-        },
-    }
-    (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
-        "JUPYTER_DATA_DIR": str(dirs["data"]),
-        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
-        "IPYTHONDIR": str(dirs["ipython"]),
-    }
-    env.pop("JUPYTER_TOKEN", None)
-    port, token = free_port(), secrets.token_hex(16)
-    argv = [
-        sys.executable,
-        "-m",
-        "jupyter_server",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={dirs['root']}",
-        f"--IdentityProvider.token={token}",
-    ]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        argv.append("--allow-root")
-    log = (base / "server.log").open("wb")
-    proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
-    addr = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with AgentClient(addr, token, timeout=5) as client:
-                    client.status()
-                break
-            except ClientError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        "jupyter server did not start:\n" + (base / "server.log").read_text()
-                    ) from None
-                time.sleep(0.2)
-        yield LiveServer(addr=addr, token=token, fake=fake, data_dir=dirs["data"])
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        log.close()
-        fake.stop()
-
-
 def test_live_status_and_refused_token(live_server):
     with AgentClient(live_server.addr, live_server.token) as client:
         status = client.status()
@@ -296,3 +219,25 @@ async def test_live_chat_run_then_trace_verbs(live_server, tmp_path, capsys):
     out = tmp_path / "run.ipynb"
     assert main(["export", run_id, "-o", str(out), *server]) == 0
     nbformat.validate(nbformat.read(out, as_version=4))
+
+
+# The stored program is "toolcaller@v1" (core.loop.PROGRAM), written by the real run path.
+LIVE_FILTERS = [
+    ("toolcaller", True),
+    (PROGRAM, True),
+    ("toolcall", False),
+    ("toolcaller@v2", False),
+    ("toolcaller@v_", False),
+    ("tool%", False),
+]
+
+
+@pytest.mark.parametrize(("program", "found"), LIVE_FILTERS)
+def test_live_runs_filtered_by_program(live_server, live_server_run, program, found):
+    _, run_id = live_server_run
+    with AgentClient(live_server.addr, live_server.token) as client:
+        runs = client.runs(program=program, limit=1000)["runs"]
+    assert (run_id in [r["run_id"] for r in runs]) is found
+    assert all(r["program"] == PROGRAM for r in runs)
+    if not found:
+        assert runs == []

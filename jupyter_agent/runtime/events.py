@@ -1,11 +1,11 @@
 """The in-process event bus: what the panel sees live, per chat, with catch-up.
 
-Events are ``{type, chat_id, run_id, seq, ...}`` with type ``run_start``, ``delta``
-(streamed text), ``bubble`` (done false), ``cell_start`` / ``cell_end`` (with ``kind``
-``python`` or ``bash``), ``retry``, ``reply`` (done true), ``run_end``. ``seq`` counts
-per chat. Every event is delivered to every subscriber of its chat; all but ``delta`` and
-``retry`` (live only) are kept in a bounded history so a client reconnecting with
-``since=SEQ`` catches up with what it missed.
+Events are ``{type, chat_id, run_id, seq, ...}``; :data:`EVENT_FIELDS` lists every type
+and the fields it carries beside those four (the one definition: ``docs/api.md``
+documents each type from it, and a test keeps the page and this table in step). ``seq``
+counts per chat. Every event is delivered to every subscriber of its chat; all but the
+:data:`LIVE_ONLY` types (``delta``, ``retry``) are kept in a bounded history so a client
+reconnecting with ``since=SEQ`` catches up with what it missed.
 """
 
 from __future__ import annotations
@@ -14,11 +14,47 @@ import asyncio
 from collections import defaultdict, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["EventBus", "LIVE_ONLY"]
+__all__ = ["COMMON_FIELDS", "EVENT_FIELDS", "EVENT_TYPES", "LIVE_ONLY", "EventBus"]
 
-LIVE_ONLY = frozenset({"delta", "retry"})
+#: The fields of every event.
+COMMON_FIELDS: Final = ("type", "chat_id", "run_id", "seq")
+
+#: Every event type, in the order a run emits them, with its own fields. ``cell_end`` of a
+#: ``python`` cell has ``outputs`` and ``execution_count``, of a ``bash`` command
+#: ``stdout``, ``stderr`` and ``returncode``; ``status`` is ``ok``, ``error``,
+#: ``cancelled`` or ``timed_out``. ``cell_output`` is one nbformat output, live while the
+#: cell runs.
+EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "run_start": ("started", "text"),
+    "delta": ("text",),
+    "bubble": ("text", "done", "message_id"),
+    "cell_start": ("cell_id", "kind", "code"),
+    "cell_output": ("cell_id", "output"),
+    "cell_end": (
+        "cell_id",
+        "kind",
+        "status",
+        "error",
+        "digest",
+        "duration_s",
+        "outputs",
+        "execution_count",
+        "stdout",
+        "stderr",
+        "returncode",
+    ),
+    "retry": ("attempt", "status", "wait_s"),
+    "reply": ("text", "done", "message_id"),
+    "run_end": ("stopReason", "endCause", "turn"),
+}
+
+#: The event types, one tuple (what the panel mirrors and the API page documents).
+EVENT_TYPES: Final = tuple(EVENT_FIELDS)
+
+#: Types delivered live only, never kept for ``?since=`` catch-up.
+LIVE_ONLY: Final = frozenset({"delta", "retry"})
 
 
 class EventBus:

@@ -29,6 +29,13 @@ from typing import Any
 from jupyter_agent.runtime.demo import DemoModel
 from jupyter_agent.runtime.driver import RunConfig, RunServices
 from jupyter_agent.runtime.events import EventBus
+from jupyter_agent.runtime.exports import (
+    DEFAULT_FOLDER,
+    NotebookWriter,
+    check_notebook_target,
+    safe_stem,
+    trace_stem,
+)
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.mailbox import Mailbox
@@ -68,6 +75,7 @@ class AdminConfig:
     policy_warnings: tuple[str, ...] = ()
     max_attachment_bytes: int = 10 * 1024 * 1024
     version: str = ""
+    trace_dir: str = DEFAULT_FOLDER
 
 
 async def _maybe(value: Any) -> Any:
@@ -114,6 +122,7 @@ class AgentService:
             environ=lambda: self.environ,
             version=admin.version,
         )
+        self.notebooks = NotebookWriter(contents_manager, admin.trace_dir)
         self.demo = DemoModel()
         services = RunServices(
             transport=transport,
@@ -145,7 +154,7 @@ class AgentService:
         await self.pool.start()
         recovered = await self.manager.recover()
         if recovered:
-            log.info("jupyter-agent: %d interrupted run(s) recovered", len(recovered))
+            log.info("jupyter-agent: interrupted runs recovered: %d", len(recovered))
 
     async def stop(self) -> None:
         """Break every run, stop the pool, close the transport, the store and the demo."""
@@ -306,6 +315,17 @@ class AgentService:
 
         return await asyncio.to_thread(build)
 
+    async def write_chat_notebook(self, chat_id: str) -> dict[str, Any]:
+        """``POST agent/chats/{id}/notebook``: the chat exported into the trace folder.
+
+        Named from the chat's title (else its id), never over an existing file (see
+        :mod:`jupyter_agent.runtime.exports`); answers ``{path, created}``.
+        """
+        chat = await self._chat(chat_id)
+        nb = await self.chat_notebook(chat_id)
+        path, created = await self.notebooks.write_new(safe_stem(chat.title, chat.id), nb)
+        return {"path": path, "created": created}
+
     # --- messages --------------------------------------------------------------------------
 
     async def send_message(self, chat_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -393,6 +413,7 @@ class AgentService:
             count = 50 if limit is None else int(limit)
         except ValueError:
             raise bad(f"'limit' must be an integer, not {limit!r}", "bad_limit") from None
+        program = program or None  # ?program= (an empty form field) filters nothing
         try:
             runs, cursor = await asyncio.to_thread(
                 lambda: self.store.list_runs(program=program, limit=count, before=before)
@@ -447,39 +468,22 @@ class AgentService:
         return dict(await asyncio.to_thread(lambda: run_notebook(trace, turn=turn)))
 
     async def write_run_notebook(self, run_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """``POST agent/runs/{id}/notebook`` ``{path?}``: written into the contents root."""
-        raw = body.get("path")
-        path = check_relative_path(f"agent-traces/{run_id}.ipynb" if raw is None else raw, "'path'")
-        if not path.endswith(".ipynb"):
-            raise bad("'path' must end in .ipynb", "bad_path")
-        if any(part.startswith(".") for part in path.split("/")):
-            raise bad(f"'path' {path!r} names a hidden file or folder", "bad_path")
-        overwrite = body.get("overwrite", raw is None)  # our own trace path is ours to refresh
-        if not isinstance(overwrite, bool):
-            raise bad("'overwrite' must be true or false")
-        if self.contents_manager is None:
-            raise ServiceError(501, "no contents manager to write with", "no_contents")
-        nb = await self.run_notebook(run_id)
-        if not overwrite and await _maybe(self.contents_manager.file_exists(path)):
-            raise ServiceError(
-                409, f"{path!r} exists; send overwrite: true to replace it", "exists"
-            )
-        await self._write_contents(path, nb)
-        return {"path": path}
+        """``POST agent/runs/{id}/notebook`` ``{path?, overwrite?}``: ``{path, created}``.
 
-    async def _write_contents(self, path: str, nb: dict[str, Any]) -> None:
-        cm = self.contents_manager
-        folder = posixpath.dirname(path)
-        current = ""
-        try:
-            for part in folder.split("/") if folder else ():
-                current = f"{current}/{part}" if current else part
-                if not await _maybe(cm.dir_exists(current)):
-                    await _maybe(cm.save({"type": "directory"}, current))
-            await _maybe(cm.save({"type": "notebook", "format": "json", "content": nb}, path))
-        except Exception as exc:  # the contents manager refused (hidden path, a file, ...)
-            status = getattr(exc, "status_code", None)
-            message = getattr(exc, "log_message", None) or type(exc).__name__
-            if isinstance(status, int) and 400 <= status < 500:
-                raise bad(f"cannot write {path!r}: {message}", "bad_path") from None
-            raise
+        Without ``path``: into the trace folder, named ``<chat title> - turn <k>``, never
+        over an existing file; with ``path``: there, 409 if it exists unless ``overwrite``
+        (see :mod:`jupyter_agent.runtime.exports`).
+        """
+        path, overwrite = check_notebook_target(body)
+        self.notebooks.check()
+        nb = await self.run_notebook(run_id)
+        if path is not None:
+            await self.notebooks.write_at(path, nb, overwrite=overwrite)
+            return {"path": path, "created": True}
+        chat_id = (nb.get("metadata", {}).get("jupyter_agent") or {}).get("chat_id")
+        chat = await asyncio.to_thread(self.store.get_chat, str(chat_id)) if chat_id else None
+        turns = await asyncio.to_thread(self.store.list_turns, chat.id) if chat else []
+        number = next((k for k, t in enumerate(turns, 1) if t.run_id == run_id), None)
+        stem = trace_stem(chat.title if chat else "", run_id, number)
+        path, created = await self.notebooks.write_new(stem, nb)
+        return {"path": path, "created": created}

@@ -24,6 +24,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
 
 from jupyter_agent import __version__
+from jupyter_agent.runtime.exports import DEFAULT_FOLDER, check_folder
 from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.readiness import build_status
@@ -190,6 +191,24 @@ class JupyterAgent(ExtensionApp):
                     )
         return {ref: list(urls) for ref, urls in bindings.items()}
 
+    trace_dir = Unicode(
+        DEFAULT_FOLDER,
+        help=(
+            "Folder (a contents path, relative to the server's root; '' is the root) where "
+            "'Open trace as notebook' and 'Export chat' write their notebooks, named from "
+            "the chat's title (name.ipynb, name-2.ipynb, ...: an existing file is never "
+            "replaced). Hidden folders and '..' are refused."
+        ),
+    ).tag(config=True)
+
+    @validate("trace_dir")
+    def _validate_trace_dir(self, proposal: Mapping[str, Any]) -> str:
+        """A clean contents path inside the root, not hidden."""
+        try:
+            return check_folder(str(proposal["value"]))
+        except ValueError as exc:
+            raise TraitError(f"JupyterAgent.trace_dir: {exc}") from None
+
     @validate("tiers")
     def _validate_tiers(self, proposal: Mapping[str, Any]) -> dict[str, Any]:
         """Reject a tier that is not a dict naming its provider and model as strings."""
@@ -290,6 +309,7 @@ class JupyterAgent(ExtensionApp):
             policy_warnings=tuple(warnings),
             max_attachment_bytes=self.max_body_bytes,
             version=__version__,
+            trace_dir=self.trace_dir,
         )
 
     def initialize_settings(self) -> None:

@@ -1,4 +1,5 @@
-"""Chat routes: ``agent/chats``, ``agent/chats/{id}``, its notebook and its messages.
+"""Chat routes: ``agent/chats``, ``agent/chats/{id}``, its notebook (read or exported) and
+its messages.
 
 Thin: each method authenticates, authorizes, reads the JSON body and calls the
 :class:`~jupyter_agent.runtime.service.AgentService`; refusals come back as ServiceError.
@@ -71,7 +72,8 @@ class ChatHandler(AgentHandler):
 
 
 class ChatNotebookHandler(AgentHandler):
-    """``GET agent/chats/{id}/notebook``: the whole chat as one notebook."""
+    """``GET agent/chats/{id}/notebook``: the whole chat as one notebook; ``POST`` exports it
+    into the trace folder."""
 
     @web.authenticated
     @authorized
@@ -79,6 +81,15 @@ class ChatNotebookHandler(AgentHandler):
         """Answer the notebook JSON (nbformat v4)."""
         service = await self.service()
         self.finish_json(await service.chat_notebook(chat_id))
+
+    @web.authenticated
+    @authorized_execute
+    async def post(self, chat_id: str) -> None:
+        """Write the chat's notebook into the trace folder; 201 ``{path, created}``, or 200
+        when the folder already held exactly this notebook."""
+        service = await self.service()
+        answer = await service.write_chat_notebook(chat_id)
+        self.finish_json(answer, status=201 if answer["created"] else 200)
 
 
 class MessagesHandler(AgentHandler):

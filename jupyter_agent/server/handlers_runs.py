@@ -72,10 +72,12 @@ class RunNotebookHandler(AgentHandler):
     @web.authenticated
     @authorized_execute
     async def post(self, run_id: str) -> None:
-        """Write the notebook into the contents root; 201 ``{path}``."""
+        """Write the notebook (``{path?, overwrite?}``); 201 ``{path, created}``, or 200
+        when the trace folder already held exactly this notebook."""
         body = self.json_body()
         service = await self.service()
-        self.finish_json(await service.write_run_notebook(run_id, body), status=201)
+        answer = await service.write_run_notebook(run_id, body)
+        self.finish_json(answer, status=201 if answer["created"] else 200)
 
 
 class BreakHandler(AgentHandler):

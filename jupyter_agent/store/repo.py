@@ -16,6 +16,10 @@ Decisions worth knowing:
   for a run wins and later ones (a replayed or recovered write) are ignored. It returns
   whether it inserted.
 - ``list_runs`` pages newest first by ``(started, run_id)``; the cursor is opaque text.
+  Its ``program`` filter is a name (every version: ``toolcaller`` matches
+  ``toolcaller@v1`` and ``toolcaller@v2``, not ``toolcaller2@v1``) or ``name@vN`` (that
+  version only), matched case-sensitively on both backends
+  (:func:`~jupyter_agent.store.filters.program_filter`).
 - ``prune_runs`` never deletes a run whose status is still ``running``.
 """
 
@@ -45,6 +49,7 @@ from jupyter_agent.store.engine import (
     normalise_url,
     scrub,
 )
+from jupyter_agent.store.filters import program_filter
 from jupyter_agent.store.migrations import migrate
 from jupyter_agent.store.tables import AgentRunRow, AgentTurnRow, ChatRow
 
@@ -275,15 +280,17 @@ class Store:
     ) -> tuple[list[RunSummary], str | None]:
         """One page of runs, newest first (by ``started``, then ``run_id``).
 
-        ``before`` is the ``next`` cursor of the previous page; ``next`` is None on the last
-        page. Raises ValueError for a ``limit`` outside 1..MAX_PAGE or a malformed cursor.
+        ``program``: a name (every version) or ``name@vN`` (one version), see
+        :func:`~jupyter_agent.store.filters.program_filter`. ``before`` is the ``next``
+        cursor of the previous page; ``next`` is None on the last page. Raises ValueError
+        for a ``limit`` outside 1..MAX_PAGE or a malformed cursor.
         """
         if not 1 <= limit <= MAX_PAGE:
             raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
         started, run_id = _RUNS.c.started, _RUNS.c.run_id
         query = core_select(*_RUN_COLUMNS)
         if program is not None:
-            query = query.where(_RUNS.c.program == program)
+            query = query.where(program_filter(_RUNS.c.program, program))
         if before is not None:
             at, last = _decode_cursor(before)
             # started <= at first, so the index range scan starts at the cursor.

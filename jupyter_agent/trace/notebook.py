@@ -28,14 +28,18 @@ with the run's recorded digest options). The notebook's ``metadata.jupyter_agent
 the run id, chat id, program, model, stopReason, endCause, usage, cost and fingerprints,
 from the given turn record, else the log's ``turn.append``, else nulls.
 
+The notebook metadata's ``kernelspec`` and ``language_info`` are exactly what JupyterLab
+sets from a running agent kernel, so opening the notebook does not mark it modified.
 Exported notebooks are not signed: they are untrusted, like any notebook from elsewhere.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -65,7 +69,18 @@ KERNELSPEC: Final = {
     "display_name": "Python (agent)",
     "language": "python",
 }
-_LANGUAGE_INFO: Final = {"name": "python", "mimetype": "text/x-python", "file_extension": ".py"}
+# What the agent kernel reports in kernel_info (IPython's, for this interpreter: the
+# kernelspec runs agent kernels with the server's Python). JupyterLab writes the kernel's
+# language_info into a notebook it opens: the same value leaves the notebook unmodified.
+_LANGUAGE_INFO: Final = {
+    "name": "python",
+    "version": sys.version.split()[0],
+    "mimetype": "text/x-python",
+    "codemirror_mode": {"name": "ipython", "version": sys.version_info[0]},
+    "pygments_lexer": "ipython3",
+    "nbconvert_exporter": "python",
+    "file_extension": ".py",
+}
 # nbformat is untyped: its builders, typed once here.
 _new_notebook: Callable[..., NotebookNode] = v4.new_notebook
 _new_output: Callable[..., NotebookNode] = v4.new_output
@@ -403,7 +418,7 @@ def _notebook(cells: list[NotebookNode], meta: dict[str, Any]) -> NotebookNode:
         metadata=_from_dict(
             {
                 "kernelspec": dict(KERNELSPEC),
-                "language_info": dict(_LANGUAGE_INFO),
+                "language_info": copy.deepcopy(_LANGUAGE_INFO),
                 "jupyter_agent": meta,
             }
         ),

@@ -59,7 +59,8 @@ def _bound(value: Any, max_string: int, max_items: int, depth: int) -> Any:
     if isinstance(value, str):
         if len(value) <= max_string:
             return value
-        return f"{value[:max_string]}{CUT_MARK}{len(value) - max_string} more chars]"
+        cut = len(value) - max_string
+        return f"{value[:max_string]}{CUT_MARK}{cut} more char{'' if cut == 1 else 's'}]"
     if isinstance(value, (dict, list)) and depth >= MAX_DEPTH:
         return f"{CUT_MARK}deeper data]"
     if isinstance(value, dict):
@@ -67,7 +68,8 @@ def _bound(value: Any, max_string: int, max_items: int, depth: int) -> Any:
     if isinstance(value, list):
         kept = [_bound(v, max_string, max_items, depth + 1) for v in value[:max_items]]
         if len(value) > max_items:
-            kept.append(f"{CUT_MARK}{len(value) - max_items} more items]")
+            cut = len(value) - max_items
+            kept.append(f"{CUT_MARK}{cut} more item{'' if cut == 1 else 's'}]")
         return kept
     return value
 

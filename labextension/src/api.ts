@@ -209,6 +209,11 @@ export class AgentApi {
     return this.req(`chats/${enc(id)}/notebook`, jsonInit('GET'));
   }
 
+  /** Export the chat into the server's trace folder (a fresh name, never over a file). */
+  writeChatNotebook(id: string): Promise<{ path: string; created: boolean }> {
+    return this.req(`chats/${enc(id)}/notebook`, jsonInit('POST', {}));
+  }
+
   send(
     id: string,
     text: string,
@@ -233,7 +238,8 @@ export class AgentApi {
     return this.req(`runs/${enc(runId)}/notebook`, jsonInit('GET'));
   }
 
-  writeRunNotebook(runId: string, path?: string): Promise<{ path: string }> {
+  /** Write the run's trace notebook (into the trace folder unless `path` is given). */
+  writeRunNotebook(runId: string, path?: string): Promise<{ path: string; created: boolean }> {
     return this.req(`runs/${enc(runId)}/notebook`, jsonInit('POST', path ? { path } : {}));
   }
 

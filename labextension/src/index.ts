@@ -136,20 +136,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
         factory: path.endsWith('.ipynb') ? 'Notebook' : undefined
       });
     };
-    const saveNotebook = async (notebook: any, name: string): Promise<string> => {
-      const contents = app.serviceManager.contents;
-      for (let i = 0; i < 1000; i++) {
-        const path = `${name}${i ? `-${i}` : ''}.ipynb`;
-        try {
-          await contents.get(path, { content: false });
-          continue; // taken
-        } catch {
-          await contents.save(path, { type: 'notebook', format: 'json', content: notebook });
-          return path;
-        }
-      }
-      throw new Error('no free file name');
-    };
 
     let sidebar: ChatListPanel;
     const refreshList = (): void => {
@@ -170,7 +156,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
         getView,
         currentPath: docPath,
         openPath,
-        saveNotebook,
         status: () => sidebar.status,
         onChanged: refreshList
       });

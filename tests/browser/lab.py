@@ -110,6 +110,8 @@ class LabServer:
 
     def start(self, timeout_s: float = 60.0) -> LabServer:
         """Start the server and wait until the agent's status route answers."""
+        # `-m jupyterlab`, not `-m jupyter lab`: the latter runs whichever `jupyter-lab` is
+        # first on PATH, which may belong to another environment (and its jupyter_agent).
         cmd = [
             sys.executable,
             # This interpreter's JupyterLab: `-m jupyter lab` would run the first

@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -227,6 +228,7 @@ def test_open_trace_as_notebook(page: Page, fake: FakeProvider) -> None:
         ]
     )
     view = new_chat(page)
+    chat_id = (view.get_attribute("id") or "").removeprefix("jp-agent-chat-")
     send_message(view, "Trace me")
     expect(view.locator(".jp-agent-end")).to_have_text("Done", timeout=60000)
     view.locator(".jp-agent-open-trace").first.click()
@@ -234,6 +236,38 @@ def test_open_trace_as_notebook(page: Page, fake: FakeProvider) -> None:
     expect(notebook.locator(".jp-CodeCell").first).to_contain_text("print(x * 2)", timeout=30000)
     expect(notebook.locator(".jp-CodeCell .jp-OutputArea-output").first).to_contain_text("42")
     shot(page, "trace-notebook")
+    opened = opened_notebook_state(page)
+    assert opened["path"] == "agent-traces/Trace me - turn 1.ipynb"
+    assert opened["kernel"] == "jupyter-agent"
+    assert opened["dirty"] is False  # the kernel's metadata changed nothing
+    # The chat's export: into the trace folder too, opened unmodified.
+    page.evaluate(f"() => window.jupyterapp.shell.activateById('jp-agent-chat-tab-{chat_id}')")
+    page.locator(f"#jp-agent-chat-{chat_id} .jp-agent-export").click()
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.context?.path === "
+        "'agent-traces/Trace me.ipynb'",
+        timeout=30000,
+    )
+    exported = opened_notebook_state(page)
+    assert exported["dirty"] is False
+
+
+def opened_notebook_state(page: Page) -> dict[str, Any]:
+    """The current notebook once its kernel is up and JupyterLab wrote its metadata."""
+    state: dict[str, Any] = page.evaluate(
+        """async () => {
+            const w = window.jupyterapp.shell.currentWidget;
+            await w.context.ready;
+            await w.sessionContext.ready;
+            const kernel = w.sessionContext.session?.kernel;
+            if (kernel) { await kernel.info; await kernel.spec; }
+            // _updateLanguage and _updateSpec run on the kernel's promises: let them land.
+            await new Promise(resolve => setTimeout(resolve, 1000));
+            return {path: w.context.path, kernel: kernel?.name ?? null,
+                    dirty: w.context.model.dirty};
+        }"""
+    )
+    return state
 
 
 def test_reload_restores_the_chat(page: Page, fake: FakeProvider, lab: LabServer) -> None:

@@ -24,6 +24,7 @@ ROUTES: list[tuple[str, tuple[str, ...], Any]] = [
     ("PATCH", ("chats", "{chat}"), {"title": "t"}),
     ("DELETE", ("chats", "{chat}"), None),
     ("GET", ("chats", "{chat}", "notebook"), None),
+    ("POST", ("chats", "{chat}", "notebook"), {}),
     ("POST", ("chats", "{chat}", "messages"), {"text": "hi"}),
     ("GET", ("runs",), None),
     ("GET", ("runs", "run_01X"), None),

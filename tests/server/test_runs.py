@@ -9,7 +9,23 @@ from typing import Any
 import nbformat
 import pytest
 
+from jupyter_agent.core.loop import PROGRAM
+from jupyter_agent.runtime.events import COMMON_FIELDS, EVENT_FIELDS
 from tests.server.helpers import call, new_chat, refused, wait_turn
+
+PROGRAM_FILTERS = [
+    ("toolcaller", True),
+    (PROGRAM, True),
+    ("", True),  # an empty field filters nothing
+    ("toolcall", False),
+    ("toolcaller@v2", False),
+    ("toolcaller@v", False),
+    ("Toolcaller", False),
+    ("toolcaller@v_", False),
+    ("toolcalle_", False),
+    ("tool%", False),
+    ("%", False),
+]
 
 SCRIPT = [
     {"text": "Let me compute.", "cells": ["print(6 * 7)"]},
@@ -60,8 +76,18 @@ def test_message_to_reply_and_run_routes(
     assert chat["title"] == "what is six times seven, please …"
     assert chat["active_run_id"] is None
 
-    code, page = call(fetch, "agent", "runs", params={"program": "toolcaller@v1", "limit": "5"})
-    assert code == 200
+    # The stored program is "toolcaller@v1" (core.loop.PROGRAM): a name matches every
+    # version, name@vN that version; a part of a name, another version or LIKE's wildcards
+    # match nothing.
+    for program, found in PROGRAM_FILTERS:
+        code, page = call(fetch, "agent", "runs", params={"program": program, "limit": "5"})
+        assert code == 200
+        assert [r["run_id"] for r in page["runs"]] == ([run_id] if found else []), program
+        assert all(r["program"] == PROGRAM for r in page["runs"])
+    # Every event the run sent is a documented type with documented fields.
+    for event in agent_service.events.since(chat_id, 0):
+        assert event["type"] in EVENT_FIELDS, event
+        assert set(event) <= {*COMMON_FIELDS, *EVENT_FIELDS[event["type"]]}, event
     code, page = call(fetch, "agent", "runs")
     assert [r["run_id"] for r in page["runs"]] == [run_id]
     assert page["next"] is None
@@ -90,13 +116,17 @@ def test_message_to_reply_and_run_routes(
     assert nb.metadata["kernelspec"]["name"] == "jupyter-agent"
     code, written = call(fetch, "agent", "runs", run_id, "notebook", method="POST", body={})
     assert code == 201
-    assert written == {"path": f"agent-traces/{run_id}.ipynb"}
+    # Into the trace folder, named from the chat's title and the turn's number.
+    assert written == {
+        "path": "agent-traces/what is six times seven, please … - turn 1.ipynb",
+        "created": True,
+    }
     on_disk = nbformat.read(jp_root_dir / written["path"], as_version=4)
     assert [c.source for c in on_disk.cells] == [c.source for c in nb.cells]
     code, written = call(
         fetch, "agent", "runs", run_id, "notebook", method="POST", body={"path": "/a/b/t.ipynb"}
     )
-    assert written == {"path": "a/b/t.ipynb"}
+    assert written == {"path": "a/b/t.ipynb", "created": True}
     assert (jp_root_dir / "a" / "b" / "t.ipynb").exists()
     for path in ("../escape.ipynb", "x/../../y.ipynb", "trace.txt", "", 5):
         refused(

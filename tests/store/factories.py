@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.core.turns import Reply, RunSummary, Steering, TurnLLM, TurnRecord
 from jupyter_agent.messages import Usage
 
@@ -59,7 +60,7 @@ def make_turn(
 def make_run(
     n: int,
     *,
-    program: str = "toolcaller",
+    program: str = PROGRAM,
     status: str = "done",
     started: str | None = None,
     run_id: str | None = None,

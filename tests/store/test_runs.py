@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.store import MAX_PAGE, Store
 from tests.store.factories import iso, make_run
 
@@ -23,7 +24,7 @@ def test_upsert_get_and_replace(store: Store) -> None:
 
 def test_program_filter(store: Store) -> None:
     for n in range(6):
-        store.upsert_run(make_run(n, program="toolcaller" if n % 2 else "classifier"))
+        store.upsert_run(make_run(n, program=PROGRAM if n % 2 else "classifier@v1"))
     runs, cursor = store.list_runs(program="toolcaller")
     assert [r.run_id for r in runs] == ["run_000005", "run_000003", "run_000001"]
     assert cursor is None
@@ -33,6 +34,46 @@ def test_program_filter(store: Store) -> None:
         "run_000000",
     ]
     assert store.list_runs(program="nothing") == ([], None)
+
+
+# Program values in the stored shape (``name@vN``, as core.loop.PROGRAM); the names with
+# LIKE's wildcards in them are the ones a careless LIKE would confuse.
+_PROGRAMS = {
+    "run_a": PROGRAM,  # toolcaller@v1
+    "run_b": "toolcaller@v2",
+    "run_c": "toolcaller2@v1",
+    "run_d": "toolcallerX@v1",
+    "run_e": "tool_caller@v1",
+    "run_f": "tool%caller@v1",
+    "run_g": "Toolcaller@v1",
+}
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        ("toolcaller", {"run_a", "run_b"}),  # every version, no other name
+        (PROGRAM, {"run_a"}),  # one version
+        ("toolcaller@v2", {"run_b"}),
+        ("toolcaller@v", set()),  # a version is matched whole
+        ("toolcall", set()),  # a name is matched whole
+        ("Toolcaller", {"run_g"}),  # case-sensitive on SQLite too
+        ("tool_caller", {"run_e"}),  # "_" is literal, not any character
+        ("tool%caller", {"run_f"}),  # "%" is literal, not anything
+        ("tool%", set()),
+        ("%", set()),
+        ("_oolcaller", set()),
+        ("toolcaller@%", set()),
+        ("", set()),
+    ],
+)
+def test_program_filter_by_name_or_version_with_wildcards_escaped(
+    store: Store, program: str, expected: set[str]
+) -> None:
+    for n, (run_id, value) in enumerate(sorted(_PROGRAMS.items())):
+        store.upsert_run(make_run(n, run_id=run_id, program=value))
+    runs, _ = store.list_runs(program=program)
+    assert {r.run_id for r in runs} == expected
 
 
 @pytest.mark.parametrize("program", [None, "toolcaller"])

@@ -28,8 +28,6 @@ export interface IChatViewOptions {
   currentPath: () => string | null;
   /** Open a path in JupyterLab (a notebook opens in the notebook editor). */
   openPath: (path: string) => Promise<void>;
-  /** Save a notebook into the contents root under a free name; its path. */
-  saveNotebook: (notebook: any, name: string) => Promise<string>;
   /** The server's status (for the demo label), when known. */
   status: () => IAgentStatus | null;
   /** Called when the chat's title or activity changed (the sidebar refreshes). */
@@ -403,9 +401,8 @@ export class ChatView extends Panel {
 
   async exportChat(): Promise<void> {
     try {
-      const nb = await this.options.api.chatNotebook(this.chatId);
-      const base = (this.title.label || this.chatId).replace(/[^\w\- ]+/g, '').trim() || this.chatId;
-      const path = await this.options.saveNotebook(nb, base);
+      // The server names the file (from the title) in its trace folder, never over a file.
+      const { path } = await this.options.api.writeChatNotebook(this.chatId);
       await this.options.openPath(path);
     } catch (err) {
       this.error.textContent = `Could not export the chat: ${errorText(err)}`;

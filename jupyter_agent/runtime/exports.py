@@ -1,0 +1,232 @@
+"""Notebooks the app writes into the contents root: trace notebooks and chat exports.
+
+Contracts:
+
+- Everything the app writes on its own (``POST agent/runs/{id}/notebook`` and ``POST
+  agent/chats/{id}/notebook`` without a ``path``) goes under one folder, the trace folder
+  (``JupyterAgent.trace_dir``: a contents path, default ``agent-traces``; ``""`` is the
+  root). :func:`check_folder` is what the trait accepts.
+- File names come from the chat's title through :func:`safe_stem`: no path separators, no
+  leading dot or dash, no control or bidi-control characters, no characters Windows
+  refuses, at most :data:`MAX_STEM_CHARS` characters and :data:`MAX_STEM_BYTES` UTF-8
+  bytes; never empty (the fallback is the run's or the chat's id).
+- A name is never written over: the first free one of ``name.ipynb``, ``name-2.ipynb``,
+  ``name-3.ipynb``, ... is taken. One exception keeps "open the trace" idempotent: a file
+  whose notebook is exactly the one about to be written is answered as is (``created``
+  false), so nothing a person changed is ever lost and no copy is made for nothing.
+- One :class:`NotebookWriter` per server serialises its writes (an asyncio lock), so two
+  exports at the same moment never pick the same name. (The contents API has no exclusive
+  create: a file another process makes between the check and the write is the one race
+  left.)
+- Saved through the contents manager, so the file is byte for byte what JupyterLab would
+  save: a load/save round trip changes nothing. Its usual signing rule applies: a notebook
+  with rich outputs (HTML, JavaScript, images) is not signed, so those outputs of
+  model-written code are untrusted on open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import posixpath
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import nbformat
+
+from jupyter_agent.runtime.requests import ServiceError, bad, check_relative_path
+
+__all__ = [
+    "DEFAULT_FOLDER",
+    "MAX_STEM_BYTES",
+    "MAX_STEM_CHARS",
+    "NotebookWriter",
+    "check_folder",
+    "check_notebook_target",
+    "safe_stem",
+    "trace_stem",
+]
+
+#: The default trace folder: visible, at the contents root.
+DEFAULT_FOLDER: Final = "agent-traces"
+MAX_STEM_CHARS: Final = 80
+#: Leaves room for ``-NNNN.ipynb`` within the 255 bytes most file systems allow a name.
+MAX_STEM_BYTES: Final = 200
+_MAX_TRIES: Final = 1000
+
+_writes: Callable[..., str] = nbformat.writes
+_from_dict: Callable[[Any], Any] = nbformat.from_dict
+
+# Path separators become a dash; what Windows refuses in a name an underscore.
+_SEPARATORS: Final = re.compile(r"[/\\]+")
+_REFUSED: Final = re.compile(r'[<>:"|?*]')
+_BIDI: Final = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_WINDOWS_RESERVED: Final = frozenset(
+    {"CON", "PRN", "AUX", "NUL"} | {f"{p}{n}" for p in ("COM", "LPT") for n in range(1, 10)}
+)
+# What must not end a name: a space or a dot (Windows drops them), a joiner or a variation
+# selector left dangling by the length cut.
+_TRAILING: Final = " .\u200d\ufe0e\ufe0f"
+
+
+async def _maybe(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def check_folder(value: str) -> str:
+    """The trace folder as a clean contents path (``""``: the root), or ValueError.
+
+    Relative to the contents root, ``/``-separated, no ``..``, no hidden component.
+    """
+    trimmed = value.strip().strip("/")  # "/x/" names the folder x under the root
+    if not trimmed:
+        return ""
+    try:
+        folder = check_relative_path(trimmed, "the trace folder")
+    except ServiceError as exc:
+        raise ValueError(exc.message) from None
+    if any(part.startswith(".") for part in folder.split("/")):
+        raise ValueError(f"the trace folder {value!r} names a hidden folder")
+    return folder
+
+
+def safe_stem(title: str, fallback: str, *, suffix: str = "") -> str:
+    """A file name stem (no extension) made from ``title`` + ``suffix``; ``fallback`` alone
+    when nothing is left of the title.
+
+    See the module docstring for the rules. The title is cut first, so the suffix (a turn
+    number, say) survives a long title. ``fallback`` (an id) goes through the rules too.
+    """
+    stem = _clean(title, room=len(suffix), room_bytes=len(suffix.encode("utf-8")))
+    if stem:
+        return stem + suffix
+    return _clean(fallback) or "notebook"
+
+
+def _clean(text: str, *, room: int = 0, room_bytes: int = 0) -> str:
+    text = unicodedata.normalize("NFC", text)
+    kept = []
+    for char in text:
+        category = unicodedata.category(char)
+        if category in ("Cc", "Zl", "Zp") or char.isspace():
+            kept.append(" ")  # a newline or a tab in a title is a word break
+        elif category in ("Cs", "Co", "Cn") or char in _BIDI:
+            continue  # lone surrogates cannot be encoded; bidi controls spoof the name
+        else:
+            kept.append(char)
+    text = _REFUSED.sub("_", _SEPARATORS.sub("-", "".join(kept)))
+    text = " ".join(text.split())
+    text = text.lstrip(" .-")  # no hidden file, no name read as a command-line option
+    text = text[: MAX_STEM_CHARS - room]
+    while len(text.encode("utf-8")) > MAX_STEM_BYTES - room_bytes:
+        text = text[:-1]
+    text = text.rstrip(_TRAILING)
+    if text.split(".")[0].upper() in _WINDOWS_RESERVED:
+        text += "_"
+    return text
+
+
+def trace_stem(title: str, run_id: str, turn_number: int | None) -> str:
+    """A run's trace notebook stem: ``<chat title> - turn <k>`` (``<title> - <run id>``
+    when the turn is not known yet); the run id alone when the chat has no title."""
+    suffix = f" - turn {turn_number}" if turn_number else f" - {run_id}"
+    return safe_stem(title, run_id, suffix=suffix)
+
+
+def check_notebook_target(body: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """``(path or None, overwrite)`` of a notebook write's body ``{path?, overwrite?}``.
+
+    ``path``: a contents path ending in ``.ipynb`` with no hidden component (else 400).
+    """
+    overwrite = body.get("overwrite", False)
+    if not isinstance(overwrite, bool):
+        raise bad("'overwrite' must be true or false", "bad_overwrite")
+    raw = body.get("path")
+    if raw is None:
+        return None, overwrite
+    path = check_relative_path(raw, "'path'")
+    if not path.endswith(".ipynb"):
+        raise bad("'path' must end in .ipynb", "bad_path")
+    if any(part.startswith(".") for part in path.split("/")):
+        raise bad(f"'path' {path!r} names a hidden file or folder", "bad_path")
+    return path, overwrite
+
+
+def _file_text(nb: Any) -> str:
+    """The notebook as the contents manager writes it (transient fields stripped)."""
+    return _writes(_from_dict(nb), version=4)
+
+
+class NotebookWriter:
+    """Writes notebooks through the server's contents manager (sync or async kind)."""
+
+    def __init__(self, contents_manager: Any, folder: str = DEFAULT_FOLDER) -> None:
+        self.contents_manager = contents_manager
+        self.folder = check_folder(folder)
+        self._lock = asyncio.Lock()
+
+    def check(self) -> Any:
+        """The contents manager; ServiceError 501 when the server has none."""
+        if self.contents_manager is None:
+            raise ServiceError(501, "no contents manager to write with", "no_contents")
+        return self.contents_manager
+
+    async def write_new(self, stem: str, nb: dict[str, Any]) -> tuple[str, bool]:
+        """Write ``nb`` as ``{folder}/{stem}.ipynb``, or the first free ``{stem}-N.ipynb``.
+
+        ``stem`` must come from :func:`safe_stem`. Answers ``(path, created)``: an existing
+        file holding exactly this notebook is answered with ``created`` false, unwritten.
+        """
+        cm = self.check()
+        wanted = _file_text(nb)
+        async with self._lock:
+            for n in range(1, _MAX_TRIES + 1):
+                name = f"{stem}.ipynb" if n == 1 else f"{stem}-{n}.ipynb"
+                path = posixpath.join(self.folder, name) if self.folder else name
+                if await _maybe(cm.dir_exists(path)):
+                    continue
+                if not await _maybe(cm.file_exists(path)):
+                    await self._save(path, nb)
+                    return path, True
+                if await self._holds(path, wanted):
+                    return path, False
+        raise ServiceError(
+            409, f"no free name for {stem!r} in {self.folder or 'the root'}", "exists"
+        )
+
+    async def write_at(self, path: str, nb: dict[str, Any], *, overwrite: bool) -> str:
+        """Write ``nb`` at the contents path ``path``; 409 if it exists and not ``overwrite``."""
+        cm = self.check()
+        async with self._lock:
+            if not overwrite and await _maybe(cm.file_exists(path)):
+                raise ServiceError(
+                    409, f"{path!r} exists; send overwrite: true to replace it", "exists"
+                )
+            await self._save(path, nb)
+        return path
+
+    async def _holds(self, path: str, wanted: str) -> bool:
+        try:
+            model = await _maybe(self.contents_manager.get(path, content=True, type="notebook"))
+            return _file_text(model["content"]) == wanted
+        except Exception:  # not a notebook, unreadable: somebody's file, never ours to reuse
+            return False
+
+    async def _save(self, path: str, nb: dict[str, Any]) -> None:
+        cm = self.contents_manager
+        folder = posixpath.dirname(path)
+        current = ""
+        try:
+            for part in folder.split("/") if folder else ():
+                current = f"{current}/{part}" if current else part
+                if not await _maybe(cm.dir_exists(current)):
+                    await _maybe(cm.save({"type": "directory"}, current))
+            await _maybe(cm.save({"type": "notebook", "format": "json", "content": nb}, path))
+        except Exception as exc:  # the contents manager refused (hidden path, a file, ...)
+            status = getattr(exc, "status_code", None)
+            message = getattr(exc, "log_message", None) or type(exc).__name__
+            if isinstance(status, int) and 400 <= status < 500:
+                raise bad(f"cannot write {path!r}: {message}", "bad_path") from None
+            raise
