@@ -23,11 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from ..codec import load
 from ..core.effects import HTTP_POST, Effect, EffectGen
 from ..core.tools import BASH, RUN_CELL, ToolSpec
 from ..exceptions import (
     CredentialError,
     ProviderError,
+    ProviderFailure,
     ProviderProtocolError,
     ProviderStatusError,
     ProviderTimeout,
@@ -103,14 +105,22 @@ _ERRORS: dict[str, type[ProviderError]] = {
 
 
 def provider_error_from_json(error: dict[str, Any]) -> ProviderError:
-    """The ProviderError a recorded error dict describes (``type`` or ``error`` names the class)."""
-    kind = str(error.get("type") or error.get("error") or "ProviderError")
+    """The ProviderError a recorded error dict describes (``type`` or ``error`` names the class).
+
+    The dict is a :class:`~jupyter_agent.exceptions.ProviderFailure`, with the ``type`` the
+    driver adds; a dict that is not one (ValueError) fails like a malformed reply.
+    """
+    try:
+        failure: ProviderFailure = load(ProviderFailure, error)
+    except ValueError:
+        raise ProviderProtocolError("the http.post error is not a provider failure") from None
+    kind = str(error.get("type") or failure.error)
     cls = _ERRORS.get(kind, ProviderError)
     return cls(
-        str(error.get("message") or kind),
-        status=error.get("status"),
-        body=error.get("body"),
-        attempts=list(error.get("attempts") or []),
+        failure.message or kind,
+        status=failure.status,
+        body=failure.body,
+        attempts=list(failure.attempts),
     )
 
 

@@ -7,12 +7,17 @@ the credential header only after that, so a key never enters the log.
 ``wire`` names the reply format the transport must assemble when streaming:
 ``anthropic`` (Messages API), ``openai-chat`` (Chat Completions, also OpenAI-compatible
 servers) or ``openai-responses`` (Responses API).
+
+Both types' JSON comes from their declarations through :mod:`jupyter_agent.codec` (fields in
+wire order); ``deadline_s`` is a float on the wire.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from jupyter_agent.codec import dump_dict, load
 
 __all__ = ["HttpReply", "RequestSpec", "Wire", "WIRES"]
 
@@ -30,9 +35,9 @@ class RequestSpec:
     """
 
     url: str
+    headers: dict[str, str] = field(default_factory=dict)
     json: dict[str, Any]
     wire: Wire
-    headers: dict[str, str] = field(default_factory=dict)
     credential_ref: str | None = None
     credential_header: str = "authorization"
     credential_prefix: str = "Bearer "
@@ -41,35 +46,12 @@ class RequestSpec:
 
     def to_intent(self) -> dict[str, Any]:
         """The ``http.post`` intent data (JSON, no secret)."""
-        return {
-            "url": self.url,
-            "headers": dict(self.headers),
-            "json": self.json,
-            "wire": self.wire,
-            "credential_ref": self.credential_ref,
-            "credential_header": self.credential_header,
-            "credential_prefix": self.credential_prefix,
-            "stream": self.stream,
-            "deadline_s": self.deadline_s,
-        }
+        return dump_dict(self)
 
     @classmethod
     def from_intent(cls, data: dict[str, Any]) -> RequestSpec:
-        """Inverse of :meth:`to_intent`."""
-        wire = data["wire"]
-        if wire not in WIRES:
-            raise ValueError(f"unknown wire: {wire!r}")
-        return cls(
-            url=data["url"],
-            json=data["json"],
-            wire=wire,
-            headers=dict(data.get("headers") or {}),
-            credential_ref=data.get("credential_ref"),
-            credential_header=data.get("credential_header", "authorization"),
-            credential_prefix=data.get("credential_prefix", "Bearer "),
-            stream=bool(data.get("stream", False)),
-            deadline_s=float(data.get("deadline_s", 300.0)),
-        )
+        """Inverse of :meth:`to_intent`; ValueError on an unknown ``wire``."""
+        return load(cls, data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,12 +68,8 @@ class HttpReply:
     attempts: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "json": self.json, "attempts": list(self.attempts)}
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> HttpReply:
-        return cls(
-            status=int(data["status"]),
-            json=data.get("json"),
-            attempts=tuple(data.get("attempts", ())),
-        )
+        return load(cls, data)
