@@ -10,19 +10,50 @@ servers) or ``openai-responses`` (Responses API).
 
 Both types' JSON comes from their declarations through :mod:`jupyter_agent.codec` (fields in
 wire order); ``deadline_s`` is a float on the wire.
+
+:class:`RequestParams` is what every adapter's ``build_request`` takes: one model call as
+the loop asks for it, before any wire is chosen. :data:`IMAGE_TYPES` are the image media
+types every wire carries as images (other files go as documents or text).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from jupyter_agent.codec import dump_dict, load
 
-__all__ = ["HttpReply", "RequestSpec", "Wire", "WIRES"]
+if TYPE_CHECKING:
+    from jupyter_agent.core.tools import ToolSpec
+    from jupyter_agent.messages import Message
+
+    from .tiers import Tier
+
+__all__ = ["IMAGE_TYPES", "WIRES", "HttpReply", "RequestParams", "RequestSpec", "Wire"]
+
+IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 Wire = Literal["anthropic", "openai-chat", "openai-responses"]
 WIRES: frozenset[str] = frozenset({"anthropic", "openai-chat", "openai-responses"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestParams:
+    """One model call's parameters, for an adapter's ``build_request``.
+
+    ``tools`` are offered to the model; with ``tool_choice_none`` they are only declared
+    (the history names them) and may not be called. ``max_tokens`` None means the profile's
+    ``max_output``. ``stream`` asks the provider to stream (the transport assembles it).
+    """
+
+    messages: Sequence[Message]
+    system: str
+    tier: Tier
+    tools: Sequence[ToolSpec] = ()
+    stream: bool = True
+    max_tokens: int | None = None
+    tool_choice_none: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
