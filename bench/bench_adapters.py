@@ -20,6 +20,7 @@ import warnings
 from jupyter_agent.core.tools import BASH, RUN_CELL
 from jupyter_agent.llm.chat import ADAPTERS, build_request
 from jupyter_agent.llm.fenced import render_tools_for_prompt
+from jupyter_agent.llm.spec import RequestParams
 from jupyter_agent.llm.tiers import tier_from_config
 from jupyter_agent.messages import Message, Text, Thinking, ToolCall, ToolResult
 
@@ -178,7 +179,8 @@ def main() -> None:
         reply = REPLIES[wire]
 
         def build(tier=tier, system=system):
-            return build_request(msgs, system=system, tier=tier, tools=TOOLS, stream=True)
+            params = RequestParams(messages=msgs, system=system, tier=tier, tools=TOOLS)
+            return build_request(params)
 
         def parse(adapter=adapter, reply=reply):
             return adapter.parse_reply(reply)

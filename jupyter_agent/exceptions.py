@@ -22,12 +22,16 @@
     RunCancelled                    (a BaseException, like asyncio.CancelledError) a hard break
 
 No error's ``str``/``repr`` ever holds a credential or a request header: a provider error
-keeps the status and a redacted body only.
+keeps the status and a redacted body only. What the effect log records of a provider error
+is a :class:`ProviderFailure` (its JSON comes from :mod:`jupyter_agent.codec`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+from jupyter_agent.codec import dump_dict
 
 __all__ = [
     "AgentError",
@@ -39,6 +43,7 @@ __all__ = [
     "KernelError",
     "NondeterminismError",
     "ProviderError",
+    "ProviderFailure",
     "ProviderProtocolError",
     "ProviderStatusError",
     "ProviderTimeout",
@@ -56,6 +61,18 @@ class AgentError(Exception):
 
 class ConfigError(AgentError):
     """Bad configuration: an unknown tier or provider, a bad profile, a bad fake script."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderFailure:
+    """A failed model call as the effect log records it: ``error`` names the ProviderError
+    class; ``body`` is already redacted. Lenient defaults: older or foreign error dicts load."""
+
+    error: str = "ProviderError"
+    message: str | None = None
+    status: int | None = None
+    body: Any = None
+    attempts: tuple[dict[str, Any], ...] = ()
 
 
 class ProviderError(AgentError):
@@ -78,15 +95,20 @@ class ProviderError(AgentError):
         self.body = body
         self.attempts = attempts or []
 
+    @property
+    def failure(self) -> ProviderFailure:
+        """This error as the record the effect log keeps (nothing secret)."""
+        return ProviderFailure(
+            error=type(self).__name__,
+            message=str(self),
+            status=self.status,
+            body=self.body,
+            attempts=tuple(self.attempts),
+        )
+
     def to_json(self) -> dict[str, Any]:
-        """What the effect log records of this failure (nothing secret)."""
-        return {
-            "error": type(self).__name__,
-            "message": str(self),
-            "status": self.status,
-            "body": self.body,
-            "attempts": self.attempts,
-        }
+        """What the effect log records of this failure: :attr:`failure` as JSON."""
+        return dump_dict(self.failure)
 
 
 class ProviderStatusError(ProviderError):

@@ -9,18 +9,21 @@ Contract:
 - :class:`Usage` counts tokens with DESIGN's semantics: ``input_tokens`` excludes cached
   input, ``output_tokens`` includes reasoning.
 
-All types are frozen, keyword-only dataclasses. ``to_json``/``from_json`` round-trip
-exactly: ``from_json(to_json(x)) == x`` for every value, and ``Thinking.provider_state``
-(Anthropic signatures, redacted thinking, OpenAI reasoning items with encrypted_content)
-comes back with the same keys, order and string bytes, because it is carried as an opaque
-JSON value the codec never rewrites. ``File.data`` is bytes in Python and base64 in JSON.
+All types are frozen, keyword-only dataclasses; their JSON comes from the types through
+:mod:`jupyter_agent.codec`. A part's ``type`` field is its JSON tag (set by the class, not
+passed). ``to_json``/``from_json`` round-trip exactly: ``from_json(to_json(x)) == x`` for
+every value, and ``Thinking.provider_state`` (Anthropic signatures, redacted thinking,
+OpenAI reasoning items with encrypted_content) comes back with the same keys, order and
+string bytes, because it is carried as an opaque JSON value the codec never rewrites.
+``File.data`` is bytes in Python and base64 in JSON. Bad JSON raises ``ValueError``.
 """
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from jupyter_agent.codec import OMIT_NONE, Base64Bytes, dump_dict, load, tagged, wire
 
 __all__ = [
     "File",
@@ -56,6 +59,7 @@ Stop = Literal["done", "tool", "length"]
 class Text:
     """Plain text written by the user or the model."""
 
+    type: Literal["text"] = field(default="text", init=False, repr=False)
     text: str
 
 
@@ -63,6 +67,7 @@ class Text:
 class ToolCall:
     """The model asks for a tool: ``name`` is ``run_cell`` or ``bash``; ``args`` its input."""
 
+    type: Literal["tool_call"] = field(default="tool_call", init=False, repr=False)
     id: str
     name: str
     args: dict[str, JsonValue]
@@ -72,17 +77,19 @@ class ToolCall:
 class File:
     """An image, PDF or text document carried in a turn. ``data`` holds the raw bytes."""
 
+    type: Literal["file"] = field(default="file", init=False, repr=False)
     media_type: str
-    data: bytes
-    name: str | None = None
+    data: Base64Bytes
+    name: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ToolResult:
     """The result of one ToolCall; ``content`` is Text and File parts (the digest first)."""
 
+    type: Literal["tool_result"] = field(default="tool_result", init=False, repr=False)
     call_id: str
-    content: tuple[Text | File, ...]
+    content: tuple[Annotated[Text | File, tagged()], ...]
     is_error: bool = False
 
 
@@ -90,11 +97,14 @@ class ToolResult:
 class Thinking:
     """Model reasoning. ``provider_state`` is opaque and must be sent back unchanged."""
 
-    text: str | None = None
-    provider_state: JsonValue = None
+    type: Literal["thinking"] = field(default="thinking", init=False, repr=False)
+    text: str | None = field(default=None, metadata=OMIT_NONE)
+    provider_state: JsonValue = field(default=None, metadata=OMIT_NONE)
 
 
 Part = Text | ToolCall | ToolResult | Thinking | File
+#: ``Part`` as the codec reads it: by its ``type`` tag.
+TaggedPart = Annotated[Part, tagged()]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,7 +112,7 @@ class Message:
     """One conversation message in the loop's provider-neutral shape."""
 
     role: Role
-    parts: tuple[Part, ...]
+    parts: tuple[TaggedPart, ...]
 
     @property
     def text(self) -> str:
@@ -123,11 +133,11 @@ class Usage:
     reasoning; ``reasoning_tokens`` is the part of the output spent reasoning.
     """
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
+    input_tokens: int = field(default=0, metadata=wire("in"))
+    output_tokens: int = field(default=0, metadata=wire("out"))
+    cache_read_tokens: int = field(default=0, metadata=wire("cacheRead"))
+    cache_write_tokens: int = field(default=0, metadata=wire("cacheWrite"))
+    reasoning_tokens: int = field(default=0, metadata=wire("reasoning"))
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -147,7 +157,7 @@ class LLMReply:
     (``end_turn``, ``refusal``, ``pause_turn``, ``max_tokens``, ...) for the record.
     """
 
-    parts: tuple[Part, ...]
+    parts: tuple[TaggedPart, ...]
     stop: Stop
     usage: Usage = field(default_factory=Usage)
     stop_detail: str | None = None
@@ -168,138 +178,57 @@ class LLMReply:
         return Message(role="assistant", parts=self.parts)
 
 
-# --- codec -----------------------------------------------------------------------------
+# --- codec: thin names over jupyter_agent.codec (the wire follows from the types above) -----
 
 
 def usage_to_json(usage: Usage) -> dict[str, int]:
     """Usage with the seed's JSON keys: in, out, cacheRead, cacheWrite, reasoning."""
-    return {
-        "in": usage.input_tokens,
-        "out": usage.output_tokens,
-        "cacheRead": usage.cache_read_tokens,
-        "cacheWrite": usage.cache_write_tokens,
-        "reasoning": usage.reasoning_tokens,
-    }
+    return dump_dict(usage)
 
 
 def usage_from_json(data: dict[str, Any]) -> Usage:
     """Inverse of :func:`usage_to_json`; missing keys count as 0."""
-    return Usage(
-        input_tokens=int(data.get("in", 0)),
-        output_tokens=int(data.get("out", 0)),
-        cache_read_tokens=int(data.get("cacheRead", 0)),
-        cache_write_tokens=int(data.get("cacheWrite", 0)),
-        reasoning_tokens=int(data.get("reasoning", 0)),
-    )
+    return load(Usage, data)
 
 
 def part_to_json(part: Part) -> dict[str, Any]:
     """One part as a JSON object tagged by ``type``."""
-    if isinstance(part, Text):
-        return {"type": "text", "text": part.text}
-    if isinstance(part, ToolCall):
-        return {"type": "tool_call", "id": part.id, "name": part.name, "args": part.args}
-    if isinstance(part, ToolResult):
-        return {
-            "type": "tool_result",
-            "call_id": part.call_id,
-            "content": [part_to_json(p) for p in part.content],
-            "is_error": part.is_error,
-        }
-    if isinstance(part, Thinking):
-        out: dict[str, Any] = {"type": "thinking"}
-        if part.text is not None:
-            out["text"] = part.text
-        if part.provider_state is not None:
-            out["provider_state"] = part.provider_state
-        return out
-    if isinstance(part, File):
-        out = {
-            "type": "file",
-            "media_type": part.media_type,
-            "data": base64.b64encode(part.data).decode("ascii"),
-        }
-        if part.name is not None:
-            out["name"] = part.name
-        return out
-    raise TypeError(f"not a message part: {type(part).__name__}")
+    if not isinstance(part, (Text, ToolCall, ToolResult, Thinking, File)):
+        raise TypeError(f"not a message part: {type(part).__name__}")
+    return dump_dict(part)
 
 
 def part_from_json(data: dict[str, Any]) -> Part:
     """Inverse of :func:`part_to_json`; raises ValueError on an unknown ``type``."""
-    kind = data.get("type")
-    if kind == "text":
-        return Text(text=data["text"])
-    if kind == "tool_call":
-        return ToolCall(id=data["id"], name=data["name"], args=dict(data["args"]))
-    if kind == "tool_result":
-        content: list[Text | File] = []
-        for item in data["content"]:
-            part = part_from_json(item)
-            if not isinstance(part, (Text, File)):
-                raise ValueError("a tool result holds only text and file parts")
-            content.append(part)
-        return ToolResult(
-            call_id=data["call_id"], content=tuple(content), is_error=bool(data["is_error"])
-        )
-    if kind == "thinking":
-        return Thinking(text=data.get("text"), provider_state=data.get("provider_state"))
-    if kind == "file":
-        return File(
-            media_type=data["media_type"],
-            data=base64.b64decode(data["data"], validate=True),
-            name=data.get("name"),
-        )
-    raise ValueError(f"unknown part type: {kind!r}")
+    part: Part = load(TaggedPart, data)
+    return part
 
 
 def message_to_json(message: Message) -> dict[str, Any]:
     """A message as ``{role, parts}``."""
-    return {"role": message.role, "parts": [part_to_json(p) for p in message.parts]}
+    return dump_dict(message)
 
 
 def message_from_json(data: dict[str, Any]) -> Message:
     """Inverse of :func:`message_to_json`."""
-    role = data["role"]
-    if role not in ("user", "assistant"):
-        raise ValueError(f"unknown role: {role!r}")
-    return Message(role=role, parts=tuple(part_from_json(p) for p in data["parts"]))
+    return load(Message, data)
 
 
 def reply_to_json(reply: LLMReply) -> dict[str, Any]:
     """A reply as ``{parts, stop, usage, stop_detail, model}``."""
-    return {
-        "parts": [part_to_json(p) for p in reply.parts],
-        "stop": reply.stop,
-        "usage": usage_to_json(reply.usage),
-        "stop_detail": reply.stop_detail,
-        "model": reply.model,
-    }
+    return dump_dict(reply)
 
 
 def reply_from_json(data: dict[str, Any]) -> LLMReply:
     """Inverse of :func:`reply_to_json`."""
-    stop = data["stop"]
-    if stop not in ("done", "tool", "length"):
-        raise ValueError(f"unknown stop: {stop!r}")
-    return LLMReply(
-        parts=tuple(part_from_json(p) for p in data["parts"]),
-        stop=stop,
-        usage=usage_from_json(data.get("usage") or {}),
-        stop_detail=data.get("stop_detail"),
-        model=data.get("model"),
-    )
+    return load(LLMReply, data)
 
 
 def to_json(value: Message | LLMReply | Usage | Part) -> dict[str, Any]:
     """Encode any value of the message model."""
-    if isinstance(value, Message):
-        return message_to_json(value)
-    if isinstance(value, LLMReply):
-        return reply_to_json(value)
-    if isinstance(value, Usage):
-        return usage_to_json(value)
-    return part_to_json(value)
+    if isinstance(value, Part):
+        return part_to_json(value)
+    return dump_dict(value)
 
 
 def from_json(data: dict[str, Any]) -> Message | LLMReply | Part:

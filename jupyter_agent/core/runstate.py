@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from jupyter_agent.codec import load
 from jupyter_agent.core.turns import EndCause, Reply, Steering
 from jupyter_agent.messages import Usage
 
@@ -42,11 +43,11 @@ class Ceilings:
 
     @classmethod
     def from_json(cls, data: Any) -> Ceilings:
-        """Build from the config value; unknown keys are ignored, missing ones default."""
+        """Build from the config value (by field name); unknown keys are ignored, missing ones
+        default, a value of the wrong type raises ValueError; a non-dict gives the defaults."""
         if not isinstance(data, dict):
             return cls()
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+        return load(cls, data, by_name=True)
 
 
 @dataclass(kw_only=True)

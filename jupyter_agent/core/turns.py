@@ -10,6 +10,9 @@
 
 ``stopReason`` is one of ``done``, ``wrapup``, ``break_hard``, ``error``; ``endCause`` one
 of :data:`END_CAUSES`. :class:`RunSummary` is the one ``agent_runs`` row per run.
+
+The JSON comes from the types through :mod:`jupyter_agent.codec`: fields in wire order,
+camelCase names (ids keep theirs); ``to_json``/``from_json`` are thin names for it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from jupyter_agent.messages import Usage, usage_from_json, usage_to_json
+from jupyter_agent.codec import camel_case, dump_dict, load
+from jupyter_agent.messages import Usage
 
 __all__ = [
     "END_CAUSES",
@@ -69,7 +73,7 @@ class Steering:
     at: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "at": self.at}
+        return dump_dict(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,9 +84,10 @@ class Reply:
     done: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "done": self.done}
+        return dump_dict(self)
 
 
+@camel_case
 @dataclass(frozen=True, kw_only=True)
 class TurnLLM:
     """The ``llm`` object of a turn record."""
@@ -96,50 +101,38 @@ class TurnLLM:
     fingerprints: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "stopReason": self.stop_reason,
-            "endCause": self.end_cause,
-            "modelCalls": self.model_calls,
-            "cells": self.cells,
-            "usage": usage_to_json(self.usage),
-            "cost": self.cost,
-            "fingerprints": dict(self.fingerprints),
-        }
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TurnLLM:
-        return cls(
-            stop_reason=data["stopReason"],
-            end_cause=data["endCause"],
-            model_calls=int(data.get("modelCalls", 0)),
-            cells=int(data.get("cells", 0)),
-            usage=usage_from_json(data.get("usage") or {}),
-            cost=data.get("cost"),
-            fingerprints=dict(data.get("fingerprints") or {}),
-        )
+        return load(cls, data)
 
 
+@camel_case
 @dataclass(frozen=True, kw_only=True)
 class TurnRecord:
-    """One conversation turn as stored and served (REST JSON via :meth:`to_json`)."""
+    """One conversation turn as stored and served (REST JSON via :meth:`to_json`).
+
+    The fields are declared in the REST JSON's key order. ``trace_ref`` is not passed: it is
+    the run id whose effect log holds this turn's trace (written, never read back).
+    """
 
     id: str
     chat_id: str
     run_id: str
     user_text: str
-    created: str
-    llm: TurnLLM
     steering: tuple[Steering, ...] = ()
     replies: tuple[Reply, ...] = ()
     from_agent: str = "agent"
+    trace_ref: str = field(default="", init=False, repr=False, compare=False)
     interrupted: bool = False
+    created: str
     duration_ms: int = 0
     model: str | None = None
+    llm: TurnLLM
 
-    @property
-    def trace_ref(self) -> str:
-        """The run id whose effect log holds this turn's trace."""
-        return self.run_id
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "trace_ref", self.run_id)
 
     @property
     def final_text(self) -> str:
@@ -148,40 +141,14 @@ class TurnRecord:
         return finals[-1] if finals else ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "chat_id": self.chat_id,
-            "run_id": self.run_id,
-            "userText": self.user_text,
-            "steering": [s.to_json() for s in self.steering],
-            "replies": [r.to_json() for r in self.replies],
-            "fromAgent": self.from_agent,
-            "traceRef": self.trace_ref,
-            "interrupted": self.interrupted,
-            "created": self.created,
-            "durationMs": self.duration_ms,
-            "model": self.model,
-            "llm": self.llm.to_json(),
-        }
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TurnRecord:
-        return cls(
-            id=data["id"],
-            chat_id=data["chat_id"],
-            run_id=data["run_id"],
-            user_text=data["userText"],
-            created=data["created"],
-            llm=TurnLLM.from_json(data["llm"]),
-            steering=tuple(Steering(text=s["text"], at=s["at"]) for s in data.get("steering", ())),
-            replies=tuple(Reply(text=r["text"], done=r["done"]) for r in data.get("replies", ())),
-            from_agent=data.get("fromAgent", "agent"),
-            interrupted=bool(data.get("interrupted", False)),
-            duration_ms=int(data.get("durationMs", 0)),
-            model=data.get("model"),
-        )
+        return load(cls, data)
 
 
+@camel_case
 @dataclass(frozen=True, kw_only=True)
 class RunSummary:
     """One ``agent_runs`` row: the lean summary of a run (its trace body stays in the log)."""
@@ -201,36 +168,8 @@ class RunSummary:
     end_cause: EndCause | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "chat_id": self.chat_id,
-            "program": self.program,
-            "status": self.status,
-            "started": self.started,
-            "ended": self.ended,
-            "model": self.model,
-            "modelCalls": self.model_calls,
-            "cells": self.cells,
-            "usage": usage_to_json(self.usage),
-            "cost": self.cost,
-            "stopReason": self.stop_reason,
-            "endCause": self.end_cause,
-        }
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSummary:
-        return cls(
-            run_id=data["run_id"],
-            chat_id=data["chat_id"],
-            program=data["program"],
-            status=data["status"],
-            started=data["started"],
-            ended=data.get("ended"),
-            model=data.get("model"),
-            model_calls=int(data.get("modelCalls", 0)),
-            cells=int(data.get("cells", 0)),
-            usage=usage_from_json(data.get("usage") or {}),
-            cost=data.get("cost"),
-            stop_reason=data.get("stopReason"),
-            end_cause=data.get("endCause"),
-        )
+        return load(cls, data)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from jupyter_agent.codec import dump_dict
 from jupyter_agent.core.apps import APPS, AppSpec, MethodSpec
 from jupyter_agent.core.cells import AppCallRecord
 from jupyter_agent.exceptions import AppCallError
@@ -126,7 +127,8 @@ class AppCall:
     args: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        return {"app": self.app, "method": self.method, "args": self.args}
+        """``{app, method, args}``: one call or batch item of the wire (module doc)."""
+        return dump_dict(self)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,6 @@ import base64
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.tools import ToolSpec
 from ..exceptions import ProviderProtocolError
 from ..messages import (
     File,
@@ -51,17 +50,15 @@ from ..messages import (
     Usage,
 )
 from .fenced import stop_sequences
-from .spec import RequestSpec
+from .spec import IMAGE_TYPES, RequestParams, RequestSpec
 
 if TYPE_CHECKING:
     from .profiles import Profile
-    from .tiers import Tier
 
 __all__ = ["API_VERSION", "build_request", "parse_reply"]
 
 API_VERSION = "2023-06-01"
 _CACHE = {"type": "ephemeral"}
-_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _STOPS: dict[str, Stop] = {
     "end_turn": "done",
     "stop_sequence": "done",
@@ -74,29 +71,21 @@ _STOPS: dict[str, Stop] = {
 _MIN_BUDGET = 1024
 
 
-def build_request(
-    messages: Sequence[Message],
-    *,
-    system: str,
-    tools: Sequence[ToolSpec],
-    tier: Tier,
-    stream: bool,
-    max_tokens: int | None = None,
-    tool_choice_none: bool = False,
-) -> RequestSpec:
-    """The Messages API request for ``messages`` (see the module doc for every rule)."""
+def build_request(params: RequestParams) -> RequestSpec:
+    """The Messages API request for ``params`` (see the module doc for every rule)."""
+    tier, stream = params.tier, params.stream
     profile = tier.profile
-    limit = max_tokens or profile.max_output
+    limit = params.max_tokens or profile.max_output
     body: dict[str, Any] = {"model": tier.model, "max_tokens": limit}
-    if system:
-        body["system"] = [{"type": "text", "text": system, "cache_control": dict(_CACHE)}]
-    body["messages"] = _wire_messages(messages, profile)
-    if tools:
+    if params.system:
+        body["system"] = [{"type": "text", "text": params.system, "cache_control": dict(_CACHE)}]
+    body["messages"] = _wire_messages(params.messages, profile)
+    if params.tools:
         body["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-            for t in tools
+            for t in params.tools
         ]
-        if tool_choice_none:
+        if params.tool_choice_none:
             body["tool_choice"] = {"type": "none"}
     thinking = _thinking(profile, limit)
     if thinking is not None:
@@ -130,7 +119,7 @@ def _thinking(profile: Profile, limit: int) -> dict[str, Any] | None:
 def file_block(part: File, profile: Profile) -> dict[str, Any]:
     """One File part as an Anthropic content block (image, document, or a text note)."""
     label = part.name or part.media_type
-    if part.media_type in _IMAGE_TYPES:
+    if part.media_type in IMAGE_TYPES:
         if not profile.vision:
             return {"type": "text", "text": f"[image {label} omitted: this model has no vision]"}
         data = base64.b64encode(part.data).decode("ascii")

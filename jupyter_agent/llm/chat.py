@@ -23,11 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from ..codec import load
 from ..core.effects import HTTP_POST, Effect, EffectGen
 from ..core.tools import BASH, RUN_CELL, ToolSpec
 from ..exceptions import (
     CredentialError,
     ProviderError,
+    ProviderFailure,
     ProviderProtocolError,
     ProviderStatusError,
     ProviderTimeout,
@@ -38,7 +40,7 @@ from ..messages import LLMReply, Message, Part, Text
 from . import anthropic, openai, openai_compatible
 from .fenced import parse_text_tool_calls, to_text_mode
 from .profiles import cost_usd
-from .spec import HttpReply, RequestSpec
+from .spec import HttpReply, RequestParams, RequestSpec
 from .tiers import Tier, resolve_tier
 
 __all__ = [
@@ -54,17 +56,7 @@ __all__ = [
 class Adapter(Protocol):
     """What every provider adapter module offers (both functions pure)."""
 
-    def build_request(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str,
-        tools: Sequence[ToolSpec],
-        tier: Tier,
-        stream: bool,
-        max_tokens: int | None = None,
-        tool_choice_none: bool = False,
-    ) -> RequestSpec: ...
+    def build_request(self, params: RequestParams) -> RequestSpec: ...
 
     def parse_reply(self, body: dict[str, Any]) -> LLMReply: ...
 
@@ -103,27 +95,26 @@ _ERRORS: dict[str, type[ProviderError]] = {
 
 
 def provider_error_from_json(error: dict[str, Any]) -> ProviderError:
-    """The ProviderError a recorded error dict describes (``type`` or ``error`` names the class)."""
-    kind = str(error.get("type") or error.get("error") or "ProviderError")
+    """The ProviderError a recorded error dict describes (``type`` or ``error`` names the class).
+
+    The dict is a :class:`~jupyter_agent.exceptions.ProviderFailure`, with the ``type`` the
+    driver adds; a dict that is not one (ValueError) fails like a malformed reply.
+    """
+    try:
+        failure: ProviderFailure = load(ProviderFailure, error)
+    except ValueError:
+        raise ProviderProtocolError("the http.post error is not a provider failure") from None
+    kind = str(error.get("type") or failure.error)
     cls = _ERRORS.get(kind, ProviderError)
     return cls(
-        str(error.get("message") or kind),
-        status=error.get("status"),
-        body=error.get("body"),
-        attempts=list(error.get("attempts") or []),
+        failure.message or kind,
+        status=failure.status,
+        body=failure.body,
+        attempts=list(failure.attempts),
     )
 
 
-def build_request(
-    messages: Sequence[Message],
-    *,
-    system: str,
-    tier: Tier,
-    tools: Sequence[ToolSpec],
-    stream: bool = True,
-    max_tokens: int | None = None,
-    tool_choice_none: bool = False,
-) -> RequestSpec:
+def build_request(params: RequestParams) -> RequestSpec:
     """The request for one call, pure.
 
     - Text tool modes: the history is rewritten by :func:`.fenced.to_text_mode` and no tool
@@ -133,25 +124,17 @@ def build_request(
       the tools named in the history are sent with ``tool_choice`` none, because Anthropic
       refuses tool_use blocks without tool definitions; the model cannot call them.
     """
-    adapter = ADAPTERS[tier.provider]
+    tier = params.tier
     mode = tier.profile.tool_mode
     if mode != "native":
-        messages = to_text_mode(messages, mode)
-        tools, tool_choice_none = (), False
-    elif not tools:
-        used = {c.name for m in messages for c in m.tool_calls}
+        messages = to_text_mode(params.messages, mode)
+        params = replace(params, messages=messages, tools=(), tool_choice_none=False)
+    elif not params.tools:
+        used = {c.name for m in params.messages for c in m.tool_calls}
         if used:
             tools = tuple(t for t in (RUN_CELL, BASH) if t.name in used)
-            tool_choice_none = True
-    return adapter.build_request(
-        messages,
-        system=system,
-        tools=tools,
-        tier=tier,
-        stream=stream,
-        max_tokens=max_tokens,
-        tool_choice_none=tool_choice_none,
-    )
+            params = replace(params, tools=tools, tool_choice_none=True)
+    return ADAPTERS[tier.provider].build_request(params)
 
 
 def _apply_text_mode(
@@ -183,13 +166,15 @@ def chat(
     if isinstance(tier, str):
         tier = yield from resolve_tier(tier)
     spec = build_request(
-        messages,
-        system=system,
-        tier=tier,
-        tools=tools,
-        stream=stream,
-        max_tokens=max_tokens,
-        tool_choice_none=tool_choice_none,
+        RequestParams(
+            messages=messages,
+            system=system,
+            tier=tier,
+            tools=tools,
+            stream=stream,
+            max_tokens=max_tokens,
+            tool_choice_none=tool_choice_none,
+        )
     )
     result = yield Effect(name=HTTP_POST, data=spec.to_intent())
     if result.cancelled:

@@ -36,7 +36,6 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.tools import ToolSpec
 from ..exceptions import ProviderProtocolError
 from ..messages import (
     File,
@@ -52,11 +51,10 @@ from ..messages import (
 )
 from . import openai_responses
 from .fenced import stop_sequences
-from .spec import RequestSpec
+from .spec import IMAGE_TYPES, RequestParams, RequestSpec
 
 if TYPE_CHECKING:
     from .profiles import Profile
-    from .tiers import Tier
 
 __all__ = [
     "build_chat_body",
@@ -66,7 +64,6 @@ __all__ = [
     "parse_reply",
 ]
 
-_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _STOPS: dict[str, Stop] = {
     "stop": "done",
     "tool_calls": "tool",
@@ -76,38 +73,14 @@ _STOPS: dict[str, Stop] = {
 }
 
 
-def build_request(
-    messages: Sequence[Message],
-    *,
-    system: str,
-    tools: Sequence[ToolSpec],
-    tier: Tier,
-    stream: bool,
-    max_tokens: int | None = None,
-    tool_choice_none: bool = False,
-) -> RequestSpec:
-    """The Chat Completions or Responses request for ``messages`` (see the module doc)."""
+def build_request(params: RequestParams) -> RequestSpec:
+    """The Chat Completions or Responses request for ``params`` (see the module doc)."""
+    tier, stream = params.tier, params.stream
     if tier.api == "responses":
-        body = openai_responses.build_body(
-            messages,
-            system=system,
-            tools=tools,
-            tier=tier,
-            stream=stream,
-            max_tokens=max_tokens,
-            tool_choice_none=tool_choice_none,
-        )
+        body = openai_responses.build_body(params)
         url, wire = f"{tier.base_url}/responses", "openai-responses"
     else:
-        body = build_chat_body(
-            messages,
-            system=system,
-            tools=tools,
-            tier=tier,
-            stream=stream,
-            max_tokens=max_tokens,
-            tool_choice_none=tool_choice_none,
-        )
+        body = build_chat_body(params)
         url, wire = f"{tier.base_url}/chat/completions", "openai-chat"
     return RequestSpec(
         url=url,
@@ -127,19 +100,11 @@ def parse_reply(body: dict[str, Any]) -> LLMReply:
     return parse_chat_reply(body)
 
 
-def build_chat_body(
-    messages: Sequence[Message],
-    *,
-    system: str,
-    tools: Sequence[ToolSpec],
-    tier: Tier,
-    stream: bool,
-    max_tokens: int | None = None,
-    tool_choice_none: bool = False,
-    compatible: bool = False,
-) -> dict[str, Any]:
+def build_chat_body(params: RequestParams, *, compatible: bool = False) -> dict[str, Any]:
     """The Chat Completions body. ``compatible`` (OpenAI-compatible servers): ``system``
     role, ``max_tokens`` instead of ``max_completion_tokens``, no PDF parts."""
+    messages, system, tools, tier = params.messages, params.system, params.tools, params.tier
+    stream, max_tokens, tool_choice_none = params.stream, params.max_tokens, params.tool_choice_none
     profile = tier.profile
     role = "system" if compatible else profile.system_role
     body: dict[str, Any] = {"model": tier.model}
@@ -179,7 +144,7 @@ def data_uri(part: File) -> str:
 def file_content(part: File, profile: Profile, *, pdf: bool = True) -> dict[str, Any]:
     """One File as a Chat Completions user content part (or a text note)."""
     label = part.name or part.media_type
-    if part.media_type in _IMAGE_TYPES:
+    if part.media_type in IMAGE_TYPES:
         if not profile.vision:
             return {"type": "text", "text": f"[image {label} omitted: this model has no vision]"}
         return {"type": "image_url", "image_url": {"url": data_uri(part)}}

@@ -25,14 +25,12 @@ raw) is split the same way.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..core.tools import ToolSpec
-from ..messages import LLMReply, Message, Thinking
+from ..messages import LLMReply, Thinking
 from .openai import build_chat_body, parse_chat_reply
-from .spec import RequestSpec
+from .spec import RequestParams, RequestSpec
 
 if TYPE_CHECKING:
     from .tiers import Tier
@@ -54,27 +52,10 @@ def num_ctx_path(tier: Tier) -> str | None:
     return "options.num_ctx" if port == OLLAMA_PORT else None
 
 
-def build_request(
-    messages: Sequence[Message],
-    *,
-    system: str,
-    tools: Sequence[ToolSpec],
-    tier: Tier,
-    stream: bool,
-    max_tokens: int | None = None,
-    tool_choice_none: bool = False,
-) -> RequestSpec:
+def build_request(params: RequestParams) -> RequestSpec:
     """The Chat Completions request for an OpenAI-compatible server."""
-    body = build_chat_body(
-        messages,
-        system=system,
-        tools=tools,
-        tier=tier,
-        stream=stream,
-        max_tokens=max_tokens,
-        tool_choice_none=tool_choice_none,
-        compatible=True,
-    )
+    tier, stream = params.tier, params.stream
+    body = build_chat_body(params, compatible=True)
     path = num_ctx_path(tier)
     if path:
         *parents, leaf = path.split(".")

@@ -34,7 +34,6 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.tools import ToolSpec
 from ..exceptions import ProviderProtocolError
 from ..messages import (
     File,
@@ -48,27 +47,18 @@ from ..messages import (
     ToolResult,
     Usage,
 )
+from .spec import IMAGE_TYPES, RequestParams
 
 if TYPE_CHECKING:
     from .profiles import Profile
-    from .tiers import Tier
 
 __all__ = ["build_body", "input_items", "parse_reply"]
 
-_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
-
-def build_body(
-    messages: Sequence[Message],
-    *,
-    system: str,
-    tools: Sequence[ToolSpec],
-    tier: Tier,
-    stream: bool,
-    max_tokens: int | None = None,
-    tool_choice_none: bool = False,
-) -> dict[str, Any]:
+def build_body(params: RequestParams) -> dict[str, Any]:
     """The ``POST /responses`` body (see the module doc)."""
+    messages, system, tools, tier = params.messages, params.system, params.tools, params.tier
+    stream, max_tokens, tool_choice_none = params.stream, params.max_tokens, params.tool_choice_none
     profile = tier.profile
     body: dict[str, Any] = {"model": tier.model}
     if system:
@@ -103,7 +93,7 @@ def _data_uri(part: File) -> str:
 
 def _input_part(part: File, profile: Profile) -> dict[str, Any]:
     label = part.name or part.media_type
-    if part.media_type in _IMAGE_TYPES:
+    if part.media_type in IMAGE_TYPES:
         if not profile.vision:
             return {
                 "type": "input_text",

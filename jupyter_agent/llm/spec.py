@@ -7,17 +7,53 @@ the credential header only after that, so a key never enters the log.
 ``wire`` names the reply format the transport must assemble when streaming:
 ``anthropic`` (Messages API), ``openai-chat`` (Chat Completions, also OpenAI-compatible
 servers) or ``openai-responses`` (Responses API).
+
+Both types' JSON comes from their declarations through :mod:`jupyter_agent.codec` (fields in
+wire order); ``deadline_s`` is a float on the wire.
+
+:class:`RequestParams` is what every adapter's ``build_request`` takes: one model call as
+the loop asks for it, before any wire is chosen. :data:`IMAGE_TYPES` are the image media
+types every wire carries as images (other files go as documents or text).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-__all__ = ["HttpReply", "RequestSpec", "Wire", "WIRES"]
+from jupyter_agent.codec import dump_dict, load
+
+if TYPE_CHECKING:
+    from jupyter_agent.core.tools import ToolSpec
+    from jupyter_agent.messages import Message
+
+    from .tiers import Tier
+
+__all__ = ["IMAGE_TYPES", "WIRES", "HttpReply", "RequestParams", "RequestSpec", "Wire"]
+
+IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 Wire = Literal["anthropic", "openai-chat", "openai-responses"]
 WIRES: frozenset[str] = frozenset({"anthropic", "openai-chat", "openai-responses"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestParams:
+    """One model call's parameters, for an adapter's ``build_request``.
+
+    ``tools`` are offered to the model; with ``tool_choice_none`` they are only declared
+    (the history names them) and may not be called. ``max_tokens`` None means the profile's
+    ``max_output``. ``stream`` asks the provider to stream (the transport assembles it).
+    """
+
+    messages: Sequence[Message]
+    system: str
+    tier: Tier
+    tools: Sequence[ToolSpec] = ()
+    stream: bool = True
+    max_tokens: int | None = None
+    tool_choice_none: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,9 +66,9 @@ class RequestSpec:
     """
 
     url: str
+    headers: dict[str, str] = field(default_factory=dict)
     json: dict[str, Any]
     wire: Wire
-    headers: dict[str, str] = field(default_factory=dict)
     credential_ref: str | None = None
     credential_header: str = "authorization"
     credential_prefix: str = "Bearer "
@@ -41,35 +77,12 @@ class RequestSpec:
 
     def to_intent(self) -> dict[str, Any]:
         """The ``http.post`` intent data (JSON, no secret)."""
-        return {
-            "url": self.url,
-            "headers": dict(self.headers),
-            "json": self.json,
-            "wire": self.wire,
-            "credential_ref": self.credential_ref,
-            "credential_header": self.credential_header,
-            "credential_prefix": self.credential_prefix,
-            "stream": self.stream,
-            "deadline_s": self.deadline_s,
-        }
+        return dump_dict(self)
 
     @classmethod
     def from_intent(cls, data: dict[str, Any]) -> RequestSpec:
-        """Inverse of :meth:`to_intent`."""
-        wire = data["wire"]
-        if wire not in WIRES:
-            raise ValueError(f"unknown wire: {wire!r}")
-        return cls(
-            url=data["url"],
-            json=data["json"],
-            wire=wire,
-            headers=dict(data.get("headers") or {}),
-            credential_ref=data.get("credential_ref"),
-            credential_header=data.get("credential_header", "authorization"),
-            credential_prefix=data.get("credential_prefix", "Bearer "),
-            stream=bool(data.get("stream", False)),
-            deadline_s=float(data.get("deadline_s", 300.0)),
-        )
+        """Inverse of :meth:`to_intent`; ValueError on an unknown ``wire``."""
+        return load(cls, data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,12 +99,8 @@ class HttpReply:
     attempts: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "json": self.json, "attempts": list(self.attempts)}
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> HttpReply:
-        return cls(
-            status=int(data["status"]),
-            json=data.get("json"),
-            attempts=tuple(data.get("attempts", ())),
-        )
+        return load(cls, data)

@@ -28,18 +28,19 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Final
 
-from sqlalchemy import Engine, and_, bindparam, delete, or_, update
+from sqlalchemy import Engine, Row, and_, bindparam, delete, or_, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from jupyter_agent.core.turns import RunSummary, TurnRecord
+from jupyter_agent.codec import dump_dict, load, snake, wire_names
+from jupyter_agent.core.turns import RunSummary, TurnLLM, TurnRecord
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.messages import Usage
 from jupyter_agent.store.engine import (
@@ -83,13 +84,7 @@ class Chat:
     active_run_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "created": self.created,
-            "updated": self.updated,
-            "active_run_id": self.active_run_id,
-        }
+        return dump_dict(self)
 
 
 class Store:
@@ -330,108 +325,45 @@ class Store:
             return ids
 
 
-# --- row <-> dataclass -------------------------------------------------------------------
+# --- row <-> dataclass --------------------------------------------------------------------
+# The columns are named after the fields (Python names), and a Usage is flattened into
+# ``usage_<its wire key in snake case>``: the mapping follows from the types.
+
+_USAGE_COLUMNS: Final = {name: "usage_" + snake(key) for name, key in wire_names(Usage).items()}
+_TURN_COLUMN_NAMES: Final = frozenset(_TURNS.c.keys())
+_RUN_COLUMNS: Final = tuple(_RUNS.c)
+
+
+def _columns(value: TurnLLM | TurnRecord | RunSummary) -> dict[str, Any]:
+    """The value's passed fields by name, its Usage as ``usage_*`` columns."""
+    out = {f.name: getattr(value, f.name) for f in fields(value) if f.init}
+    usage = out.pop("usage", None)
+    if isinstance(usage, Usage):
+        out.update({column: getattr(usage, name) for name, column in _USAGE_COLUMNS.items()})
+    return out
 
 
 def _chat(row: ChatRow) -> Chat:
-    return Chat(
-        id=row.id,
-        title=row.title,
-        created=row.created,
-        updated=row.updated,
-        active_run_id=row.active_run_id,
-    )
-
-
-def _usage_values(usage: Usage) -> dict[str, int]:
-    return {
-        "usage_in": usage.input_tokens,
-        "usage_out": usage.output_tokens,
-        "usage_cache_read": usage.cache_read_tokens,
-        "usage_cache_write": usage.cache_write_tokens,
-        "usage_reasoning": usage.reasoning_tokens,
-    }
+    return load(Chat, row.model_dump(), by_name=True)
 
 
 def _turn_values(turn: TurnRecord) -> dict[str, Any]:
-    llm = turn.llm
-    return {
-        "id": turn.id,
-        "chat_id": turn.chat_id,
-        "run_id": turn.run_id,
-        "user_text": turn.user_text,
-        "created": turn.created,
-        "interrupted": turn.interrupted,
-        "from_agent": turn.from_agent,
-        "duration_ms": turn.duration_ms,
-        "model": turn.model,
-        "stop_reason": llm.stop_reason,
-        "end_cause": llm.end_cause,
-        "model_calls": llm.model_calls,
-        "cells": llm.cells,
-        **_usage_values(llm.usage),
-        "cost": llm.cost,
-        "fingerprint_system": llm.fingerprints.get("system"),
-        "fingerprint_identity": llm.fingerprints.get("identity"),
-        "record": json.dumps(turn.to_json(), ensure_ascii=False, separators=(",", ":")),
-    }
+    # The projection: every column named like a field of the turn or of its llm.
+    values = {**_columns(turn.llm), **_columns(turn)}
+    values["fingerprint_system"] = turn.llm.fingerprints.get("system")
+    values["fingerprint_identity"] = turn.llm.fingerprints.get("identity")
+    values["record"] = json.dumps(turn.to_json(), ensure_ascii=False, separators=(",", ":"))
+    return {name: value for name, value in values.items() if name in _TURN_COLUMN_NAMES}
 
 
 def _run_values(summary: RunSummary) -> dict[str, Any]:
-    return {
-        "run_id": summary.run_id,
-        "chat_id": summary.chat_id,
-        "program": summary.program,
-        "status": summary.status,
-        "started": summary.started,
-        "ended": summary.ended,
-        "model": summary.model,
-        "model_calls": summary.model_calls,
-        "cells": summary.cells,
-        **_usage_values(summary.usage),
-        "cost": summary.cost,
-        "stop_reason": summary.stop_reason,
-        "end_cause": summary.end_cause,
-    }
+    return _columns(summary)
 
 
-_RUN_COLUMNS: Final = tuple(
-    _RUNS.c[name]
-    for name in (
-        "run_id", "chat_id", "program", "status", "started", "ended", "model", "model_calls",
-        "cells", "usage_in", "usage_out", "usage_cache_read", "usage_cache_write",
-        "usage_reasoning", "cost", "stop_reason", "end_cause",
-    )
-)  # fmt: skip
-
-
-def _summary(row: Sequence[Any]) -> RunSummary:
-    # Unpacked by position (the order of _RUN_COLUMNS): named access per field cost 5x more.
-    (
-        run_id, chat_id, program, status, started, ended, model, model_calls, cells,
-        usage_in, usage_out, cache_read, cache_write, reasoning, cost, stop_reason, end_cause,
-    ) = row  # fmt: skip
-    return RunSummary(
-        run_id=run_id,
-        chat_id=chat_id,
-        program=program,
-        status=status,
-        started=started,
-        ended=ended,
-        model=model,
-        model_calls=model_calls,
-        cells=cells,
-        usage=Usage(
-            input_tokens=usage_in,
-            output_tokens=usage_out,
-            cache_read_tokens=cache_read,
-            cache_write_tokens=cache_write,
-            reasoning_tokens=reasoning,
-        ),
-        cost=cost,
-        stop_reason=stop_reason,
-        end_cause=end_cause,
-    )
+def _summary(row: Row[Any]) -> RunSummary:
+    values = dict(zip(row._fields, row, strict=True))  # the cheapest named view of a Row
+    values["usage"] = {name: values.pop(column) for name, column in _USAGE_COLUMNS.items()}
+    return load(RunSummary, values, by_name=True)
 
 
 def _encode_cursor(started: str, run_id: str) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jupyter_agent.codec import dump_dict
 from jupyter_agent.core.loop import PROGRAM, toolcaller
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.exceptions import NondeterminismError, TraceError
@@ -33,14 +34,7 @@ class ReplayOutcome:
     message: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "identical": self.identical,
-            "run_id": self.run_id,
-            "seq": self.seq,
-            "recorded": self.recorded,
-            "asked": self.asked,
-            "message": self.message,
-        }
+        return dump_dict(self)
 
 
 def _recorded_turn(trace: TraceFile) -> tuple[int, dict[str, Any]] | None:

@@ -9,6 +9,7 @@ import pytest
 from jupyter_agent.exceptions import ProviderProtocolError, ProviderStatusError
 from jupyter_agent.llm import anthropic
 from jupyter_agent.llm.chat import build_request
+from jupyter_agent.llm.spec import RequestParams
 from jupyter_agent.messages import File, Message, Text, Thinking, ToolCall, ToolResult, Usage
 
 from .adapters_support import (
@@ -26,12 +27,14 @@ from .e2e_support import Harness, canary
 
 def _spec(tier, messages=None, **kw):
     return build_request(
-        conversation() if messages is None else messages,
-        system=system_for(tier),
-        tier=tier,
-        tools=kw.pop("tools", TOOLS),
-        stream=kw.pop("stream", False),
-        **kw,
+        RequestParams(
+            messages=conversation() if messages is None else messages,
+            system=system_for(tier),
+            tier=tier,
+            tools=kw.pop("tools", TOOLS),
+            stream=kw.pop("stream", False),
+            **kw,
+        )
     )
 
 
@@ -88,7 +91,8 @@ def test_merges_roles_and_puts_tool_results_first():
         Message(role="user", parts=(Text(text="steer"),)),
         Message(role="user", parts=(ToolResult(call_id="t1", content=(Text(text="1"),)),)),
     ]
-    body = anthropic.build_request(msgs, system="", tools=TOOLS, tier=tier, stream=False).json
+    params = RequestParams(messages=msgs, system="", tools=TOOLS, tier=tier, stream=False)
+    body = anthropic.build_request(params).json
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
     assert [b["type"] for b in body["messages"][2]["content"]] == ["tool_result", "text"]
     assert "system" not in body
@@ -106,7 +110,8 @@ def test_no_vision_and_unknown_files_become_notes():
             File(media_type="application/zip", data=b"x", name="a.zip"),
         ),
     )
-    body = anthropic.build_request([msg], system="s", tools=(), tier=tier, stream=False).json
+    params = RequestParams(messages=[msg], system="s", tier=tier, stream=False)
+    body = anthropic.build_request(params).json
     texts = [b["text"] for b in body["messages"][0]["content"]]
     assert "no vision" in texts[0]
     assert "a.zip" in texts[1]
@@ -148,11 +153,13 @@ def test_parse_redacted_thinking_and_send_back_unchanged():
     assert [type(p).__name__ for p in reply.parts] == ["Thinking", "Thinking", "ToolCall"]
     tier = make_tier("anthropic", "claude-3-7-sonnet")
     sent = anthropic.build_request(
-        [Message(role="user", parts=(Text(text="q"),)), reply.as_message()],
-        system="s",
-        tools=TOOLS,
-        tier=tier,
-        stream=False,
+        RequestParams(
+            messages=[Message(role="user", parts=(Text(text="q"),)), reply.as_message()],
+            system="s",
+            tools=TOOLS,
+            tier=tier,
+            stream=False,
+        )
     ).json
     assert sent["messages"][1]["content"] == body["content"]
 

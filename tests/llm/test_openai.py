@@ -9,6 +9,7 @@ import pytest
 from jupyter_agent.exceptions import ProviderStatusError
 from jupyter_agent.llm import openai, openai_responses
 from jupyter_agent.llm.chat import build_request
+from jupyter_agent.llm.spec import RequestParams
 from jupyter_agent.messages import Message, Text, Thinking, ToolCall, ToolResult, Usage
 
 from .adapters_support import (
@@ -25,12 +26,14 @@ from .e2e_support import Harness, canary
 
 def _spec(tier, **kw):
     return build_request(
-        conversation(),
-        system=system_for(tier),
-        tier=tier,
-        tools=kw.pop("tools", TOOLS),
-        stream=kw.pop("stream", False),
-        **kw,
+        RequestParams(
+            messages=conversation(),
+            system=system_for(tier),
+            tier=tier,
+            tools=kw.pop("tools", TOOLS),
+            stream=kw.pop("stream", False),
+            **kw,
+        )
     )
 
 

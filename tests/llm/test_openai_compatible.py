@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from jupyter_agent.llm import openai_compatible
 from jupyter_agent.llm.chat import build_request
+from jupyter_agent.llm.spec import RequestParams
 from jupyter_agent.messages import Message, Text, Thinking, ToolResult, Usage
 
 from .adapters_support import TOOLS, check_golden, conversation, fixture, make_tier, system_for
@@ -13,9 +16,10 @@ from .e2e_support import Harness, canary
 
 
 def _spec(tier, **kw):
-    return build_request(
-        conversation(), system=system_for(tier), tier=tier, tools=TOOLS, stream=False, **kw
+    params = RequestParams(
+        messages=conversation(), system=system_for(tier), tier=tier, tools=TOOLS, stream=False
     )
+    return build_request(replace(params, **kw))
 
 
 @pytest.mark.parametrize(
@@ -68,7 +72,9 @@ def test_compatible_rules():
 def test_key_is_optional():
     tier = make_tier("openai-compatible", "mistral", base_url="http://127.0.0.1:8080/v1")
     tier = type(tier)(**{**tier.__dict__, "api_key_ref": None})
-    spec = openai_compatible.build_request([], system="s", tools=(), tier=tier, stream=False)
+    spec = openai_compatible.build_request(
+        RequestParams(messages=[], system="s", tier=tier, stream=False)
+    )
     assert spec.credential_ref is None
 
 

@@ -195,13 +195,24 @@ def test_credential_header_refused(tmp_path, header):
 
 
 def test_allowed_headers_pass(tmp_path):
-    with EffectLog.create(tmp_path / "a.jsonl", HEADER) as log:
-        log.intent(
-            Effect(
-                name="http.post",
-                data={"url": "u", "headers": {"anthropic-version": "2023-06-01"}},
-            )
-        )
+    headers = {
+        "anthropic-version": "2023-06-01",
+        "anthropic-beta": "prompt-caching-2024-07-31",
+        "Content-Type": "application/json",
+        "x-request-id": "req_1",
+    }
+    path = tmp_path / "a.jsonl"
+    with EffectLog.create(path, HEADER) as log:
+        seq = log.intent(Effect(name="http.post", data={"url": "u", "headers": headers}))
+        log.result(seq, "http.post", {"status": 200, "json": {}, "attempts": []})
+    trace = read_log(path)
+    assert [(ln.seq, ln.phase, ln.name) for ln in trace.lines] == [
+        (1, "intent", "http.post"),
+        (1, "result", "http.post"),
+    ]
+    # written as given: every name, its case and its value
+    assert trace.lines[0].data == {"url": "u", "headers": headers}
+    assert list(trace.lines[0].data["headers"]) == list(headers)
 
 
 def test_truncated_last_line_tolerated(tmp_path):
