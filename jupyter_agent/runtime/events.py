@@ -1,11 +1,17 @@
 """The in-process event bus: what the panel sees live, per chat, with catch-up.
 
 Events are ``{type, chat_id, run_id, seq, ...}`` with type ``run_start``, ``delta``
-(streamed text), ``bubble`` (done false), ``cell_start`` / ``cell_end`` (with ``kind``
-``python`` or ``bash``), ``retry``, ``reply`` (done true), ``run_end``. ``seq`` counts
-per chat. Every event is delivered to every subscriber of its chat; all but ``delta`` and
-``retry`` (live only) are kept in a bounded history so a client reconnecting with
-``since=SEQ`` catches up with what it missed.
+(streamed text), ``bubble`` (done false), ``cell_start`` / ``cell_output`` (a running
+cell's output, live) / ``cell_end`` (with ``kind`` ``python`` or ``bash``), ``retry``,
+``reply`` (done true), ``run_end``. ``seq`` counts per chat. Every event is delivered to
+every subscriber of its chat; all but ``delta`` and ``retry`` (live only) are kept in a
+bounded history so a client reconnecting with ``since=SEQ`` catches up with what it
+missed.
+
+``cell_output`` events are kept only while their cell runs: its ``cell_end`` carries the
+final outputs, so publishing it drops them from the history (a client catching up later
+gets the ``cell_end`` alone). What a running cell keeps is bounded by its live output's
+own limits (:mod:`jupyter_agent.runtime.live_output`).
 """
 
 from __future__ import annotations
@@ -34,11 +40,28 @@ class EventBus:
         self._seq[chat_id] += 1
         event = {"type": type_, "chat_id": chat_id, "run_id": run_id, "seq": self._seq[chat_id]}
         event.update(fields)
+        if type_ == "cell_end":
+            self._drop_cell_outputs(chat_id, run_id, fields.get("cell_id"))
         if type_ not in LIVE_ONLY:
             self._history[chat_id].append(event)
         for queue in list(self._subscribers.get(chat_id, ())):
             queue.put_nowait(event)
         return event
+
+    def _drop_cell_outputs(self, chat_id: str, run_id: str, cell_id: Any) -> None:
+        history = self._history.get(chat_id)
+        if not history:
+            return
+        kept = [
+            e
+            for e in history
+            if not (
+                e["type"] == "cell_output" and e["run_id"] == run_id and e.get("cell_id") == cell_id
+            )
+        ]
+        if len(kept) != len(history):
+            history.clear()
+            history.extend(kept)
 
     def since(self, chat_id: str, seq: int) -> list[dict[str, Any]]:
         """The kept events of the chat with a seq above ``seq``, oldest first."""
