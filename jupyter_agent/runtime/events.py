@@ -2,7 +2,8 @@
 
 Events are ``{type, chat_id, run_id, seq, ...}`` with type ``run_start``, ``delta``
 (streamed text), ``bubble`` (done false), ``cell_start`` / ``cell_output`` (a running
-cell's output, live) / ``cell_end`` (with ``kind`` ``python`` or ``bash``), ``retry``,
+cell's output, live) / ``cell_end`` (with ``kind`` ``python`` or ``bash`` and a
+``status``: see :mod:`jupyter_agent.runtime.cell_events`), ``retry``,
 ``reply`` (done true), ``run_end``. ``seq`` counts per chat. Every event is delivered to
 every subscriber of its chat; all but ``delta`` and ``retry`` (live only) are kept in a
 bounded history so a client reconnecting with ``since=SEQ`` catches up with what it
