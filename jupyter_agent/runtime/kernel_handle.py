@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 _READY_TIMEOUT_S = 60.0
 _INTERRUPT_GRACE_S = 2.0
 _OP_GRACE_S = 10.0
+# One printed value's bound, as the kernel's capture has it (kernel/capture.py VALUE_CAP).
+_VALUE_CAP = 20_000
 
 
 class AppHost(Protocol):
@@ -216,7 +218,7 @@ class AgentKernelHandle:
                 stderr = collector.stream_text("stderr")
                 return CellResult(
                     cell_id=cell_id,
-                    stderr=Value(text=stderr) if stderr else None,
+                    stderr=Value(text=stderr[:_VALUE_CAP], chars=len(stderr)) if stderr else None,
                     error=error,
                     outputs=(*collector.outputs, timeout_output),
                     outputs_truncated=collector.truncated,
