@@ -207,7 +207,7 @@ class _Builder:
         )
         cell.outputs = outputs  # checked by the one whole-notebook validation (_notebook)
         self.cells.append(cell)
-        self._status_note("cell", step.status, step.error, step.seq, step.timeout_s)
+        self._status_note("cell", step.status, step.error, step.seq, step.timeout_s, bool(outputs))
 
     def bash(self, step: BashStep) -> None:
         result = step.result
@@ -238,7 +238,9 @@ class _Builder:
         )
         cell.outputs = outputs
         self.cells.append(cell)
-        self._status_note("command", step.status, step.error, step.seq, step.timeout_s)
+        self._status_note(
+            "command", step.status, step.error, step.seq, step.timeout_s, bool(outputs)
+        )
 
     def _status_note(
         self,
@@ -247,13 +249,11 @@ class _Builder:
         error: dict[str, Any] | None,
         seq: int,
         timeout_s: float | None = None,
+        has_output: bool = False,
     ) -> None:
         if status == "cancelled":
-            self.note(
-                f"A hard break cancelled this {what} while it ran (#{seq}); the output above "
-                "is what it printed until then.",
-                seq,
-            )
+            kept = "; the output above is what it printed until then" if has_output else ""
+            self.note(f"A hard break cancelled this {what} while it ran (#{seq}){kept}.", seq)
         elif status == "timed_out":
             limit = f" {timeout_s:g} s" if timeout_s is not None else ""
             self.note(f"This {what} timed out: it ran past its{limit} timeout (#{seq}).", seq)
