@@ -55,6 +55,9 @@ __all__ = ["AgentDisplayHook", "AgentKernel", "AgentShell", "InputNotAvailable"]
 
 # how long an app call waits for a just-connected client's stdin socket
 _STDIN_CONNECT_S = 10.0
+# How often buffered stdout/stderr goes out on iopub (ipykernel's default is 0.2 s): the
+# panel shows a running cell's output live, and 50 ms keeps that prompt at 20 messages/s.
+_FLUSH_INTERVAL_S = 0.05
 
 
 class InputNotAvailable(StdinNotImplementedError):
@@ -166,6 +169,9 @@ class AgentKernel(IPythonKernel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # type: ignore[no-untyped-call]
         capture.install_print_hook()
+        for stream in (sys.stdout, sys.stderr):
+            if hasattr(stream, "flush_interval"):
+                stream.flush_interval = _FLUSH_INTERVAL_S
         self.agent_cell_running = False
         self.values = Values()
         self.sh = Sh()
@@ -317,8 +323,20 @@ class AgentKernel(IPythonKernel):
 
     def _do_bash(self, command: str, timeout_s: Any) -> dict[str, Any]:
         timeout = float(timeout_s) if timeout_s is not None else DEFAULT_TIMEOUT_S
+        parent = self.get_parent("shell")  # type: ignore[no-untyped-call]
+
+        def on_output(name: str, text: str) -> None:
+            # Called from the command's reader threads: parent the stream messages to this
+            # request there (ipykernel's streams keep the parent per thread), so the host
+            # shows them live as the bash cell's output.
+            stream = sys.stdout if name == "stdout" else sys.stderr
+            set_parent = getattr(stream, "set_thread_parent", None)
+            if set_parent is not None:
+                set_parent(parent)
+            stream.write(text)
+
         try:
-            result = self.sh.run(command, timeout=timeout)
+            result = self.sh.run(command, timeout=timeout, on_output=on_output)
         except (KeyboardInterrupt, OSError) as exc:
             return self._op_error(exc)
         return self._op_reply(result.to_bash_result().to_json())

@@ -9,7 +9,15 @@ the cell's seq (and the model calls they make as nested effects under them).
 
 A hard break cancels the effect in flight (a kernel interrupt for a cell) and answers it
 ``{"cancelled": "break_hard"}``; later effects that would reach outside are answered the
-same way without being performed, so the loop ends at once with a minimal turn.
+same way without being performed, so the loop ends at once with a minimal turn. A cell or
+bash command cut that way also gets what it printed until then in that result (key
+``cell``: a partial CellResult; ``bash``: a partial BashResult; see
+:mod:`jupyter_agent.core.cell_status`) and a ``cell_end`` event with status ``cancelled``.
+
+While a cell or command runs, its outputs go out as ``cell_output`` events (throttled and
+bounded by :class:`~jupyter_agent.runtime.live_output.LiveCell`); ``cell_end`` carries the
+final outputs and a ``status`` (``ok``, ``error``, ``timed_out``, ``cancelled``). Live
+output never changes a recorded result.
 
 The run *closes* (takes no more mail, :attr:`RunDriver.closed`) at one atomic point: when
 the final reply (``chat.post`` done true) is performed with no message in the mailbox, or
@@ -28,6 +36,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jupyter_agent.core.cell_status import bash_status, cell_status
 from jupyter_agent.core.cells import BashResult, CellError, CellResult
 from jupyter_agent.core.digest import DigestOptions, digest_bash, digest_cell
 from jupyter_agent.core.drive import drive_async
@@ -53,8 +62,10 @@ from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.exceptions import KernelDied, ProviderError
 from jupyter_agent.messages import Text
 from jupyter_agent.runtime.apphost import perform_app_call
+from jupyter_agent.runtime.cell_events import RunningCell, bash_end, cell_end
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.live_output import LiveCell
 from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.model_calls import perform
 from jupyter_agent.trace.log import EffectLog
@@ -139,6 +150,7 @@ class RunDriver:
         self._inflight_name: str | None = None
         self._kernel_task: asyncio.Task[Any] | None = None
         self._kernel: Any = None
+        self._running: RunningCell | None = None
         ceilings = Ceilings.from_json(config.ceilings)
         self._digest_options = DigestOptions(
             value_budget_tokens=ceilings.value_budget_tokens,
@@ -207,7 +219,7 @@ class RunDriver:
     async def _perform(self, effect: Effect) -> Result:
         seq = await self.log_intent(effect)
         if self._hard and effect.name in CANCELLABLE:
-            return self.log.result(seq, effect.name, self._cancelled(effect.name))
+            return self.log.result(seq, effect.name, self._cancelled(effect.name, seq))
         if effect.name not in CANCELLABLE:
             # In-process effects (config, clock, ids, mailbox, the store): nothing to cancel,
             # so no task and no trip through the event loop.
@@ -223,13 +235,23 @@ class RunDriver:
         finally:
             self._inflight = self._inflight_name = None
         if task.cancelled():
-            return self.log.result(seq, effect.name, self._cancelled(effect.name))
+            return self.log.result(seq, effect.name, self._cancelled(effect.name, seq))
         data, error = task.result()
         return self.log.result(seq, effect.name, data, error=error)
 
-    def _cancelled(self, name: str) -> dict[str, Any]:
-        """The result of an effect a hard break cut (see the module docstring)."""
+    def _cancelled(self, name: str, seq: int) -> dict[str, Any]:
+        """The result of an effect a hard break cut (see the module docstring).
+
+        Keys are only ever added to ``{"cancelled": "break_hard"}`` (the loop tests that):
+        a cut cell's partial result (``cell`` / ``bash``) and ``bubbles``, and the mail the
+        break took (``deferred``).
+        """
         data: dict[str, Any] = {"cancelled": "break_hard"}
+        running, self._running = self._running, None
+        if running is not None and running.seq == seq:
+            key, partial, end = running.partial()
+            data[key] = partial
+            self._publish("cell_end", **end)
         if self._deferred:
             data["deferred"], self._deferred = self._deferred, []
         if name == CELL_RUN and self._bubbles:
@@ -334,15 +356,32 @@ class RunDriver:
                 log.debug("discarding a dead kernel failed", exc_info=True)
         self._kernel_task = None  # the next cell takes a fresh one
 
+    def _live(self, seq: int, cell_id: str, kind: str, code: str) -> RunningCell:
+        """Start a cell or command: ``cell_start``, then its live ``cell_output`` events."""
+        self._publish("cell_start", cell_id=cell_id, kind=kind, code=code)
+        live = LiveCell(lambda out: self._publish("cell_output", cell_id=cell_id, output=out))
+        self._running = RunningCell(seq=seq, cell_id=cell_id, kind=kind, code=code, live=live)
+        return self._running
+
+    def _end_failed(self, running: RunningCell) -> None:
+        """A cell that could not run to its end (the effect fails): still end it visibly."""
+        self._running = None
+        self._publish("cell_end", **running.partial("error")[2])
+
     async def _cell_run(self, data: dict[str, Any], seq: int) -> dict[str, Any]:
         cell_id, code = str(data["cell_id"]), str(data["code"])
-        self._publish("cell_start", cell_id=cell_id, kind="python", code=code)
         self._bubbles = []
-        handle = await self._kernel_handle()
+        running = self._live(seq, cell_id, "python", code)
         host = _Host(self, seq)
         try:
+            handle = running.handle = await self._kernel_handle()
             cell: CellResult = await handle.run_cell(
-                cell_id, code, timeout_s=float(data["timeout_s"]), host=host, parent=seq
+                cell_id,
+                code,
+                timeout_s=float(data["timeout_s"]),
+                host=host,
+                parent=seq,
+                on_output=running.live.add,
             )
         except KernelDied as err:
             await self._replace_dead_kernel()
@@ -353,19 +392,16 @@ class RunDriver:
                     evalue=f"{err}. A new kernel was started: earlier variables are gone.",
                 ),
             )
+        except Exception:
+            self._end_failed(running)
+            raise
+        finally:
+            running.live.close()
+        self._running = None
         if host.model_calls:
             cell = _with_model_calls(cell, host.model_calls)
         digest = digest_cell(cell, self._digest_options)
-        self._publish(
-            "cell_end",
-            cell_id=cell_id,
-            kind="python",
-            outputs=list(cell.outputs),
-            execution_count=cell.execution_count,
-            error=cell.error is not None,
-            digest=_digest_text(digest.content),
-            duration_s=cell.duration_s,
-        )
+        self._publish("cell_end", **cell_end(cell, cell_status(cell), _digest_text(digest.content)))
         result = cell.to_json()
         if self._bubbles:
             result["bubbles"], self._bubbles = list(self._bubbles), []
@@ -374,21 +410,23 @@ class RunDriver:
     async def _bash_run(self, data: dict[str, Any], seq: int) -> dict[str, Any]:
         command = str(data["command"])
         cell_id = f"b{seq}"
-        self._publish("cell_start", cell_id=cell_id, kind="bash", code=command)
-        handle = await self._kernel_handle()
-        result: BashResult = await handle.run_bash(command, timeout_s=float(data["timeout_s"]))
+        running = self._live(seq, cell_id, "bash", command)
+        try:
+            handle = running.handle = await self._kernel_handle()
+            result: BashResult = await handle.run_bash(
+                command, timeout_s=float(data["timeout_s"]), on_output=running.live.add
+            )
+        except Exception:
+            self._end_failed(running)
+            raise
+        finally:
+            running.live.close()
+        self._running = None
         digest = digest_bash(result, self._digest_options)
-        self._publish(
-            "cell_end",
-            cell_id=cell_id,
-            kind="bash",
-            stdout=result.stdout.text,
-            stderr=result.stderr.text,
-            returncode=result.returncode,
-            error=digest.is_error,
-            digest=_digest_text(digest.content),
-            duration_s=result.duration_s,
-        )
+        status = bash_status(result)
+        if status == "ok" and digest.is_error:
+            status = "error"
+        self._publish("cell_end", **bash_end(cell_id, result, status, _digest_text(digest.content)))
         return result.to_json()
 
     def _chat_post(self, data: dict[str, Any]) -> Any:

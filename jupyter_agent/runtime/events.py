@@ -6,6 +6,13 @@ documents each type from it, and a test keeps the page and this table in step). 
 counts per chat. Every event is delivered to every subscriber of its chat; all but the
 :data:`LIVE_ONLY` types (``delta``, ``retry``) are kept in a bounded history so a client
 reconnecting with ``since=SEQ`` catches up with what it missed.
+
+``cell_output`` events (a running cell's output, live) are kept only while their cell
+runs: its ``cell_end`` (with ``kind`` ``python`` or ``bash`` and a ``status``: see
+:mod:`jupyter_agent.runtime.cell_events`) carries the final outputs, so publishing it
+drops them from the history (a client catching up later gets the ``cell_end`` alone).
+What a running cell keeps is bounded by its live output's own limits
+(:mod:`jupyter_agent.runtime.live_output`).
 """
 
 from __future__ import annotations
@@ -70,11 +77,28 @@ class EventBus:
         self._seq[chat_id] += 1
         event = {"type": type_, "chat_id": chat_id, "run_id": run_id, "seq": self._seq[chat_id]}
         event.update(fields)
+        if type_ == "cell_end":
+            self._drop_cell_outputs(chat_id, run_id, fields.get("cell_id"))
         if type_ not in LIVE_ONLY:
             self._history[chat_id].append(event)
         for queue in list(self._subscribers.get(chat_id, ())):
             queue.put_nowait(event)
         return event
+
+    def _drop_cell_outputs(self, chat_id: str, run_id: str, cell_id: Any) -> None:
+        history = self._history.get(chat_id)
+        if not history:
+            return
+        kept = [
+            e
+            for e in history
+            if not (
+                e["type"] == "cell_output" and e["run_id"] == run_id and e.get("cell_id") == cell_id
+            )
+        ]
+        if len(kept) != len(history):
+            history.clear()
+            history.extend(kept)
 
     def since(self, chat_id: str, seq: int) -> list[dict[str, Any]]:
         """The kept events of the chat with a seq above ``seq``, oldest first."""

@@ -15,6 +15,14 @@ stdin channel: each ``input_request`` prompt is a JSON app call or batch (see
 concurrently) and answered with ``input_reply``; any other request is answered with an error
 object, so nothing ever waits on a prompt.
 
+Live output: while a cell (or a bash op) runs, the handle also reads the iopub channel.
+Each output of the request (stream, display, result, error; see
+:func:`~jupyter_agent.runtime.live_output.output_from_iopub`) is kept in
+:attr:`AgentKernelHandle.collected` (bounded) and given to the ``on_output`` callback, if
+any, as it arrives. The returned result is exactly the kernel's (the callback and the
+collector never change it), except for a cell the kernel had to be restarted for: its
+timeout result then keeps the outputs collected before the restart.
+
 Failures: a kernel that dies mid-cell raises :class:`~jupyter_agent.exceptions.KernelDied`
 within about one liveness interval; a cell past ``timeout_s`` is interrupted, and if still
 busy after a short grace the kernel is restarted (the run's namespace is lost; the error
@@ -29,19 +37,27 @@ import inspect
 import json
 import logging
 import time
+from collections.abc import Callable
 from queue import Empty
 from typing import Any, Protocol
 
-from jupyter_agent.core.cells import BashResult, CellError, CellResult
+from jupyter_agent.core.cell_status import CELL_TIMEOUT
+from jupyter_agent.core.cells import BashResult, CellError, CellResult, Value
 from jupyter_agent.exceptions import KernelDied, KernelError
+from jupyter_agent.runtime.live_output import OutputCollector, output_from_iopub
 
-__all__ = ["AgentKernelHandle", "AppHost", "maybe_await"]
+__all__ = ["AgentKernelHandle", "AppHost", "OutputSink", "maybe_await"]
+
+OutputSink = Callable[[dict[str, Any]], None]
+"""Receives each nbformat output of the running cell as the kernel sends it."""
 
 log = logging.getLogger(__name__)
 
 _READY_TIMEOUT_S = 60.0
 _INTERRUPT_GRACE_S = 2.0
 _OP_GRACE_S = 10.0
+# One printed value's bound, as the kernel's capture has it (kernel/capture.py VALUE_CAP).
+_VALUE_CAP = 20_000
 
 
 class AppHost(Protocol):
@@ -75,6 +91,8 @@ class AgentKernelHandle:
         self._lock = asyncio.Lock()
         self.stdin_round_trips = 0
         """How many kernel-to-host requests this handle answered (a batch counts once)."""
+        self.collected: OutputCollector | None = None
+        """The outputs of the latest cell or bash op, as far as they came (bounded)."""
 
     # -- connection -------------------------------------------------------------------------
     async def connect(self) -> None:
@@ -85,7 +103,7 @@ class AgentKernelHandle:
             km.add_restart_callback(self._on_restart, "dead")
         client = km.client()
         await maybe_await(
-            client.start_channels(shell=True, iopub=False, stdin=True, hb=False, control=False)
+            client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
         )
         self._client = client
         await self._wait_ready()
@@ -112,7 +130,9 @@ class AgentKernelHandle:
                     if self._cwd is None and isinstance(agent, dict):
                         cwd = agent.get("cwd")
                         self._cwd = cwd if isinstance(cwd, str) else None
-                    return
+                    if await self._iopub_saw(msg_id):
+                        return
+                    break  # iopub not subscribed yet (ZMQ's slow joiner): ask again
             if time.monotonic() > deadline:
                 raise KernelError(f"kernel {self.kernel_id} did not answer in time")
 
@@ -144,16 +164,22 @@ class AgentKernelHandle:
         timeout_s: float,
         host: AppHost | None = None,
         parent: int | None = None,
+        on_output: OutputSink | None = None,
     ) -> CellResult:
         """Run one named cell; its structured result (error result on timeout).
 
-        Raises KernelDied when the kernel process is gone.
+        ``on_output`` gets each output live (see the module docstring). Raises KernelDied
+        when the kernel process is gone.
         """
         async with self._lock:
             start = time.monotonic()
             meta = {"op": "cell", "cell_id": cell_id}
             msg_id = self._send(code, meta, silent=False)
-            stdin_task = asyncio.create_task(self._serve_stdin(host, parent))
+            collector = self.collected = OutputCollector()
+            tasks = (
+                asyncio.create_task(self._serve_stdin(host, parent)),
+                asyncio.create_task(self._serve_iopub(msg_id, collector, on_output)),
+            )
             try:
                 reply = await self._await_reply(msg_id, timeout_s)
                 restarted = False
@@ -162,12 +188,11 @@ class AgentKernelHandle:
                     await self.interrupt()
                     reply = await self._await_reply(msg_id, _INTERRUPT_GRACE_S)
                     if reply is None:
+                        await _stop(tasks)  # before the restart closes their channels
                         await self._restart()
                         restarted = True
             finally:
-                stdin_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await stdin_task
+                await _stop(tasks)
             duration = time.monotonic() - start
             if reply is not None and not timed_out:
                 return self._cell_result(cell_id, reply, duration)
@@ -183,24 +208,31 @@ class AgentKernelHandle:
                     f"the cell ran past its {timeout_s:g} s timeout and was interrupted; "
                     "the namespace is kept"
                 )
-            error = CellError(ename="CellTimeout", evalue=evalue)
+            error = CellError(ename=CELL_TIMEOUT, evalue=evalue)
+            timeout_output = {
+                "output_type": "error",
+                "ename": CELL_TIMEOUT,
+                "evalue": evalue,
+                "traceback": [],
+            }
             if base is None:
-                return CellResult(cell_id=cell_id, error=error, duration_s=duration)
+                # The restart lost the kernel's own record: keep what came over iopub.
+                stderr = collector.stream_text("stderr")
+                return CellResult(
+                    cell_id=cell_id,
+                    stderr=Value(text=stderr[:_VALUE_CAP], chars=len(stderr)) if stderr else None,
+                    error=error,
+                    outputs=(*collector.outputs, timeout_output),
+                    outputs_truncated=collector.truncated,
+                    duration_s=duration,
+                )
             return CellResult(
                 cell_id=cell_id,
                 prints=base.prints,
                 stderr=base.stderr,
                 displays=base.displays,
                 error=error,
-                outputs=(
-                    *base.outputs,
-                    {
-                        "output_type": "error",
-                        "ename": "CellTimeout",
-                        "evalue": evalue,
-                        "traceback": [],
-                    },
-                ),
+                outputs=(*base.outputs, timeout_output),
                 outputs_truncated=base.outputs_truncated,
                 execution_count=base.execution_count,
                 app_calls=base.app_calls,
@@ -228,12 +260,19 @@ class AgentKernelHandle:
             duration_s=duration,
         )
 
-    async def run_bash(self, command: str, *, timeout_s: float) -> BashResult:
-        """Run one command line as a child of the kernel; also binds ``sh.last`` there."""
+    async def run_bash(
+        self, command: str, *, timeout_s: float, on_output: OutputSink | None = None
+    ) -> BashResult:
+        """Run one command line as a child of the kernel; also binds ``sh.last`` there.
+
+        ``on_output`` gets its stdout and stderr live, as stream outputs.
+        """
         content = await self._op(
             f"sh.run({command!r}, timeout={timeout_s!r})",
             {"op": "bash", "command": command, "timeout_s": timeout_s},
             timeout_s + _OP_GRACE_S,
+            live=True,
+            on_output=on_output,
         )
         return BashResult.from_json(content["jupyter_agent"])
 
@@ -251,13 +290,28 @@ class AgentKernelHandle:
         """Interrupt what the kernel is doing (SIGINT or an interrupt_request)."""
         await maybe_await(self._km.interrupt_kernel(self.kernel_id))
 
-    async def _op(self, code: str, meta: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    async def _op(
+        self,
+        code: str,
+        meta: dict[str, Any],
+        timeout_s: float,
+        *,
+        live: bool = False,
+        on_output: OutputSink | None = None,
+    ) -> dict[str, Any]:
         async with self._lock:
             msg_id = self._send(code, meta, silent=True)
-            reply = await self._await_reply(msg_id, timeout_s)
-            if reply is None:
-                await self.interrupt()
-                reply = await self._await_reply(msg_id, _INTERRUPT_GRACE_S)
+            tasks: tuple[asyncio.Task[None], ...] = ()
+            if live:
+                collector = self.collected = OutputCollector()
+                tasks = (asyncio.create_task(self._serve_iopub(msg_id, collector, on_output)),)
+            try:
+                reply = await self._await_reply(msg_id, timeout_s)
+                if reply is None:
+                    await self.interrupt()
+                    reply = await self._await_reply(msg_id, _INTERRUPT_GRACE_S)
+            finally:
+                await _stop(tasks)
             if reply is None:
                 raise KernelError(f"{meta['op']} did not finish in {timeout_s:g} s")
             content: dict[str, Any] = reply["content"]
@@ -303,6 +357,23 @@ class AgentKernelHandle:
                 return msg
             # a stale reply (of a request given up on earlier): drop it
 
+    async def _iopub_saw(self, msg_id: str, wait_s: float = 0.5) -> bool:
+        """True once iopub carries a message of request ``msg_id``.
+
+        A just-connected SUB socket drops what is published before its subscription
+        reaches the kernel, so a cell's first output could be lost live; the kernel's
+        busy/idle status for our kernel_info proves the subscription is in place.
+        """
+        until = time.monotonic() + wait_s
+        while (left := until - time.monotonic()) > 0:
+            try:
+                msg = await self._client.get_iopub_msg(timeout=left)
+            except Empty:
+                return False
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                return True
+        return False
+
     async def _restart(self) -> None:
         await self.close()
         await maybe_await(self._km.restart_kernel(self.kernel_id, now=True))
@@ -310,13 +381,32 @@ class AgentKernelHandle:
         km = self._km.get_kernel(self.kernel_id)
         client = km.client()
         await maybe_await(
-            client.start_channels(shell=True, iopub=False, stdin=True, hb=False, control=False)
+            client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
         )
         self._client = client
         await self._wait_ready()
         if self._cwd is not None:
             msg_id = self._send("", {"op": "chdir", "path": self._cwd}, silent=True)
             await self._await_reply(msg_id, 30.0)
+
+    async def _serve_iopub(
+        self, msg_id: str, collector: OutputCollector, on_output: OutputSink | None
+    ) -> None:
+        """Collect (and pass on) the outputs of one request until cancelled."""
+        client = self._client
+        while True:
+            msg = await client.get_iopub_msg()
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue  # another request's (an earlier op, a kernel_info): not ours
+            output = output_from_iopub(str(msg.get("msg_type", "")), msg.get("content") or {})
+            if output is None:
+                continue
+            collector.add(output)
+            if on_output is not None:
+                try:
+                    on_output(output)
+                except Exception:  # a display problem must never stop the cell
+                    log.debug("live output callback failed", exc_info=True)
 
     async def _serve_stdin(self, host: AppHost | None, parent: int | None) -> None:
         while True:
@@ -350,3 +440,12 @@ class AgentKernelHandle:
             return dict(await host.call(app, method, args, parent=parent))
         except Exception as exc:  # the host failed: the cell gets an AppCallError
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seq": None}
+
+
+async def _stop(tasks: tuple[asyncio.Task[None], ...]) -> None:
+    """Cancel helper tasks of a request and wait until they are gone."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task

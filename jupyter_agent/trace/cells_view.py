@@ -17,9 +17,12 @@ Contract:
   ``values.get("c3", ...)`` in a later cell still names it); a bash step gets ``c<n>`` from
   that counter, or the next free ``c<n>`` when a python cell already has that id.
 - Every step has a :data:`Status`: ``ok``; ``failed`` (the result line has ``error``);
-  ``cancelled`` (a hard break: data ``{"cancelled": "break_hard"}``); ``unfinished`` (an
-  intent without a result: the run crashed or is still going); ``unreadable`` (a result
-  whose data does not parse as a cell or bash result).
+  ``cancelled`` (a hard break: data ``{"cancelled": "break_hard"}``); ``timed_out`` (a
+  cell or command that ran past its timeout: see :mod:`jupyter_agent.core.cell_status`);
+  ``unfinished`` (an intent without a result: the run crashed or is still going);
+  ``unreadable`` (a result whose data does not parse as a cell or bash result).
+- A cell or bash step has its parsed ``result`` when it finished (``ok``, ``timed_out``)
+  and when it was cancelled with a partial result (what it printed before the break).
 - Reading never raises on a well-formed log (one :func:`~jupyter_agent.trace.log.read_log`
   accepted): what cannot be understood is reported through the statuses.
 """
@@ -32,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from jupyter_agent.core.cell_status import bash_status, cell_status, partial_bash, partial_cell
 from jupyter_agent.core.cells import BashResult, CellResult
 from jupyter_agent.core.digest import DigestOptions
 from jupyter_agent.core.effects import (
@@ -61,7 +65,7 @@ __all__ = [
     "effect_status",
 ]
 
-Status = Literal["ok", "failed", "cancelled", "unfinished", "unreadable"]
+Status = Literal["ok", "failed", "cancelled", "timed_out", "unfinished", "unreadable"]
 
 # A python cell that names the in-kernel ``sh`` depends on the host's shell, like bash.
 _USES_SH = re.compile(r"\bsh\s*[.(]")
@@ -101,7 +105,7 @@ class PostStep:
 
 @dataclass(frozen=True, kw_only=True)
 class CellStep:
-    """A ``cell.run`` with its nested effects and parsed result (None unless ``ok``)."""
+    """A ``cell.run`` with its nested effects and parsed result (see the module docstring)."""
 
     seq: int
     cell_id: str
@@ -129,15 +133,20 @@ class CellStep:
     def deterministic(self) -> bool:
         """True when re-running the code alone should give the recorded outputs.
 
-        A finished cell with no app call and no use of ``sh``; a cell without a recorded
-        result has nothing to compare with, so it is not deterministic.
+        A finished cell (status ``ok``) with no app call and no use of ``sh``; a cell
+        without a whole recorded result (cancelled, timed out, ...) is not deterministic.
         """
-        return self.result is not None and self.app_calls == 0 and not _USES_SH.search(self.code)
+        return (
+            self.status == "ok"
+            and self.result is not None
+            and self.app_calls == 0
+            and not _USES_SH.search(self.code)
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
 class BashStep:
-    """A ``bash.run``: ``cell_id`` is the notebook id it gets (see the module docstring)."""
+    """A ``bash.run``: ``cell_id`` is the notebook id it gets; ``result`` as for a cell."""
 
     seq: int
     cell_id: str
@@ -286,13 +295,17 @@ def _num(value: Any) -> float | None:
 
 def _cell_step(effect: LoggedEffect, nested: tuple[LoggedEffect, ...]) -> CellStep:
     data = effect.data if isinstance(effect.data, dict) else {}
-    status = effect_status(effect)
+    status: Status = effect_status(effect)
     result: CellResult | None = None
     if status == "ok" and effect.result is not None:
         try:
             result = CellResult.from_json(effect.result.data)
         except (KeyError, TypeError, ValueError, AttributeError):
             status = "unreadable"
+        if result is not None and cell_status(result) == "timed_out":
+            status = "timed_out"
+    elif status == "cancelled" and effect.result is not None:
+        result = partial_cell(effect.result.data)
     return CellStep(
         seq=effect.seq,
         cell_id=str(data.get("cell_id") or ""),
@@ -308,13 +321,17 @@ def _cell_step(effect: LoggedEffect, nested: tuple[LoggedEffect, ...]) -> CellSt
 
 def _bash_step(effect: LoggedEffect, cell_id: str) -> BashStep:
     data = effect.data if isinstance(effect.data, dict) else {}
-    status = effect_status(effect)
+    status: Status = effect_status(effect)
     result: BashResult | None = None
     if status == "ok" and effect.result is not None:
         try:
             result = BashResult.from_json(effect.result.data)
         except (KeyError, TypeError, ValueError, AttributeError):
             status = "unreadable"
+        if result is not None and bash_status(result) == "timed_out":
+            status = "timed_out"
+    elif status == "cancelled" and effect.result is not None:
+        result = partial_bash(effect.result.data)
     return BashStep(
         seq=effect.seq,
         cell_id=cell_id,

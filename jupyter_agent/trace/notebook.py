@@ -15,8 +15,11 @@ order they happened (see :mod:`jupyter_agent.trace.cells_view`):
   command's ``repr``, so re-running it in the agent kernel rebinds ``sh.last``), with its
   stdout and stderr as stream outputs; its id is the next ``c<n>`` of the run's counter;
 - markdown cells for progress bubbles and the final reply;
-- a markdown note for what did not finish normally: a cancelled, failed or unfinished
-  effect, a hard break, an error or wrap-up end, a log that stops mid-run.
+- a markdown note for what did not finish normally: a cancelled, timed-out, failed or
+  unfinished effect, a hard break, an error or wrap-up end, a log that stops mid-run. A
+  cell or command a hard break cut keeps the output it printed until then (status
+  ``cancelled``, no digest: the model read none); one that ran past its timeout has status
+  ``timed_out``.
 
 Ids: code cells ``<prefix>c<n>``; markdown cells ``<prefix><code id>-md<j>`` after a code
 cell (``c3-md1``), ``<prefix>md<j>`` before the first one. A whole-chat notebook uses the
@@ -199,7 +202,8 @@ class _Builder:
     def python(self, step: CellStep) -> None:
         result = step.result
         outputs = [_output(o) for o in result.outputs] if result is not None else []
-        digest = _digest_text(lambda: digest_cell(result, self.options)) if result else None
+        read = result if step.status != "cancelled" else None  # what the model read, if any
+        digest = _digest_text(lambda: digest_cell(read, self.options)) if read else None
         extra: dict[str, Any] = {
             "cell_id": step.cell_id,
             "seqs": list(step.seqs),
@@ -218,7 +222,7 @@ class _Builder:
         )
         cell.outputs = outputs  # checked by the one whole-notebook validation (_notebook)
         self.cells.append(cell)
-        self._status_note("cell", step.status, step.error, step.seq)
+        self._status_note("cell", step.status, step.error, step.seq, step.timeout_s, bool(outputs))
 
     def bash(self, step: BashStep) -> None:
         result = step.result
@@ -227,12 +231,13 @@ class _Builder:
             for name, value in (("stdout", result.stdout), ("stderr", result.stderr)):
                 if value.text:
                     outputs.append(_new_output("stream", name=name, text=value.text))
+        read = result if step.status != "cancelled" else None
         extra: dict[str, Any] = {
             "cell_id": step.cell_id,
             "seqs": [step.seq],
             "deterministic": False,
             "status": step.status,
-            "digest": _digest_text(lambda: digest_bash(result, self.options)) if result else None,
+            "digest": _digest_text(lambda: digest_bash(read, self.options)) if read else None,
         }
         if result is not None:
             extra.update(
@@ -248,11 +253,25 @@ class _Builder:
         )
         cell.outputs = outputs
         self.cells.append(cell)
-        self._status_note("command", step.status, step.error, step.seq)
+        self._status_note(
+            "command", step.status, step.error, step.seq, step.timeout_s, bool(outputs)
+        )
 
-    def _status_note(self, what: str, status: str, error: dict[str, Any] | None, seq: int) -> None:
+    def _status_note(
+        self,
+        what: str,
+        status: str,
+        error: dict[str, Any] | None,
+        seq: int,
+        timeout_s: float | None = None,
+        has_output: bool = False,
+    ) -> None:
         if status == "cancelled":
-            self.note(f"A hard break cancelled this {what} while it ran (#{seq}).", seq)
+            kept = "; the output above is what it printed until then" if has_output else ""
+            self.note(f"A hard break cancelled this {what} while it ran (#{seq}){kept}.", seq)
+        elif status == "timed_out":
+            limit = f" {timeout_s:g} s" if timeout_s is not None else ""
+            self.note(f"This {what} timed out: it ran past its{limit} timeout (#{seq}).", seq)
         elif status == "unfinished":
             self.note(f"The log ends while this {what} runs: no result was recorded (#{seq}).", seq)
         elif status == "failed":

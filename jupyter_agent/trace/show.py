@@ -11,7 +11,10 @@
   ``break`` (hard), ``bubble`` / ``reply`` (text, status), ``cell`` (cell_id, code, status,
   digest: the text the model read, outputs: a summary per output, execution_count,
   duration_s, app_calls, seqs), ``bash`` (cell_id, command, status, returncode, stdout,
-  stderr, digest) and ``model_call`` (status, http_status, attempts).
+  stderr, digest) and ``model_call`` (status, http_status, attempts). A cell or command
+  a hard break cut has status ``cancelled``, what it printed until then (outputs, or
+  stdout and stderr) and no digest (the model read none); one that ran past its timeout
+  has status ``timed_out``.
 - ``effects``: every effect of the log in seq order:
   ``{seq, name, parent, intent, result, error, t_intent, t_result}`` (``result`` and
   ``t_result`` None for an effect without a result line).
@@ -122,6 +125,7 @@ def _step(step: Step, options: DigestOptions, attempts: dict[int, int | None]) -
         }
     if isinstance(step, CellStep):
         cell = step.result
+        read = cell if step.status != "cancelled" else None  # what the model read, if any
         return {
             "type": "cell",
             "seq": step.seq,
@@ -134,12 +138,13 @@ def _step(step: Step, options: DigestOptions, attempts: dict[int, int | None]) -
             "duration_s": cell.duration_s if cell is not None else None,
             "failed": cell.error is not None if cell is not None else None,
             "app_calls": step.app_calls,
-            "digest": _digest(lambda: digest_cell(cell, options)) if cell is not None else None,
+            "digest": _digest(lambda: digest_cell(read, options)) if read is not None else None,
             "outputs": [_output_summary(o) for o in cell.outputs] if cell is not None else [],
             "error": step.error,
         }
     if isinstance(step, BashStep):
         sh = step.result
+        sh_read = sh if step.status != "cancelled" else None
         return {
             "type": "bash",
             "seq": step.seq,
@@ -150,7 +155,7 @@ def _step(step: Step, options: DigestOptions, attempts: dict[int, int | None]) -
             "returncode": sh.returncode if sh is not None else None,
             "stdout": sh.stdout.text if sh is not None else None,
             "stderr": sh.stderr.text if sh is not None else None,
-            "digest": _digest(lambda: digest_bash(sh, options)) if sh is not None else None,
+            "digest": _digest(lambda: digest_bash(sh_read, options)) if sh_read else None,
             "error": step.error,
         }
     assert isinstance(step, ModelCallStep)

@@ -13,6 +13,9 @@
  *   above the last one applied is ignored, so catch-up after a reconnect (`since=SEQ`)
  *   never doubles anything; every item is also keyed (cells by `cell_id`, messages by
  *   `message_id`), so a replay from `since=0` is idempotent;
+ * - a running cell's `cell_output` events add its live outputs (python) or stdout/stderr
+ *   text (bash); its `cell_end` replaces them with the final ones and says how it ended
+ *   (`status`: ok, error, cancelled, timed_out);
  * - turn records from `GET agent/chats/{id}` (`loadTurns`): a run known only from its
  *   record shows its user text, bubbles and reply; if its `run_start` event then arrives
  *   (the server still holds its events), the run is rebuilt from the events, which also
@@ -29,6 +32,34 @@ export interface IAgentEvent {
   run_id: string;
   seq: number;
   [key: string]: any;
+}
+
+/** How a cell ended (`cell_end`'s `status`), or `running` while it runs. */
+export type CellStatus = 'running' | 'ok' | 'error' | 'cancelled' | 'timed_out';
+
+const ENDED_STATUSES: ReadonlyArray<string> = ['ok', 'error', 'cancelled', 'timed_out'];
+
+/** `cell_output`: one output of a running cell, in nbformat's shape (live). */
+export interface ICellOutputEvent extends IAgentEvent {
+  type: 'cell_output';
+  cell_id: string;
+  output: { output_type: string; [key: string]: any };
+}
+
+/** `cell_end`: the cell's final outputs (python) or stdout/stderr (bash), and its status. */
+export interface ICellEndEvent extends IAgentEvent {
+  type: 'cell_end';
+  cell_id: string;
+  kind: 'python' | 'bash';
+  status?: Exclude<CellStatus, 'running'>;
+  error: boolean;
+  digest: string | null;
+  duration_s: number | null;
+  outputs?: any[];
+  execution_count?: number | null;
+  stdout?: string;
+  stderr?: string;
+  returncode?: number | null;
 }
 
 /** Token usage of a turn, with the seed's JSON keys. */
@@ -72,7 +103,12 @@ export interface ICellItem {
   lang: 'python' | 'bash';
   code: string;
   running: boolean;
-  /** nbformat outputs (python; bash outputs are made from stdout/stderr). */
+  /** How it ended (`running` until its `cell_end`). */
+  status: CellStatus;
+  /**
+   * nbformat outputs (python; bash outputs are made from stdout/stderr). While the cell
+   * runs, the live outputs as they came (stream pieces unmerged); at its end, the final ones.
+   */
   outputs: any[];
   executionCount: number | null;
   error: boolean;
@@ -204,6 +240,7 @@ function newCell(cellId: string, lang: 'python' | 'bash', code: string): ICellIt
     lang,
     code,
     running: true,
+    status: 'running',
     outputs: [],
     executionCount: null,
     error: false,
@@ -321,6 +358,27 @@ export class ChatState {
         }
         break;
       }
+      case 'cell_output': {
+        // Always after its cell_start (kept in the server's history while the cell runs).
+        const cell = this.findCell(run, String(event.cell_id));
+        if (!cell || !cell.running || !event.output || typeof event.output !== 'object') {
+          return false; // or late: the cell's end already brought its final outputs
+        }
+        const output = event.output;
+        if (cell.lang === 'bash') {
+          if (output.output_type !== 'stream') {
+            return false;
+          }
+          if (output.name === 'stderr') {
+            cell.stderr += String(output.text ?? '');
+          } else {
+            cell.stdout += String(output.text ?? '');
+          }
+        } else {
+          cell.outputs.push(output);
+        }
+        break;
+      }
       case 'cell_end': {
         const cellId = String(event.cell_id);
         let cell = this.findCell(run, cellId);
@@ -330,6 +388,11 @@ export class ChatState {
         }
         cell.running = false;
         cell.error = Boolean(event.error);
+        cell.status = ENDED_STATUSES.includes(event.status)
+          ? (event.status as CellStatus)
+          : cell.error
+            ? 'error'
+            : 'ok';
         cell.digest = typeof event.digest === 'string' ? event.digest : null;
         cell.durationS = typeof event.duration_s === 'number' ? event.duration_s : null;
         if (cell.lang === 'bash') {
@@ -384,7 +447,9 @@ export class ChatState {
     run.endCause = endCause ?? turn?.llm?.endCause ?? run.endCause;
     for (const item of run.items) {
       if (item.kind === 'cell' && item.running) {
+        // The run ended under it (a hard stop, a crash): it did not finish.
         item.running = false;
+        item.status = 'cancelled';
       }
     }
     if (turn) {
@@ -496,6 +561,11 @@ export class ChatState {
         item.digest = typeof meta.digest === 'string' ? meta.digest : null;
         item.durationS = typeof meta.duration_s === 'number' ? meta.duration_s : null;
         item.error = meta.status !== undefined && meta.status !== 'ok' && meta.status !== 'done';
+        item.status = ENDED_STATUSES.includes(meta.status)
+          ? meta.status
+          : item.error
+            ? 'error'
+            : 'ok';
         if (lang === 'bash') {
           for (const out of cell.outputs || []) {
             const text = Array.isArray(out.text) ? out.text.join('') : String(out.text ?? '');
@@ -507,10 +577,16 @@ export class ChatState {
           }
           item.returncode = typeof meta.returncode === 'number' ? meta.returncode : null;
           item.error = item.error || (item.returncode !== null && item.returncode !== 0);
+          if (item.error && item.status === 'ok') {
+            item.status = 'error';
+          }
         } else {
           item.outputs = cell.outputs || [];
           item.executionCount = cell.execution_count ?? null;
           item.error = item.error || item.outputs.some((o: any) => o.output_type === 'error');
+          if (item.error && item.status === 'ok') {
+            item.status = 'error';
+          }
         }
         items.push(item);
       } else if (meta.kind === 'bubble') {

@@ -185,27 +185,23 @@ export class CellWidget extends Panel {
 
   private render(): void {
     const it = this.item;
-    const key = JSON.stringify([it.code, it.running, it.error, it.outputs.length, it.stdout, it.stderr, it.digest, it.durationS, it.executionCount]);
+    const key = JSON.stringify([it.code, it.running, it.status, it.error, it.outputs.length, it.stdout, it.stderr, it.digest, it.durationS, it.executionCount]);
     if (key === this._rendered) {
       return;
     }
     this._rendered = key;
     this.titleEl.textContent =
       it.lang === 'bash' ? `bash · ${it.cellId}` : `${it.executionCount !== null ? `[${it.executionCount}] ` : ''}python · ${it.cellId}`;
-    const status = it.running
-      ? 'running…'
-      : it.error
-        ? it.lang === 'bash' && it.returncode !== null
-          ? `exit ${it.returncode}`
-          : 'error'
-        : 'ok';
     this.statusEl.textContent =
-      status + (it.durationS !== null && !it.running ? ` · ${it.durationS.toFixed(2)} s` : '');
+      statusText(it) + (it.durationS !== null && !it.running ? ` · ${it.durationS.toFixed(2)} s` : '');
+    this.statusEl.dataset.status = it.status;
     this.toggleClass('jp-mod-running', it.running);
     this.toggleClass('jp-mod-error', it.error);
+    this.toggleClass('jp-mod-cancelled', it.status === 'cancelled');
+    this.toggleClass('jp-mod-timed-out', it.status === 'timed_out');
     this.renderCode(it);
-    if (this.outputModel && !it.running) {
-      this.outputModel.fromJSON(it.outputs);
+    if (this.outputModel) {
+      this.renderOutputs(it, this.outputModel);
     }
     if (this.bashOut) {
       const pre = this.bashOut.node;
@@ -223,6 +219,30 @@ export class CellWidget extends Panel {
     }
     this.digest.node.textContent = it.digest ?? '(no digest)';
     this.digestButton.disabled = it.digest === null;
+  }
+
+  /**
+   * Live outputs are added as they come (the output area merges stream pieces, as in a
+   * notebook); at the cell's end its final outputs replace them.
+   */
+  private renderOutputs(it: ICellItem, model: OutputAreaModel): void {
+    if (!it.running) {
+      model.fromJSON(it.outputs);
+      this._liveShown = -1;
+      return;
+    }
+    if (this._liveShown < 0 || this._liveShown > it.outputs.length) {
+      model.clear();
+      this._liveShown = 0;
+    }
+    for (const output of it.outputs.slice(this._liveShown)) {
+      if (output.output_type === 'clear_output') {
+        model.clear(Boolean(output.wait));
+      } else if (output.output_type !== 'update_display_data') {
+        model.add(output);
+      }
+    }
+    this._liveShown = it.outputs.length;
   }
 
   private renderCode(it: ICellItem): void {
@@ -281,4 +301,24 @@ export class CellWidget extends Panel {
   private _collapsed = false;
   private _rendered: string;
   private _code: string | null = null;
+  /** How many of a running cell's live outputs the output area shows (-1: final ones). */
+  private _liveShown = -1;
+}
+
+/** The status label of a cell's header. */
+export function statusText(it: ICellItem): string {
+  if (it.running) {
+    return 'running…';
+  }
+  switch (it.status) {
+    case 'cancelled':
+      return 'cancelled';
+    case 'timed_out':
+      return 'timed out';
+    default:
+      if (!it.error) {
+        return 'ok';
+      }
+      return it.lang === 'bash' && it.returncode !== null ? `exit ${it.returncode}` : 'error';
+  }
 }

@@ -1,0 +1,111 @@
+"""The events of a cell or bash command the driver runs, and what a stopped one keeps.
+
+``cell_start`` ``{cell_id, kind, code}``, then ``cell_output`` ``{cell_id, output}`` while
+it runs (live, throttled: :mod:`jupyter_agent.runtime.live_output`), then ``cell_end``:
+
+- python: ``{cell_id, kind: "python", outputs, execution_count, error, digest,
+  duration_s, status}``;
+- bash: ``{cell_id, kind: "bash", stdout, stderr, returncode, error, digest, duration_s,
+  status}``;
+
+with ``status`` one of :data:`~jupyter_agent.core.cell_status.CELL_STATUSES` and
+``error`` true unless it is ``ok``. ``digest`` is the text the model read (None for a
+cancelled cell: the model read nothing).
+
+A cell cut by a hard break keeps, in its cancelled result, what the kernel had sent of
+its output (:meth:`RunningCell.partial`): stream text, displays and errors in nbformat's
+shapes, bounded like a finished cell's result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from jupyter_agent.core.cell_status import PARTIAL_BASH, PARTIAL_CELL, CellStatus
+from jupyter_agent.core.cells import BashResult, CellResult, Value
+from jupyter_agent.runtime.live_output import LiveCell, OutputCollector
+
+__all__ = ["VALUE_CAP", "RunningCell", "bash_end", "cell_end"]
+
+# The same bound as the kernel's for one printed value (kernel/capture.py VALUE_CAP).
+VALUE_CAP = 20_000
+
+
+def _value(text: str) -> Value:
+    return Value(text=text[:VALUE_CAP], chars=len(text))
+
+
+def cell_end(cell: CellResult, status: CellStatus, digest: str | None) -> dict[str, Any]:
+    """The fields of a python cell's ``cell_end`` event."""
+    return {
+        "cell_id": cell.cell_id,
+        "kind": "python",
+        "outputs": list(cell.outputs),
+        "execution_count": cell.execution_count,
+        "error": status != "ok",
+        "digest": digest,
+        "duration_s": cell.duration_s,
+        "status": status,
+    }
+
+
+def bash_end(
+    cell_id: str, result: BashResult, status: CellStatus, digest: str | None
+) -> dict[str, Any]:
+    """The fields of a bash command's ``cell_end`` event."""
+    return {
+        "cell_id": cell_id,
+        "kind": "bash",
+        "stdout": result.stdout.text,
+        "stderr": result.stderr.text,
+        "returncode": result.returncode,
+        "error": status != "ok",
+        "digest": digest,
+        "duration_s": result.duration_s,
+        "status": status,
+    }
+
+
+@dataclass(kw_only=True)
+class RunningCell:
+    """The cell or command in flight: its live output, and what a hard break needs."""
+
+    seq: int
+    cell_id: str
+    kind: str  # "python" or "bash"
+    code: str
+    live: LiveCell
+    handle: Any = None
+    """The kernel handle, once the kernel is there (the cell then really started)."""
+
+    def collected(self) -> OutputCollector:
+        """What the kernel sent of this cell's output so far."""
+        found = getattr(self.handle, "collected", None) if self.handle is not None else None
+        return found if isinstance(found, OutputCollector) else OutputCollector()
+
+    def partial(
+        self, status: CellStatus = "cancelled"
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """For a stopped cell: (result key, partial result JSON, ``cell_end`` fields)."""
+        self.live.close()
+        collected = self.collected()
+        duration = round(self.live.elapsed_s, 6)
+        stdout, stderr = collected.stream_text("stdout"), collected.stream_text("stderr")
+        if self.kind == "python":
+            cell = CellResult(
+                cell_id=self.cell_id,
+                stderr=_value(stderr) if stderr else None,
+                outputs=tuple(collected.outputs),
+                outputs_truncated=collected.truncated,
+                duration_s=duration,
+            )
+            return PARTIAL_CELL, cell.to_json(), cell_end(cell, status, None)
+        bash = BashResult(
+            command=self.code,
+            stdout=_value(stdout),
+            stderr=_value(stderr),
+            returncode=None,
+            duration_s=duration,
+        )
+        return PARTIAL_BASH, bash.to_json(), bash_end(self.cell_id, bash, status, None)
