@@ -43,7 +43,7 @@ class AppDriver(Protocol):
         """Show an in-cell progress bubble; returns its message id."""
 
 
-__all__ = ["AppDriver", "messages_from_args", "perform_app_call"]
+__all__ = ["AppDriver", "CellHost", "messages_from_args", "perform_app_call"]
 
 
 def messages_from_args(raw: Any) -> list[Message]:
@@ -117,3 +117,22 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
     data = {"ok": error is None, "value": value, "error": error}
     driver.log.result(seq, APP_CALL, data, error=None if error is None else {"message": error})
     return {**data, "seq": seq, "mutation": mutation}
+
+
+class CellHost:
+    """The host a cell's kernel calls back into: one per cell, its app calls parented to it."""
+
+    def __init__(self, driver: AppDriver, cell_seq: int) -> None:
+        self.driver = driver
+        self.cell_seq = cell_seq
+        self.model_calls: list[dict[str, Any]] = []
+
+    async def call(
+        self, app: str, method: str, args: dict[str, Any], *, parent: int | None = None
+    ) -> dict[str, Any]:
+        effect = Effect(
+            name=APP_CALL,
+            data={"app": app, "method": method, "args": args},
+            parent=parent if parent is not None else self.cell_seq,
+        )
+        return await perform_app_call(self.driver, effect, self)

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from jupyter_agent.core.cell_status import bash_status, cell_status
@@ -61,65 +62,26 @@ from jupyter_agent.core.runstate import Ceilings
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.exceptions import KernelDied, ProviderError
 from jupyter_agent.messages import Text
-from jupyter_agent.runtime.apphost import perform_app_call
+from jupyter_agent.runtime.apphost import CellHost
 from jupyter_agent.runtime.cell_events import RunningCell, bash_end, cell_end
-from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.live_output import LiveCell
-from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.model_calls import perform
+from jupyter_agent.runtime.run_parts import RunConfig, RunServices
 from jupyter_agent.trace.log import EffectLog
 
-__all__ = ["CANCELLABLE", "RunConfig", "RunDriver", "RunServices"]
+__all__ = ["CANCELLABLE", "Outcome", "Performer", "RunConfig", "RunDriver", "RunServices"]
 
 log = logging.getLogger(__name__)
 
+Outcome = tuple[Any, "dict[str, Any] | None"]
+"""What a performer answers: the result data, and an error (a JSON object) or None."""
+
+Performer = Callable[[Effect, int], Awaitable[Outcome]]
+"""Performs one effect (with its seq in the run's log)."""
+
 # Effects a hard break cancels in flight, and answers as cancelled without performing after.
 CANCELLABLE = frozenset({HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST})
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunConfig:
-    """The configuration one run sees through ``config.get`` (a snapshot taken at start).
-
-    ``tiers`` maps tier names to ``{provider, model, base_url, api_key_ref, api}`` (key
-    references only, never key values); a missing ``classify`` or ``vision`` tier falls back
-    to ``codegen``. ``profiles`` maps model names to profile overrides.
-    """
-
-    tiers: dict[str, dict[str, Any]]
-    ceilings: dict[str, Any]
-    spaces: dict[str, Any]
-    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def get(self, key: str, history: list[dict[str, Any]]) -> Any:
-        """The value of a ``config.get`` key (None when unknown)."""
-        if key == "ceilings":
-            return self.ceilings
-        if key == "spaces":
-            return self.spaces
-        if key == "history":
-            return history
-        if key.startswith("llm.tier."):
-            name = key.removeprefix("llm.tier.")
-            return self.tiers.get(name) or (
-                self.tiers.get("codegen") if name in ("classify", "vision") else None
-            )
-        if key.startswith("llm.profile."):
-            return self.profiles.get(key.removeprefix("llm.profile."))
-        return None
-
-
-@dataclass(kw_only=True)
-class RunServices:
-    """The long-lived services a run uses (owned by the run manager)."""
-
-    transport: Any  # llm.transport.Transport
-    pool: Any  # runtime.kernels.KernelPool
-    store: Any  # store.repo.Store
-    mailbox: Mailbox
-    events: EventBus
-    root_dir: str
 
 
 class RunDriver:
@@ -160,6 +122,7 @@ class RunDriver:
         )
         self.turn_written = False  # the run manager writes the turn again if this stays False
         self.closed = False  # see the module docstring
+        self._performers = self._table()
         self._deferred: list[dict[str, Any]] = []  # mail taken at a hard break
         self._bubbles: list[str] = []  # in-cell bubbles of the cell in flight
 
@@ -259,41 +222,68 @@ class RunDriver:
         return data
 
     async def _do(self, effect: Effect, seq: int) -> tuple[Any, dict[str, Any] | None]:
-        """Perform one effect; returns (result data, error dict or None)."""
-        name, data = effect.name, effect.data
+        """Perform one effect through its performer; returns (result data, error or None)."""
+        performer = self._performers.get(effect.name)
+        if performer is None:
+            return None, {"type": "UnknownEffect", "message": f"no performer for {effect.name}"}
         try:
-            if name == CONFIG_GET:
-                return self.config.get(str(data.get("key")), self.history), None
-            if name == CLOCK_NOW:
-                return now_iso(), None
-            if name == ID_NEW:
-                return new_id(str(data.get("kind") or "id")), None
-            if name == MAILBOX_DRAIN:
-                items = self._deferred + self.services.mailbox.drain(self.chat_id)
-                self._deferred = []
-                if self._hard:  # broken between effects: the loop ends here, holding the mail
-                    items.append({"kind": "break", "hard": True, "at": now_iso()})
-                return items, None
-            if name == HTTP_POST:
-                return await self._http_post(effect, live=effect.parent is None)
-            if name == CELL_RUN:
-                return await self._cell_run(data, seq), None
-            if name == BASH_RUN:
-                return await self._bash_run(data, seq), None
-            if name == CHAT_POST:
-                return self._chat_post(data), None
-            if name == TURN_APPEND:
-                await asyncio.to_thread(self.services.store.append_turn, TurnRecord.from_json(data))
-                self.turn_written = True
-                return {"ok": True}, None
+            return await performer(effect, seq)
         except ProviderError as err:
             return None, err.to_json()
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as err:  # reported to the loop as a failed effect, never a crash
-            log.warning("effect %s (seq %d) failed: %s", name, seq, type(err).__name__)
+            log.warning("effect %s (seq %d) failed: %s", effect.name, seq, type(err).__name__)
             return None, {"type": type(err).__name__, "message": str(err)}
-        return None, {"type": "UnknownEffect", "message": f"no performer for {name}"}
+
+    def _table(self) -> dict[str, Performer]:
+        """Which performer answers which effect of the catalogue."""
+
+        async def config_get(effect: Effect, seq: int) -> Outcome:
+            return self.config.get(str(effect.data.get("key")), self.history), None
+
+        async def clock_now(effect: Effect, seq: int) -> Outcome:
+            return now_iso(), None
+
+        async def id_new(effect: Effect, seq: int) -> Outcome:
+            return new_id(str(effect.data.get("kind") or "id")), None
+
+        async def mailbox_drain(effect: Effect, seq: int) -> Outcome:
+            items = self._deferred + self.services.mailbox.drain(self.chat_id)
+            self._deferred = []
+            if self._hard:  # broken between effects: the loop ends here, holding the mail
+                items.append({"kind": "break", "hard": True, "at": now_iso()})
+            return items, None
+
+        async def http_post(effect: Effect, seq: int) -> Outcome:
+            return await self._http_post(effect, live=effect.parent is None)
+
+        async def cell_run(effect: Effect, seq: int) -> Outcome:
+            return await self._cell_run(effect.data, seq), None
+
+        async def bash_run(effect: Effect, seq: int) -> Outcome:
+            return await self._bash_run(effect.data, seq), None
+
+        async def chat_post(effect: Effect, seq: int) -> Outcome:
+            return self._chat_post(effect.data), None
+
+        async def turn_append(effect: Effect, seq: int) -> Outcome:
+            turn = TurnRecord.from_json(effect.data)
+            await asyncio.to_thread(self.services.store.append_turn, turn)
+            self.turn_written = True
+            return {"ok": True}, None
+
+        return {
+            CONFIG_GET: config_get,
+            CLOCK_NOW: clock_now,
+            ID_NEW: id_new,
+            MAILBOX_DRAIN: mailbox_drain,
+            HTTP_POST: http_post,
+            CELL_RUN: cell_run,
+            BASH_RUN: bash_run,
+            CHAT_POST: chat_post,
+            TURN_APPEND: turn_append,
+        }
 
     # --- performers --------------------------------------------------------------------
 
@@ -372,7 +362,7 @@ class RunDriver:
         cell_id, code = str(data["cell_id"]), str(data["code"])
         self._bubbles = []
         running = self._live(seq, cell_id, "python", code)
-        host = _Host(self, seq)
+        host = CellHost(self, seq)
         try:
             handle = running.handle = await self._kernel_handle()
             cell: CellResult = await handle.run_cell(
@@ -463,25 +453,6 @@ class RunDriver:
         """
         self._bubbles.append(text)
         return str(self._chat_post({"text": text, "done": False}))
-
-
-class _Host:
-    """The AppHost a cell's kernel calls back into: one per cell, parented to its seq."""
-
-    def __init__(self, driver: RunDriver, cell_seq: int) -> None:
-        self.driver = driver
-        self.cell_seq = cell_seq
-        self.model_calls: list[dict[str, Any]] = []
-
-    async def call(
-        self, app: str, method: str, args: dict[str, Any], *, parent: int | None = None
-    ) -> dict[str, Any]:
-        effect = Effect(
-            name=APP_CALL,
-            data={"app": app, "method": method, "args": args},
-            parent=parent if parent is not None else self.cell_seq,
-        )
-        return await perform_app_call(self.driver, effect, self)
 
 
 def _with_model_calls(cell: CellResult, calls: list[dict[str, Any]]) -> CellResult:

@@ -1,0 +1,60 @@
+"""What one run is given: its configuration snapshot and the long-lived services.
+
+:class:`RunConfig` is what the loop reads through ``config.get`` (taken at the run's
+start, so a replay never reads today's settings); :class:`RunServices` are owned by the
+run manager and shared by its runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_agent.runtime.events import EventBus
+from jupyter_agent.runtime.mailbox import Mailbox
+
+__all__ = ["RunConfig", "RunServices"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """The configuration one run sees through ``config.get`` (a snapshot taken at start).
+
+    ``tiers`` maps tier names to ``{provider, model, base_url, api_key_ref, api}`` (key
+    references only, never key values); a missing ``classify`` or ``vision`` tier falls back
+    to ``codegen``. ``profiles`` maps model names to profile overrides.
+    """
+
+    tiers: dict[str, dict[str, Any]]
+    ceilings: dict[str, Any]
+    spaces: dict[str, Any]
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def get(self, key: str, history: list[dict[str, Any]]) -> Any:
+        """The value of a ``config.get`` key (None when unknown)."""
+        if key == "ceilings":
+            return self.ceilings
+        if key == "spaces":
+            return self.spaces
+        if key == "history":
+            return history
+        if key.startswith("llm.tier."):
+            name = key.removeprefix("llm.tier.")
+            return self.tiers.get(name) or (
+                self.tiers.get("codegen") if name in ("classify", "vision") else None
+            )
+        if key.startswith("llm.profile."):
+            return self.profiles.get(key.removeprefix("llm.profile."))
+        return None
+
+
+@dataclass(kw_only=True)
+class RunServices:
+    """The long-lived services a run uses (owned by the run manager)."""
+
+    transport: Any  # llm.transport.Transport
+    pool: Any  # runtime.kernels.KernelPool
+    store: Any  # store.repo.Store
+    mailbox: Mailbox
+    events: EventBus
+    root_dir: str
