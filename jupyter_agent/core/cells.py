@@ -16,6 +16,9 @@ renders it for the model) and the notebook export (which uses ``outputs``).
   ``{tier, model, usage: {in, out, ...}, cost}``, added by the driver so the turn counts
   every model call of the run.
 
+The JSON comes from the types through :mod:`jupyter_agent.codec` (fields in wire order);
+``to_json``/``from_json`` are thin names for it.
+
 A :class:`Value` carries at most a bounded prefix of the text (``text``) and the length of
 the whole value the kernel keeps (``chars``), so a large value is never lost: the digest
 stubs it and ``values.get`` returns it whole in a later cell.
@@ -25,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from jupyter_agent.codec import dump_dict, load
 
 __all__ = [
     "AppCallRecord",
@@ -53,11 +58,11 @@ class Value:
         return self.chars > len(self.text)
 
     def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "chars": self.chars}
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Value:
-        return cls(text=data["text"], chars=int(data.get("chars", len(data["text"]))))
+        return load(cls, data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,15 +74,11 @@ class LastValue:
     type_name: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"repr": self.repr.to_json(), "mime": self.mime, "type_name": self.type_name}
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LastValue:
-        return cls(
-            repr=Value.from_json(data["repr"]),
-            mime=dict(data.get("mime") or {}),
-            type_name=data.get("type_name", ""),
-        )
+        return load(cls, data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,13 +90,11 @@ class CellError:
     traceback: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"ename": self.ename, "evalue": self.evalue, "traceback": list(self.traceback)}
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CellError:
-        return cls(
-            ename=data["ename"], evalue=data["evalue"], traceback=tuple(data.get("traceback", ()))
-        )
+        return load(cls, data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,29 +121,11 @@ class AppCallRecord:
         return f"{self.app}.{self.method}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "app": self.app,
-            "method": self.method,
-            "args": self.args,
-            "ok": self.ok,
-            "mutation": self.mutation,
-            "error": self.error,
-            "batch": self.batch,
-        }
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> AppCallRecord:
-        return cls(
-            seq=data.get("seq"),
-            app=data["app"],
-            method=data["method"],
-            args=data.get("args"),
-            ok=bool(data.get("ok", True)),
-            mutation=bool(data.get("mutation", False)),
-            error=data.get("error"),
-            batch=data.get("batch"),
-        )
+        return load(cls, data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,37 +151,11 @@ class CellResult:
         return self.error is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "cell_id": self.cell_id,
-            "prints": [v.to_json() for v in self.prints],
-            "stderr": self.stderr.to_json() if self.stderr else None,
-            "last": self.last.to_json() if self.last else None,
-            "displays": list(self.displays),
-            "error": self.error.to_json() if self.error else None,
-            "outputs": list(self.outputs),
-            "outputs_truncated": self.outputs_truncated,
-            "execution_count": self.execution_count,
-            "app_calls": [a.to_json() for a in self.app_calls],
-            "duration_s": self.duration_s,
-            "model_calls": list(self.model_calls),
-        }
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CellResult:
-        return cls(
-            cell_id=data["cell_id"],
-            prints=tuple(Value.from_json(v) for v in data.get("prints", ())),
-            stderr=Value.from_json(data["stderr"]) if data.get("stderr") else None,
-            last=LastValue.from_json(data["last"]) if data.get("last") else None,
-            displays=tuple(data.get("displays", ())),
-            error=CellError.from_json(data["error"]) if data.get("error") else None,
-            outputs=tuple(data.get("outputs", ())),
-            outputs_truncated=bool(data.get("outputs_truncated", False)),
-            execution_count=data.get("execution_count"),
-            app_calls=tuple(AppCallRecord.from_json(a) for a in data.get("app_calls", ())),
-            duration_s=float(data.get("duration_s", 0.0)),
-            model_calls=tuple(data.get("model_calls", ())),
-        )
+        return load(cls, data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,22 +170,8 @@ class BashResult:
     duration_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "command": self.command,
-            "stdout": self.stdout.to_json(),
-            "stderr": self.stderr.to_json(),
-            "returncode": self.returncode,
-            "timed_out": self.timed_out,
-            "duration_s": self.duration_s,
-        }
+        return dump_dict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BashResult:
-        return cls(
-            command=data["command"],
-            stdout=Value.from_json(data["stdout"]),
-            stderr=Value.from_json(data["stderr"]),
-            returncode=data.get("returncode"),
-            timed_out=bool(data.get("timed_out", False)),
-            duration_s=float(data.get("duration_s", 0.0)),
-        )
+        return load(cls, data)
