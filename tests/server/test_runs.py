@@ -239,3 +239,27 @@ def test_mailbox_routing_and_hard_break(
     assert answer == {"run_id": next_run, "state": "breaking"}
     turn = wait_turn(fetch, spin, chat_id, next_run, timeout_s=20)
     assert turn["llm"]["stopReason"] == "break_hard"
+
+
+@pytest.mark.usefixtures("server_kernelspec")
+def test_in_cell_bubbles_are_in_the_turns_replies(fetch: Any, spin: Any, fake: Any) -> None:
+    fake.load(
+        [
+            {"text": "On it.", "cells": ["chat.post('loading the data')\nprint(1)"]},
+            {"text": "Done."},
+        ]
+    )
+    chat_id = new_chat(fetch)
+    run_id = send(fetch, chat_id, {"text": "go"})["run_id"]
+    turn = wait_turn(fetch, spin, chat_id, run_id)
+    assert turn["replies"] == [
+        {"text": "On it.", "done": False},
+        {"text": "loading the data", "done": False},
+        {"text": "Done.", "done": True},
+    ]
+    # The chat's record (what the next boot window and the export read) has them too.
+    _, chat = call(fetch, "agent", "chats", chat_id)
+    assert chat["turns"][-1]["replies"] == turn["replies"]
+    code, notebook = call(fetch, "agent", "chats", chat_id, "notebook")
+    assert code == 200
+    assert "loading the data" in json.dumps(notebook)
