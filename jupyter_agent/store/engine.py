@@ -8,7 +8,8 @@
   :data:`WRITE_OPTION`), the recipe SQLAlchemy documents for pysqlite: a writer takes the
   write lock up front, so two writers wait on the busy timeout instead of failing with
   "database is locked" when a read lock cannot be upgraded. In-memory databases are refused
-  (each pooled connection would see its own empty database).
+  (each pooled connection would see its own empty database). The file (and so its
+  ``-wal`` / ``-shm`` files) is the owner's alone: mode 0600.
 - ``postgresql://``, ``postgres://`` and ``postgresql+psycopg://``: psycopg 3, the same
   code; ``pool_pre_ping`` so a restarted server costs no failed call.
 
@@ -94,6 +95,7 @@ def _sqlite_engine(url: URL) -> Engine:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create the folder of {mask_url(url)!r}: {exc}") from None
+    _private_file(path, url)
     engine = create_engine(url, connect_args={"timeout": 5.0, "check_same_thread": False})
 
     @event.listens_for(engine, "connect")
@@ -115,3 +117,24 @@ def _sqlite_engine(url: URL) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _private_file(path: Path, url: URL) -> None:
+    """The database file is the owner's alone (0600): it holds every chat.
+
+    Created so before SQLite opens it (SQLite gives its ``-wal`` and ``-shm`` files the
+    main file's mode); an existing file readable by others is tightened.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        try:
+            mode = path.stat().st_mode & 0o777
+            if mode & 0o077:
+                os.chmod(path, mode & 0o700)
+        except OSError as exc:
+            raise StoreError(f"cannot make {mask_url(url)!r} private: {exc}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot create {mask_url(url)!r}: {exc}") from None
+    else:
+        os.close(fd)

@@ -174,3 +174,24 @@ def test_concurrent_process_writers(tmp_path: Path) -> None:
         assert len(store.list_runs(limit=1000)[0]) == 180
     finally:
         store.close()
+
+
+def test_the_sqlite_file_and_its_wal_are_the_owners_alone(tmp_path: Path) -> None:
+    path = tmp_path / "agent.sqlite"
+    store = Store(f"sqlite:///{path}")
+    try:
+        store.create_chat(chat_id="chat_1", title="t", now=iso(0))
+        wal = path.with_name(path.name + "-wal")
+        assert (path.stat().st_mode & 0o777) == 0o600
+        assert wal.exists()
+        assert (wal.stat().st_mode & 0o777) == 0o600
+    finally:
+        store.close()
+
+
+def test_an_existing_world_readable_database_is_made_private(tmp_path: Path) -> None:
+    path = tmp_path / "agent.sqlite"
+    sqlite3.connect(path).close()
+    path.chmod(0o644)
+    Store(f"sqlite:///{path}").close()
+    assert (path.stat().st_mode & 0o777) == 0o600
