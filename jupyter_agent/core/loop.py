@@ -34,7 +34,6 @@ The cycle (the seed's "The tools: run_cell and bash")::
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 
 from jupyter_agent.core.apps import APPS
@@ -136,9 +135,12 @@ def setup(run_id: str, chat_id: str) -> EffectGen[Turn | TurnRecord]:
         # A bad tier is the person's to fix: say so in the chat, not only in a log.
         inbox = read_items((yield from drain()))
         text = inbox.messages[0].text if inbox.messages else ""
-        state.steering.extend(m.steering() for m in inbox.messages[1:])
-        with contextlib.suppress(RunCancelled):  # the turn below still says what happened
+        # (toolcaller@v1 kept only the first message here; a bad tier now becomes the demo
+        # model before a run starts, so this path is for configs no check foresaw.)
+        try:
             yield from post_final(state, f"The agent is not configured correctly: {err}")
+        except RunCancelled as cancel:  # the turn below still says what happened
+            take_cancel_detail(state, cancel)
         return (yield from finish(run_id, chat_id, state, spaces, text, "error", "error"))
     state.model = tier.model
     history = [TurnRecord.from_json(t) for t in ((yield from config("history")) or [])]
@@ -234,11 +236,12 @@ def step(turn: Turn, *, drain_first: bool) -> EffectGen[EndCause | None]:
     deferred = yield from post(state, reply.text, done=True)
     if deferred is None:
         return "done"
-    # Messages came while the model answered: they belong to this turn. What it said shows
-    # as a bubble, and the next model call reads them.
+    # Messages came while the model answered: they belong to this turn (taken first, so a
+    # hard break during the bubble cannot lose them). What it said shows as a bubble, and
+    # the next model call reads them.
+    take_steering(state, messages, deferred)
     if reply.text.strip():
         yield from post(state, reply.text, done=False)
-    take_steering(state, messages, deferred)
     return None
 
 

@@ -146,6 +146,11 @@ class RunDriver:
             self.closed = True
             self._deferred = self.services.mailbox.drain(self.chat_id)
 
+    def take_deferred(self) -> list[dict[str, Any]]:
+        """Mail a hard break took that the loop never read (for the next run); emptied."""
+        items, self._deferred = self._deferred, []
+        return items
+
     async def hard_break(self) -> None:
         """Cancel what is in flight now; the loop then ends with ``break_hard``."""
         self.request_hard_break()
@@ -169,6 +174,9 @@ class RunDriver:
         try:
             return await drive_async(self._gen, self._perform)
         finally:
+            # However the loop ended, the run takes no more mail from here (synchronously,
+            # before the awaits below): later messages are answered with the next run.
+            self.closed = True
             await asyncio.to_thread(self.log.close)
             await self._release_kernel()
 

@@ -180,7 +180,7 @@ class NotebookWriter:
         file holding exactly this notebook is answered with ``created`` false, unwritten.
         """
         cm = self.check()
-        wanted = _file_text(nb)
+        wanted = await asyncio.to_thread(_file_text, nb)  # a whole notebook: off the loop
         async with self._lock:
             for n in range(1, _MAX_TRIES + 1):
                 name = f"{stem}.ipynb" if n == 1 else f"{stem}-{n}.ipynb"
@@ -210,7 +210,7 @@ class NotebookWriter:
     async def _holds(self, path: str, wanted: str) -> bool:
         try:
             model = await _maybe(self.contents_manager.get(path, content=True, type="notebook"))
-            return _file_text(model["content"]) == wanted
+            return await asyncio.to_thread(_file_text, model["content"]) == wanted
         except Exception:  # not a notebook, unreadable: somebody's file, never ours to reuse
             return False
 

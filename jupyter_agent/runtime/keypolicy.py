@@ -19,6 +19,7 @@ module reads or holds a key value: only references and URLs.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ DEFAULT_KEY_BINDINGS: dict[str, list[str]] = {
 # Strict on purpose: the host must be literally a loopback name or address, with no
 # user-info, query or fragment that could make a client connect somewhere else.
 _LOOPBACK = re.compile(
-    r"https?://(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d{1,5})?(?:/[A-Za-z0-9._~\-/%]*)?",
+    r"https?://(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d{1,5})?(?:/[A-Za-z0-9._~\-/%]*)?",
     re.IGNORECASE,
 )
 
@@ -53,7 +54,16 @@ def normalise_base_url(url: str) -> str:
 def is_loopback_url(url: str) -> bool:
     """True when ``url`` is an http(s) URL whose host is loopback (127.0.0.0/8,
     ``localhost``, ``[::1]``), with an optional port and path and nothing else."""
-    return _LOOPBACK.fullmatch(normalise_base_url(url)) is not None
+    match = _LOOPBACK.fullmatch(normalise_base_url(url))
+    if match is None:
+        return False
+    host = match.group(1)
+    if host.lower() == "localhost" or host == "[::1]":
+        return True
+    try:  # 127.300.1.1 is no address: a resolver would look it up by name
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _unique(urls: Iterable[str]) -> tuple[str, ...]:

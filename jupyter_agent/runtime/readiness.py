@@ -85,7 +85,8 @@ def tier_reason(tier: Mapping[str, Any], environ: Mapping[str, str]) -> str | No
     if not ref:
         return None if provider in _KEYLESS_PROVIDERS else "no key reference configured"
     if not isinstance(ref, str) or not ref.startswith("env:") or ref == "env:":
-        return f"key reference {ref!r} is not of the form env:NAME"
+        # Never echoed: a key pasted where its reference belongs would show here.
+        return "the key reference is not of the form env:NAME"
     if not key_ref_resolves(ref, environ):
         return f"{ref} is not set on the server"
     return None

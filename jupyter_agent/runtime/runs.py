@@ -137,10 +137,8 @@ class RunManager:
         reserved = self._reserved(run_id)
         if active is None and reserved is not None:
             # Not started yet: it starts (so its turn holds its messages) and stops at once.
-            if hard:
-                reserved.hard_break = True
-            else:
-                reserved.items.append({"kind": "break", "hard": False, "at": now_iso()})
+            # A soft break too: there is no step to wrap up before its first model call.
+            reserved.hard_break = True
             return "breaking"
         if active is None:
             exists = await asyncio.to_thread(self.services.store.get_run, run_id)
@@ -163,9 +161,26 @@ class RunManager:
         if active is not None:
             await asyncio.shield(active.task)
 
-    def is_reserved(self, run_id: str) -> bool:
-        """True for a run answered to a message that has not started yet."""
-        return self._reserved(run_id) is not None
+    async def stop_chat(self, chat_id: str, *, timeout_s: float = 30) -> None:
+        """Hard-break the chat's run and the runs reserved after it; wait until none is left.
+
+        For deleting a chat: a reserved run still starts (so its turn holds its messages)
+        but is broken at once, and nothing starts after it.
+        """
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            nxt = self._next.get(chat_id)
+            if nxt is not None:
+                nxt.hard_break = True
+            active = self._active.get(chat_id)
+            if active is None:
+                return
+            await active.driver.hard_break()
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                log.warning("the runs of chat %s did not stop within %s s", chat_id, timeout_s)
+                return
+            await asyncio.wait({active.task}, timeout=left)
 
     async def shutdown(self) -> None:
         """Hard-break every run (and the runs reserved after them) and wait for them to end."""
@@ -301,6 +316,11 @@ class RunManager:
             log.exception("run %s failed", run_id)
         if turn is None:
             turn = _minimal_turn(summary, now_iso(), "error", "error", self._user_text(summary))
+        leftover = driver.take_deferred()
+        if leftover:
+            # Mail a hard break took that the loop never read: it starts the next run.
+            nxt = self._next.setdefault(chat_id, NextRun(run_id=new_id("run")))
+            nxt.items[:0] = leftover
         if not driver.turn_written:
             await _store_call(store.append_turn, turn, attempts=3)
         status = {"done": "done", "wrapup": "done", "break_hard": "interrupted"}.get(

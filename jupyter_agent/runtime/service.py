@@ -287,13 +287,8 @@ class AgentService:
     async def delete_chat(self, chat_id: str) -> None:
         """``DELETE agent/chats/{id}``: hard-break its run, then delete it and its turns."""
         await self._chat(chat_id)
-        run_id = self.manager.active_run_id(chat_id)
-        if run_id is not None:
-            await self.manager.break_run(run_id, hard=True)
-            try:
-                await asyncio.wait_for(self.manager.wait(run_id), 30)
-            except asyncio.TimeoutError:
-                log.warning("jupyter-agent: run %s did not end before its chat was deleted", run_id)
+        # Its run and any run reserved after it: broken, and nothing starts after them.
+        await self.manager.stop_chat(chat_id)
         self.mailbox.drain(chat_id)
         if not await asyncio.to_thread(self.store.delete_chat, chat_id):
             raise not_found(f"no chat {chat_id!r}")

@@ -181,8 +181,8 @@ class JupyterAgent(ExtensionApp):
         bindings = proposal["value"]
         for ref, urls in bindings.items():
             if not isinstance(ref, str) or not ref.startswith("env:") or ref == "env:":
-                raise TraitError(
-                    f"JupyterAgent.key_bindings: {ref!r} is not a reference of the form env:NAME"
+                raise TraitError(  # the value is not echoed: it may be a key pasted by mistake
+                    "JupyterAgent.key_bindings: a key is not a reference of the form env:NAME"
                 )
             for url in urls:
                 if not isinstance(url, str) or not url.startswith(("http://", "https://")):

@@ -128,12 +128,15 @@ def _private_file(path: Path, url: URL) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        try:
-            mode = path.stat().st_mode & 0o777
-            if mode & 0o077:
-                os.chmod(path, mode & 0o700)
-        except OSError as exc:
-            raise StoreError(f"cannot make {mask_url(url)!r} private: {exc}") from None
+        for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            try:
+                mode = each.stat().st_mode & 0o777
+                if mode & 0o077:
+                    os.chmod(each, mode & 0o700)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StoreError(f"cannot make {mask_url(url)!r} private: {exc}") from None
     except OSError as exc:
         raise StoreError(f"cannot create {mask_url(url)!r}: {exc}") from None
     else:

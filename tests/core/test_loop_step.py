@@ -259,3 +259,16 @@ def test_end_wraps_up_with_a_text_only_call() -> None:
     assert s.answer("chat.post", "msg_1").data == {"text": "Summary.", "done": True}
     record = finishes(s)
     assert (record.llm.stop_reason, record.llm.end_cause) == ("wrapup", "ceiling:model_calls")
+
+
+def test_step_deferred_mail_survives_a_hard_break_during_the_bubble() -> None:
+    turn = make_turn()
+    s = Stepper(step(turn, drain_first=False))
+    s.answer("clock.now", NOW)
+    s.answer("http.post", reply(text("Answer.")))
+    late = {"kind": "message", "text": "wait, also", "at": NOW}
+    s.answer("chat.post", {"deferred": [late]})
+    s.asks("chat.post")  # the bubble
+    with pytest.raises(RunCancelled):
+        s.send({"cancelled": "break_hard"})
+    assert [m.text for m in turn.state.steering] == ["wait, also"]

@@ -124,7 +124,7 @@ def test_legacy_allowed_key_refs() -> None:
         ({"provider": "openai-compatible", "model": "m", "base_url": "http://x"}, None),
         (
             {"provider": "openai", "model": "m", "api_key_ref": "K"},
-            "key reference 'K' is not of the form env:NAME",
+            "the key reference is not of the form env:NAME",
         ),
         ({"provider": "mystery", "model": "m"}, "unknown provider 'mystery'"),
         ({}, "no provider configured"),
@@ -151,3 +151,21 @@ def test_readiness_line() -> None:
         "jupyter-agent: tiers ready: codegen (fake m); not ready: vision (openai v): "
         "env:OPENAI_API_KEY is not set on the server; demo model not in use"
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "loopback"),
+    [
+        ("http://127.0.0.1:8000/v1", True),
+        ("http://127.1.2.3/v1", True),
+        ("http://localhost:11434/v1", True),
+        ("http://[::1]:9000/v1", True),
+        ("http://127.300.1.1/v1", False),  # no address: a resolver would look it up by name
+        ("http://127.0.0.1@evil.example/v1", False),
+        ("http://localhost.evil.example/v1", False),
+    ],
+)
+def test_loopback_urls_are_literal_loopback_hosts(url: str, loopback: bool) -> None:
+    from jupyter_agent.runtime.keypolicy import is_loopback_url
+
+    assert is_loopback_url(url) is loopback

@@ -524,3 +524,34 @@ async def test_the_kernel_runs_in_the_viewed_notebooks_folder(agent: Harness) ->
     cell = effect_results(agent, turn.run_id, "cell.run")[0]
     assert cell["prints"][0]["text"].strip() == str(agent.root / "sub")
     assert "sub/nb.ipynb" in json.dumps(agent.fake.requests[0].json["messages"][-1])
+
+
+async def test_a_break_of_a_reserved_run_stops_it_holding_its_message(agent: Harness) -> None:
+    agent.fake.load([{"delay_s": 0.5, "text": "first answer"}, {"text": "never asked"}])
+    chat = agent.new_chat()
+    first = agent.manager.send(chat, text="one")
+    await agent.wait_event(chat, "reply")
+    second = agent.manager.send(chat, text="two")
+    assert second["routed"] == "run"
+    # The panel's first Stop is soft: it must still stop the run it names.
+    assert await agent.manager.break_run(second["run_id"], hard=False) == "breaking"
+    await agent.finish(first["run_id"])
+    turn2 = await agent.finish(second["run_id"])
+    assert turn2.user_text == "two"
+    assert turn2.llm.stop_reason == "break_hard"
+    assert len(agent.fake.requests) == 1
+
+
+async def test_stopping_a_chat_stops_the_run_reserved_after_its_run(agent: Harness) -> None:
+    agent.fake.load([{"delay_s": 0.5, "text": "first answer"}, {"text": "never asked"}])
+    chat = agent.new_chat()
+    first = agent.manager.send(chat, text="one")
+    await agent.wait_event(chat, "reply")
+    second = agent.manager.send(chat, text="two")
+    await asyncio.wait_for(agent.manager.stop_chat(chat), 30)
+    assert agent.manager.active_run_id(chat) is None
+    turns = {t.run_id: t for t in agent.store.list_turns(chat)}
+    assert turns[second["run_id"]].llm.stop_reason == "break_hard"
+    assert turns[second["run_id"]].user_text == "two"
+    assert first["run_id"] in turns
+    assert len(agent.fake.requests) == 1
