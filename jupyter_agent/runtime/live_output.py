@@ -211,6 +211,8 @@ class LiveThrottle:
         self.truncated = False
         """True once the marker was released: nothing more goes out."""
         self._pending: list[dict[str, Any]] = []
+        self._pending_chars = 0  # the size of what is pending
+        self._pending_full = False  # something was dropped for want of budget
         self._last_emit: float | None = None
 
     def interval(self) -> float:
@@ -230,7 +232,7 @@ class LiveThrottle:
 
     def due(self) -> float | None:
         """When pending outputs may go out (a monotonic time), or None."""
-        if not self._pending or self.truncated:
+        if (not self._pending and not self._pending_full) or self.truncated:
             return None
         if self._last_emit is None:
             return 0.0
@@ -238,8 +240,9 @@ class LiveThrottle:
 
     def flush(self, now: float) -> list[dict[str, Any]]:
         """Release everything pending (bounded); the caller publishes the result."""
-        if not self._pending or self.truncated:
+        if (not self._pending and not self._pending_full) or self.truncated:
             self._pending.clear()
+            self._pending_chars = 0
             return []
         out: list[dict[str, Any]] = []
         for output in self._pending:
@@ -260,15 +263,32 @@ class LiveThrottle:
             self.events += 1
             self.truncated = True
             break
+        else:
+            if self._pending_full:  # more came than the budget holds: say so, once
+                out.append(truncation_marker(self.max_chars))
+                self.events += 1
+                self.truncated = True
         self._pending.clear()
+        self._pending_chars = 0
+        self._pending_full = False
         self._last_emit = now
         return out
 
     def _queue(self, output: dict[str, Any]) -> None:
+        # What is pending is bounded like what goes out: past the budget left, nothing more
+        # can be shown anyway, so a tight print loop cannot pile up memory between flushes.
+        if (
+            len(self._pending) + self.events + 2 > self.max_events
+            or self._pending_chars + self.chars > self.max_chars
+        ) and output.get("output_type") != "clear_output":
+            self._pending_full = True
+            return
+        self._pending_chars += output_size(output)
         kind = output.get("output_type")
         if kind == "clear_output":
             # What is pending would be cleared as soon as it is shown: only the clear goes.
             self._pending = [dict(output)]
+            self._pending_chars = output_size(output)
             return
         last = self._pending[-1] if self._pending else None
         if (

@@ -221,3 +221,14 @@ async def test_live_cell_releases_pending_output_on_its_timer_and_drops_it_at_cl
     live.add(stream("after"))
     assert published[-1] != stream("after")
     assert live.elapsed_s >= 0
+
+
+def test_what_is_pending_between_flushes_is_bounded_too() -> None:
+    t = LiveThrottle(max_chars=1000, max_events=50)
+    t.add(stream("first"), now=0.0)
+    for _ in range(100_000):  # a tight print loop within one interval: nothing goes out yet
+        t.add(stream("x" * 100), now=0.001)
+    assert t._pending_chars <= 1000 + 100
+    released = t.flush(now=1.0)
+    assert released[-1] == truncation_marker(t.max_chars)
+    assert t.chars <= t.max_chars
