@@ -102,7 +102,9 @@ async def make_harness(root: Path, fake: FakeProvider, kernel_manager: Any) -> H
     )
     harness = Harness(fake=fake, manager=None, store=store, events=events, root=root)  # type: ignore[arg-type]
     harness.spaces = load_spaces(data_dir=root / "data", root_dir=root)
-    harness.manager = RunManager(services=services, config=harness.config, runs_dir=root / "runs")
+    harness.manager = RunManager(
+        services=services, run_config=harness.config, runs_dir=root / "runs"
+    )
     return harness
 
 
