@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -322,11 +323,13 @@ class JupyterAgent(ExtensionApp):
         serverapp = self.serverapp
         assert serverapp is not None
         config, old_names = self.parts_config()
-        if old_names:
-            self.log.warning("%s", deprecation_line(type(self).__name__, old_names))
+        admin = self.admin_config()
+        if old_names:  # logged once at start, with the key policy's warnings
+            line = deprecation_line(type(self).__name__, old_names)
+            admin = replace(admin, policy_warnings=(*admin.policy_warnings, line))
         store = Store(self.effective_db_url)
         self.service = AgentService(
-            admin=self.admin_config(),
+            admin=admin,
             store=store,
             pool=KernelPool(serverapp.kernel_manager, parent=self, config=config),
             transport=Transport(parent=self, config=config),
@@ -353,3 +356,7 @@ class JupyterAgent(ExtensionApp):
 
 
 main = launch_new_instance = JupyterAgent.launch_instance
+
+
+if __name__ == "__main__":  # python -m jupyter_agent.server.app --help-all
+    main()

@@ -66,6 +66,5 @@ def deprecation_line(app_section: str, used: list[str]) -> str:
     """The one log line naming the old names in use and their new names."""
     moves = ", ".join(f"{app_section}.{old} -> {'.'.join(MOVED[old])}" for old in used)
     return (
-        f"jupyter-agent: deprecated config names (they still work; when both are set the "
-        f"new name wins): {moves}"
+        f"deprecated config names (they still work; when both are set the new name wins): {moves}"
     )
