@@ -359,4 +359,4 @@ main = launch_new_instance = JupyterAgent.launch_instance
 
 
 if __name__ == "__main__":  # python -m jupyter_agent.server.app --help-all
-    main()
+    main()  # type: ignore[no-untyped-call]
