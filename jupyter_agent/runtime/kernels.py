@@ -25,7 +25,6 @@ from typing import Any
 from traitlets import Float, Int, List, Unicode
 from traitlets.config import LoggingConfigurable
 
-from jupyter_agent.exceptions import KernelError
 from jupyter_agent.runtime.envfilter import filter_env
 from jupyter_agent.runtime.kernel_handle import AgentKernelHandle, AppHost, maybe_await
 
@@ -89,11 +88,6 @@ class KernelPool(LoggingConfigurable):
         self._running = False
         self._closing: set[asyncio.Task[None]] = set()
 
-    @property
-    def warm_count(self) -> int:
-        """How many kernels are ready to be acquired now."""
-        return len(self._warm)
-
     def kernel_env(self) -> dict[str, str]:
         """The complete (filtered) environment kernels are launched with."""
         return filter_env(os.environ if self._base_env is None else self._base_env, self.env_keep)
@@ -103,14 +97,6 @@ class KernelPool(LoggingConfigurable):
         self._running = True
         self._kick_fill()
         self._keepalive_task = asyncio.create_task(self._keepalive())
-
-    async def wait_filled(self, timeout_s: float = 60.0) -> None:
-        """Wait until ``size`` kernels are warm (tests and benchmarks)."""
-        deadline = time.monotonic() + timeout_s
-        while len(self._warm) < self.size:
-            if time.monotonic() > deadline:
-                raise KernelError("the kernel pool did not fill in time")
-            await asyncio.sleep(0.02)
 
     async def _start_handle(self) -> AgentKernelHandle:
         kernel_id = await maybe_await(

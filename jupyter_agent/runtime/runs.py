@@ -191,10 +191,6 @@ class RunManager(LoggingConfigurable):
         run = self._active.get(chat_id)
         return run.run_id if run else None
 
-    def active_runs(self) -> list[str]:
-        """The ids of every run in progress."""
-        return list(self._by_run)
-
     def log_path(self, run_id: str) -> Path:
         """Where the run's effect log lives."""
         return self.runs_dir / f"{run_id}.jsonl"
@@ -263,10 +259,6 @@ class RunManager(LoggingConfigurable):
         active = self._by_run.get(run_id)
         if active is not None:
             await asyncio.shield(active.task)
-
-    def is_reserved(self, run_id: str) -> bool:
-        """True for a run answered to a message that has not started yet."""
-        return self._reserved(run_id) is not None
 
     async def shutdown(self) -> None:
         """Hard-break every run (and the runs reserved after them) and wait for them to end."""

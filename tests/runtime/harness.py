@@ -26,6 +26,12 @@ from jupyter_agent.trace.log import TraceFile, read_log
 MODEL = "claude-sonnet-4-5"
 
 
+def final_text(turn: TurnRecord) -> str:
+    """The text of the turn's final reply (``done`` true), or empty."""
+    finals = [r.text for r in turn.replies if r.done]
+    return finals[-1] if finals else ""
+
+
 @dataclass
 class Harness:
     """A run manager wired to real parts, plus helpers to drive and inspect runs."""
