@@ -20,12 +20,16 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jupyter_agent.cli import install_kernelspec
 from jupyter_agent.exceptions import KernelDied
 from jupyter_agent.runtime.kernels import KernelPool
+from tests.plugins.kernels import wait_filled
 
 CODE = "x = sum(range(1000))\nprint(x)\nx"
 
@@ -82,7 +86,7 @@ async def bench_acquire(km: AsyncMultiKernelManager, rounds: int) -> None:
     await warm_pool.start()
     with tempfile.TemporaryDirectory() as cwd:
         for _ in range(rounds):
-            await warm_pool.wait_filled()
+            await wait_filled(warm_pool)
             t0 = time.perf_counter()
             handle = await warm_pool.acquire(cwd=cwd)
             await handle.run_cell("c1", "1", timeout_s=30)

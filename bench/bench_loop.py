@@ -93,6 +93,7 @@ async def main(turns: int) -> None:
     from jupyter_agent.llm.fake import FakeProvider
     from jupyter_agent.trace.log import read_log
     from jupyter_agent.trace.verify import replay_run
+    from tests.plugins.kernels import wait_filled
     from tests.runtime.harness import close_harness, make_harness
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-loop-"))
@@ -105,14 +106,14 @@ async def main(turns: int) -> None:
     transport = TimedTransport(services.transport)
     pool = TimedPool(services.pool)
     services.transport, services.pool = transport, pool
-    await pool.inner.wait_filled()
+    await wait_filled(pool.inner)
     chat = harness.new_chat()
     await harness.ask(chat, "warm up")
 
     walls, overhead_call, overhead_cell, replay_fraction = [], [], [], []
     cpu: list[float] = []
     for i in range(turns):
-        await pool.inner.wait_filled()
+        await wait_filled(pool.inner)
         model0, calls0 = transport.spent, transport.calls
         cells0, n0 = pool.meter["cells"], pool.meter["n"]
         t0, c0 = time.perf_counter(), time.process_time()
@@ -139,7 +140,7 @@ async def main(turns: int) -> None:
         ([{"cells": ["import time\nwhile True: time.sleep(0.05)"]}], cell_breaks),
     ):
         for _ in range(5):
-            await pool.inner.wait_filled()
+            await wait_filled(pool.inner)
             fake.load(script)
             chat_id = harness.new_chat()
             run = harness.manager.send(chat_id, text="slow")

@@ -179,13 +179,7 @@ def setup(run_id: str, chat_id: str) -> EffectGen[Turn | TurnRecord]:
         add_user(
             messages, user_message(item.text, at=item.at, view=item.view, attachments=item.files)
         )
-    options = DigestOptions(
-        value_budget_tokens=ceilings.value_budget_tokens,
-        total_budget_tokens=ceilings.total_budget_tokens,
-        vision=tier.profile.vision,
-        env_prefix=str(spaces.get("env_prefix", "")),
-        home=str(spaces.get("home", "")),
-    )
+    options = DigestOptions.from_config(ceilings, spaces, tier.profile)
     return Turn(
         run_id=run_id,
         chat_id=chat_id,

@@ -134,12 +134,6 @@ class TurnRecord:
     def __post_init__(self) -> None:
         object.__setattr__(self, "trace_ref", self.run_id)
 
-    @property
-    def final_text(self) -> str:
-        """The text of the final reply (``done`` true), or empty."""
-        finals = [r.text for r in self.replies if r.done]
-        return finals[-1] if finals else ""
-
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)
 

@@ -27,6 +27,11 @@ Proxies: provider calls honour the usual ``HTTP(S)_PROXY``/``NO_PROXY`` environm
 (``trust_env``), which real users behind a proxy need; calls to a loopback host (a local
 model server, the fake provider) use a second client with ``trust_env=False``, so loopback
 never goes through a proxy whatever the environment says.
+
+:class:`Transport` is configurable (``c.Transport.retry_after_cap_s = 30`` in a
+``jupyter_server_config.py``); the extension app passes it the server's config. The
+per-call deadline is the request's own (``spec.deadline_s``, capped by the run's
+``model_deadline_s``); the transport's traits shape the retries and the connection.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from traitlets import Float, Int, TraitError, validate
+from traitlets.config import LoggingConfigurable
 
 from jupyter_agent.exceptions import (
     CredentialError,
@@ -188,22 +195,50 @@ class _Call:
     forwarded: bool = False
 
 
-class Transport:
-    """Posts model requests with retries, a deadline, streaming and redaction (see module)."""
+class Transport(LoggingConfigurable):
+    """Posts model requests with retries, a deadline, streaming and redaction (see module).
 
-    def __init__(
-        self,
-        *,
-        retry_after_cap_s: float = 60.0,
-        max_attempts: int = 5,
-        backoff_base_s: float = 0.5,
-        backoff_max_s: float = 8.0,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.retry_after_cap_s = retry_after_cap_s
-        self.max_attempts = max(1, max_attempts)
-        self.backoff_base_s = backoff_base_s
-        self.backoff_max_s = backoff_max_s
+    ``env`` is where credential references resolve (default: the server's ``os.environ``).
+    The settings are traits, given as keyword arguments or through ``config`` / ``parent``.
+    """
+
+    retry_after_cap_s = Float(
+        60.0,
+        help=(
+            "Longest wait in seconds honoured from a provider's retry-after header "
+            "(a longer one fails the call at once)."
+        ),
+    ).tag(config=True)
+
+    max_attempts = Int(
+        5, min=1, help="Attempts of one model call (the first and its retries)."
+    ).tag(config=True)
+
+    backoff_base_s = Float(
+        0.5,
+        min=0.0,
+        help="First retry's backoff in seconds (doubled per attempt; jitter: half to all of it).",
+    ).tag(config=True)
+
+    backoff_max_s = Float(
+        8.0, min=0.0, help="Longest backoff in seconds between two attempts."
+    ).tag(config=True)
+
+    connect_timeout_s = Float(
+        10.0,
+        help="Seconds to open a connection to the provider (a timed-out attempt is retried).",
+    ).tag(config=True)
+
+    @validate("retry_after_cap_s", "connect_timeout_s")
+    def _validate_positive(self, proposal: Mapping[str, Any]) -> float:
+        """Durations must be positive."""
+        value = float(proposal["value"])
+        if not value > 0:
+            raise TraitError(f"Transport.{proposal['trait'].name} must be > 0, not {value}")
+        return value
+
+    def __init__(self, *, env: Mapping[str, str] | None = None, **traits: Any) -> None:
+        super().__init__(**traits)
         self._env = env
         # an AsyncClient belongs to the loop it was first used on: one set per running loop
         self._clients: weakref.WeakKeyDictionary[
@@ -218,7 +253,7 @@ class Transport:
         if client is None or client.is_closed:
             client = httpx.AsyncClient(
                 trust_env=not loopback,
-                timeout=httpx.Timeout(None, connect=10.0),
+                timeout=httpx.Timeout(None, connect=self.connect_timeout_s),
                 limits=httpx.Limits(max_keepalive_connections=20, keepalive_expiry=60.0),
                 follow_redirects=False,
             )

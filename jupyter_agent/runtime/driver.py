@@ -114,12 +114,7 @@ class RunDriver:
         self._kernel: Any = None
         self._running: RunningCell | None = None
         ceilings = Ceilings.from_json(config.ceilings)
-        self._digest_options = DigestOptions(
-            value_budget_tokens=ceilings.value_budget_tokens,
-            total_budget_tokens=ceilings.total_budget_tokens,
-            env_prefix=str(config.spaces.get("env_prefix", "")),
-            home=str(config.spaces.get("home", "")),
-        )
+        self._digest_options = DigestOptions.from_config(ceilings, config.spaces)
         self.turn_written = False  # the run manager writes the turn again if this stays False
         self.closed = False  # see the module docstring
         self._performers = self._table()

@@ -6,6 +6,9 @@ their ``last_activity`` fresh so the server's culler leaves them alone, and a de
 one is replaced. The kernel manager is received as an object (see
 :mod:`jupyter_agent.runtime.kernel_handle`); kernels start with the filtered environment of
 :mod:`jupyter_agent.runtime.envfilter`.
+
+:class:`KernelPool` is configurable (``c.KernelPool.size = 3`` in a
+``jupyter_server_config.py``); the extension app passes it the server's config.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from jupyter_agent.exceptions import KernelError
+from traitlets import Float, Int, List, Unicode
+from traitlets.config import LoggingConfigurable
+
 from jupyter_agent.runtime.envfilter import filter_env
 from jupyter_agent.runtime.kernel_handle import AgentKernelHandle, AppHost, maybe_await
 
@@ -31,25 +36,51 @@ log = logging.getLogger(__name__)
 _KEEPALIVE_INTERVALS = 10
 
 
-class KernelPool:
-    """Warm agent kernels, one per run; a run's kernel is never reused."""
+class KernelPool(LoggingConfigurable):
+    """Warm agent kernels, one per run; a run's kernel is never reused.
+
+    ``kernel_manager`` is the server's (multi) kernel manager; ``base_env`` is the
+    environment the kernel's is filtered from (default: the server's ``os.environ``). The
+    settings are traits (``size``, ``kernel_name``, ``env_keep``, ``liveness_interval_s``),
+    given as keyword arguments or through ``config`` / ``parent``.
+    """
+
+    size = Int(
+        2,
+        min=0,
+        help="Number of warm agent kernels kept ready for new runs (0: start on demand).",
+    ).tag(config=True)
+
+    kernel_name = Unicode("jupyter-agent", help="Kernelspec the agent's kernels start from.").tag(
+        config=True
+    )
+
+    env_keep = List(
+        Unicode(),
+        default_value=[],
+        help=(
+            "Names of environment variables let through the agent kernel's environment "
+            "filter (which removes names containing KEY, TOKEN, SECRET, PASSWORD or "
+            "CREDENTIAL, JUPYTER_TOKEN, SSH_AUTH_SOCK, AWS_*, AZURE_*, "
+            "GOOGLE_APPLICATION_CREDENTIALS and URLs with a user:password part)."
+        ),
+    ).tag(config=True)
+
+    liveness_interval_s = Float(
+        0.5,
+        min=0.01,
+        help=(
+            "Seconds between liveness checks of a kernel (warm or running a cell); warm "
+            "kernels' last_activity is refreshed every 10 checks, so the culler spares them."
+        ),
+    ).tag(config=True)
 
     def __init__(
-        self,
-        kernel_manager: Any,
-        *,
-        size: int = 2,
-        kernel_name: str = "jupyter-agent",
-        env_keep: Sequence[str] = (),
-        base_env: Mapping[str, str] | None = None,
-        liveness_interval_s: float = 0.5,
+        self, kernel_manager: Any, *, base_env: Mapping[str, str] | None = None, **traits: Any
     ) -> None:
+        super().__init__(**traits)
         self._km = kernel_manager
-        self._size = max(0, size)
-        self._kernel_name = kernel_name
-        self._env_keep = tuple(env_keep)
         self._base_env = base_env
-        self._interval = liveness_interval_s
         self._warm: list[AgentKernelHandle] = []
         self._starting = 0
         self._fill_task: asyncio.Task[None] | None = None
@@ -57,14 +88,9 @@ class KernelPool:
         self._running = False
         self._closing: set[asyncio.Task[None]] = set()
 
-    @property
-    def warm_count(self) -> int:
-        """How many kernels are ready to be acquired now."""
-        return len(self._warm)
-
     def kernel_env(self) -> dict[str, str]:
         """The complete (filtered) environment kernels are launched with."""
-        return filter_env(os.environ if self._base_env is None else self._base_env, self._env_keep)
+        return filter_env(os.environ if self._base_env is None else self._base_env, self.env_keep)
 
     async def start(self) -> None:
         """Start filling the pool in the background, and keeping its kernels fresh."""
@@ -72,19 +98,13 @@ class KernelPool:
         self._kick_fill()
         self._keepalive_task = asyncio.create_task(self._keepalive())
 
-    async def wait_filled(self, timeout_s: float = 60.0) -> None:
-        """Wait until ``size`` kernels are warm (tests and benchmarks)."""
-        deadline = time.monotonic() + timeout_s
-        while len(self._warm) < self._size:
-            if time.monotonic() > deadline:
-                raise KernelError("the kernel pool did not fill in time")
-            await asyncio.sleep(0.02)
-
     async def _start_handle(self) -> AgentKernelHandle:
         kernel_id = await maybe_await(
-            self._km.start_kernel(kernel_name=self._kernel_name, env=self.kernel_env())
+            self._km.start_kernel(kernel_name=self.kernel_name, env=self.kernel_env())
         )
-        handle = AgentKernelHandle(self._km, str(kernel_id), liveness_interval_s=self._interval)
+        handle = AgentKernelHandle(
+            self._km, str(kernel_id), liveness_interval_s=self.liveness_interval_s
+        )
         try:
             await handle.connect()
         except BaseException:
@@ -97,7 +117,7 @@ class KernelPool:
             self._fill_task = asyncio.create_task(self._fill())
 
     async def _fill(self) -> None:
-        while self._running and len(self._warm) + self._starting < self._size:
+        while self._running and len(self._warm) + self._starting < self.size:
             self._starting += 1
             try:
                 handle = await self._start_handle()
@@ -115,8 +135,8 @@ class KernelPool:
     async def _keepalive(self) -> None:
         last_touch = 0.0
         while self._running:
-            await asyncio.sleep(self._interval)
-            touch = time.monotonic() - last_touch >= _KEEPALIVE_INTERVALS * self._interval
+            await asyncio.sleep(self.liveness_interval_s)
+            touch = time.monotonic() - last_touch >= _KEEPALIVE_INTERVALS * self.liveness_interval_s
             for handle in list(self._warm):
                 if not await handle.is_alive():
                     self._warm.remove(handle)

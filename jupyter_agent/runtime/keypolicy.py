@@ -126,13 +126,6 @@ class KeyPolicy:
         bound = (url for urls in self.bindings.values() for url in urls)
         return list(_unique([*self.keyless_urls, *bound]))
 
-    def urls_for(self, ref: str | None) -> list[str]:
-        """The URLs a tier with key reference ``ref`` may use (None: a keyless tier,
-        which may also use loopback URLs when those are allowed)."""
-        if ref is None:
-            return self.allowed_urls()
-        return list(self.bindings.get(ref, ()))
-
     def check(self, ref: str | None, url: str) -> str | None:
         """Why a tier with key reference ``ref`` may not use base URL ``url``, or None.
 

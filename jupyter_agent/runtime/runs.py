@@ -14,22 +14,39 @@ a message always names the run whose turn will hold it (as ``userText`` or ``ste
 Nothing is dropped, and a message is never answered with a run that will not hold it.
 
 Handlers (``server/``) translate HTTP into these calls and nothing else.
+
+The ceilings and budgets of new runs are the manager's traits (``c.RunManager.max_cells =
+30`` in a ``jupyter_server_config.py``): one per field of
+:class:`~jupyter_agent.core.runstate.Ceilings` (same names, same defaults) and
+``model_deadline_s`` (the driver's cap on each model call). :attr:`RunManager.ceilings` is
+the value a run reads through ``config.get {"key": "ceilings"}``, recorded in its log, so
+a replay never reads today's config.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from traitlets import Bool, Float, Int, TraitError, validate
+from traitlets.config import LoggingConfigurable
+
 from jupyter_agent.core.loop import PROGRAM
-from jupyter_agent.core.turns import RunSummary, TurnLLM, TurnRecord
+from jupyter_agent.core.runstate import Ceilings
+from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import RunCancelled
 from jupyter_agent.runtime.driver import RunConfig, RunDriver, RunServices
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.run_records import (
+    ended_summary,
+    minimal_turn,
+    store_call,
+    with_counts,
+)
 from jupyter_agent.trace.log import EffectLog
 
 __all__ = ["ActiveRun", "BreakState", "RunManager"]
@@ -37,6 +54,8 @@ __all__ = ["ActiveRun", "BreakState", "RunManager"]
 log = logging.getLogger(__name__)
 
 BreakState = Literal["breaking", "ended"]
+
+_DEFAULT = Ceilings()
 
 
 @dataclass(kw_only=True)
@@ -65,18 +84,100 @@ class NextRun:
     started: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-class RunManager:
-    """Owns the runs of one server (see the module docstring)."""
+class RunManager(LoggingConfigurable):
+    """Owns the runs of one server (see the module docstring).
+
+    ``run_config`` gives the snapshot each new run starts with (its ``ceilings`` are
+    usually this manager's :attr:`ceilings`); effect logs go in ``runs_dir``.
+    The ceiling traits are given as keyword arguments or through ``config`` / ``parent``.
+    """
+
+    max_model_calls = Int(
+        _DEFAULT.max_model_calls,
+        min=0,
+        help="Ceiling: model calls in one run before the agent must wrap up.",
+    ).tag(config=True)
+
+    max_cells = Int(
+        _DEFAULT.max_cells,
+        min=0,
+        help="Ceiling: cells run in one run before the agent must wrap up.",
+    ).tag(config=True)
+
+    max_wall_s = Float(
+        _DEFAULT.max_wall_s,
+        help="Ceiling: wall-clock seconds of one run before the agent must wrap up.",
+    ).tag(config=True)
+
+    max_cost_usd = Float(
+        _DEFAULT.max_cost_usd,
+        help="Ceiling: model cost of one run in USD before the agent must wrap up.",
+    ).tag(config=True)
+
+    cell_timeout_s = Float(
+        _DEFAULT.cell_timeout_s,
+        help="Seconds one cell (or bash command) may run before it is interrupted.",
+    ).tag(config=True)
+
+    model_deadline_s = Float(
+        300.0, help="Deadline in seconds of one model call, retries included."
+    ).tag(config=True)
+
+    bash_enabled = Bool(
+        _DEFAULT.bash_enabled,
+        help="Offer the bash tool to the model (commands run on the kernel's host).",
+    ).tag(config=True)
+
+    history_budget_tokens = Int(
+        _DEFAULT.history_budget_tokens,
+        min=0,
+        help=(
+            "Tokens of the chat's earlier turns a run starts with (at most a quarter of "
+            "the model's context window; older turns are left out)."
+        ),
+    ).tag(config=True)
+
+    value_budget_tokens = Int(
+        _DEFAULT.value_budget_tokens,
+        min=1,
+        help=(
+            "Tokens one printed or last value may take in a cell's digest; a longer one "
+            "becomes a stub naming the call that returns it whole."
+        ),
+    ).tag(config=True)
+
+    total_budget_tokens = Int(
+        _DEFAULT.total_budget_tokens,
+        min=1,
+        help="Tokens one cell's digest (what the model reads of it) may take in all.",
+    ).tag(config=True)
+
+    @validate("max_wall_s", "max_cost_usd", "cell_timeout_s", "model_deadline_s")
+    def _validate_positive(self, proposal: Mapping[str, Any]) -> float:
+        """Durations and budgets must be positive."""
+        value = float(proposal["value"])
+        if not value > 0:
+            raise TraitError(
+                f"{type(self).__name__}.{proposal['trait'].name} must be > 0, not {value}"
+            )
+        return value
+
+    @property
+    def ceilings(self) -> dict[str, Any]:
+        """The ``ceilings`` config value of a new run: each ceiling trait's value."""
+        return {name: getattr(self, name) for name in RunManager.class_own_traits(config=True)}
 
     def __init__(
         self,
         *,
         services: RunServices,
-        config: Callable[[], RunConfig],
+        run_config: Callable[[], RunConfig],
         runs_dir: Path,
+        **traits: Any,
     ) -> None:
+        super().__init__(**traits)
         self.services = services
-        self._config = config
+        self._config = run_config
         self.runs_dir = Path(runs_dir)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self._active: dict[str, ActiveRun] = {}  # chat id -> run
@@ -89,10 +190,6 @@ class RunManager:
         """The id of the chat's run in progress, if any."""
         run = self._active.get(chat_id)
         return run.run_id if run else None
-
-    def active_runs(self) -> list[str]:
-        """The ids of every run in progress."""
-        return list(self._by_run)
 
     def log_path(self, run_id: str) -> Path:
         """Where the run's effect log lives."""
@@ -207,11 +304,11 @@ class RunManager:
                 continue
             now = now_iso()
             if await asyncio.to_thread(store.get_turn_by_run, summary.run_id) is None:
-                turn = _minimal_turn(summary, now, "error", "restart", self._user_text(summary))
+                turn = minimal_turn(summary, "error", "restart", self.log_path(summary.run_id))
                 await asyncio.to_thread(store.append_turn, turn)
             await asyncio.to_thread(
                 store.upsert_run,
-                _ended_summary(summary, now, status="interrupted", stop="error", cause="restart"),
+                ended_summary(summary, now, status="interrupted", stop="error", cause="restart"),
             )
             recovered.append(summary.run_id)
         return recovered
@@ -223,21 +320,6 @@ class RunManager:
             if nxt.run_id == run_id:
                 return nxt
         return None
-
-    def _user_text(self, summary: RunSummary) -> str:
-        """The opening message of a run, read back from its log (best effort)."""
-        try:
-            from jupyter_agent.trace.log import read_log
-
-            for line in read_log(self.log_path(summary.run_id)).lines:
-                if line.name == "mailbox.drain" and line.phase == "result":
-                    for item in line.data or []:
-                        if isinstance(item, dict) and item.get("kind") == "message":
-                            return str(item.get("text", ""))
-                    break
-        except Exception:
-            log.debug("could not read the log of %s", summary.run_id, exc_info=True)
-        return ""
 
     def _start(
         self, chat_id: str, *, view: dict[str, Any] | None, text: str, run_id: str | None = None
@@ -271,7 +353,7 @@ class RunManager:
             # Nothing ran: the run must not stay "running" until the next restart.
             effect_log.close()
             self.services.store.upsert_run(
-                _ended_summary(summary, now_iso(), status="error", stop="error", cause="error")
+                ended_summary(summary, now_iso(), status="error", stop="error", cause="error")
             )
             raise
 
@@ -315,21 +397,21 @@ class RunManager:
         except (Exception, RunCancelled):  # a bug must not wedge the chat: end the run
             log.exception("run %s failed", run_id)
         if turn is None:
-            turn = _minimal_turn(summary, now_iso(), "error", "error", self._user_text(summary))
+            turn = minimal_turn(summary, "error", "error", self.log_path(summary.run_id))
         leftover = driver.take_deferred()
         if leftover:
             # Mail a hard break took that the loop never read: it starts the next run.
             nxt = self._next.setdefault(chat_id, NextRun(run_id=new_id("run")))
             nxt.items[:0] = leftover
         if not driver.turn_written:
-            await _store_call(store.append_turn, turn, attempts=3)
+            await store_call(store.append_turn, turn, attempts=3)
         status = {"done": "done", "wrapup": "done", "break_hard": "interrupted"}.get(
             turn.llm.stop_reason, "error"
         )
-        ended = _ended_summary(
+        ended = ended_summary(
             summary, now_iso(), status=status, stop=turn.llm.stop_reason, cause=turn.llm.end_cause
         )
-        await _store_call(store.upsert_run, _with_counts(ended, turn))
+        await store_call(store.upsert_run, with_counts(ended, turn))
         # No await from here to the next start: a message arriving now either finds this
         # run gone and starts its own, or is already reserved and starts the next one below.
         self._active.pop(chat_id, None)
@@ -343,7 +425,7 @@ class RunManager:
             turn=turn.to_json(),
         )
         if not self._start_next(chat_id):
-            await _store_call(store.touch_chat, chat_id, now=ended.ended, active_run_id=None)
+            await store_call(store.touch_chat, chat_id, now=ended.ended, active_run_id=None)
 
     def _start_next(self, chat_id: str) -> bool:
         """Start the run reserved after the one that just ended, if any. True if started."""
@@ -381,59 +463,3 @@ class RunManager:
                 self._by_run[new_run].driver.request_hard_break()
             nxt.started.set()
         return True
-
-
-async def _store_call(fn: Callable[..., Any], *args: Any, attempts: int = 1, **kw: Any) -> None:
-    """A store write at a run's end: retried, and logged rather than raised on failure."""
-    for attempt in range(1, attempts + 1):
-        try:
-            await asyncio.to_thread(fn, *args, **kw)
-            return
-        except Exception:
-            if attempt == attempts:
-                log.exception("store write %s failed", getattr(fn, "__name__", fn))
-            else:
-                await asyncio.sleep(0.2 * attempt)
-
-
-def _ended_summary(
-    summary: RunSummary, now: str, *, status: str, stop: str, cause: str
-) -> RunSummary:
-    from dataclasses import replace
-
-    return replace(
-        summary,
-        status=status,  # type: ignore[arg-type]
-        ended=now,
-        stop_reason=stop,  # type: ignore[arg-type]
-        end_cause=cause,  # type: ignore[arg-type]
-    )
-
-
-def _with_counts(summary: RunSummary, turn: TurnRecord) -> RunSummary:
-    from dataclasses import replace
-
-    return replace(
-        summary,
-        model=turn.model or summary.model,
-        model_calls=turn.llm.model_calls,
-        cells=turn.llm.cells,
-        usage=turn.llm.usage,
-        cost=turn.llm.cost,
-    )
-
-
-def _minimal_turn(
-    summary: RunSummary, now: str, stop: str, cause: str, user_text: str
-) -> TurnRecord:
-    """The turn the host writes for a run whose loop could not write one."""
-    return TurnRecord(
-        id=new_id("turn"),
-        chat_id=summary.chat_id,
-        run_id=summary.run_id,
-        user_text=user_text,
-        created=summary.started,
-        interrupted=True,
-        model=summary.model,
-        llm=TurnLLM(stop_reason=stop, end_cause=cause),  # type: ignore[arg-type]
-    )

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from traitlets.config import Config
+
 from jupyter_agent.runtime.demo import DemoModel
 from jupyter_agent.runtime.driver import RunConfig, RunServices
 from jupyter_agent.runtime.events import EventBus
@@ -69,7 +71,6 @@ class AdminConfig:
     """What the admin configured (the ``JupyterAgent`` traits): trusted as given."""
 
     tiers: dict[str, dict[str, Any]]
-    ceilings: dict[str, Any]
     key_policy: KeyPolicy = field(default_factory=KeyPolicy)
     #: What to warn the admin about once at start (legacy traits; never a key value).
     policy_warnings: tuple[str, ...] = ()
@@ -102,6 +103,7 @@ class AgentService:
         contents_manager: Any = None,
         environ: Mapping[str, str] | None = None,
         server_log: logging.Logger | None = None,
+        config: Config | None = None,
     ) -> None:
         self.admin = admin
         self.server_log = server_log or log
@@ -132,8 +134,11 @@ class AgentService:
             events=self.events,
             root_dir=self.root_dir,
         )
-        self.manager = RunManager(
-            services=services, config=self.run_config, runs_dir=self.data_dir / "runs"
+        self.manager = RunManager(  # its traits (the run ceilings) read ``config``
+            services=services,
+            run_config=self.run_config,
+            runs_dir=self.data_dir / "runs",
+            config=config,
         )
         self._started: asyncio.Task[None] | None = None
         self._stopped = False
@@ -198,7 +203,7 @@ class AgentService:
     def settings(self) -> dict[str, Any]:
         """``GET agent/settings``: the effective settings, readiness and key policy
         (:meth:`TierSettings.settings`; references, never key values)."""
-        return self.tier_settings.settings(self.admin.ceilings)
+        return self.tier_settings.settings(self.manager.ceilings)
 
     async def put_settings(self, body: Any) -> dict[str, Any]:
         """``PUT agent/settings``: validate, store the user's overrides, answer the settings."""
@@ -222,7 +227,7 @@ class AgentService:
             profiles = self.demo.profiles()
         spaces = load_spaces(data_dir=self.data_dir, root_dir=Path(self.root_dir))
         return RunConfig(
-            tiers=tiers, ceilings=dict(self.admin.ceilings), spaces=spaces, profiles=profiles
+            tiers=tiers, ceilings=self.manager.ceilings, spaces=spaces, profiles=profiles
         )
 
     # --- chats -----------------------------------------------------------------------------

@@ -1,13 +1,19 @@
 """The Jupyter Server extension app: configuration traits and route registration.
 
-``JupyterAgent`` is the ``ExtensionApp`` named ``jupyter_agent``. Every setting of the
-agent is a trait here, with a default and a ``help=`` (DESIGN section 3): set them in a
-``jupyter_server_config.py`` (``c.JupyterAgent.max_cells = 30``) or on the command line
-(``jupyter lab --JupyterAgent.max_cells=30``). Traits set by the admin are trusted;
-settings changed from the browser are limited by the key policy: ``key_bindings`` (each
-key reference and the base URLs its key may be sent to), ``allowed_base_urls`` and
-``allow_loopback_base_urls`` (what a keyless tier may use), and the legacy
-``allowed_key_refs`` (see :mod:`jupyter_agent.runtime.keypolicy`).
+``JupyterAgent`` is the ``ExtensionApp`` named ``jupyter_agent``. Every setting has a
+default and a ``help=`` (DESIGN section 3) and lives on the thing it configures: the app
+holds the tiers, the database, the REST limits and the key policy
+(``c.JupyterAgent.tiers``); the kernel pool, the transport and the run manager hold theirs
+(``c.KernelPool.size = 3``, ``c.Transport.retry_after_cap_s = 30``, ``c.RunManager.max_cells
+= 30``). One ``jupyter_server_config.py`` (or the command line: ``jupyter lab
+--RunManager.max_cells=30``) configures them all: the app passes its config to the parts.
+The old names of the moved settings (``c.JupyterAgent.pool_size``, ...) still work, with one
+deprecation line in the log (see :mod:`jupyter_agent.server.config_aliases`).
+
+Traits set by the admin are trusted; settings changed from the browser are limited by the
+key policy: ``key_bindings`` (each key reference and the base URLs its key may be sent
+to), ``allowed_base_urls`` and ``allow_loopback_base_urls`` (what a keyless tier may use),
+and the legacy ``allowed_key_refs`` (see :mod:`jupyter_agent.runtime.keypolicy`).
 
 The app holds configuration and wires handlers; managers (the driver, the kernel pool,
 the store) do the work and handlers only translate HTTP.
@@ -17,19 +23,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
+from traitlets.config import Config
 
 from jupyter_agent import __version__
+from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.exports import DEFAULT_FOLDER, check_folder
+from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.readiness import build_status
+from jupyter_agent.runtime.runs import RunManager
 from jupyter_agent.runtime.service import AdminConfig, AgentService
+from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
 from jupyter_agent.server.handlers import default_handlers
+from jupyter_agent.store.repo import Store
 
 __all__ = ["DEFAULT_TIERS", "JupyterAgent"]
 
@@ -48,12 +61,23 @@ DEFAULT_TIERS: dict[str, dict[str, str]] = {
 _TIER_KEYS = frozenset({"provider", "model", "base_url", "api_key_ref", "api"})
 
 
+def _moved(old: str) -> str:
+    section, new = MOVED[old]
+    return (
+        f"Deprecated: use {section}.{new} (this old name still works, and is ignored when "
+        f"{section}.{new} is set)."
+    )
+
+
 class JupyterAgent(ExtensionApp):
     """The jupyter-agent server extension (configurable as ``c.JupyterAgent.<trait>``)."""
 
     name = "jupyter_agent"
     description = "An AI agent that lives inside Jupyter."
     load_other_extensions = True
+    # The parts configured by the same config file (listed by --help-all and the
+    # generated config file).
+    classes = [*ExtensionApp.classes, KernelPool, Transport, RunManager]  # noqa: RUF012
 
     tiers = Dict(
         default_value=DEFAULT_TIERS,
@@ -77,58 +101,33 @@ class JupyterAgent(ExtensionApp):
         ),
     ).tag(config=True)
 
-    pool_size = Int(
-        2, help="Number of warm agent kernels kept ready for new runs (0: start on demand)."
-    ).tag(config=True)
+    # The old names of settings that moved onto the parts (server/config_aliases.py):
+    # still working, listed in --help-all as deprecated, logged once when used.
+    pool_size = Int(2, help=_moved("pool_size")).tag(config=True)
 
-    cell_timeout_s = Float(
-        120.0,
-        help="Seconds one cell (or bash command) may run before it is interrupted.",
-    ).tag(config=True)
+    cell_timeout_s = Float(120.0, help=_moved("cell_timeout_s")).tag(config=True)
 
-    max_model_calls = Int(
-        40, help="Ceiling: model calls in one run before the agent must wrap up."
-    ).tag(config=True)
+    max_model_calls = Int(40, help=_moved("max_model_calls")).tag(config=True)
 
-    max_cells = Int(60, help="Ceiling: cells run in one run before the agent must wrap up.").tag(
+    max_cells = Int(60, help=_moved("max_cells")).tag(config=True)
+
+    max_wall_s = Float(900.0, help=_moved("max_wall_s")).tag(config=True)
+
+    max_cost_usd = Float(2.0, help=_moved("max_cost_usd")).tag(config=True)
+
+    model_deadline_s = Float(300.0, help=_moved("model_deadline_s")).tag(config=True)
+
+    retry_after_cap_s = Float(60.0, help=_moved("retry_after_cap_s")).tag(config=True)
+
+    bash_enabled = Bool(True, help=_moved("bash_enabled")).tag(config=True)
+
+    kernel_env_keep = List(Unicode(), default_value=[], help=_moved("kernel_env_keep")).tag(
         config=True
     )
-
-    max_wall_s = Float(
-        900.0, help="Ceiling: wall-clock seconds of one run before the agent must wrap up."
-    ).tag(config=True)
-
-    max_cost_usd = Float(
-        2.0, help="Ceiling: model cost of one run in USD before the agent must wrap up."
-    ).tag(config=True)
-
-    model_deadline_s = Float(
-        300.0, help="Deadline in seconds of one model call, retries included."
-    ).tag(config=True)
-
-    retry_after_cap_s = Float(
-        60.0,
-        help="Longest wait in seconds honoured from a provider's retry-after header.",
-    ).tag(config=True)
 
     max_body_bytes = Int(
         10 * 1024 * 1024,
         help="Largest request body in bytes the agent's REST API accepts (larger: 413).",
-    ).tag(config=True)
-
-    bash_enabled = Bool(
-        True, help="Offer the bash tool to the model (commands run on the kernel's host)."
-    ).tag(config=True)
-
-    kernel_env_keep = List(
-        Unicode(),
-        default_value=[],
-        help=(
-            "Names of environment variables let through the agent kernel's environment "
-            "filter (which removes names containing KEY, TOKEN, SECRET, PASSWORD or "
-            "CREDENTIAL, JUPYTER_TOKEN, SSH_AUTH_SOCK, AWS_*, AZURE_*, "
-            "GOOGLE_APPLICATION_CREDENTIALS and URLs with a user:password part)."
-        ),
     ).tag(config=True)
 
     key_bindings = Dict(
@@ -293,18 +292,8 @@ class JupyterAgent(ExtensionApp):
     def admin_config(self) -> AdminConfig:
         """The traits the service reads, as one value."""
         policy, warnings = self.key_policy()
-        ceilings = {
-            "max_model_calls": self.max_model_calls,
-            "max_cells": self.max_cells,
-            "max_wall_s": self.max_wall_s,
-            "max_cost_usd": self.max_cost_usd,
-            "cell_timeout_s": self.cell_timeout_s,
-            "bash_enabled": self.bash_enabled,
-            "model_deadline_s": self.model_deadline_s,
-        }
         return AdminConfig(
             tiers={name: dict(tier) for name, tier in self.tiers.items()},
-            ceilings=ceilings,
             key_policy=policy,
             policy_warnings=tuple(warnings),
             max_attachment_bytes=self.max_body_bytes,
@@ -312,32 +301,43 @@ class JupyterAgent(ExtensionApp):
             trace_dir=self.trace_dir,
         )
 
+    def parts_config(self) -> tuple[Config, list[str]]:
+        """The config the parts read (the app's, with the old names copied to the new
+        ones unless those are set), and the old names in use (see ``config_aliases``)."""
+        traits = self.traits()
+        return parts_config(
+            self.config,
+            app_section=type(self).__name__,
+            old_values={old: getattr(self, old) for old in MOVED},
+            defaults={old: traits[old].default() for old in MOVED},
+        )
+
     def initialize_settings(self) -> None:
         """Build the agent service: store, kernel pool, transport, run manager, settings.
 
-        Nothing async happens here (the server's loop may not run yet): the pool starts and
-        interrupted runs are recovered in ``_start_jupyter_server_extension``, or at the
-        first request, whichever comes first.
+        The pool, the transport and the run manager read their traits from the app's
+        config (``c.KernelPool.size``, ...). Nothing async happens here (the server's loop
+        may not run yet): the pool starts and interrupted runs are recovered in
+        ``_start_jupyter_server_extension``, or at the first request, whichever comes first.
         """
-        from jupyter_agent.llm.transport import Transport
-        from jupyter_agent.runtime.kernels import KernelPool
-        from jupyter_agent.store.repo import Store
-
         serverapp = self.serverapp
         assert serverapp is not None
+        config, old_names = self.parts_config()
+        admin = self.admin_config()
+        if old_names:  # logged once at start, with the key policy's warnings
+            line = deprecation_line(type(self).__name__, old_names)
+            admin = replace(admin, policy_warnings=(*admin.policy_warnings, line))
         store = Store(self.effective_db_url)
-        pool = KernelPool(
-            serverapp.kernel_manager, size=self.pool_size, env_keep=self.kernel_env_keep
-        )
         self.service = AgentService(
-            admin=self.admin_config(),
+            admin=admin,
             store=store,
-            pool=pool,
-            transport=Transport(retry_after_cap_s=self.retry_after_cap_s),
+            pool=KernelPool(serverapp.kernel_manager, parent=self, config=config),
+            transport=Transport(parent=self, config=config),
             data_dir=self.agent_dir,
             root_dir=serverapp.root_dir,
             contents_manager=serverapp.contents_manager,
             server_log=serverapp.log,
+            config=config,
         )
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
@@ -356,3 +356,7 @@ class JupyterAgent(ExtensionApp):
 
 
 main = launch_new_instance = JupyterAgent.launch_instance
+
+
+if __name__ == "__main__":  # python -m jupyter_agent.server.app --help-all
+    main()  # type: ignore[no-untyped-call]

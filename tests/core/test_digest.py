@@ -444,3 +444,27 @@ def test_displays_html_table_and_markdown() -> None:
         "  body",
         "[display 3] application/vnd.plotly.v1+json",
     ]
+
+
+# --- DigestOptions.from_config -------------------------------------------------------------
+
+
+def test_options_from_config_take_budgets_spaces_and_vision() -> None:
+    from jupyter_agent.core.runstate import Ceilings
+    from jupyter_agent.llm.profiles import Profile
+
+    ceilings = Ceilings(value_budget_tokens=500, total_budget_tokens=2500)
+    spaces = {"env_prefix": "/u/me/.venv", "home": "/u/me", "agent_space": "/x"}
+    # What the loop built by hand (vision from the model's profile) ...
+    assert DigestOptions.from_config(ceilings, spaces, Profile(vision=True)) == DigestOptions(
+        value_budget_tokens=500,
+        total_budget_tokens=2500,
+        vision=True,
+        env_prefix="/u/me/.venv",
+        home="/u/me",
+    )
+    # ... and what the driver built (no profile: no vision).
+    assert DigestOptions.from_config(ceilings, spaces) == DigestOptions(
+        value_budget_tokens=500, total_budget_tokens=2500, env_prefix="/u/me/.venv", home="/u/me"
+    )
+    assert DigestOptions.from_config(Ceilings(), {}, Profile()) == DigestOptions()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_agent.core.digest import DigestOptions
 from jupyter_agent.core.effects import Effect, EffectGen, Result
 from jupyter_agent.core.loop import Turn, end, setup, step
 from jupyter_agent.core.turns import TurnRecord
@@ -114,6 +115,25 @@ def test_setup_builds_the_turn_from_config_and_the_opening_drain() -> None:
     assert set(turn.state.fingerprints) == {"system", "identity"}
     assert turn.messages[-1].role == "user"
     assert "and more" in str(turn.messages[-1])
+
+
+def test_setup_digest_options_come_from_ceilings_spaces_and_profile() -> None:
+    s = Stepper(setup("run_1", "chat_1"))
+    s.answer("clock.now", NOW)
+    s.answer("config.get", {"value_budget_tokens": 400, "total_budget_tokens": 2000})
+    s.answer("config.get", {"env_prefix": "/opt/env", "home": "/home/me"})
+    s.answer("config.get", TIER)
+    s.answer("config.get", {"vision": True})  # llm.profile.<model>
+    s.answer("config.get", [])
+    s.answer("mailbox.drain", [HELLO])
+    assert isinstance(s.value, Turn)
+    assert s.value.options == DigestOptions(
+        value_budget_tokens=400,
+        total_budget_tokens=2000,
+        vision=True,
+        env_prefix="/opt/env",
+        home="/home/me",
+    )
 
 
 def test_setup_with_a_bad_tier_says_so_and_ends() -> None:

@@ -12,8 +12,8 @@ from jupyter_agent.core.tools import ToolSpec
 from jupyter_agent.llm.chat import ChatResult, chat
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.messages import Message
-from jupyter_agent.runtime.model_calls import run_gen
 from jupyter_agent.trace.log import EffectLog
+from tests.plugins.model_calls import run_gen
 
 from .adapters_support import SYSTEM, TOOLS
 

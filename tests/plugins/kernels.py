@@ -7,11 +7,14 @@
 - ``kernel_pool``: a started :class:`~jupyter_agent.runtime.kernels.KernelPool` of size 1.
 - ``agent_kernel``: an acquired handle (a cold start), discarded at teardown.
 - ``RecordingHost``: an AppHost answering every call, counting them and their overlap.
+- ``warm_count(pool)``, ``wait_filled(pool)``: how many kernels are warm; wait until the
+  pool holds ``size`` (tests and benchmarks: the server never waits for its pool).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +23,19 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
 from jupyter_agent.cli import install_kernelspec
 from jupyter_agent.runtime.kernels import AgentKernelHandle, KernelPool
+
+
+def warm_count(pool: KernelPool) -> int:
+    """How many kernels are ready to be acquired now."""
+    return len(pool._warm)
+
+
+async def wait_filled(pool: KernelPool, timeout_s: float = 60.0) -> None:
+    """Wait until ``pool.size`` kernels are warm; AssertionError after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while warm_count(pool) < pool.size:
+        assert time.monotonic() < deadline, "the kernel pool did not fill in time"
+        await asyncio.sleep(0.02)
 
 
 class RecordingHost:

@@ -26,6 +26,12 @@ from jupyter_agent.trace.log import TraceFile, read_log
 MODEL = "claude-sonnet-4-5"
 
 
+def final_text(turn: TurnRecord) -> str:
+    """The text of the turn's final reply (``done`` true), or empty."""
+    finals = [r.text for r in turn.replies if r.done]
+    return finals[-1] if finals else ""
+
+
 @dataclass
 class Harness:
     """A run manager wired to real parts, plus helpers to drive and inspect runs."""
@@ -102,7 +108,9 @@ async def make_harness(root: Path, fake: FakeProvider, kernel_manager: Any) -> H
     )
     harness = Harness(fake=fake, manager=None, store=store, events=events, root=root)  # type: ignore[arg-type]
     harness.spaces = load_spaces(data_dir=root / "data", root_dir=root)
-    harness.manager = RunManager(services=services, config=harness.config, runs_dir=root / "runs")
+    harness.manager = RunManager(
+        services=services, run_config=harness.config, runs_dir=root / "runs"
+    )
     return harness
 
 

@@ -15,6 +15,7 @@ from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelMana
 
 from jupyter_agent.exceptions import KernelDied
 from jupyter_agent.runtime.kernels import AgentKernelHandle, KernelPool
+from tests.plugins.kernels import wait_filled, warm_count
 
 CANARIES = {
     "MY_API_KEY": "canary-api-key-7f3a",
@@ -37,16 +38,16 @@ async def _kernel_pid(handle: AgentKernelHandle) -> int:
 
 
 async def test_warm_acquire_is_fast_and_the_pool_refills(kernel_pool: KernelPool, tmp_path):
-    await kernel_pool.wait_filled()
+    await wait_filled(kernel_pool)
     start = time.monotonic()
     handle = await kernel_pool.acquire(cwd=str(tmp_path))
     warm_s = time.monotonic() - start
     try:
-        assert kernel_pool.warm_count == 0
+        assert warm_count(kernel_pool) == 0
         result = await handle.run_cell("c1", "import os\nprint(os.getcwd())", timeout_s=30)
         assert [p.text for p in result.prints] == [str(tmp_path)]
-        await kernel_pool.wait_filled()
-        assert kernel_pool.warm_count == 1
+        await wait_filled(kernel_pool)
+        assert warm_count(kernel_pool) == 1
         second = await kernel_pool.acquire(cwd=None)
         assert second.kernel_id != handle.kernel_id
         await kernel_pool.discard(second)
@@ -64,7 +65,7 @@ async def test_size_zero_is_a_cold_start(kernel_manager: AsyncMultiKernelManager
         result = await handle.run_cell("c1", "1 + 1", timeout_s=30)
         assert result.last is not None
         assert result.last.repr.text == "2"
-        assert pool.warm_count == 0
+        assert warm_count(pool) == 0
         await pool.discard(handle)
         assert handle.kernel_id not in kernel_manager.list_kernel_ids()
     finally:
@@ -147,11 +148,11 @@ async def test_dead_pool_kernel_is_replaced(kernel_manager: AsyncMultiKernelMana
     pool = KernelPool(kernel_manager, size=1, liveness_interval_s=0.1)
     await pool.start()
     try:
-        await pool.wait_filled()
+        await wait_filled(pool)
         (first,) = pool._warm
         await kernel_manager.shutdown_kernel(first.kernel_id, now=True)  # as a culler would
         deadline = time.monotonic() + 30
-        while not (pool.warm_count == 1 and pool._warm[0].kernel_id != first.kernel_id):
+        while not (warm_count(pool) == 1 and pool._warm[0].kernel_id != first.kernel_id):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
     finally:
@@ -164,7 +165,7 @@ async def test_pool_kernels_keep_last_activity_fresh(agent_kernelspec, tmp_path:
     pool = KernelPool(km, size=1, liveness_interval_s=0.05)
     await pool.start()
     try:
-        await pool.wait_filled()
+        await wait_filled(pool)
         kernel = km.get_kernel(pool._warm[0].kernel_id)
         old = datetime.now(timezone.utc) - timedelta(hours=1)
         kernel.last_activity = old

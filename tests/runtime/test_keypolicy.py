@@ -68,8 +68,8 @@ def test_default_bindings_keep_each_key_with_its_provider() -> None:
     unknown = policy.check("env:OTHER", "https://api.openai.com/v1")
     assert unknown is not None
     assert unknown.startswith("key reference not allowed")
-    assert policy.urls_for("env:OPENAI_API_KEY") == ["https://api.openai.com/v1"]
-    assert policy.urls_for("env:OTHER") == []
+    assert list(policy.bindings.get("env:OPENAI_API_KEY", ())) == ["https://api.openai.com/v1"]
+    assert list(policy.bindings.get("env:OTHER", ())) == []
 
 
 def test_keyless_tiers_use_allowed_and_loopback_urls() -> None:
@@ -93,8 +93,8 @@ def test_legacy_allowed_key_refs() -> None:
     # Only the listed references; a bound one keeps its binding, an unbound one gets the
     # allowed_base_urls (what the independent lists meant), with a warning.
     assert policy.refs() == ["env:ANTHROPIC_API_KEY", "env:ROUTER_KEY"]
-    assert policy.urls_for("env:ANTHROPIC_API_KEY") == ["https://api.anthropic.com"]
-    assert policy.urls_for("env:ROUTER_KEY") == ["https://router.example/v1"]
+    assert list(policy.bindings.get("env:ANTHROPIC_API_KEY", ())) == ["https://api.anthropic.com"]
+    assert list(policy.bindings.get("env:ROUTER_KEY", ())) == ["https://router.example/v1"]
     assert policy.check("env:ANTHROPIC_API_KEY", "https://router.example/v1") is not None
     assert len(warnings) == 1
     assert "env:ROUTER_KEY" in warnings[0]

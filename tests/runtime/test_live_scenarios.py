@@ -22,7 +22,7 @@ from jupyter_agent.core.cells import CellResult
 from jupyter_agent.trace.notebook import run_notebook
 from jupyter_agent.trace.show import show_run
 from jupyter_agent.trace.verify import verify_run
-from tests.runtime.harness import Harness, close_harness, make_harness
+from tests.runtime.harness import Harness, close_harness, final_text, make_harness
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -98,7 +98,7 @@ async def test_a_running_cell_streams_its_output_and_the_log_is_unchanged(agent:
             if event["type"] == "run_end":
                 break
     turn = await agent.finish(answer["run_id"])
-    assert turn.final_text == "ok"
+    assert final_text(turn) == "ok"
     assert caught_up
     types = [e["type"] for e in received]
     end = types.index("cell_end")
@@ -183,7 +183,7 @@ async def test_a_timed_out_cell_says_timed_out_with_its_output(agent: Harness, c
     )
     chat = agent.new_chat()
     turn = await agent.ask(chat, "sleep long")
-    assert turn.final_text == "It timed out."
+    assert final_text(turn) == "It timed out."
     run_id = turn.run_id
     [recorded] = results(agent, run_id, "cell.run")
     assert recorded["error"]["ename"] == "CellTimeout"
@@ -245,7 +245,7 @@ async def test_a_finished_bash_command_streams_then_ends_ok(agent: Harness) -> N
     )
     chat = agent.new_chat()
     turn = await agent.ask(chat, "shell")
-    assert turn.final_text == "done"
+    assert final_text(turn) == "done"
     events = agent.events.since(chat, 0)
     end = next(e for e in events if e["type"] == "cell_end")
     assert (end["status"], end["stdout"], end["error"]) == ("ok", "one\ntwo\n", False)

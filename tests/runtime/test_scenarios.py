@@ -18,7 +18,7 @@ from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.exceptions import NondeterminismError
 from jupyter_agent.trace.log import read_log
 from jupyter_agent.trace.verify import replay_run, verify_run
-from tests.runtime.harness import Harness, close_harness, make_harness
+from tests.runtime.harness import Harness, close_harness, final_text, make_harness
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -95,7 +95,7 @@ async def test_length_stop_wraps_up_without_tools(agent: Harness) -> None:
     agent.fake.load([{"text": "I was going to say", "stop": "length"}, {"text": "Summary."}])
     turn = await agent.ask(agent.new_chat(), "explain")
     assert (turn.llm.stop_reason, turn.llm.end_cause) == ("wrapup", "length")
-    assert turn.final_text == "Summary."
+    assert final_text(turn) == "Summary."
     wrap = agent.fake.requests[1].json
     assert "tools" not in wrap  # no tool in the history: none offered at all
     assert "Do not call any tool" in json.dumps(wrap["messages"][-1])
@@ -160,8 +160,8 @@ async def test_message_after_the_final_reply_gets_the_next_runs_id(agent: Harnes
     assert second["run_id"] != first["run_id"]
     turn1 = await agent.finish(first["run_id"])
     turn2 = await agent.finish(second["run_id"])
-    assert (turn1.user_text, turn1.final_text, turn1.steering) == ("one", "first answer", ())
-    assert (turn2.user_text, turn2.final_text) == ("two", "second answer")
+    assert (turn1.user_text, final_text(turn1), turn1.steering) == ("one", "first answer", ())
+    assert (turn2.user_text, final_text(turn2)) == ("two", "second answer")
     # the second prompt carries the first turn (boot window)
     assert "first answer" in json.dumps(agent.fake.requests[1].json["messages"])
     assert_replays(agent, turn1)
@@ -261,7 +261,7 @@ async def test_soft_break_wraps_up_at_the_next_drain(agent: Harness) -> None:
     assert await agent.manager.break_run(run["run_id"], hard=False) == "breaking"
     turn = await agent.finish(run["run_id"])
     assert (turn.llm.stop_reason, turn.llm.end_cause) == ("wrapup", "break_soft")
-    assert turn.final_text == "Stopped; slept."
+    assert final_text(turn) == "Stopped; slept."
     assert_replays(agent, turn)
 
 
@@ -332,7 +332,7 @@ async def test_ceilings_end_through_wrap_up(
     agent.fake.load(script)
     turn = await agent.ask(agent.new_chat(), "work")
     assert (turn.llm.stop_reason, turn.llm.end_cause) == ("wrapup", cause)
-    assert turn.final_text == script[-1]["text"]
+    assert final_text(turn) == script[-1]["text"]
     assert agent.fake.remaining == 0
     # the wrap-up offers no tool: the history holds tool calls, so tool_choice is none
     assert agent.fake.requests[-1].json["tool_choice"] == {"type": "none"}
@@ -345,7 +345,7 @@ async def test_a_bad_tier_is_explained_in_the_chat(agent: Harness) -> None:
     agent.tier = {"provider": "nonesuch", "model": "m", "base_url": "http://127.0.0.1:9"}
     turn = await agent.ask(agent.new_chat(), "hello?")
     assert (turn.llm.stop_reason, turn.llm.end_cause) == ("error", "error")
-    assert "nonesuch" in turn.final_text
+    assert "nonesuch" in final_text(turn)
     assert turn.user_text == "hello?"
     assert agent.fake.requests == []
     assert_replays(agent, turn)
@@ -355,7 +355,7 @@ async def test_a_provider_error_ends_the_turn_with_a_clear_reply(agent: Harness)
     agent.fake.load([{"error": {"status": 401}}])
     turn = await agent.ask(agent.new_chat(), "hi")
     assert (turn.llm.stop_reason, turn.llm.end_cause) == ("error", "error")
-    assert "HTTP 401" in turn.final_text
+    assert "HTTP 401" in final_text(turn)
     assert_replays(agent, turn)
 
 
@@ -450,7 +450,7 @@ async def test_in_cell_apps_are_performed_and_logged_by_the_host(
     }
     chat = agent.new_chat()
     turn = await agent.ask(chat, "use your apps")
-    assert turn.final_text == "All done."
+    assert final_text(turn) == "All done."
     assert turn.llm.model_calls == 3 + 1 + 5  # the loop's calls and the cells' llm.chat calls
     bubbles = [e["text"] for e in agent.events.since(chat, 0) if e["type"] == "bubble"]
     assert "half way" in bubbles
@@ -490,7 +490,7 @@ async def test_bash_tool_binds_sh_last_for_the_next_cell(agent: Harness) -> None
     )
     chat = agent.new_chat()
     turn = await agent.ask(chat, "shell")
-    assert turn.final_text == "ok"
+    assert final_text(turn) == "ok"
     assert turn.llm.cells == 2
     kinds = [e["kind"] for e in agent.events.since(chat, 0) if e["type"] == "cell_start"]
     assert kinds == ["bash", "python"]
@@ -508,7 +508,7 @@ async def test_a_malformed_fenced_reply_is_shown_to_the_model(agent: Harness) ->
         ]
     )
     turn = await agent.ask(agent.new_chat(), "fenced")
-    assert turn.final_text == "Sorry: no code this time."
+    assert final_text(turn) == "Sorry: no code this time."
     assert turn.llm.model_calls == 2
     assert turn.llm.cells == 0
     assert_replays(agent, turn)

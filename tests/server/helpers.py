@@ -11,6 +11,11 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 
+def active_runs(manager: Any) -> list[str]:
+    """The ids of every run in progress of a ``RunManager`` (tests only)."""
+    return list(manager._by_run)
+
+
 def call(fetch: Any, *parts: str, method: str = "GET", body: Any = None, **kw: Any) -> Any:
     """A JSON call; answers ``(status, decoded body or None)``."""
     if body is not None and not isinstance(body, (bytes, str)):

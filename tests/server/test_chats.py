@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.helpers import call, new_chat, refused
+from tests.server.helpers import active_runs, call, new_chat, refused
 
 SMALL = {"pool_size": 0, "max_body_bytes": 4096}
 
@@ -20,7 +20,7 @@ def assert_nothing_started(service: Any, jp_serverapp: Any, chat_id: str | None 
     runs, _ = service.store.list_runs()
     assert runs == []
     assert list(jp_serverapp.kernel_manager.list_kernel_ids()) == []
-    assert service.manager.active_runs() == []
+    assert active_runs(service.manager) == []
     if chat_id is not None:
         assert service.mailbox.pending(chat_id) == 0
         assert service.store.list_turns(chat_id) == []

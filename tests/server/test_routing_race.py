@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.helpers import call, new_chat
+from tests.server.helpers import active_runs, call, new_chat
 
 SENDS = 50
 
@@ -78,7 +78,7 @@ def test_every_answer_names_the_run_that_holds_its_message(
         spin,
         lambda: (
             agent_service.manager.active_run_id(chat_id) is None
-            and not agent_service.manager.active_runs()
+            and not active_runs(agent_service.manager)
         ),
         "the last run to end",
     )
