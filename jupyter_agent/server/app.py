@@ -24,11 +24,12 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
 
 from jupyter_agent import __version__
+from jupyter_agent.runtime.assembly import AdminConfig, assemble
 from jupyter_agent.runtime.exports import DEFAULT_FOLDER, check_folder
 from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.readiness import build_status
-from jupyter_agent.runtime.service import AdminConfig, AgentService
+from jupyter_agent.runtime.service import AgentService
 from jupyter_agent.server.handlers import default_handlers
 
 __all__ = ["DEFAULT_TIERS", "JupyterAgent"]
@@ -310,35 +311,31 @@ class JupyterAgent(ExtensionApp):
             max_attachment_bytes=self.max_body_bytes,
             version=__version__,
             trace_dir=self.trace_dir,
+            db_url=self.effective_db_url,
+            pool_size=self.pool_size,
+            kernel_env_keep=tuple(self.kernel_env_keep),
+            retry_after_cap_s=self.retry_after_cap_s,
         )
 
     def initialize_settings(self) -> None:
-        """Build the agent service: store, kernel pool, transport, run manager, settings.
+        """Build the agent service: its parts (store, kernel pool, transport, run manager,
+        settings: :func:`~jupyter_agent.runtime.assembly.assemble`) and the façade.
 
         Nothing async happens here (the server's loop may not run yet): the pool starts and
         interrupted runs are recovered in ``_start_jupyter_server_extension``, or at the
         first request, whichever comes first.
         """
-        from jupyter_agent.llm.transport import Transport
-        from jupyter_agent.runtime.kernels import KernelPool
-        from jupyter_agent.store.repo import Store
-
         serverapp = self.serverapp
         assert serverapp is not None
-        store = Store(self.effective_db_url)
-        pool = KernelPool(
-            serverapp.kernel_manager, size=self.pool_size, env_keep=self.kernel_env_keep
-        )
-        self.service = AgentService(
+        parts = assemble(
             admin=self.admin_config(),
-            store=store,
-            pool=pool,
-            transport=Transport(retry_after_cap_s=self.retry_after_cap_s),
             data_dir=self.agent_dir,
             root_dir=serverapp.root_dir,
+            kernel_manager=serverapp.kernel_manager,
             contents_manager=serverapp.contents_manager,
             server_log=serverapp.log,
         )
+        self.service = AgentService(parts)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the pool and recover runs left running, once the loop runs."""
