@@ -39,8 +39,9 @@ A :class:`RequestError` is what a service refuses; it knows no HTTP. ``reason`` 
 machine word (the class's default, or a finer one given when raised: ``bad_text``,
 ``empty_message``, ``bad_settings``, ``exists``, ...), ``message`` one sentence for a
 person. The server maps each class to a status in one table (``server/base.py``:
-``ERROR_STATUS``; 400, 403, 404, 409, 413, 501, 503 in the order above) and answers
-``{message, reason}``; ``Unavailable`` adds ``Retry-After`` when ``retry_after_s`` is set.
+``ERROR_STATUS``: 400, 403, 404, 409, 413, 501, 503 in the order above, 400 for another
+RequestError) and answers ``{message, reason}``; ``Unavailable`` adds ``Retry-After`` when
+``retry_after_s`` is set.
 Any other error is a 500 whose details stay in the server's log.
 
 No error's ``str``/``repr`` ever holds a credential or a request header: a provider error

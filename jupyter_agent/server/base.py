@@ -62,6 +62,7 @@ AUTH_RESOURCE = "agent"
 
 #: The HTTP status of each error class; a class not listed takes its nearest listed base's.
 ERROR_STATUS: Final[Mapping[type[AgentError], int]] = {
+    RequestError: 400,
     BadRequest: 400,
     Forbidden: 403,
     NotFound: 404,
