@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from jupyter_agent.cli_render import plural, render_ls, render_show, render_stats, shown
 from jupyter_agent.client import AgentClient, ClientError
-from jupyter_agent.exceptions import AgentError
+from jupyter_agent.exceptions import AgentError, CliFailure
 from jupyter_agent.runtime.paths import default_db_url, runs_dir
 from jupyter_agent.trace.log import TraceFile, read_log
 
@@ -51,10 +51,6 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 _T = TypeVar("_T")
 
 
-class CliFailure(Exception):
-    """An expected failure: printed as one line, exit status 2."""
-
-
 def _guarded(handler: Handler) -> Handler:
     """Run ``handler``; expected failures become one line on stderr and exit status 2."""
 
@@ -64,7 +60,7 @@ def _guarded(handler: Handler) -> Handler:
         except ClientError as exc:
             print(f"jupyter agent: {_client_failure(exc)}", file=sys.stderr)
             return 2
-        except (CliFailure, AgentError) as exc:
+        except AgentError as exc:  # CliFailure among them
             print(f"jupyter agent: {exc}", file=sys.stderr)
             return 2
         except OSError as exc:  # a file that cannot be read or written
@@ -80,7 +76,7 @@ def _client(args: argparse.Namespace) -> AgentClient:
 
 
 def _client_failure(exc: ClientError) -> str:
-    if exc.reason == "no_token":
+    if exc.reason == "no_token" and not isinstance(exc, CliFailure):  # a CliFailure is worded
         return f"no token: pass --token or set JUPYTER_TOKEN (the server at {exc.addr} needs one)"
     return str(exc)
 
@@ -100,14 +96,24 @@ def _run_from_server(
         if where and exc.reason in ("unreachable", "timeout"):
             how = "could not be reached" if exc.reason == "unreachable" else "did not answer"
             server = f"the server at {addr} {how}"
-            raise CliFailure(f"no such run: {run_id} ({where}; {server})") from None
+            raise CliFailure(
+                f"no such run: {run_id} ({where}; {server})", reason=exc.reason, addr=addr
+            ) from None
         if exc.status == 404 and exc.reason != "no_route":
             nor = f"{where}, nor" if where else "not"
-            raise CliFailure(f"no such run: {run_id} ({nor} on the server at {addr})") from None
+            raise CliFailure(
+                f"no such run: {run_id} ({nor} on the server at {addr})",
+                status=404,
+                reason=exc.reason,
+                addr=addr,
+            ) from None
         if where and exc.reason == "no_token":
             raise CliFailure(
                 f"no token: pass --token or set JUPYTER_TOKEN (run {run_id} is {where}; "
-                f"the server at {addr} needs a token)"
+                f"the server at {addr} needs a token)",
+                status=exc.status,
+                reason=exc.reason,
+                addr=addr,
             ) from None
         raise
 

@@ -17,7 +17,8 @@ Contracts:
   the address.
 - The token goes in the ``Authorization: token T`` header only (never in a URL), and
   never into an error message or a ``repr``.
-- Every failure is a :class:`ClientError` with ``status`` (None when no HTTP answer came),
+- Every failure is a :class:`ClientError` (an :class:`~jupyter_agent.exceptions.AgentError`)
+  with ``status`` (None when no HTTP answer came),
   ``message`` (one line for a person) and ``reason`` (the server's machine word):
 
   - no connection: ``cannot reach the agent server at ADDR`` (reason ``unreachable``);
@@ -49,33 +50,9 @@ from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
 
 import httpx
 
+from jupyter_agent.exceptions import ClientError
+
 __all__ = ["AgentClient", "ClientError"]
-
-
-class ClientError(Exception):
-    """A request to the agent server failed (see the module docstring).
-
-    ``addr`` is the server's address as shown (no token), when the error came from one.
-    """
-
-    def __init__(
-        self,
-        status: int | None,
-        message: str,
-        reason: str | None = None,
-        *,
-        addr: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.reason = reason
-        self.addr = addr
-
-    def __repr__(self) -> str:
-        return (
-            f"ClientError(status={self.status!r}, message={self.message!r}, reason={self.reason!r})"
-        )
 
 
 def _seg(value: str) -> str:

@@ -17,9 +17,32 @@
     ├── AppCallError                an in-cell app call failed (raised inside the kernel)
     ├── TraceError                  an effect log is unreadable or inconsistent
     │   └── NondeterminismError     a replay asked for a different effect than was recorded
-    └── StoreError                  the database refused a write or a read
+    ├── StoreError                  the database refused a write or a read
+    │   └── StoreUnavailable        locked or unreachable: try again later (also Unavailable)
+    ├── RequestError                a request the agent refuses: ``message`` and ``reason``
+    │   ├── BadRequest              the input is wrong               (bad_request, bad_text, ...)
+    │   │   └── SettingsError       a settings change is refused     (bad_settings)
+    │   ├── Forbidden               not allowed for this user        (forbidden)
+    │   ├── NotFound                no such chat, run or trace       (not_found)
+    │   ├── Conflict                the target exists                (exists)
+    │   ├── PayloadTooLarge         a body over the size limit       (body_too_large)
+    │   ├── NotSupported            this server cannot do it         (no_contents)
+    │   └── Unavailable             try again later; ``retry_after_s`` (unavailable)
+    │       └── StoreUnavailable
+    └── ClientError                 a call to an agent server failed: ``status``, ``reason``,
+        │                           ``addr`` (raised by :mod:`jupyter_agent.client`)
+        └── CliFailure              an expected ``jupyter agent`` failure: one line, exit 2
 
     RunCancelled                    (a BaseException, like asyncio.CancelledError) a hard break
+
+A :class:`RequestError` is what a service refuses; it knows no HTTP. ``reason`` is a short
+machine word (the class's default, or a finer one given when raised: ``bad_text``,
+``empty_message``, ``bad_settings``, ``exists``, ...), ``message`` one sentence for a
+person. The server maps each class to a status in one table (``server/base.py``:
+``ERROR_STATUS``: 400, 403, 404, 409, 413, 501, 503 in the order above, 400 for another
+RequestError) and answers ``{message, reason}``; ``Unavailable`` adds ``Retry-After`` when
+``retry_after_s`` is set.
+Any other error is a 500 whose details stay in the server's log.
 
 No error's ``str``/``repr`` ever holds a credential or a request header: a provider error
 keeps the status and a redacted body only. What the effect log records of a provider error
@@ -36,22 +59,34 @@ from jupyter_agent.codec import dump_dict
 __all__ = [
     "AgentError",
     "AppCallError",
+    "BadRequest",
     "CellTimeout",
+    "CliFailure",
+    "ClientError",
     "ConfigError",
+    "Conflict",
     "CredentialError",
+    "Forbidden",
     "KernelDied",
     "KernelError",
     "NondeterminismError",
+    "NotFound",
+    "NotSupported",
+    "PayloadTooLarge",
     "ProviderError",
     "ProviderFailure",
     "ProviderProtocolError",
     "ProviderStatusError",
     "ProviderTimeout",
+    "RequestError",
     "RetryAfterTooLong",
     "RunCancelled",
+    "SettingsError",
     "StoreError",
+    "StoreUnavailable",
     "ToolFormatError",
     "TraceError",
+    "Unavailable",
 ]
 
 
@@ -171,6 +206,140 @@ class NondeterminismError(TraceError):
 
 class StoreError(AgentError):
     """The database refused a read or a write."""
+
+
+# --- refused requests (what the services raise; the server gives each its status) ---------
+
+
+class RequestError(AgentError):
+    """A refused request: ``message`` for a person, ``reason`` a short machine word.
+
+    ``reason`` defaults to the class's :attr:`default_reason`; give a finer one where a
+    client may act on it (``BadRequest("...", reason="bad_text")``).
+    """
+
+    default_reason = "bad_request"
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason or self.default_reason
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, reason={self.reason!r})"
+
+
+class BadRequest(RequestError):
+    """The input is wrong (a field of the wrong type, an empty message, a bad path)."""
+
+    default_reason = "bad_request"
+
+
+class SettingsError(BadRequest):
+    """A settings change that is refused; the message says why (never a key value)."""
+
+    default_reason = "bad_settings"
+
+
+class Forbidden(RequestError):
+    """The request is understood but not allowed for this user."""
+
+    default_reason = "forbidden"
+
+
+class NotFound(RequestError):
+    """No such chat, run or trace (or one the user may not see)."""
+
+    default_reason = "not_found"
+
+
+class Conflict(RequestError):
+    """The target exists (a notebook path, every free name taken)."""
+
+    default_reason = "exists"
+
+
+class PayloadTooLarge(RequestError):
+    """A request body over the configured size limit."""
+
+    default_reason = "body_too_large"
+
+
+class NotSupported(RequestError):
+    """This server cannot do it (no contents manager to write with, say)."""
+
+    default_reason = "not_supported"
+
+
+class Unavailable(RequestError):
+    """Not now: try again later. ``retry_after_s`` (when set) is how long to wait."""
+
+    default_reason = "unavailable"
+
+    def __init__(
+        self, message: str, *, reason: str | None = None, retry_after_s: int | None = None
+    ) -> None:
+        super().__init__(message, reason=reason)
+        self.retry_after_s = retry_after_s
+
+
+class StoreUnavailable(StoreError, Unavailable):
+    """The database is locked or cannot be reached: a retry later may succeed."""
+
+    default_reason = "unavailable"
+
+    def __init__(self, message: str, *, retry_after_s: int | None = 5) -> None:
+        super().__init__(message, retry_after_s=retry_after_s)
+
+
+# --- the client's and the CLI's errors -----------------------------------------------------
+
+
+class ClientError(AgentError):
+    """A request to an agent server failed (see :mod:`jupyter_agent.client`).
+
+    ``status`` is the HTTP status (None when no HTTP answer came), ``message`` one line for
+    a person, ``reason`` the server's machine word; ``addr`` the server's address as shown
+    (no token), when the error came from one.
+    """
+
+    def __init__(
+        self,
+        status: int | None,
+        message: str,
+        reason: str | None = None,
+        *,
+        addr: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.reason = reason
+        self.addr = addr
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(status={self.status!r}, message={self.message!r}, "
+            f"reason={self.reason!r})"
+        )
+
+
+class CliFailure(ClientError):
+    """An expected failure of ``jupyter agent``: printed as one line, exit status 2.
+
+    A ClientError so a server's answer keeps its ``status`` and ``reason`` when the CLI
+    rewords it; a local failure (no such log file) has neither.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        reason: str | None = None,
+        addr: str | None = None,
+    ) -> None:
+        super().__init__(status, message, reason, addr=addr)
 
 
 class RunCancelled(BaseException):

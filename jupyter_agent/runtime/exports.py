@@ -18,25 +18,25 @@ Contracts:
   exports at the same moment never pick the same name. (The contents API has no exclusive
   create: a file another process makes between the check and the write is the one race
   left.)
-- Saved through the contents manager, so the file is byte for byte what JupyterLab would
-  save: a load/save round trip changes nothing. Its usual signing rule applies: a notebook
-  with rich outputs (HTML, JavaScript, images) is not signed, so those outputs of
-  model-written code are untrusted on open.
+- Saved through the contents manager (:class:`~jupyter_agent.runtime.contents.Contents`),
+  so the file is byte for byte what JupyterLab would save: a load/save round trip changes
+  nothing. Its usual signing rule applies: a notebook with rich outputs (HTML, JavaScript,
+  images) is not signed, so those outputs of model-written code are untrusted on open.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Final
 
 import nbformat
 
-from jupyter_agent.runtime.requests import ServiceError, bad, check_relative_path
+from jupyter_agent.exceptions import BadRequest, Conflict
+from jupyter_agent.runtime.contents import Contents, check_relative_path
 
 __all__ = [
     "DEFAULT_FOLDER",
@@ -44,7 +44,7 @@ __all__ = [
     "MAX_STEM_CHARS",
     "NotebookWriter",
     "check_folder",
-    "check_notebook_target",
+    "check_notebook_path",
     "safe_stem",
     "trace_stem",
 ]
@@ -71,10 +71,6 @@ _WINDOWS_RESERVED: Final = frozenset(
 _TRAILING: Final = " .\u200d\ufe0e\ufe0f"
 
 
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
 def check_folder(value: str) -> str:
     """The trace folder as a clean contents path (``""``: the root), or ValueError.
 
@@ -85,7 +81,7 @@ def check_folder(value: str) -> str:
         return ""
     try:
         folder = check_relative_path(trimmed, "the trace folder")
-    except ServiceError as exc:
+    except BadRequest as exc:
         raise ValueError(exc.message) from None
     if any(part.startswith(".") for part in folder.split("/")):
         raise ValueError(f"the trace folder {value!r} names a hidden folder")
@@ -135,23 +131,15 @@ def trace_stem(title: str, run_id: str, turn_number: int | None) -> str:
     return safe_stem(title, run_id, suffix=suffix)
 
 
-def check_notebook_target(body: Mapping[str, Any]) -> tuple[str | None, bool]:
-    """``(path or None, overwrite)`` of a notebook write's body ``{path?, overwrite?}``.
-
-    ``path``: a contents path ending in ``.ipynb`` with no hidden component (else 400).
-    """
-    overwrite = body.get("overwrite", False)
-    if not isinstance(overwrite, bool):
-        raise bad("'overwrite' must be true or false", "bad_overwrite")
-    raw = body.get("path")
-    if raw is None:
-        return None, overwrite
+def check_notebook_path(raw: str) -> str:
+    """The clean contents path of a notebook to write at, or ``BadRequest`` (``bad_path``):
+    inside the root, ending in ``.ipynb``, with no hidden component."""
     path = check_relative_path(raw, "'path'")
     if not path.endswith(".ipynb"):
-        raise bad("'path' must end in .ipynb", "bad_path")
+        raise BadRequest("'path' must end in .ipynb", reason="bad_path")
     if any(part.startswith(".") for part in path.split("/")):
-        raise bad(f"'path' {path!r} names a hidden file or folder", "bad_path")
-    return path, overwrite
+        raise BadRequest(f"'path' {path!r} names a hidden file or folder", reason="bad_path")
+    return path
 
 
 def _file_text(nb: Any) -> str:
@@ -160,18 +148,30 @@ def _file_text(nb: Any) -> str:
 
 
 class NotebookWriter:
-    """Writes notebooks through the server's contents manager (sync or async kind)."""
+    """Writes notebooks through the server's contents manager (sync or async kind, or None).
+
+    Every refusal is a domain error: ``NotSupported`` (``no_contents``) without a contents
+    manager, ``Conflict`` (``exists``) for a taken path, ``BadRequest`` (``bad_path``) when
+    the contents manager refuses the path.
+    """
 
     def __init__(self, contents_manager: Any, folder: str = DEFAULT_FOLDER) -> None:
-        self.contents_manager = contents_manager
+        self.contents = (
+            contents_manager
+            if isinstance(contents_manager, Contents)
+            else Contents(contents_manager)
+        )
         self.folder = check_folder(folder)
         self._lock = asyncio.Lock()
 
+    @property
+    def contents_manager(self) -> Any:
+        """The server's contents manager (None when it has none)."""
+        return self.contents.manager
+
     def check(self) -> Any:
-        """The contents manager; ServiceError 501 when the server has none."""
-        if self.contents_manager is None:
-            raise ServiceError(501, "no contents manager to write with", "no_contents")
-        return self.contents_manager
+        """The contents manager; ``NotSupported`` when the server has none."""
+        return self.contents.writer()
 
     async def write_new(self, stem: str, nb: dict[str, Any]) -> tuple[str, bool]:
         """Write ``nb`` as ``{folder}/{stem}.ipynb``, or the first free ``{stem}-N.ipynb``.
@@ -179,54 +179,34 @@ class NotebookWriter:
         ``stem`` must come from :func:`safe_stem`. Answers ``(path, created)``: an existing
         file holding exactly this notebook is answered with ``created`` false, unwritten.
         """
-        cm = self.check()
+        self.check()
         wanted = await asyncio.to_thread(_file_text, nb)  # a whole notebook: off the loop
         async with self._lock:
             for n in range(1, _MAX_TRIES + 1):
                 name = f"{stem}.ipynb" if n == 1 else f"{stem}-{n}.ipynb"
                 path = posixpath.join(self.folder, name) if self.folder else name
-                if await _maybe(cm.dir_exists(path)):
+                if await self.contents.dir_exists(path):
                     continue
-                if not await _maybe(cm.file_exists(path)):
-                    await self._save(path, nb)
+                if not await self.contents.file_exists(path):
+                    await self.contents.save_notebook(path, nb)
                     return path, True
                 if await self._holds(path, wanted):
                     return path, False
-        raise ServiceError(
-            409, f"no free name for {stem!r} in {self.folder or 'the root'}", "exists"
-        )
+        raise Conflict(f"no free name for {stem!r} in {self.folder or 'the root'}")
 
     async def write_at(self, path: str, nb: dict[str, Any], *, overwrite: bool) -> str:
-        """Write ``nb`` at the contents path ``path``; 409 if it exists and not ``overwrite``."""
-        cm = self.check()
+        """Write ``nb`` at the contents path ``path``; ``Conflict`` if it exists and not
+        ``overwrite``."""
+        self.check()
         async with self._lock:
-            if not overwrite and await _maybe(cm.file_exists(path)):
-                raise ServiceError(
-                    409, f"{path!r} exists; send overwrite: true to replace it", "exists"
-                )
-            await self._save(path, nb)
+            if not overwrite and await self.contents.file_exists(path):
+                raise Conflict(f"{path!r} exists; send overwrite: true to replace it")
+            await self.contents.save_notebook(path, nb)
         return path
 
     async def _holds(self, path: str, wanted: str) -> bool:
         try:
-            model = await _maybe(self.contents_manager.get(path, content=True, type="notebook"))
-            return await asyncio.to_thread(_file_text, model["content"]) == wanted
+            notebook = await self.contents.read_notebook(path)
+            return await asyncio.to_thread(_file_text, notebook) == wanted
         except Exception:  # not a notebook, unreadable: somebody's file, never ours to reuse
             return False
-
-    async def _save(self, path: str, nb: dict[str, Any]) -> None:
-        cm = self.contents_manager
-        folder = posixpath.dirname(path)
-        current = ""
-        try:
-            for part in folder.split("/") if folder else ():
-                current = f"{current}/{part}" if current else part
-                if not await _maybe(cm.dir_exists(current)):
-                    await _maybe(cm.save({"type": "directory"}, current))
-            await _maybe(cm.save({"type": "notebook", "format": "json", "content": nb}, path))
-        except Exception as exc:  # the contents manager refused (hidden path, a file, ...)
-            status = getattr(exc, "status_code", None)
-            message = getattr(exc, "log_message", None) or type(exc).__name__
-            if isinstance(status, int) and 400 <= status < 500:
-                raise bad(f"cannot write {path!r}: {message}", "bad_path") from None
-            raise

@@ -1,187 +1,143 @@
-"""The agent service: everything the REST and WebSocket handlers call, composed in one place.
+"""The agent service: the façade the REST and WebSocket handlers call, with typed arguments.
 
-:class:`AgentService` owns the store, the kernel pool, the transport, the mailbox, the
-event bus, the run manager, the user's settings and the demo model. Handlers (``server/``)
-translate HTTP into these calls and :class:`ServiceError` back into HTTP; managers do the
-work. Every method validates its whole input *before* writing anything, so a refused call
-writes no row and starts no run and no kernel.
+:class:`AgentService` answers each route of the agent API (``docs/api.md``) over the parts
+:mod:`.assembly` built (store, run manager, settings, contents, ...). Contracts:
+
+- Arguments are typed values the handlers parsed (``send_message(chat_id, text=...,
+  view=View(...), attachments=[...], control=Control(hard=True))``); no method sees a
+  request body, a query string or an HTTP status.
+- A refusal is a :class:`~jupyter_agent.exceptions.RequestError` (``BadRequest``,
+  ``NotFound``, ``Conflict``, ``NotSupported``, ...: the tree in
+  :mod:`jupyter_agent.exceptions`); a locked or unreachable database is a
+  ``StoreUnavailable``. The server maps each class to a status.
+- Every method checks its whole input *before* writing anything, so a refused call writes
+  no row and starts no run and no kernel.
+- Answers are JSON-ready dicts (the REST bodies).
 
 Objects of the Jupyter server (its kernel manager, its contents manager) are received as
-objects; this module never imports jupyter_server or tornado. Contents manager calls may be
-sync or async (both kinds of manager exist).
+objects; this module never imports jupyter_server or tornado.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import inspect
 import logging
-import mimetypes
-import os
-import posixpath
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from traitlets.config import Config
-
-from jupyter_agent.runtime.demo import DemoModel
-from jupyter_agent.runtime.driver import RunConfig, RunServices
-from jupyter_agent.runtime.events import EventBus
-from jupyter_agent.runtime.exports import (
-    DEFAULT_FOLDER,
-    NotebookWriter,
-    check_notebook_target,
-    safe_stem,
-    trace_stem,
-)
+from jupyter_agent.exceptions import BadRequest, NotFound
+from jupyter_agent.runtime.assembly import AdminConfig, Parts
+from jupyter_agent.runtime.contents import check_relative_path
+from jupyter_agent.runtime.driver import RunConfig
+from jupyter_agent.runtime.exports import check_notebook_path, safe_stem, trace_stem
 from jupyter_agent.runtime.ids import new_id, now_iso
-from jupyter_agent.runtime.keypolicy import KeyPolicy
-from jupyter_agent.runtime.mailbox import Mailbox
-from jupyter_agent.runtime.requests import (
-    ServiceError,
-    bad,
-    chat_title,
-    check_control,
-    check_relative_path,
-    check_view,
-    not_found,
-)
-from jupyter_agent.runtime.runs import RunManager
-from jupyter_agent.runtime.settings import SettingsError, UserSettings
-from jupyter_agent.runtime.spaces import load_spaces
-from jupyter_agent.runtime.tiersettings import TierSettings
-from jupyter_agent.store.repo import Chat, Store
+from jupyter_agent.store.repo import Chat
 from jupyter_agent.trace.log import TraceFile, read_log
 
-__all__ = ["AdminConfig", "AgentService", "ServiceError", "chat_title", "check_relative_path"]
+__all__ = [
+    "MAX_ATTACHMENTS",
+    "MAX_TITLE",
+    "AdminConfig",
+    "AgentService",
+    "Control",
+    "View",
+    "chat_title",
+]
 
 log = logging.getLogger(__name__)
 
 _RUN_ID = re.compile(r"^run_[0-9A-Za-z]{1,64}$")
-_MAX_TITLE = 200
-_MAX_ATTACHMENTS = 20
+#: The longest chat title, in characters.
+MAX_TITLE = 200
+#: The most attachments one message may carry.
+MAX_ATTACHMENTS = 20
+_TITLE_WORDS = 6
 
 
 @dataclass(frozen=True, kw_only=True)
-class AdminConfig:
-    """What the admin configured (the ``JupyterAgent`` traits): trusted as given."""
+class View:
+    """What the person had open when sending: a contents ``path``, a ``cell`` (id or
+    index), a ``selection`` (text). Given to the model with the message."""
 
-    tiers: dict[str, dict[str, Any]]
-    key_policy: KeyPolicy = field(default_factory=KeyPolicy)
-    #: What to warn the admin about once at start (legacy traits; never a key value).
-    policy_warnings: tuple[str, ...] = ()
-    max_attachment_bytes: int = 10 * 1024 * 1024
-    version: str = ""
-    trace_dir: str = DEFAULT_FOLDER
+    path: str | None = None
+    cell: str | int | None = None
+    selection: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields that are set."""
+        return {key: value for key, value in asdict(self).items() if value is not None}
 
 
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+@dataclass(frozen=True, kw_only=True)
+class Control:
+    """A control message: today only a break (``hard``: at once, else at the next drain)."""
+
+    hard: bool = False
+
+
+def chat_title(text: str, words: int = _TITLE_WORDS) -> str:
+    """A chat's title from its first message: its first ``words`` words (80 chars at most)."""
+    parts = text.split()
+    title = " ".join(parts[:words])
+    if len(parts) > words:
+        title += " …"
+    return title[:80]
+
+
+def _no_chat(chat_id: str) -> NotFound:
+    return NotFound(f"no chat {chat_id!r}")
+
+
+def _no_run(run_id: str) -> NotFound:
+    return NotFound(f"no run {run_id!r}")
 
 
 class AgentService:
     """The agent of one Jupyter server (see the module docstring).
 
-    Construct it synchronously (opens the database); :meth:`start` (idempotent) logs
-    which tiers are ready (one INFO line in ``server_log``), starts the pool and recovers
-    runs left running; :meth:`stop` ends everything.
+    Built over :class:`~jupyter_agent.runtime.assembly.Parts`; the parts tests and the
+    server reach (``store``, ``manager``, ``events``, ``mailbox``, ``demo``,
+    ``user_settings``, ``tier_settings``, ``notebooks``, ``pool``, ``transport``) are
+    attributes. :meth:`start` (idempotent) starts the pool and recovers runs left running;
+    :meth:`stop` ends everything.
     """
 
-    def __init__(
-        self,
-        *,
-        admin: AdminConfig,
-        store: Store,
-        pool: Any,
-        transport: Any,
-        data_dir: Path,
-        root_dir: str,
-        contents_manager: Any = None,
-        environ: Mapping[str, str] | None = None,
-        server_log: logging.Logger | None = None,
-        config: Config | None = None,
-    ) -> None:
-        self.admin = admin
-        self.server_log = server_log or log
-        self.store = store
-        self.pool = pool
-        self.transport = transport
-        self.data_dir = Path(data_dir)
-        self.root_dir = os.path.abspath(root_dir)
-        self.contents_manager = contents_manager
-        self._environ = environ
-        self.events = EventBus()
-        self.mailbox = Mailbox()
-        self.user_settings = UserSettings(self.data_dir / "settings.json")
-        self.tier_settings = TierSettings(
-            admin_tiers=admin.tiers,
-            policy=admin.key_policy,
-            user=self.user_settings,
-            environ=lambda: self.environ,
-            version=admin.version,
-        )
-        self.notebooks = NotebookWriter(contents_manager, admin.trace_dir)
-        self.demo = DemoModel()
-        services = RunServices(
-            transport=transport,
-            pool=pool,
-            store=store,
-            mailbox=self.mailbox,
-            events=self.events,
-            root_dir=self.root_dir,
-        )
-        self.manager = RunManager(  # its traits (the run ceilings) read ``config``
-            services=services,
-            run_config=self.run_config,
-            runs_dir=self.data_dir / "runs",
-            config=config,
-        )
-        self._started: asyncio.Task[None] | None = None
-        self._stopped = False
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
+        self.admin = parts.admin
+        self.store = parts.store
+        self.pool = parts.pool
+        self.transport = parts.transport
+        self.events = parts.events
+        self.mailbox = parts.mailbox
+        self.user_settings = parts.user_settings
+        self.tier_settings = parts.tier_settings
+        self.contents = parts.contents
+        self.notebooks = parts.notebooks
+        self.demo = parts.demo
+        self.manager = parts.manager
+        self.data_dir: Path = parts.data_dir
+        self.root_dir: str = parts.root_dir
 
     # --- life cycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start the pool (in the background) and recover runs left running; idempotent."""
-        if self._started is None:
-            self._started = asyncio.ensure_future(self._start())
-        await asyncio.shield(self._started)
-
-    async def _start(self) -> None:
-        for warning in self.admin.policy_warnings:
-            self.server_log.warning("jupyter-agent: %s", warning)
-        # Once, in the server's log: which tiers are ready, whether the demo runs.
-        self.server_log.info("%s", self.readiness_line())
-        await self.pool.start()
-        recovered = await self.manager.recover()
-        if recovered:
-            log.info("jupyter-agent: interrupted runs recovered: %d", len(recovered))
+        await self.parts.start()
 
     async def stop(self) -> None:
         """Break every run, stop the pool, close the transport, the store and the demo."""
-        if self._stopped:
-            return
-        self._stopped = True
-        try:
-            await self.manager.shutdown()
-        finally:
-            try:
-                await self.pool.stop()
-            finally:
-                await self.transport.aclose()
-                self.store.close()
-                self.demo.stop()
+        await self.parts.stop()
 
     # --- settings and status ---------------------------------------------------------------
 
     @property
     def environ(self) -> Mapping[str, str]:
         """The environment credential references resolve in (the server's)."""
-        return os.environ if self._environ is None else self._environ
+        return self.parts.environ
 
     def effective_tiers(self) -> dict[str, dict[str, Any]]:
         """The admin's tiers overlaid by the user's overrides."""
@@ -205,30 +161,16 @@ class AgentService:
         (:meth:`TierSettings.settings`; references, never key values)."""
         return self.tier_settings.settings(self.manager.ceilings)
 
-    async def put_settings(self, body: Any) -> dict[str, Any]:
-        """``PUT agent/settings``: validate, store the user's overrides, answer the settings."""
-        try:
-            changes = self.tier_settings.validate(body)
-        except SettingsError as exc:
-            raise bad(str(exc), "bad_settings") from None
+    async def update_settings(self, *, tiers: Mapping[str, Any]) -> dict[str, Any]:
+        """``PUT agent/settings``: check the tier changes ``{name: tier or None}`` against
+        the key policy (``SettingsError``), store them, answer the effective settings."""
+        changes = self.tier_settings.validate(tiers)
         await asyncio.to_thread(self.user_settings.update, changes)
         return self.settings()
 
     def run_config(self) -> RunConfig:
-        """The snapshot a run starts with: effective tiers (or the demo), ceilings, spaces.
-
-        Tiers that are not ready are left out (they fall back to codegen); when codegen is
-        not ready, the demo model takes its place.
-        """
-        tiers, demo = self.tier_settings.ready_tiers()
-        profiles: dict[str, dict[str, Any]] = {}
-        if demo:
-            tiers["codegen"] = self.demo.tier()
-            profiles = self.demo.profiles()
-        spaces = load_spaces(data_dir=self.data_dir, root_dir=Path(self.root_dir))
-        return RunConfig(
-            tiers=tiers, ceilings=self.manager.ceilings, spaces=spaces, profiles=profiles
-        )
+        """The snapshot a run starts with (:meth:`Parts.run_config`)."""
+        return self.parts.run_config()
 
     # --- chats -----------------------------------------------------------------------------
 
@@ -240,12 +182,16 @@ class AgentService:
     async def _chat(self, chat_id: str) -> Chat:
         chat = await asyncio.to_thread(self.store.get_chat, chat_id)
         if chat is None:
-            raise not_found(f"no chat {chat_id!r}")
+            raise _no_chat(chat_id)
         return chat
 
-    async def chat_exists(self, chat_id: str) -> bool:
-        """True when the chat is stored."""
-        return await asyncio.to_thread(self.store.get_chat, chat_id) is not None
+    async def check_chat(self, chat_id: str) -> None:
+        """Nothing when the chat is stored, else ``NotFound``."""
+        await self._chat(chat_id)
+
+    def active_run_id(self, chat_id: str) -> str | None:
+        """The chat's run in progress, if any."""
+        return self.manager.active_run_id(chat_id)
 
     async def list_chats(self) -> dict[str, Any]:
         """``{"chats": [...]}``, the most recently updated first."""
@@ -253,21 +199,16 @@ class AgentService:
         return {"chats": [self._chat_json(c) for c in chats]}
 
     @staticmethod
-    def _title(body: Mapping[str, Any], *, required: bool) -> str:
-        title = body.get("title")
-        if title is None and not required:
-            return ""
-        if not isinstance(title, str):
-            raise bad("'title' must be a string", "bad_title")
-        if len(title) > _MAX_TITLE:
-            raise bad(f"'title' is longer than {_MAX_TITLE} characters", "bad_title")
+    def _title(title: str) -> str:
+        if len(title) > MAX_TITLE:
+            raise BadRequest(f"'title' is longer than {MAX_TITLE} characters", reason="bad_title")
         return title.strip()
 
-    async def create_chat(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """``POST agent/chats`` ``{title?}``: the new chat."""
-        title = self._title(body, required=False)
+    async def create_chat(self, *, title: str = "") -> dict[str, Any]:
+        """``POST agent/chats``: the new chat (``title`` at most :data:`MAX_TITLE` chars)."""
+        clean = self._title(title)
         chat = await asyncio.to_thread(
-            lambda: self.store.create_chat(chat_id=new_id("chat"), title=title, now=now_iso())
+            lambda: self.store.create_chat(chat_id=new_id("chat"), title=clean, now=now_iso())
         )
         return self._chat_json(chat)
 
@@ -279,14 +220,14 @@ class AgentService:
         body["turns"] = [t.to_json() for t in turns]
         return body
 
-    async def rename_chat(self, chat_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """``PATCH agent/chats/{id}`` ``{title}``: the renamed chat."""
-        title = self._title(body, required=True)
+    async def rename_chat(self, chat_id: str, *, title: str) -> dict[str, Any]:
+        """``PATCH agent/chats/{id}``: the renamed chat."""
+        clean = self._title(title)
         chat = await asyncio.to_thread(
-            lambda: self.store.rename_chat(chat_id, title, now=now_iso())
+            lambda: self.store.rename_chat(chat_id, clean, now=now_iso())
         )
         if chat is None:
-            raise not_found(f"no chat {chat_id!r}")
+            raise _no_chat(chat_id)
         return self._chat_json(chat)
 
     async def delete_chat(self, chat_id: str) -> None:
@@ -296,7 +237,7 @@ class AgentService:
         await self.manager.stop_chat(chat_id)
         self.mailbox.drain(chat_id)
         if not await asyncio.to_thread(self.store.delete_chat, chat_id):
-            raise not_found(f"no chat {chat_id!r}")
+            raise _no_chat(chat_id)
 
     async def chat_notebook(self, chat_id: str) -> dict[str, Any]:
         """The whole chat as one notebook (runs without a log are left out)."""
@@ -328,103 +269,86 @@ class AgentService:
 
     # --- messages --------------------------------------------------------------------------
 
-    async def send_message(self, chat_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """``POST agent/chats/{id}/messages``: ``{run_id, routed}`` (see the server docs).
+    async def send_message(
+        self,
+        chat_id: str,
+        *,
+        text: str = "",
+        view: View | None = None,
+        attachments: Sequence[str] = (),
+        control: Control | None = None,
+    ) -> dict[str, Any]:
+        """``POST agent/chats/{id}/messages``: ``{run_id, routed}`` (see ``docs/api.md``).
 
         ``routed`` is ``run`` or ``mailbox``; a break-only message answers ``{run_id,
         routed: "break", state}``, or ``{run_id: null, routed: "none"}`` with no run going.
+        Refused before anything happens: no text and no control (``empty_message``), a bad
+        ``view.path`` or attachment path (``bad_path``), over :data:`MAX_ATTACHMENTS`
+        attachments, an unreadable or too large one; an unknown chat is ``NotFound``.
         """
-        text = body.get("text", "")
-        if not isinstance(text, str):
-            raise bad("'text' must be a string", "bad_text")
-        control = check_control(body.get("control"))
-        view = check_view(body.get("view"))
-        paths = body.get("attachments") or []
-        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            raise bad("'attachments' must be a list of contents paths", "bad_attachments")
-        if len(paths) > _MAX_ATTACHMENTS:
-            raise bad(f"at most {_MAX_ATTACHMENTS} attachments per message", "bad_attachments")
+        view_json = self._view(view)
+        if len(attachments) > MAX_ATTACHMENTS:
+            raise BadRequest(
+                f"at most {MAX_ATTACHMENTS} attachments per message", reason="bad_attachments"
+            )
         if control is None and not text.strip():
-            raise bad("the message has no text", "empty_message")
+            raise BadRequest("the message has no text", reason="empty_message")
         chat = await self._chat(chat_id)
-        files = [await self._read_attachment(p) for p in paths]
+        files = [await self.contents.read_attachment(p) for p in attachments]
         answer: dict[str, Any] = {"run_id": None, "routed": "none"}
         if control is not None:
             run_id = self.manager.active_run_id(chat_id)
             if run_id is not None:
-                state = await self.manager.break_run(run_id, hard=bool(control.get("hard")))
+                state = await self.manager.break_run(run_id, hard=control.hard)
                 answer = {"run_id": run_id, "routed": "break", "state": state or "ended"}
             if not text.strip():
                 return answer
         if not chat.title:
             title = chat_title(text)
             await asyncio.to_thread(lambda: self.store.rename_chat(chat_id, title, now=now_iso()))
-        return self.manager.send(chat_id, text=text, view=view, attachments=files)
+        return self.manager.send(chat_id, text=text, view=view_json, attachments=files)
 
-    async def _read_attachment(self, raw: str) -> dict[str, Any]:
-        path = check_relative_path(raw, "attachment")
-        cm = self.contents_manager
-        if cm is None:
-            raise bad("attachments are not available on this server", "bad_attachments")
-        limit = self.admin.max_attachment_bytes
-        try:
-            model = await _maybe(cm.get(path, content=False))
-            if model.get("type") == "directory":
-                raise bad(f"attachment {path!r} is a folder", "bad_attachments")
-            size = model.get("size")
-            if isinstance(size, int) and size > limit:
-                raise bad(f"attachment {path!r} is over {limit} bytes", "attachment_too_large")
-            model = await _maybe(cm.get(path, content=True, type="file", format="base64"))
-        except ServiceError:
-            raise
-        except Exception as exc:  # the contents manager's 404/400 (tornado HTTPError), OSError
-            status = getattr(exc, "status_code", None)
-            why = "not found" if status == 404 else "cannot be read"
-            raise bad(f"attachment {path!r} {why}", "bad_attachments") from None
-        data = base64.b64decode(str(model.get("content") or ""))
-        if len(data) > limit:
-            raise bad(f"attachment {path!r} is over {limit} bytes", "attachment_too_large")
-        media_type = model.get("mimetype") or mimetypes.guess_type(path)[0]
-        return {
-            "name": posixpath.basename(path),
-            "media_type": media_type or "application/octet-stream",
-            "data": base64.b64encode(data).decode("ascii"),
-        }
+    @staticmethod
+    def _view(view: View | None) -> dict[str, Any] | None:
+        if view is None:
+            return None
+        clean = view.to_json()
+        if "path" in clean:
+            clean["path"] = check_relative_path(clean["path"], "'view.path'")
+        return clean or None
 
-    async def break_run(self, run_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """``POST agent/break/{run_id}`` ``{hard?}``: ``{run_id, state}``; 404 unknown run."""
-        hard = body.get("hard", False)
-        if not isinstance(hard, bool):
-            raise bad("'hard' must be true or false", "bad_hard")
+    async def break_run(self, run_id: str, *, hard: bool = False) -> dict[str, Any]:
+        """``POST agent/break/{run_id}``: ``{run_id, state}``; ``NotFound`` for an unknown
+        run. Soft: at the run's next drain; hard: at once. Idempotent."""
         if not _RUN_ID.match(run_id):
-            raise not_found(f"no run {run_id!r}")
+            raise _no_run(run_id)
         state = await self.manager.break_run(run_id, hard=hard)
         if state is None:
-            raise not_found(f"no run {run_id!r}")
+            raise _no_run(run_id)
         return {"run_id": run_id, "state": state}
 
     # --- runs ------------------------------------------------------------------------------
 
     async def list_runs(
-        self, *, program: str | None, limit: str | None, before: str | None
+        self, *, program: str | None = None, limit: int = 50, before: str | None = None
     ) -> dict[str, Any]:
-        """``GET agent/runs``: ``{runs, next}``, newest first."""
-        try:
-            count = 50 if limit is None else int(limit)
-        except ValueError:
-            raise bad(f"'limit' must be an integer, not {limit!r}", "bad_limit") from None
-        program = program or None  # ?program= (an empty form field) filters nothing
+        """``GET agent/runs``: ``{runs, next}``, newest first.
+
+        ``program`` a name (every version) or ``NAME@vN``; ``""`` filters nothing. A
+        ``limit`` outside 1..1000 or a malformed ``before`` cursor is ``bad_page``.
+        """
+        program = program or None
         try:
             runs, cursor = await asyncio.to_thread(
-                lambda: self.store.list_runs(program=program, limit=count, before=before)
+                lambda: self.store.list_runs(program=program, limit=limit, before=before)
             )
         except ValueError as exc:
-            raise bad(str(exc), "bad_page") from None
+            raise BadRequest(str(exc), reason="bad_page") from None
         return {"runs": [r.to_json() for r in runs], "next": cursor}
 
     def _log_path(self, run_id: str) -> Path:
         if not _RUN_ID.match(run_id):
-            raise not_found(f"no run {run_id!r}")
+            raise _no_run(run_id)
         return self.manager.log_path(run_id)
 
     async def _trace(self, run_id: str) -> TraceFile:
@@ -432,10 +356,11 @@ class AgentService:
         try:
             return await asyncio.to_thread(read_log, path)
         except FileNotFoundError:
-            raise not_found(f"no trace for run {run_id!r}") from None
+            raise NotFound(f"no trace for run {run_id!r}") from None
 
     async def run_detail(self, run_id: str, *, full: bool = False) -> dict[str, Any]:
-        """``GET agent/runs/{id}``: turn record + effect log (``show_run``), and ``summary``."""
+        """``GET agent/runs/{id}``: turn record + effect log (``show_run``), and ``summary``;
+        large fields are cut unless ``full``."""
         from jupyter_agent.trace.show import show_run
 
         trace = await self._trace(run_id)
@@ -451,7 +376,7 @@ class AgentService:
         try:
             return await asyncio.to_thread(path.read_bytes)
         except FileNotFoundError:
-            raise not_found(f"no trace for run {run_id!r}") from None
+            raise NotFound(f"no trace for run {run_id!r}") from None
 
     async def run_stats(self, run_id: str) -> dict[str, Any]:
         """``GET agent/runs/{id}/stats``: per model call usage and cost, and totals."""
@@ -467,23 +392,26 @@ class AgentService:
         turn = await asyncio.to_thread(self.store.get_turn_by_run, run_id)
         return dict(await asyncio.to_thread(lambda: run_notebook(trace, turn=turn)))
 
-    async def write_run_notebook(self, run_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """``POST agent/runs/{id}/notebook`` ``{path?, overwrite?}``: ``{path, created}``.
+    async def write_run_notebook(
+        self, run_id: str, *, path: str | None = None, overwrite: bool = False
+    ) -> dict[str, Any]:
+        """``POST agent/runs/{id}/notebook``: ``{path, created}``.
 
         Without ``path``: into the trace folder, named ``<chat title> - turn <k>``, never
-        over an existing file; with ``path``: there, 409 if it exists unless ``overwrite``
-        (see :mod:`jupyter_agent.runtime.exports`).
+        over an existing file; with ``path`` (a contents path ending in ``.ipynb``,
+        ``bad_path`` else): there, ``Conflict`` if it exists unless ``overwrite`` (see
+        :mod:`jupyter_agent.runtime.exports`).
         """
-        path, overwrite = check_notebook_target(body)
+        target = None if path is None else check_notebook_path(path)
         self.notebooks.check()
         nb = await self.run_notebook(run_id)
-        if path is not None:
-            await self.notebooks.write_at(path, nb, overwrite=overwrite)
-            return {"path": path, "created": True}
+        if target is not None:
+            await self.notebooks.write_at(target, nb, overwrite=overwrite)
+            return {"path": target, "created": True}
         chat_id = (nb.get("metadata", {}).get("jupyter_agent") or {}).get("chat_id")
         chat = await asyncio.to_thread(self.store.get_chat, str(chat_id)) if chat_id else None
         turns = await asyncio.to_thread(self.store.list_turns, chat.id) if chat else []
         number = next((k for k, t in enumerate(turns, 1) if t.run_id == run_id), None)
         stem = trace_stem(chat.title if chat else "", run_id, number)
-        path, created = await self.notebooks.write_new(stem, nb)
-        return {"path": path, "created": created}
+        written, created = await self.notebooks.write_new(stem, nb)
+        return {"path": written, "created": created}

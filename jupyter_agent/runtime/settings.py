@@ -6,13 +6,14 @@ overrides are validated here and kept in ``{agent_dir}/settings.json`` (written 
 The Jupyter data dir is per OS user (JupyterHub runs one server per user), so that file is
 the user's.
 
-Body of ``PUT agent/settings``::
+The tier changes of ``PUT agent/settings`` (its body is ``{"tiers": {...}}``; the handler
+reads it)::
 
-    {"tiers": {"codegen" | "classify" | "vision":
-               {"provider", "model", "base_url"?, "api_key_ref"?, "api"?} | null}}
+    {"codegen" | "classify" | "vision":
+     {"provider", "model", "base_url"?, "api_key_ref"?, "api"?} | null}
 
-- A tier named in the body replaces that tier's override; ``null`` removes the override (the
-  admin's tier applies again); tiers not named keep their override.
+- A tier named in the changes replaces that tier's override; ``null`` removes the override
+  (the admin's tier applies again); tiers not named keep their override.
 - Keys other than those five are refused: a key *value* (``api_key``, ``key``, ...) is never
   accepted; a credential is named by reference (``api_key_ref: "env:NAME"``).
 - ``api_key_ref`` must be one of the references of the admin's :class:`KeyPolicy`
@@ -24,7 +25,8 @@ Body of ``PUT agent/settings``::
   allows it (:meth:`KeyPolicy.check`). A refusal names the reference and the URL.
 - ``provider`` must be known; ``api`` is ``chat`` or ``responses`` (``openai`` only).
 
-Violations raise :class:`SettingsError` (a ``ValueError``) with a message for a person.
+Violations raise :class:`~jupyter_agent.exceptions.SettingsError` (a ``BadRequest``, reason
+``bad_settings``) with a message for a person.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from jupyter_agent.exceptions import SettingsError
 from jupyter_agent.llm.tiers import DEFAULT_BASE_URLS
 from jupyter_agent.runtime.keypolicy import KeyPolicy, normalise_base_url
 
@@ -49,7 +52,7 @@ __all__ = [
     "effective_tiers",
     "normalise_base_url",
     "policy_reason",
-    "validate_settings_body",
+    "validate_tiers",
 ]
 
 log = logging.getLogger(__name__)
@@ -64,10 +67,6 @@ PROVIDERS = frozenset({"anthropic", "openai", "openai-compatible", "fake"})
 KEYLESS_PROVIDERS = frozenset({"openai-compatible", "fake"})
 
 _MAX_MODEL_CHARS = 200
-
-
-class SettingsError(ValueError):
-    """A settings change that is refused; the message says why (never a key value)."""
 
 
 def policy_reason(tier: Mapping[str, Any], policy: KeyPolicy) -> str | None:
@@ -134,19 +133,13 @@ def _check_tier(name: str, tier: Any, *, policy: KeyPolicy) -> dict[str, Any]:
     return clean
 
 
-def validate_settings_body(body: Any, *, policy: KeyPolicy) -> dict[str, dict[str, Any] | None]:
-    """Check a ``PUT agent/settings`` body; returns ``{tier name: clean tier or None}``.
+def validate_tiers(
+    tiers: Mapping[str, Any], *, policy: KeyPolicy
+) -> dict[str, dict[str, Any] | None]:
+    """Check tier changes ``{name: tier or None}``; returns ``{name: clean tier or None}``.
 
     Raises :class:`SettingsError` for anything outside the contract (module docstring).
     """
-    if not isinstance(body, Mapping):
-        raise SettingsError("the settings must be a JSON object")
-    unknown = sorted(set(body) - {"tiers"})
-    if unknown:
-        raise SettingsError(
-            f"unknown setting(s) {', '.join(unknown)}: only 'tiers' can be changed here"
-        )
-    tiers = body.get("tiers", {})
     if not isinstance(tiers, Mapping):
         raise SettingsError("'tiers' must be an object")
     out: dict[str, dict[str, Any] | None] = {}

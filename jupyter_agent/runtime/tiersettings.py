@@ -16,7 +16,7 @@ from jupyter_agent.runtime.settings import (
     UserSettings,
     effective_tiers,
     policy_reason,
-    validate_settings_body,
+    validate_tiers,
 )
 
 __all__ = ["TierSettings"]
@@ -95,9 +95,10 @@ class TierSettings:
             "ceilings": dict(ceilings),
         }
 
-    def validate(self, body: Any) -> dict[str, dict[str, Any] | None]:
-        """Check a ``PUT agent/settings`` body against the policy (raises SettingsError)."""
-        return validate_settings_body(body, policy=self.policy)
+    def validate(self, tiers: Mapping[str, Any]) -> dict[str, dict[str, Any] | None]:
+        """Check tier changes ``{name: tier or None}`` against the policy (raises
+        :class:`~jupyter_agent.exceptions.SettingsError`)."""
+        return validate_tiers(tiers, policy=self.policy)
 
     def ready_tiers(self) -> tuple[dict[str, dict[str, Any]], bool]:
         """The effective tiers that are ready, and whether codegen is not (the demo runs)."""

@@ -33,13 +33,14 @@ from traitlets.config import Config
 
 from jupyter_agent import __version__
 from jupyter_agent.llm.transport import Transport
+from jupyter_agent.runtime.assembly import AdminConfig, assemble
 from jupyter_agent.runtime.exports import DEFAULT_FOLDER, check_folder
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.runs import RunManager
-from jupyter_agent.runtime.service import AdminConfig, AgentService
+from jupyter_agent.runtime.service import AgentService
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
 from jupyter_agent.server.handlers import default_handlers
 from jupyter_agent.store.repo import Store
@@ -299,6 +300,7 @@ class JupyterAgent(ExtensionApp):
             max_attachment_bytes=self.max_body_bytes,
             version=__version__,
             trace_dir=self.trace_dir,
+            db_url=self.effective_db_url,
         )
 
     def parts_config(self) -> tuple[Config, list[str]]:
@@ -313,7 +315,8 @@ class JupyterAgent(ExtensionApp):
         )
 
     def initialize_settings(self) -> None:
-        """Build the agent service: store, kernel pool, transport, run manager, settings.
+        """Build the agent service: its parts (store, kernel pool, transport, run manager,
+        settings: :func:`~jupyter_agent.runtime.assembly.assemble`) and the façade.
 
         The pool, the transport and the run manager read their traits from the app's
         config (``c.KernelPool.size``, ...). Nothing async happens here (the server's loop
@@ -327,18 +330,19 @@ class JupyterAgent(ExtensionApp):
         if old_names:  # logged once at start, with the key policy's warnings
             line = deprecation_line(type(self).__name__, old_names)
             admin = replace(admin, policy_warnings=(*admin.policy_warnings, line))
-        store = Store(self.effective_db_url)
-        self.service = AgentService(
+        parts = assemble(
             admin=admin,
-            store=store,
+            store=Store(self.effective_db_url),
             pool=KernelPool(serverapp.kernel_manager, parent=self, config=config),
             transport=Transport(parent=self, config=config),
             data_dir=self.agent_dir,
             root_dir=serverapp.root_dir,
+            kernel_manager=serverapp.kernel_manager,
             contents_manager=serverapp.contents_manager,
             server_log=serverapp.log,
             config=config,
         )
+        self.service = AgentService(parts)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the pool and recover runs left running, once the loop runs."""

@@ -1,39 +1,88 @@
-"""The base of every agent REST handler: auth, one error writer, JSON in and out.
+"""The base of every agent handler: auth, the one error writer, JSON in and out.
 
-Every handler derives from :class:`AgentHandler`: Jupyter's token authentication
-(``@web.authenticated``), Jupyter's authorizer on resource ``agent`` (``@authorized``:
-reads need ``read``; sending, breaking and changing settings need ``execute``, given as
-``@authorized("execute")`` because the default mapping would ask for ``write``), and one
-``write_error`` answering ``{message, reason}`` JSON. A
-:class:`~jupyter_agent.runtime.service.ServiceError` raised by the service becomes its
-status (4xx) with its message and reason; any other exception is a 500 whose details stay
-in the server log.
+Every REST handler derives from :class:`AgentHandler`, the events socket from
+:class:`AgentBase`: Jupyter's token authentication (``@web.authenticated``), Jupyter's
+authorizer on resource ``agent`` (``@authorized``: reads need ``read``; sending, breaking
+and changing settings need ``execute``, given as ``@authorized("execute")`` because the
+default mapping would ask for ``write``), and one :meth:`AgentBase.write_error` answering
+``{message, reason}`` JSON:
+
+- an :class:`~jupyter_agent.exceptions.AgentError` gets the status :data:`ERROR_STATUS`
+  gives its class (the nearest listed class in its MRO). A
+  :class:`~jupyter_agent.exceptions.RequestError` answers its own message and reason (and
+  ``Retry-After`` for an ``Unavailable`` with ``retry_after_s``); any other error is a 500
+  whose details stay in the server's log;
+- a tornado ``HTTPError`` (jupyter_server's authentication and authorization, tornado's
+  own 404 or 405) keeps its status, its log message and its reason;
+- anything else is a 500 with no detail.
+
+Handlers raise these errors and special-case none.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
-from jupyter_agent.runtime.service import ServiceError
+from jupyter_agent.exceptions import (
+    AgentError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    NotSupported,
+    PayloadTooLarge,
+    RequestError,
+    Unavailable,
+)
+from jupyter_agent.server import parse
 
 if TYPE_CHECKING:
     from jupyter_agent.runtime.service import AgentService
     from jupyter_agent.server.app import JupyterAgent
 
-__all__ = ["AUTH_RESOURCE", "AgentHandler", "authorized_execute"]
+__all__ = [
+    "AUTH_RESOURCE",
+    "ERROR_STATUS",
+    "AgentBase",
+    "AgentHandler",
+    "authorized_execute",
+    "error_status",
+]
 
 #: The authorization resource of every agent route.
 AUTH_RESOURCE = "agent"
 
+#: The HTTP status of each error class; a class not listed takes its nearest listed base's.
+ERROR_STATUS: Final[Mapping[type[AgentError], int]] = {
+    RequestError: 400,
+    BadRequest: 400,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    PayloadTooLarge: 413,
+    NotSupported: 501,
+    Unavailable: 503,
+    AgentError: 500,
+}
+
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def error_status(cls: type[BaseException]) -> int:
+    """The status an error of class ``cls`` answers (500 for anything not in the tree)."""
+    for base in cls.__mro__:
+        status = ERROR_STATUS.get(base)
+        if status is not None:
+            return status
+    return 500
 
 
 def authorized_execute(method: _F) -> _F:
@@ -42,13 +91,15 @@ def authorized_execute(method: _F) -> _F:
     return cast("_F", authorized("execute")(method))
 
 
-class AgentHandler(ExtensionHandlerMixin, APIHandler):
-    """Base of the agent's REST handlers.
+def _phrase(status: int) -> str | None:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return None
 
-    An ``APIHandler`` (a ``JupyterHandler``), so an unauthenticated request gets 403 JSON
-    instead of a redirect to the login page, cross-origin checks apply, and a POST on a
-    cookie session needs the ``_xsrf`` token.
-    """
+
+class AgentBase(ExtensionHandlerMixin, JupyterHandler):
+    """What every agent handler shares: the app, the service and the error writer."""
 
     auth_resource = AUTH_RESOURCE
 
@@ -58,78 +109,65 @@ class AgentHandler(ExtensionHandlerMixin, APIHandler):
         return cast("JupyterAgent", self.extensionapp)
 
     async def service(self) -> AgentService:
-        """The agent service, started (call after authorization: starting may start kernels)."""
+        """The agent service, started (call after authorization: starting may start kernels).
+
+        ``Unavailable`` (503) when the service could not be built.
+        """
         service = self.agent.service
         if service is None:
-            raise web.HTTPError(503, "The agent service is not available", reason="unavailable")
+            raise Unavailable("The agent service is not available", reason="unavailable")
         await service.start()
         return service
 
-    def send_error(self, status_code: int = 500, **kwargs: Any) -> None:
-        """Give a ServiceError its own status before the error is written."""
-        exc_info = kwargs.get("exc_info")
-        if exc_info is not None and isinstance(exc_info[1], ServiceError):
-            status_code = exc_info[1].status
-        super().send_error(status_code, **kwargs)
-
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         """A refused request is a warning line, not a traceback."""
-        if isinstance(value, ServiceError):
+        if isinstance(value, RequestError):
             self.log.warning(
-                "%d %s %s: %s", value.status, self.request.method, self.request.path, value
+                "%d %s %s: %s",
+                error_status(type(value)),
+                self.request.method,
+                self.request.path,
+                value.message,
             )
             return
         super().log_exception(typ, value, tb)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
-        """Answer every error as ``{"message": str, "reason": str | null}`` JSON.
-
-        ``message`` is the ``HTTPError``'s log message (what went wrong, for a person);
-        ``reason`` its reason, else the HTTP phrase. Any other exception is a 500 whose
-        details stay in the server log: no traceback or exception text is sent.
-        """
-        self.set_header("Content-Type", "application/json")
-        try:
-            phrase: str | None = HTTPStatus(status_code).phrase
-        except ValueError:
-            phrase = None
-        message = phrase or "Error"
-        reason = phrase
+        """Answer every error as ``{"message": str, "reason": str | null}`` JSON (see the
+        module docstring for the status, message and reason of each kind)."""
+        phrase = _phrase(status_code)
+        message, reason = phrase or "Error", phrase
         exc_info = kwargs.get("exc_info")
-        if exc_info is not None:
-            exc = exc_info[1]
-            if isinstance(exc, ServiceError):
+        exc = exc_info[1] if exc_info is not None else None
+        if isinstance(exc, AgentError):
+            status_code = error_status(type(exc))
+            self.set_status(status_code)
+            phrase = _phrase(status_code)
+            message, reason = phrase or "Error", phrase
+            if isinstance(exc, RequestError):
                 message, reason = exc.message, exc.reason
-            elif isinstance(exc, web.HTTPError):
-                if exc.log_message:
-                    message = exc.log_message % exc.args if exc.args else exc.log_message
-                reason = exc.reason or phrase
+            if isinstance(exc, Unavailable) and exc.retry_after_s is not None:
+                self.set_header("Retry-After", str(int(exc.retry_after_s)))
+        elif isinstance(exc, web.HTTPError):
+            if exc.log_message:
+                message = exc.log_message % exc.args if exc.args else exc.log_message
+            reason = exc.reason or phrase
+        self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"message": message, "reason": reason}))
 
-    def json_body(self) -> dict[str, Any]:
-        """Decode the request body as a JSON object.
 
-        Raises ``HTTPError`` 413 over ``JupyterAgent.max_body_bytes`` and 400 for a body
-        that is not a JSON object. An empty body is ``{}``.
-        """
-        body = self.request.body or b""
-        if len(body) > self.agent.max_body_bytes:
-            raise web.HTTPError(
-                413,
-                "Request body of %d bytes is over the limit of %d bytes",
-                len(body),
-                self.agent.max_body_bytes,
-                reason="body_too_large",
-            )
-        if not body.strip():
-            return {}
-        try:
-            value = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise web.HTTPError(400, "Invalid JSON body: %s", exc, reason="bad_json") from exc
-        if not isinstance(value, dict):
-            raise web.HTTPError(400, "The JSON body must be an object", reason="bad_json")
-        return value
+class AgentHandler(AgentBase, APIHandler):
+    """Base of the agent's REST handlers.
+
+    An ``APIHandler`` (a ``JupyterHandler``), so an unauthenticated request gets 403 JSON
+    instead of a redirect to the login page, cross-origin checks apply, and a POST on a
+    cookie session needs the ``_xsrf`` token.
+    """
+
+    def json_body(self) -> dict[str, Any]:
+        """The request body as a JSON object (:func:`parse.json_object`: 413 over
+        ``JupyterAgent.max_body_bytes``, 400 ``bad_json``; empty is ``{}``)."""
+        return parse.json_object(self.request.body or b"", limit=self.agent.max_body_bytes)
 
     def finish_json(self, value: Any, status: int = 200) -> None:
         """Answer ``value`` as JSON with ``status``."""

@@ -4,7 +4,8 @@ Routes are listed in ``default_handlers`` (patterns relative to the server's bas
 ``JupyterAgent.initialize_handlers`` registers them. Handlers live by subject:
 :mod:`.handlers_chats` (chats, messages), :mod:`.handlers_runs` (runs, break),
 :mod:`.websocket` (the events socket); status and settings are here. See
-:mod:`.base` for authentication, authorization and errors.
+:mod:`.base` for authentication, authorization and errors, :mod:`.parse` for turning
+bodies and queries into the service's typed arguments.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from jupyter_agent.server import parse
 from jupyter_agent.server.base import AUTH_RESOURCE, AgentHandler, authorized_execute
 from jupyter_agent.server.handlers_chats import (
     ChatHandler,
@@ -62,10 +64,15 @@ class SettingsHandler(AgentHandler):
     @web.authenticated
     @authorized_execute
     async def put(self) -> None:
-        """Validate and store the user's tier overrides; answer the effective settings."""
+        """``{tiers: {name: tier or null}}``: store the user's tier overrides (checked by
+        the service against the key policy); answer the effective settings."""
         body = self.json_body()
+        parse.only_keys(
+            body, ("tiers",), reason="bad_settings", what="setting", doing="changed here"
+        )
+        tiers = parse.mapping(body, "tiers", reason="bad_settings")
         service = await self.service()
-        self.finish_json(await service.put_settings(body))
+        self.finish_json(await service.update_settings(tiers=tiers))
 
 
 _ID = r"(?P<{}>[^/]+)"

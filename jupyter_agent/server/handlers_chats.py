@@ -1,8 +1,9 @@
 """Chat routes: ``agent/chats``, ``agent/chats/{id}``, its notebook (read or exported) and
 its messages.
 
-Thin: each method authenticates, authorizes, reads the JSON body and calls the
-:class:`~jupyter_agent.runtime.service.AgentService`; refusals come back as ServiceError.
+Thin: each method authenticates, authorizes, parses the JSON body into typed arguments
+(:mod:`.parse`) and calls the :class:`~jupyter_agent.runtime.service.AgentService`; its
+refusals are domain errors that :mod:`.base` answers.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
 __all__ = ["ChatHandler", "ChatNotebookHandler", "ChatsHandler", "MessagesHandler"]
@@ -29,9 +31,9 @@ class ChatsHandler(AgentHandler):
     @authorized
     async def post(self) -> None:
         """Create a chat; answer it with 201."""
-        body = self.json_body()
+        title = parse.string(self.json_body(), "title", reason="bad_title", default="")
         service = await self.service()
-        self.finish_json(await service.create_chat(body), status=201)
+        self.finish_json(await service.create_chat(title=title), status=201)
 
 
 class ChatHandler(AgentHandler):
@@ -48,9 +50,9 @@ class ChatHandler(AgentHandler):
     @authorized
     async def patch(self, chat_id: str) -> None:
         """Rename the chat; answer it."""
-        body = self.json_body()
+        title = parse.string(self.json_body(), "title", reason="bad_title")
         service = await self.service()
-        self.finish_json(await service.rename_chat(chat_id, body))
+        self.finish_json(await service.rename_chat(chat_id, title=title))
 
     @web.authenticated
     @authorized
@@ -60,7 +62,8 @@ class ChatHandler(AgentHandler):
         Deleting a chat whose run is going breaks that run, so it also needs ``execute``.
         """
         service = await self.service()
-        if service.manager.active_run_id(chat_id) is not None:
+        if service.active_run_id(chat_id) is not None:
+            # Authorization, as jupyter_server's @authorized does it (its HTTPError).
             user = self.current_user
             if not self.authorizer.is_authorized(self, user, "execute", self.auth_resource):
                 raise web.HTTPError(
@@ -100,5 +103,14 @@ class MessagesHandler(AgentHandler):
     async def post(self, chat_id: str) -> None:
         """Start a run or queue the message in the running one's mailbox (or break it)."""
         body = self.json_body()
+        text = parse.string(body, "text", reason="bad_text", default="")
+        control = parse.control(body)
+        view = parse.view(body)
+        attachments = parse.string_list(
+            body, "attachments", reason="bad_attachments", what="contents paths"
+        )
         service = await self.service()
-        self.finish_json(await service.send_message(chat_id, body), status=202)
+        answer = await service.send_message(
+            chat_id, text=text, view=view, attachments=attachments, control=control
+        )
+        self.finish_json(answer, status=202)

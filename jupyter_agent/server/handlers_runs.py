@@ -1,9 +1,10 @@
 """Run routes: ``agent/runs``, ``agent/runs/{id}`` (+ ``stats``, ``notebook``), ``agent/break``.
 
-Thin: each method authenticates, authorizes and calls the
-:class:`~jupyter_agent.runtime.service.AgentService`. ``GET agent/runs/{id}?log=raw``
-answers the run's JSONL effect log as written (``application/x-ndjson``), which
-``jupyter agent replay RUN --addr`` fetches; ``?full=1`` leaves large fields uncut.
+Thin: each method authenticates, authorizes, parses the query or body into typed
+arguments (:mod:`.parse`) and calls the :class:`~jupyter_agent.runtime.service.AgentService`.
+``GET agent/runs/{id}?log=raw`` answers the run's JSONL effect log as written
+(``application/x-ndjson``), which ``jupyter agent replay RUN --addr`` fetches; ``?full=1``
+leaves large fields uncut.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
 __all__ = ["BreakHandler", "RunHandler", "RunNotebookHandler", "RunStatsHandler", "RunsHandler"]
@@ -23,13 +25,11 @@ class RunsHandler(AgentHandler):
     @authorized
     async def get(self) -> None:
         """One page of run summaries; ``next`` is the cursor of the next page, or null."""
+        program = self.get_query_argument("program", None)
+        limit = parse.query_int(self, "limit", reason="bad_limit", default=50)
+        before = self.get_query_argument("before", None)
         service = await self.service()
-        page = await service.list_runs(
-            program=self.get_query_argument("program", None),
-            limit=self.get_query_argument("limit", None),
-            before=self.get_query_argument("before", None),
-        )
-        self.finish_json(page)
+        self.finish_json(await service.list_runs(program=program, limit=limit, before=before))
 
 
 class RunHandler(AgentHandler):
@@ -39,12 +39,13 @@ class RunHandler(AgentHandler):
     @authorized
     async def get(self, run_id: str) -> None:
         """Answer the run as JSON, or its raw log."""
+        raw = self.get_query_argument("log", None) == "raw"
+        full = parse.query_flag(self, "full")
         service = await self.service()
-        if self.get_query_argument("log", None) == "raw":
+        if raw:
             data = await service.run_log(run_id)
             self.finish(data, set_content_type="application/x-ndjson")
             return
-        full = self.get_query_argument("full", "") in ("1", "true", "yes")
         self.finish_json(await service.run_detail(run_id, full=full))
 
 
@@ -75,8 +76,10 @@ class RunNotebookHandler(AgentHandler):
         """Write the notebook (``{path?, overwrite?}``); 201 ``{path, created}``, or 200
         when the trace folder already held exactly this notebook."""
         body = self.json_body()
+        overwrite = parse.flag(body, "overwrite", reason="bad_overwrite")
+        path = parse.optional_string(body, "path", reason="bad_path")
         service = await self.service()
-        answer = await service.write_run_notebook(run_id, body)
+        answer = await service.write_run_notebook(run_id, path=path, overwrite=overwrite)
         self.finish_json(answer, status=201 if answer["created"] else 200)
 
 
@@ -87,6 +90,6 @@ class BreakHandler(AgentHandler):
     @authorized_execute
     async def post(self, run_id: str) -> None:
         """Break the run: soft at its next drain, hard at once; idempotent."""
-        body = self.json_body()
+        hard = parse.flag(self.json_body(), "hard", reason="bad_hard")
         service = await self.service()
-        self.finish_json(await service.break_run(run_id, body), status=202)
+        self.finish_json(await service.break_run(run_id, hard=hard), status=202)

@@ -3,7 +3,8 @@
 Authenticated like every Jupyter WebSocket (token in the ``Authorization`` header, the
 ``token`` query argument or the login cookie; ``ws_authenticated``: 403 before the
 upgrade) and authorized (``read`` on resource ``agent``). An unknown chat gets 404 and a
-bad ``since`` 400, both before the upgrade.
+bad ``since`` 400 (``bad_since``), both before the upgrade, answered as every agent error
+is (:class:`~jupyter_agent.server.base.AgentBase`: ``{message, reason}`` JSON).
 
 On open the socket sends the chat's kept events with a seq above ``since`` (what a
 reconnecting client missed), then every live event, one JSON text frame each. Each
@@ -16,29 +17,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import ws_authenticated
-from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
-from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from jupyter_agent.server.base import AUTH_RESOURCE
-
-if TYPE_CHECKING:
-    from jupyter_agent.runtime.service import AgentService
-    from jupyter_agent.server.app import JupyterAgent
+from jupyter_agent.server import parse
+from jupyter_agent.server.base import AUTH_RESOURCE, AgentBase
 
 __all__ = ["EventsSocket"]
 
 
-class EventsSocket(WebSocketMixin, WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):
+class EventsSocket(WebSocketMixin, WebSocketHandler, AgentBase):
     """One client's subscription to a chat's events (see the module docstring)."""
-
-    auth_resource = AUTH_RESOURCE
 
     def initialize(self, *args: Any, **kwargs: Any) -> None:
         super().initialize(*args, **kwargs)
@@ -50,17 +44,6 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, ExtensionHandlerMixin, Jupy
     def set_default_headers(self) -> None:
         """No JupyterHandler default headers on a WebSocket."""
 
-    @property
-    def agent(self) -> JupyterAgent:
-        return cast("JupyterAgent", self.extensionapp)
-
-    async def _service(self) -> AgentService:
-        service = self.agent.service
-        if service is None:
-            raise web.HTTPError(503)
-        await service.start()
-        return service
-
     @ws_authenticated
     async def get(self, chat_id: str) -> None:
         """Authorize, check the chat and ``since``, then upgrade."""
@@ -68,15 +51,10 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, ExtensionHandlerMixin, Jupy
             self.authorizer.is_authorized(self, self.current_user, "read", AUTH_RESOURCE)
         )
         if not allowed:
-            raise web.HTTPError(403)
-        raw = self.get_query_argument("since", "0")
-        try:
-            self._since = int(raw)
-        except ValueError:
-            raise web.HTTPError(400, "'since' must be an integer") from None
-        service = await self._service()
-        if not await service.chat_exists(chat_id):
-            raise web.HTTPError(404, "no chat %r", chat_id)
+            raise web.HTTPError(403)  # as jupyter_server's own authorization refuses
+        self._since = parse.query_int(self, "since", reason="bad_since", default=0)
+        service = await self.service()
+        await service.check_chat(chat_id)
         self._chat_id = chat_id
         await super().get(chat_id)
 

@@ -6,7 +6,9 @@ them through ``asyncio.to_thread``; a Store is safe to share between threads.
 Writes on SQLite are serialised in-process by a lock shared by every Store on the same
 file, and across processes by ``BEGIN IMMEDIATE`` plus a 5 s busy timeout. Any database
 failure surfaces as :class:`~jupyter_agent.exceptions.StoreError`, whose message carries
-the driver's message (never the statement's parameters, never a password).
+the driver's message (never the statement's parameters, never a password); one a retry may
+cure (SQLite locked or busy past the timeout, a PostgreSQL server that cannot be reached or
+times out a lock) is its subclass :class:`~jupyter_agent.exceptions.StoreUnavailable`.
 
 Decisions worth knowing:
 
@@ -36,12 +38,12 @@ from typing import Any, Final
 from sqlalchemy import Engine, Row, and_, bindparam, delete, or_, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from jupyter_agent.codec import dump_dict, load, snake, wire_names
 from jupyter_agent.core.turns import RunSummary, TurnLLM, TurnRecord
-from jupyter_agent.exceptions import StoreError
+from jupyter_agent.exceptions import StoreError, StoreUnavailable
 from jupyter_agent.messages import Usage
 from jupyter_agent.store.engine import (
     WRITE_OPTION,
@@ -147,7 +149,21 @@ class Store:
         orig = getattr(exc, "orig", None)
         detail = str(orig if orig is not None else exc).strip().splitlines()
         message = f"{what} ({self._masked}): {type(exc).__name__}: {' '.join(detail)[:500]}"
+        if self._transient(exc, " ".join(detail)):
+            return StoreUnavailable(scrub(message, self._url))
         return StoreError(scrub(message, self._url))
+
+    def _transient(self, exc: BaseException, detail: str) -> bool:
+        """True for a failure a retry may cure: a lost connection, SQLite's lock or busy
+        timeout, any PostgreSQL OperationalError (connection, lock timeout, shutdown)."""
+        if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+            return True
+        if not isinstance(exc, OperationalError):
+            return False
+        if not self._sqlite:
+            return True
+        text = detail.lower()
+        return "locked" in text or "busy" in text
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

@@ -13,6 +13,7 @@ import pytest
 from jupyter_server.services.contents.filemanager import AsyncFileContentsManager
 from traitlets import TraitError
 
+from jupyter_agent.exceptions import Conflict, NotSupported
 from jupyter_agent.runtime.exports import (
     MAX_STEM_BYTES,
     MAX_STEM_CHARS,
@@ -21,7 +22,6 @@ from jupyter_agent.runtime.exports import (
     safe_stem,
     trace_stem,
 )
-from jupyter_agent.runtime.requests import ServiceError
 from jupyter_agent.server.app import JupyterAgent
 
 TITLES = [
@@ -172,9 +172,9 @@ async def test_round_trip_through_the_contents_manager_changes_nothing(
 
 async def test_write_at_refuses_an_existing_file(writer: NotebookWriter, root: Path) -> None:
     (root / "mine.ipynb").write_text("{}")
-    with pytest.raises(ServiceError) as info:
+    with pytest.raises(Conflict) as info:
         await writer.write_at("mine.ipynb", _nb("1"), overwrite=False)
-    assert info.value.status == 409
+    assert info.value.reason == "exists"
     assert (root / "mine.ipynb").read_text() == "{}"
     assert await writer.write_at("mine.ipynb", _nb("1"), overwrite=True) == "mine.ipynb"
     assert nbformat.read(root / "mine.ipynb", as_version=4).cells[0].source == "1"
@@ -183,6 +183,6 @@ async def test_write_at_refuses_an_existing_file(writer: NotebookWriter, root: P
 async def test_root_folder_and_no_contents_manager(root: Path) -> None:
     at_root = NotebookWriter(AsyncFileContentsManager(root_dir=str(root)), "")
     assert await at_root.write_new("top", _nb("1")) == ("top.ipynb", True)
-    with pytest.raises(ServiceError) as info:
+    with pytest.raises(NotSupported) as info:
         await NotebookWriter(None).write_new("x", _nb("1"))
-    assert info.value.status == 501
+    assert info.value.reason == "no_contents"

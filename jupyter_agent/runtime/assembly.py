@@ -1,0 +1,224 @@
+"""The assembly of one server's agent: its parts, built from the admin's config, and their
+life cycle.
+
+:func:`assemble` builds :class:`Parts` from an :class:`AdminConfig` (the ``JupyterAgent``
+traits as one value) and the objects the Jupyter server lends (its store, kernel pool,
+transport, contents manager): the event bus, the mailbox, the user's settings and the
+effective tiers, contents access, the notebook writer, the demo model and the run manager.
+Nothing here answers a request: that is the façade's (:mod:`.service`).
+
+Construction is synchronous (the server's loop may not run yet); :meth:`Parts.start`
+(idempotent, shielded) logs the admin's warnings and which tiers are ready, starts the
+pool and recovers runs left running; :meth:`Parts.stop` (idempotent) ends everything, in
+the order that loses nothing: runs, pool, transport, store, demo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from traitlets.config import Config
+
+from jupyter_agent.llm.transport import Transport
+from jupyter_agent.runtime.contents import Contents
+from jupyter_agent.runtime.demo import DemoModel
+from jupyter_agent.runtime.driver import RunConfig, RunServices
+from jupyter_agent.runtime.events import EventBus
+from jupyter_agent.runtime.exports import DEFAULT_FOLDER, NotebookWriter
+from jupyter_agent.runtime.kernels import KernelPool
+from jupyter_agent.runtime.keypolicy import KeyPolicy
+from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.runtime.paths import default_db_url
+from jupyter_agent.runtime.runs import RunManager
+from jupyter_agent.runtime.settings import UserSettings
+from jupyter_agent.runtime.spaces import load_spaces
+from jupyter_agent.runtime.tiersettings import TierSettings
+from jupyter_agent.store.repo import Store
+
+__all__ = ["AdminConfig", "Parts", "assemble"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdminConfig:
+    """What the admin configured (the ``JupyterAgent`` traits): trusted as given."""
+
+    tiers: dict[str, dict[str, Any]]
+    key_policy: KeyPolicy = field(default_factory=KeyPolicy)
+    #: What to warn the admin about once at start (legacy traits; never a key value).
+    policy_warnings: tuple[str, ...] = ()
+    max_attachment_bytes: int = 10 * 1024 * 1024
+    version: str = ""
+    trace_dir: str = DEFAULT_FOLDER
+    #: SQLAlchemy URL of the agent database ("": the default SQLite file).
+    db_url: str = ""
+    #: For :func:`assemble` without a pool or transport given (the server passes its
+    #: configurable parts, which read ``c.KernelPool.*`` / ``c.Transport.*``).
+    pool_size: int = 2
+    kernel_env_keep: tuple[str, ...] = ()
+    retry_after_cap_s: float = 60.0
+
+
+class Parts:
+    """The parts of one server's agent (see the module docstring); build with
+    :func:`assemble`."""
+
+    def __init__(
+        self,
+        *,
+        admin: AdminConfig,
+        store: Store,
+        pool: Any,
+        transport: Any,
+        data_dir: Path,
+        root_dir: str,
+        contents_manager: Any = None,
+        environ: Mapping[str, str] | None = None,
+        server_log: logging.Logger | None = None,
+        config: Config | None = None,
+    ) -> None:
+        self.admin = admin
+        self.server_log = server_log or log
+        self.store = store
+        self.pool = pool
+        self.transport = transport
+        self.data_dir = Path(data_dir)
+        self.root_dir = os.path.abspath(root_dir)
+        self._environ = environ
+        self.events = EventBus()
+        self.mailbox = Mailbox()
+        self.user_settings = UserSettings(self.data_dir / "settings.json")
+        self.tier_settings = TierSettings(
+            admin_tiers=admin.tiers,
+            policy=admin.key_policy,
+            user=self.user_settings,
+            environ=lambda: self.environ,
+            version=admin.version,
+        )
+        self.contents = Contents(contents_manager, max_bytes=admin.max_attachment_bytes)
+        self.notebooks = NotebookWriter(self.contents, admin.trace_dir)
+        self.demo = DemoModel()
+        services = RunServices(
+            transport=transport,
+            pool=pool,
+            store=store,
+            mailbox=self.mailbox,
+            events=self.events,
+            root_dir=self.root_dir,
+        )
+        # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
+        self.manager = RunManager(
+            services=services,
+            run_config=self.run_config,
+            runs_dir=self.data_dir / "runs",
+            config=config,
+        )
+        self._started: asyncio.Task[None] | None = None
+        self._stopped = False
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        """The environment credential references resolve in (the server's)."""
+        return os.environ if self._environ is None else self._environ
+
+    def run_config(self) -> RunConfig:
+        """The snapshot a run starts with: effective tiers (or the demo), ceilings, spaces.
+
+        Tiers that are not ready are left out (they fall back to codegen); when codegen is
+        not ready, the demo model takes its place.
+        """
+        tiers, demo = self.tier_settings.ready_tiers()
+        profiles: dict[str, dict[str, Any]] = {}
+        if demo:
+            tiers["codegen"] = self.demo.tier()
+            profiles = self.demo.profiles()
+        spaces = load_spaces(data_dir=self.data_dir, root_dir=Path(self.root_dir))
+        return RunConfig(
+            tiers=tiers, ceilings=self.manager.ceilings, spaces=spaces, profiles=profiles
+        )
+
+    # --- life cycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the pool and recover runs left running; idempotent (one start, shielded
+        from a cancelled caller)."""
+        if self._started is None:
+            self._started = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._started)
+
+    async def _start(self) -> None:
+        for warning in self.admin.policy_warnings:
+            self.server_log.warning("jupyter-agent: %s", warning)
+        # Once, in the server's log: which tiers are ready, whether the demo runs.
+        self.server_log.info("%s", self.tier_settings.readiness_line())
+        await self.pool.start()
+        recovered = await self.manager.recover()
+        if recovered:
+            log.info("jupyter-agent: interrupted runs recovered: %d", len(recovered))
+
+    async def stop(self) -> None:
+        """Break every run, stop the pool, close the transport, the store and the demo."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            await self.manager.shutdown()
+        finally:
+            try:
+                await self.pool.stop()
+            finally:
+                await self.transport.aclose()
+                self.store.close()
+                self.demo.stop()
+
+
+def assemble(
+    *,
+    admin: AdminConfig,
+    data_dir: Path,
+    root_dir: str,
+    kernel_manager: Any = None,
+    contents_manager: Any = None,
+    store: Store | None = None,
+    pool: Any = None,
+    transport: Any = None,
+    environ: Mapping[str, str] | None = None,
+    server_log: logging.Logger | None = None,
+    config: Config | None = None,
+) -> Parts:
+    """Build the parts of one server's agent (synchronously: nothing starts yet).
+
+    ``store``, ``pool`` and ``transport`` are built from ``admin`` unless given (the pool
+    needs the server's ``kernel_manager``). ``contents_manager`` is the server's (sync or
+    async kind; None: no attachments and no notebook writes); ``environ`` the environment
+    key references resolve in (default: the server's, read at each use); ``server_log``
+    where the start-up lines go; ``config`` the traitlets config the parts read. Opening
+    the store may raise :class:`~jupyter_agent.exceptions.StoreError`.
+    """
+    if pool is None:
+        if kernel_manager is None:
+            raise ValueError("assemble() needs the server's kernel_manager, or a pool")
+        pool = KernelPool(kernel_manager, size=admin.pool_size, env_keep=admin.kernel_env_keep)
+    if transport is None:
+        transport = Transport(retry_after_cap_s=admin.retry_after_cap_s)
+    if store is None:
+        store = Store(admin.db_url or default_db_url())
+    return Parts(
+        admin=admin,
+        store=store,
+        pool=pool,
+        transport=transport,
+        data_dir=data_dir,
+        root_dir=root_dir,
+        contents_manager=contents_manager,
+        environ=environ,
+        server_log=server_log,
+        config=config,
+    )

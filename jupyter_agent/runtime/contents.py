@@ -1,0 +1,145 @@
+"""Contents access: the server's contents manager behind one small async API.
+
+Contracts:
+
+- A contents path is ``/``-separated and relative to the server's root
+  (:func:`check_relative_path`): a leading ``/`` is the root; ``..`` components,
+  backslashes and NUL are refused, so no path escapes the root.
+- :class:`Contents` wraps the server's contents manager, sync or async kind (both exist;
+  every call goes through ``jupyter_core.utils.ensure_async``). The server may have none:
+  then reading attachments is a ``BadRequest`` and writing a ``NotSupported``.
+- :meth:`Contents.read_attachment` reads one file as a File part ``{name, media_type,
+  data}`` (base64), at most ``max_bytes``; a folder, a missing or unreadable file is a
+  ``BadRequest`` (``bad_attachments``), a larger one ``attachment_too_large``. The contents
+  manager's own errors (tornado ``HTTPError`` 404/400, ``OSError``) never leave this module.
+
+Names and folders of the notebooks the app writes are :mod:`.exports`' business; it writes
+through :class:`Contents`.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import posixpath
+from typing import Any
+
+from jupyter_core.utils import ensure_async
+
+from jupyter_agent.exceptions import BadRequest, NotSupported
+
+__all__ = ["Contents", "check_relative_path"]
+
+
+def check_relative_path(path: Any, what: str) -> str:
+    """A contents path (``/``-separated, relative to the root), or ``BadRequest``
+    (``bad_path``) naming ``what``. See the module docstring."""
+    if not isinstance(path, str) or not path.strip():
+        raise BadRequest(f"{what} must be a non-empty contents path", reason="bad_path")
+    clean = path.strip().lstrip("/")
+    parts = clean.split("/")
+    if not clean or "\\" in clean or "\0" in clean or any(p in ("..", "") for p in parts):
+        raise BadRequest(
+            f"{what} {path!r} is not a path inside the server's root", reason="bad_path"
+        )
+    return "/".join(p for p in parts if p != ".")
+
+
+def _attachment_error(path: str, why: str) -> BadRequest:
+    return BadRequest(f"attachment {path!r} {why}", reason="bad_attachments")
+
+
+class Contents:
+    """The server's contents manager (or None: a server without one), made async."""
+
+    def __init__(self, manager: Any, *, max_bytes: int = 10 * 1024 * 1024) -> None:
+        self.manager = manager
+        self.max_bytes = max_bytes
+
+    @property
+    def available(self) -> bool:
+        """True when the server has a contents manager."""
+        return self.manager is not None
+
+    def writer(self) -> Any:
+        """The contents manager to write with; ``NotSupported`` (``no_contents``) if none."""
+        if self.manager is None:
+            raise NotSupported("no contents manager to write with", reason="no_contents")
+        return self.manager
+
+    # --- reading -----------------------------------------------------------------------
+
+    async def read_attachment(self, raw: str) -> dict[str, Any]:
+        """The file at contents path ``raw`` as a File part (see the module docstring)."""
+        path = check_relative_path(raw, "attachment")
+        if self.manager is None:
+            raise BadRequest(
+                "attachments are not available on this server", reason="bad_attachments"
+            )
+        limit = self.max_bytes
+        too_large = BadRequest(
+            f"attachment {path!r} is over {limit} bytes", reason="attachment_too_large"
+        )
+        try:
+            model = await ensure_async(self.manager.get(path, content=False))
+            if model.get("type") == "directory":
+                raise _attachment_error(path, "is a folder")
+            size = model.get("size")
+            if isinstance(size, int) and size > limit:
+                raise too_large
+            model = await ensure_async(
+                self.manager.get(path, content=True, type="file", format="base64")
+            )
+        except BadRequest:
+            raise
+        except Exception as exc:  # the contents manager's 404/400 (tornado HTTPError), OSError
+            status = getattr(exc, "status_code", None)
+            raise _attachment_error(
+                path, "not found" if status == 404 else "cannot be read"
+            ) from None
+        data = base64.b64decode(str(model.get("content") or ""))
+        if len(data) > limit:
+            raise too_large
+        media_type = model.get("mimetype") or mimetypes.guess_type(path)[0]
+        return {
+            "name": posixpath.basename(path),
+            "media_type": media_type or "application/octet-stream",
+            "data": base64.b64encode(data).decode("ascii"),
+        }
+
+    async def read_notebook(self, path: str) -> Any:
+        """The notebook JSON at ``path`` (the contents manager's errors pass through)."""
+        model = await ensure_async(self.writer().get(path, content=True, type="notebook"))
+        return model["content"]
+
+    async def file_exists(self, path: str) -> bool:
+        """True when ``path`` is a file."""
+        return bool(await ensure_async(self.writer().file_exists(path)))
+
+    async def dir_exists(self, path: str) -> bool:
+        """True when ``path`` is a folder."""
+        return bool(await ensure_async(self.writer().dir_exists(path)))
+
+    # --- writing -----------------------------------------------------------------------
+
+    async def save_notebook(self, path: str, nb: dict[str, Any]) -> None:
+        """Save ``nb`` at ``path``, making its missing folders first.
+
+        A refusal of the contents manager (a hidden path, a file where a folder should be:
+        its 4xx) is a ``BadRequest`` (``bad_path``); anything else passes through.
+        """
+        cm = self.writer()
+        folder = posixpath.dirname(path)
+        current = ""
+        try:
+            for part in folder.split("/") if folder else ():
+                current = f"{current}/{part}" if current else part
+                if not await ensure_async(cm.dir_exists(current)):
+                    await ensure_async(cm.save({"type": "directory"}, current))
+            await ensure_async(cm.save({"type": "notebook", "format": "json", "content": nb}, path))
+        except Exception as exc:
+            status = getattr(exc, "status_code", None)
+            message = getattr(exc, "log_message", None) or type(exc).__name__
+            if isinstance(status, int) and 400 <= status < 500:
+                raise BadRequest(f"cannot write {path!r}: {message}", reason="bad_path") from None
+            raise

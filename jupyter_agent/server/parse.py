@@ -1,0 +1,194 @@
+"""Request bodies and query arguments into typed values: the handlers' only parsing.
+
+Each helper returns the clean value or raises
+:class:`~jupyter_agent.exceptions.BadRequest` whose message names the field (``'text' must
+be a string``) and whose ``reason`` the caller gives (``bad_text``); ``server/base.py``
+answers it 400 ``{message, reason}``. A field that is absent or ``null`` takes its
+default; a required one is refused with the same message as one of the wrong type.
+
+What a value *means* (an empty message, a path outside the root, a tier the key policy
+refuses) is the service's to check: these helpers check shapes and types only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from typing import Any, Final, Protocol
+
+from jupyter_agent.exceptions import BadRequest, PayloadTooLarge
+from jupyter_agent.runtime.service import Control, View
+
+__all__ = [
+    "Query",
+    "control",
+    "flag",
+    "json_object",
+    "mapping",
+    "only_keys",
+    "optional_string",
+    "query_flag",
+    "query_int",
+    "string",
+    "string_list",
+    "view",
+]
+
+_TRUE: Final = frozenset({"1", "true", "yes"})
+_VIEW_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "path": (str,),
+    "cell": (str, int),
+    "selection": (str,),
+}
+
+
+class Query(Protocol):
+    """What a handler offers to read query arguments (tornado's ``get_query_argument``)."""
+
+    def get_query_argument(self, name: str, default: Any = ...) -> Any: ...
+
+
+def json_object(body: bytes, *, limit: int) -> dict[str, Any]:
+    """The request body decoded as a JSON object; empty is ``{}``.
+
+    ``PayloadTooLarge`` (``body_too_large``) over ``limit`` bytes; ``BadRequest``
+    (``bad_json``) for a body that is not JSON or not an object.
+    """
+    if len(body) > limit:
+        raise PayloadTooLarge(
+            f"Request body of {len(body)} bytes is over the limit of {limit} bytes"
+        )
+    if not body.strip():
+        return {}
+    try:
+        value = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRequest(f"Invalid JSON body: {exc}", reason="bad_json") from exc
+    if not isinstance(value, dict):
+        raise BadRequest("The JSON body must be an object", reason="bad_json")
+    return value
+
+
+def _absent(body: Mapping[str, Any], name: str) -> bool:
+    return body.get(name) is None
+
+
+def string(body: Mapping[str, Any], name: str, *, reason: str, default: str | None = None) -> str:
+    """Field ``name`` as a string; ``default`` when absent (None: the field is required)."""
+    if _absent(body, name) and default is not None:
+        return default
+    value = body.get(name)
+    if not isinstance(value, str):
+        raise BadRequest(f"'{name}' must be a string", reason=reason)
+    return value
+
+
+def optional_string(body: Mapping[str, Any], name: str, *, reason: str) -> str | None:
+    """Field ``name`` as a string, or None when absent."""
+    if _absent(body, name):
+        return None
+    return string(body, name, reason=reason)
+
+
+def flag(body: Mapping[str, Any], name: str, *, reason: str, default: bool = False) -> bool:
+    """Field ``name`` as ``true`` or ``false``; ``default`` when absent."""
+    if _absent(body, name):
+        return default
+    value = body[name]
+    if not isinstance(value, bool):
+        raise BadRequest(f"'{name}' must be true or false", reason=reason)
+    return value
+
+
+def string_list(
+    body: Mapping[str, Any], name: str, *, reason: str, what: str = "strings"
+) -> list[str]:
+    """Field ``name`` as a list of strings (``what`` they are, for the message); ``[]``
+    when absent."""
+    value = body.get(name) or []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise BadRequest(f"'{name}' must be a list of {what}", reason=reason)
+    return list(value)
+
+
+def mapping(body: Mapping[str, Any], name: str, *, reason: str) -> dict[str, Any]:
+    """Field ``name`` as a JSON object; ``{}`` when absent."""
+    if _absent(body, name):
+        return {}
+    value = body[name]
+    if not isinstance(value, Mapping):
+        raise BadRequest(f"'{name}' must be an object", reason=reason)
+    return dict(value)
+
+
+def only_keys(
+    body: Mapping[str, Any],
+    allowed: Collection[str],
+    *,
+    reason: str,
+    what: str = "field",
+    doing: str = "sent",
+) -> None:
+    """Refuse a body with fields other than ``allowed``: ``unknown {what}(s) a, b: only
+    'x' can be {doing}``."""
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        names = ", ".join(f"'{name}'" for name in sorted(allowed))
+        raise BadRequest(
+            f"unknown {what}(s) {', '.join(unknown)}: only {names} can be {doing}",
+            reason=reason,
+        )
+
+
+def control(body: Mapping[str, Any], name: str = "control") -> Control | None:
+    """Field ``control``: ``{"kind": "break", "hard"?: bool}`` or absent (``bad_control``)."""
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("kind") != "break":
+        raise BadRequest(
+            f'\'{name}\' must be {{"kind": "break", "hard"?: bool}}', reason="bad_control"
+        )
+    hard = value.get("hard", False)
+    if not isinstance(hard, bool):
+        raise BadRequest(f"'{name}.hard' must be true or false", reason="bad_control")
+    return Control(hard=hard)
+
+
+def view(body: Mapping[str, Any], name: str = "view") -> View | None:
+    """Field ``view``: ``{path?, cell?, selection?}`` or absent (``bad_view``); the path's
+    meaning is checked by the service."""
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise BadRequest(
+            f"'{name}' must be an object {{path?, cell?, selection?}}", reason="bad_view"
+        )
+    clean: dict[str, Any] = {}
+    for key, item in value.items():
+        kinds = _VIEW_TYPES.get(key)
+        if kinds is None:
+            raise BadRequest(f"'{name}' has an unknown key {key!r}", reason="bad_view")
+        if item is None:
+            continue
+        if not isinstance(item, kinds) or isinstance(item, bool):
+            raise BadRequest(f"'{name}.{key}' has the wrong type", reason="bad_view")
+        clean[key] = item
+    return View(**clean)
+
+
+def query_int(handler: Query, name: str, *, reason: str, default: int) -> int:
+    """Query argument ``name`` as an integer; ``default`` when absent."""
+    raw = handler.get_query_argument(name, None)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequest(f"'{name}' must be an integer, not {raw!r}", reason=reason) from None
+
+
+def query_flag(handler: Query, name: str) -> bool:
+    """Query argument ``name`` as a flag: ``1``, ``true`` or ``yes`` are true."""
+    return str(handler.get_query_argument(name, "")) in _TRUE
