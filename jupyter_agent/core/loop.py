@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from jupyter_agent.core.apps import APPS
 from jupyter_agent.core.digest import DigestOptions
+from jupyter_agent.core.digest_record import digest_options
 from jupyter_agent.core.effects import EffectGen
 from jupyter_agent.core.inbox import read_items
 from jupyter_agent.core.loop_steps import (
@@ -177,13 +178,8 @@ def setup(run_id: str, chat_id: str) -> EffectGen[Turn | TurnRecord]:
         add_user(
             messages, user_message(item.text, at=item.at, view=item.view, attachments=item.files)
         )
-    options = DigestOptions(
-        value_budget_tokens=ceilings.value_budget_tokens,
-        total_budget_tokens=ceilings.total_budget_tokens,
-        vision=tier.profile.vision,
-        env_prefix=str(spaces.get("env_prefix", "")),
-        home=str(spaces.get("home", "")),
-    )
+    # The driver digests each cell with the same options (digest_options_from_config).
+    options = digest_options(ceilings, spaces, vision=tier.profile.vision)
     return Turn(
         run_id=run_id,
         chat_id=chat_id,

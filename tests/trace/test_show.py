@@ -47,24 +47,27 @@ def test_steps_of_a_full_run(tmp_path):
     assert c1["status"] == "ok"
     assert c1["code"].startswith("x = 21")
     assert "Cell c1" in c1["digest"]
-    assert c1["outputs"][0] == {
-        "type": "stream",
-        "name": "stdout",
-        "text": c1["outputs"][0]["text"],
-    }
-    assert c1["outputs"][1]["type"] == "execute_result"
-    assert c1["outputs"][1]["mimes"] == ["text/plain"]
+    # The cell's nbformat outputs, as its cell_end event carried them.
+    assert c1["outputs"][0]["output_type"] == "stream"
+    assert c1["outputs"][0]["name"] == "stdout"
+    assert c1["outputs"][1]["output_type"] == "execute_result"
+    assert sorted(c1["outputs"][1]["data"]) == ["text/plain"]
     c2 = cells[1]
-    assert c2["outputs"][0]["mimes"] == ["image/png", "text/plain"]
-    assert "iVBOR" not in json.dumps(c2["outputs"])  # a summary, not the image data
+    assert sorted(c2["outputs"][0]["data"]) == ["image/png", "text/plain"]
+    full_c2 = [s for s in show_run(read_log(path), full=True)["steps"] if s["type"] == "cell"][1]
+    png = full_c2["outputs"][0]["data"]["image/png"]
+    assert png.startswith("iVBOR")  # the whole image with full=1, cut (marked) without
+    assert c2["outputs"][0]["data"]["image/png"] == bound(png)
     c3 = cells[2]
     assert c3["app_calls"] == 1
     assert c3["seqs"] == [seqs["c3"], seqs["app"], seqs["inner_cfg"], seqs["inner_http"]]
     c5 = cells[3]
     assert c5["failed"] is True
-    assert c5["outputs"] == [
-        {"type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero"}
+    assert [(o["output_type"], o["ename"], o["evalue"]) for o in c5["outputs"]] == [
+        ("error", "ZeroDivisionError", "division by zero")
     ]
+    assert c5["end_status"] == "error"
+    assert c1["end_status"] == "ok"
     bash = next(s for s in body["steps"] if s["type"] == "bash")
     assert bash["cell_id"] == "c4"
     assert bash["returncode"] == 0
