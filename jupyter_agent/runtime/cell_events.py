@@ -15,15 +15,27 @@ shapes, bounded like a finished cell's result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jupyter_agent.core.cell_status import PARTIAL_BASH, PARTIAL_CELL, CellStatus
 from jupyter_agent.core.cells import BashResult, CellResult, Value
+from jupyter_agent.core.digest import Digest
 from jupyter_agent.core.events import CellEnd, CellKind
 from jupyter_agent.runtime.live_output import LiveCell, OutputCollector
 
-__all__ = ["VALUE_CAP", "RunningCell", "bash_end", "cell_end"]
+__all__ = [
+    "VALUE_CAP",
+    "RunningCell",
+    "bash_end",
+    "cell_end",
+    "digest_or_none",
+    "with_model_calls",
+]
+
+log = logging.getLogger(__name__)
 
 # The same bound as the kernel's for one printed value (kernel/capture.py VALUE_CAP).
 VALUE_CAP = 20_000
@@ -102,3 +114,18 @@ class RunningCell:
             duration_s=duration,
         )
         return PARTIAL_BASH, bash.to_json(), bash_end(self.cell_id, bash, status, None)
+
+
+def with_model_calls(cell: CellResult, calls: list[dict[str, Any]]) -> CellResult:
+    """The cell's result with the model calls its in-cell apps made."""
+    return replace(cell, model_calls=tuple(cell.model_calls) + tuple(calls))
+
+
+def digest_or_none(render: Callable[[], Digest]) -> Digest | None:
+    """The digest, or None when a strange result defeats it (the loop then digests itself,
+    and reports what it finds)."""
+    try:
+        return render()
+    except Exception:
+        log.warning("digesting a cell result failed", exc_info=True)
+        return None

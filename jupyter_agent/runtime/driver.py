@@ -39,7 +39,7 @@ from typing import Any
 
 from jupyter_agent.core.cell_status import bash_status, cell_status
 from jupyter_agent.core.cells import BashResult, CellError, CellResult
-from jupyter_agent.core.digest import Digest, digest_bash, digest_cell
+from jupyter_agent.core.digest import digest_bash, digest_cell
 from jupyter_agent.core.digest_record import (
     DIGEST_KEY,
     digest_options_from_config,
@@ -77,7 +77,13 @@ from jupyter_agent.core.loop import toolcaller
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.exceptions import KernelDied, ProviderError
 from jupyter_agent.runtime.apphost import CellHost
-from jupyter_agent.runtime.cell_events import RunningCell, bash_end, cell_end
+from jupyter_agent.runtime.cell_events import (
+    RunningCell,
+    bash_end,
+    cell_end,
+    digest_or_none,
+    with_model_calls,
+)
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.live_output import LiveCell
 from jupyter_agent.runtime.model_calls import perform
@@ -421,9 +427,9 @@ class RunDriver:
             running.live.close()
         self._running = None
         if host.model_calls:
-            cell = _with_model_calls(cell, host.model_calls)
+            cell = with_model_calls(cell, host.model_calls)
         result = cell.to_json()
-        digest = _digest_or_none(lambda: digest_cell(cell, self._digest_options))
+        digest = digest_or_none(lambda: digest_cell(cell, self._digest_options))
         if digest is not None:
             result[DIGEST_KEY] = digest_record(digest)  # what the loop gives the model
         text = digest.text if digest is not None else None
@@ -447,7 +453,7 @@ class RunDriver:
         finally:
             running.live.close()
         self._running = None
-        digest = _digest_or_none(lambda: digest_bash(result, self._digest_options))
+        digest = digest_or_none(lambda: digest_bash(result, self._digest_options))
         status = bash_status(result)
         if status == "ok" and digest is not None and digest.is_error:
             status = "error"
@@ -492,19 +498,3 @@ class RunDriver:
         """
         self._bubbles.append(text)
         return str(self._chat_post({"text": text, "done": False}))
-
-
-def _with_model_calls(cell: CellResult, calls: list[dict[str, Any]]) -> CellResult:
-    from dataclasses import replace
-
-    return replace(cell, model_calls=tuple(cell.model_calls) + tuple(calls))
-
-
-def _digest_or_none(render: Callable[[], Digest]) -> Digest | None:
-    """The digest, or None when a strange result defeats it (the loop then digests itself,
-    and reports what it finds)."""
-    try:
-        return render()
-    except Exception:
-        log.warning("digesting a cell result failed", exc_info=True)
-        return None

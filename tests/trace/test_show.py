@@ -172,3 +172,24 @@ def test_bound_depth_and_scalars():
         "d": True,
     }
     assert bound("short") == "short"
+
+
+def test_steps_carry_ids_the_recorded_digest_and_where_steering_was_taken(tmp_path):
+    path = tmp_path / "run.jsonl"
+    w = LogWriter(path)
+    w.opening()
+    cell = simple_cell("c1").to_json()
+    cell["digest"] = {"text": "the digest the model read", "is_error": False}
+    w.effect("cell.run", {"cell_id": "c1", "code": "print(42)", "timeout_s": 120}, cell)
+    steer = {"kind": "message", "text": "and plot it", "at": "t2", "id": "msg_2"}
+    # A final reply the host held back for mail: no reply step, the message instead.
+    w.effect("chat.post", {"text": "42", "done": True}, {"deferred": [steer]})
+    w.effect("chat.post", {"text": "42", "done": False}, "msg_b")
+    w.effect("chat.post", {"text": "Plotted.", "done": True}, "msg_r")
+    w.close()
+    steps = show_run(read_log(path))["steps"]
+    assert [s["type"] for s in steps] == ["user", "cell", "steering", "bubble", "reply"]
+    assert steps[1]["digest"] == "the digest the model read"  # recorded, not rebuilt
+    assert steps[1]["end_status"] == "ok"
+    assert (steps[2]["message_id"], steps[2]["text"]) == ("msg_2", "and plot it")
+    assert (steps[3]["message_id"], steps[4]["message_id"]) == ("msg_b", "msg_r")
