@@ -13,6 +13,7 @@ from typing import Any
 
 from jupyter_agent.core.cells import BashResult, CellResult
 from jupyter_agent.core.digest import DigestOptions, digest_bash, digest_cell
+from jupyter_agent.core.digest_record import recorded_content
 from jupyter_agent.core.effects import (
     BASH_RUN,
     CELL_RUN,
@@ -167,7 +168,12 @@ def run_tool(
         cell = CellResult.from_json(result.data)
         for made in cell.model_calls:
             state.add_call(usage_from_json(made.get("usage") or {}), made.get("cost"), None)
-        digest = digest_cell(cell, options)
+        # The digest the driver recorded (and showed) is what the model reads; a log
+        # written before digests were recorded has none: digest here, as then.
+        read = recorded_content(result.data, cell, options)
+        if read is None:
+            digest = digest_cell(cell, options)
+            read = digest.content, digest.is_error
     elif call.name == "bash" and ceilings.bash_enabled:
         command = call.args.get("command")
         if not isinstance(command, str) or not command.strip():
@@ -180,10 +186,14 @@ def run_tool(
             raise RunCancelled(detail=result.data)
         if result.error is not None:
             return error_result(call, f"The command could not run: {result.error.get('message')}")
-        digest = digest_bash(BashResult.from_json(result.data), options)
+        read = recorded_content(result.data, None, options)
+        if read is None:
+            digest = digest_bash(BashResult.from_json(result.data), options)
+            read = digest.content, digest.is_error
     else:
         return error_result(call, f"Unknown tool {call.name!r}: use run_cell.")
-    return ToolResult(call_id=call.id, content=digest.content, is_error=digest.is_error)
+    content, is_error = read
+    return ToolResult(call_id=call.id, content=content, is_error=is_error)
 
 
 def run_tools(

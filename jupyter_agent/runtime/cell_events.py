@@ -1,13 +1,9 @@
 """The events of a cell or bash command the driver runs, and what a stopped one keeps.
 
 ``cell_start`` ``{cell_id, kind, code}``, then ``cell_output`` ``{cell_id, output}`` while
-it runs (live, throttled: :mod:`jupyter_agent.runtime.live_output`), then ``cell_end``:
-
-- python: ``{cell_id, kind: "python", outputs, execution_count, error, digest,
-  duration_s, status}``;
-- bash: ``{cell_id, kind: "bash", stdout, stderr, returncode, error, digest, duration_s,
-  status}``;
-
+it runs (live, throttled: :mod:`jupyter_agent.runtime.live_output`), then ``cell_end``
+(:class:`~jupyter_agent.core.events.CellEnd`): a python cell's with ``outputs`` and
+``execution_count``, a bash command's with ``stdout``, ``stderr`` and ``returncode``;
 with ``status`` one of :data:`~jupyter_agent.core.cell_status.CELL_STATUSES` and
 ``error`` true unless it is ``ok``. ``digest`` is the text the model read (None for a
 cancelled cell: the model read nothing).
@@ -19,14 +15,27 @@ shapes, bounded like a finished cell's result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jupyter_agent.core.cell_status import PARTIAL_BASH, PARTIAL_CELL, CellStatus
 from jupyter_agent.core.cells import BashResult, CellResult, Value
+from jupyter_agent.core.digest import Digest
+from jupyter_agent.core.events import CellEnd, CellKind
 from jupyter_agent.runtime.live_output import LiveCell, OutputCollector
 
-__all__ = ["VALUE_CAP", "RunningCell", "bash_end", "cell_end"]
+__all__ = [
+    "VALUE_CAP",
+    "RunningCell",
+    "bash_end",
+    "cell_end",
+    "digest_or_none",
+    "with_model_calls",
+]
+
+log = logging.getLogger(__name__)
 
 # The same bound as the kernel's for one printed value (kernel/capture.py VALUE_CAP).
 VALUE_CAP = 20_000
@@ -36,35 +45,33 @@ def _value(text: str) -> Value:
     return Value(text=text[:VALUE_CAP], chars=len(text))
 
 
-def cell_end(cell: CellResult, status: CellStatus, digest: str | None) -> dict[str, Any]:
-    """The fields of a python cell's ``cell_end`` event."""
-    return {
-        "cell_id": cell.cell_id,
-        "kind": "python",
-        "outputs": list(cell.outputs),
-        "execution_count": cell.execution_count,
-        "error": status != "ok",
-        "digest": digest,
-        "duration_s": cell.duration_s,
-        "status": status,
-    }
+def cell_end(cell: CellResult, status: CellStatus, digest: str | None) -> CellEnd:
+    """The ``cell_end`` event of a python cell."""
+    return CellEnd(
+        cell_id=cell.cell_id,
+        kind="python",
+        status=status,
+        error=status != "ok",
+        digest=digest,
+        duration_s=cell.duration_s,
+        outputs=tuple(cell.outputs),
+        execution_count=cell.execution_count,
+    )
 
 
-def bash_end(
-    cell_id: str, result: BashResult, status: CellStatus, digest: str | None
-) -> dict[str, Any]:
-    """The fields of a bash command's ``cell_end`` event."""
-    return {
-        "cell_id": cell_id,
-        "kind": "bash",
-        "stdout": result.stdout.text,
-        "stderr": result.stderr.text,
-        "returncode": result.returncode,
-        "error": status != "ok",
-        "digest": digest,
-        "duration_s": result.duration_s,
-        "status": status,
-    }
+def bash_end(cell_id: str, result: BashResult, status: CellStatus, digest: str | None) -> CellEnd:
+    """The ``cell_end`` event of a bash command."""
+    return CellEnd(
+        cell_id=cell_id,
+        kind="bash",
+        status=status,
+        error=status != "ok",
+        digest=digest,
+        duration_s=result.duration_s,
+        stdout=result.stdout.text,
+        stderr=result.stderr.text,
+        returncode=result.returncode,
+    )
 
 
 @dataclass(kw_only=True)
@@ -73,7 +80,7 @@ class RunningCell:
 
     seq: int
     cell_id: str
-    kind: str  # "python" or "bash"
+    kind: CellKind
     code: str
     live: LiveCell
     handle: Any = None
@@ -84,10 +91,8 @@ class RunningCell:
         found = getattr(self.handle, "collected", None) if self.handle is not None else None
         return found if isinstance(found, OutputCollector) else OutputCollector()
 
-    def partial(
-        self, status: CellStatus = "cancelled"
-    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """For a stopped cell: (result key, partial result JSON, ``cell_end`` fields)."""
+    def partial(self, status: CellStatus = "cancelled") -> tuple[str, dict[str, Any], CellEnd]:
+        """For a stopped cell: (result key, partial result JSON, its ``cell_end`` event)."""
         self.live.close()
         collected = self.collected()
         duration = round(self.live.elapsed_s, 6)
@@ -109,3 +114,18 @@ class RunningCell:
             duration_s=duration,
         )
         return PARTIAL_BASH, bash.to_json(), bash_end(self.cell_id, bash, status, None)
+
+
+def with_model_calls(cell: CellResult, calls: list[dict[str, Any]]) -> CellResult:
+    """The cell's result with the model calls its in-cell apps made."""
+    return replace(cell, model_calls=tuple(cell.model_calls) + tuple(calls))
+
+
+def digest_or_none(render: Callable[[], Digest]) -> Digest | None:
+    """The digest, or None when a strange result defeats it (the loop then digests itself,
+    and reports what it finds)."""
+    try:
+        return render()
+    except Exception:
+        log.warning("digesting a cell result failed", exc_info=True)
+        return None

@@ -39,7 +39,12 @@ from typing import Any
 
 from jupyter_agent.core.cell_status import bash_status, cell_status
 from jupyter_agent.core.cells import BashResult, CellError, CellResult
-from jupyter_agent.core.digest import DigestOptions, digest_bash, digest_cell
+from jupyter_agent.core.digest import digest_bash, digest_cell
+from jupyter_agent.core.digest_record import (
+    DIGEST_KEY,
+    digest_options_from_config,
+    digest_record,
+)
 from jupyter_agent.core.drive import drive_async
 from jupyter_agent.core.effects import (
     APP_CALL,
@@ -57,13 +62,28 @@ from jupyter_agent.core.effects import (
     EffectGen,
     Result,
 )
+from jupyter_agent.core.events import (
+    BubbleEvent,
+    CellKind,
+    CellOutput,
+    CellStart,
+    Delta,
+    Event,
+    ReplyEvent,
+    Retry,
+    SteeringEvent,
+)
 from jupyter_agent.core.loop import toolcaller
-from jupyter_agent.core.runstate import Ceilings
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.exceptions import KernelDied, ProviderError
-from jupyter_agent.messages import Text
 from jupyter_agent.runtime.apphost import CellHost
-from jupyter_agent.runtime.cell_events import RunningCell, bash_end, cell_end
+from jupyter_agent.runtime.cell_events import (
+    RunningCell,
+    bash_end,
+    cell_end,
+    digest_or_none,
+    with_model_calls,
+)
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.live_output import LiveCell
 from jupyter_agent.runtime.model_calls import perform
@@ -113,8 +133,11 @@ class RunDriver:
         self._kernel_task: asyncio.Task[Any] | None = None
         self._kernel: Any = None
         self._running: RunningCell | None = None
-        ceilings = Ceilings.from_json(config.ceilings)
-        self._digest_options = DigestOptions.from_config(ceilings, config.spaces)
+        # Exactly the loop's options, from the config values the loop reads: the digest in
+        # cell_end (and in the recorded result) is the one the model reads.
+        self._digest_options = digest_options_from_config(lambda key: config.get(key, []))
+        self._tool_runs = 0  # cells and commands so far: a command's id is c<n>, as the loop's
+        self._opened = False  # the first message taken is the run's opening one
         self.turn_written = False  # the run manager writes the turn again if this stays False
         self.closed = False  # see the module docstring
         self._performers = self._table()
@@ -139,7 +162,7 @@ class RunDriver:
             # Atomically with the break (no await before this): what waits in the mailbox
             # was routed to this run, so it joins this turn; later mail starts the next run.
             self.closed = True
-            self._deferred = self.services.mailbox.drain(self.chat_id)
+            self._deferred = self._take(self.services.mailbox.drain(self.chat_id))
 
     def take_deferred(self) -> list[dict[str, Any]]:
         """Mail a hard break took that the loop never read (for the next run); emptied."""
@@ -217,7 +240,7 @@ class RunDriver:
         if running is not None and running.seq == seq:
             key, partial, end = running.partial()
             data[key] = partial
-            self._publish("cell_end", **end)
+            self._publish(end)
         if self._deferred:
             data["deferred"], self._deferred = self._deferred, []
         if name == CELL_RUN and self._bubbles:
@@ -252,7 +275,7 @@ class RunDriver:
             return new_id(str(effect.data.get("kind") or "id")), None
 
         async def mailbox_drain(effect: Effect, seq: int) -> Outcome:
-            items = self._deferred + self.services.mailbox.drain(self.chat_id)
+            items = self._deferred + self._take(self.services.mailbox.drain(self.chat_id))
             self._deferred = []
             if self._hard:  # broken between effects: the loop ends here, holding the mail
                 items.append({"kind": "break", "hard": True, "at": now_iso()})
@@ -290,8 +313,27 @@ class RunDriver:
 
     # --- performers --------------------------------------------------------------------
 
-    def _publish(self, type_: str, **fields: Any) -> None:
-        self.services.events.publish(self.chat_id, self.run_id, type_, **fields)
+    def _publish(self, event: Event) -> None:
+        self.services.events.publish(self.chat_id, self.run_id, event)
+
+    def _take(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Items just taken from the mailbox: each message after the opening one is steering
+        (published as it joins the turn)."""
+        for item in items:
+            if item.get("kind") != "message":
+                continue
+            if not self._opened:
+                self._opened = True
+                continue
+            message_id = item.get("id")
+            self._publish(
+                SteeringEvent(
+                    message_id=message_id if isinstance(message_id, str) else None,
+                    text=str(item.get("text") or ""),
+                    at=str(item.get("at") or ""),
+                )
+            )
+        return items
 
     async def _http_post(self, effect: Effect, *, live: bool) -> tuple[Any, dict[str, Any] | None]:
         """One model call through the shared performer; deltas go live for the loop's calls."""
@@ -303,9 +345,9 @@ class RunDriver:
             effect,
             config={},
             transport=self.services.transport,
-            on_delta=(lambda text: self._publish("delta", text=text)) if live else None,
+            on_delta=(lambda text: self._publish(Delta(text=text))) if live else None,
             on_retry=lambda info: self._publish(
-                "retry", attempt=info.attempt, status=info.status, wait_s=info.wait_s
+                Retry(attempt=info.attempt, status=info.status, wait_s=info.wait_s)
             ),
         )
 
@@ -349,17 +391,18 @@ class RunDriver:
                 log.debug("discarding a dead kernel failed", exc_info=True)
         self._kernel_task = None  # the next cell takes a fresh one
 
-    def _live(self, seq: int, cell_id: str, kind: str, code: str) -> RunningCell:
+    def _live(self, seq: int, cell_id: str, kind: CellKind, code: str) -> RunningCell:
         """Start a cell or command: ``cell_start``, then its live ``cell_output`` events."""
-        self._publish("cell_start", cell_id=cell_id, kind=kind, code=code)
-        live = LiveCell(lambda out: self._publish("cell_output", cell_id=cell_id, output=out))
+        self._tool_runs += 1
+        self._publish(CellStart(cell_id=cell_id, kind=kind, code=code))
+        live = LiveCell(lambda out: self._publish(CellOutput(cell_id=cell_id, output=out)))
         self._running = RunningCell(seq=seq, cell_id=cell_id, kind=kind, code=code, live=live)
         return self._running
 
     def _end_failed(self, running: RunningCell) -> None:
         """A cell that could not run to its end (the effect fails): still end it visibly."""
         self._running = None
-        self._publish("cell_end", **running.partial("error")[2])
+        self._publish(running.partial("error")[2])
 
     async def _cell_run(self, data: dict[str, Any], seq: int) -> dict[str, Any]:
         cell_id, code = str(data["cell_id"]), str(data["code"])
@@ -392,17 +435,20 @@ class RunDriver:
             running.live.close()
         self._running = None
         if host.model_calls:
-            cell = _with_model_calls(cell, host.model_calls)
-        digest = digest_cell(cell, self._digest_options)
-        self._publish("cell_end", **cell_end(cell, cell_status(cell), _digest_text(digest.content)))
+            cell = with_model_calls(cell, host.model_calls)
         result = cell.to_json()
+        digest = digest_or_none(lambda: digest_cell(cell, self._digest_options))
+        if digest is not None:
+            result[DIGEST_KEY] = digest_record(digest)  # what the loop gives the model
+        text = digest.text if digest is not None else None
+        self._publish(cell_end(cell, cell_status(cell), text))
         if self._bubbles:
             result["bubbles"], self._bubbles = list(self._bubbles), []
         return result
 
     async def _bash_run(self, data: dict[str, Any], seq: int) -> dict[str, Any]:
         command = str(data["command"])
-        cell_id = f"b{seq}"
+        cell_id = f"c{self._tool_runs + 1}"  # the loop's count of cells and commands
         running = self._live(seq, cell_id, "bash", command)
         try:
             handle = running.handle = await self._kernel_handle()
@@ -415,12 +461,15 @@ class RunDriver:
         finally:
             running.live.close()
         self._running = None
-        digest = digest_bash(result, self._digest_options)
+        digest = digest_or_none(lambda: digest_bash(result, self._digest_options))
         status = bash_status(result)
-        if status == "ok" and digest.is_error:
+        if status == "ok" and digest is not None and digest.is_error:
             status = "error"
-        self._publish("cell_end", **bash_end(cell_id, result, status, _digest_text(digest.content)))
-        return result.to_json()
+        self._publish(bash_end(cell_id, result, status, digest.text if digest else None))
+        data_out = result.to_json()
+        if digest is not None:
+            data_out[DIGEST_KEY] = digest_record(digest)
+        return data_out
 
     def _chat_post(self, data: dict[str, Any]) -> Any:
         done = bool(data.get("done"))
@@ -429,11 +478,12 @@ class RunDriver:
             if mailbox.first_message(self.chat_id) is not None:
                 # Routed here after the last drain: the turn must hold them, so the final
                 # reply waits and the loop reads them (no await between check and drain).
-                return {"deferred": mailbox.drain(self.chat_id)}
+                return {"deferred": self._take(mailbox.drain(self.chat_id))}
             self.closed = True
         message_id = new_id("msg")
         text = str(data.get("text", ""))
-        self._publish("reply" if done else "bubble", text=text, done=done, message_id=message_id)
+        kind = ReplyEvent if done else BubbleEvent
+        self._publish(kind(text=text, done=done, message_id=message_id))
         return message_id
 
     # --- nested effects (app calls and the model calls they make) ----------------------
@@ -456,13 +506,3 @@ class RunDriver:
         """
         self._bubbles.append(text)
         return str(self._chat_post({"text": text, "done": False}))
-
-
-def _with_model_calls(cell: CellResult, calls: list[dict[str, Any]]) -> CellResult:
-    from dataclasses import replace
-
-    return replace(cell, model_calls=tuple(cell.model_calls) + tuple(calls))
-
-
-def _digest_text(content: tuple[Any, ...]) -> str:
-    return "\n".join(p.text for p in content if isinstance(p, Text))

@@ -1,9 +1,10 @@
 """The in-process event bus: what the panel sees live, per chat, with catch-up.
 
 Events are ``{type, chat_id, run_id, seq, ...}``; :data:`EVENT_FIELDS` lists every type
-and the fields it carries beside those four (the one definition: ``docs/api.md``
-documents each type from it, and a test keeps the page and this table in step). ``seq``
-counts per chat. Every event is delivered to every subscriber of its chat; all but the
+and the fields it carries beside those four, derived from the one definition, the tagged
+dataclasses of :mod:`jupyter_agent.core.events` (``docs/api.md`` documents each type, and
+a test keeps the page and this table in step); :meth:`EventBus.publish` takes one of
+them. ``seq`` counts per chat. Every event is delivered to every subscriber of its chat; all but the
 :data:`LIVE_ONLY` types (``delta``, ``retry``) are kept in a bounded history so a client
 reconnecting with ``since=SEQ`` catches up with what it missed.
 
@@ -23,45 +24,25 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
+from jupyter_agent.codec import dump_dict, wire_names
+from jupyter_agent.core.events import EVENTS, LIVE_ONLY_TYPES, CellEnd, Event, event_type
+
 __all__ = ["COMMON_FIELDS", "EVENT_FIELDS", "EVENT_TYPES", "LIVE_ONLY", "EventBus"]
 
 #: The fields of every event.
 COMMON_FIELDS: Final = ("type", "chat_id", "run_id", "seq")
 
-#: Every event type, in the order a run emits them, with its own fields. ``cell_end`` of a
-#: ``python`` cell has ``outputs`` and ``execution_count``, of a ``bash`` command
-#: ``stdout``, ``stderr`` and ``returncode``; ``status`` is ``ok``, ``error``,
-#: ``cancelled`` or ``timed_out``. ``cell_output`` is one nbformat output, live while the
-#: cell runs.
+#: Every event type, in the order a run emits them, with its own fields (derived from the
+#: dataclasses of :mod:`jupyter_agent.core.events`, the one definition).
 EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "run_start": ("started", "text"),
-    "delta": ("text",),
-    "bubble": ("text", "done", "message_id"),
-    "cell_start": ("cell_id", "kind", "code"),
-    "cell_output": ("cell_id", "output"),
-    "cell_end": (
-        "cell_id",
-        "kind",
-        "status",
-        "error",
-        "digest",
-        "duration_s",
-        "outputs",
-        "execution_count",
-        "stdout",
-        "stderr",
-        "returncode",
-    ),
-    "retry": ("attempt", "status", "wait_s"),
-    "reply": ("text", "done", "message_id"),
-    "run_end": ("stopReason", "endCause", "turn"),
+    event_type(cls): tuple(wire_names(cls).values()) for cls in EVENTS
 }
 
 #: The event types, one tuple (what the panel mirrors and the API page documents).
 EVENT_TYPES: Final = tuple(EVENT_FIELDS)
 
 #: Types delivered live only, never kept for ``?since=`` catch-up.
-LIVE_ONLY: Final = frozenset({"delta", "retry"})
+LIVE_ONLY: Final = LIVE_ONLY_TYPES
 
 
 class EventBus:
@@ -72,18 +53,23 @@ class EventBus:
         self._history: dict[str, deque[dict[str, Any]]] = defaultdict(lambda: deque(maxlen=history))
         self._subscribers: dict[str, set[asyncio.Queue[dict[str, Any]]]] = defaultdict(set)
 
-    def publish(self, chat_id: str, run_id: str, type_: str, **fields: Any) -> dict[str, Any]:
-        """Stamp the event with the chat's next seq, keep it (unless live only), deliver it."""
+    def publish(self, chat_id: str, run_id: str, event: Event) -> dict[str, Any]:
+        """Stamp the event with the chat's next seq, keep it (unless live only), deliver it.
+
+        Returns the wire JSON: ``{type, chat_id, run_id, seq, ...the event's fields}``.
+        """
+        fields = dump_dict(event)
+        type_ = fields.pop("type")
         self._seq[chat_id] += 1
-        event = {"type": type_, "chat_id": chat_id, "run_id": run_id, "seq": self._seq[chat_id]}
-        event.update(fields)
-        if type_ == "cell_end":
-            self._drop_cell_outputs(chat_id, run_id, fields.get("cell_id"))
+        wire = {"type": type_, "chat_id": chat_id, "run_id": run_id, "seq": self._seq[chat_id]}
+        wire.update(fields)
+        if isinstance(event, CellEnd):
+            self._drop_cell_outputs(chat_id, run_id, event.cell_id)
         if type_ not in LIVE_ONLY:
-            self._history[chat_id].append(event)
+            self._history[chat_id].append(wire)
         for queue in list(self._subscribers.get(chat_id, ())):
-            queue.put_nowait(event)
-        return event
+            queue.put_nowait(wire)
+        return wire
 
     def _drop_cell_outputs(self, chat_id: str, run_id: str, cell_id: Any) -> None:
         history = self._history.get(chat_id)

@@ -35,6 +35,7 @@ from typing import Any, Literal
 from traitlets import Bool, Float, Int, TraitError, validate
 from traitlets.config import LoggingConfigurable
 
+from jupyter_agent.core.events import RunEnd, RunStart
 from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.core.runstate import Ceilings
 from jupyter_agent.core.turns import RunSummary, TurnRecord
@@ -205,8 +206,13 @@ class RunManager(LoggingConfigurable):
         view: dict[str, Any] | None = None,
         attachments: Sequence[dict[str, Any]] = (),
     ) -> dict[str, Any]:
-        """Queue a user message; start a run unless one is going. ``{run_id, routed}``."""
-        item: dict[str, Any] = {"kind": "message", "text": text, "at": now_iso()}
+        """Queue a user message; start a run unless one is going.
+
+        ``{run_id, routed, message_id}``: the message's id travels with it (its mailbox item's
+        ``id``, the ``message_id`` of its ``run_start`` or ``steering`` event and step).
+        """
+        message_id = new_id("msg")
+        item: dict[str, Any] = {"kind": "message", "text": text, "at": now_iso(), "id": message_id}
         if view:
             item["view"] = view
         if attachments:
@@ -215,18 +221,18 @@ class RunManager(LoggingConfigurable):
         if active is not None:
             if not active.closed:
                 self.services.mailbox.put(chat_id, item)
-                return {"run_id": active.run_id, "routed": "mailbox"}
+                return {"run_id": active.run_id, "routed": "mailbox", "message_id": message_id}
             # Closed (its final reply is out, or it is stopping on request): this message
             # opens the next run, reserved now so the answer names it.
             nxt = self._next.get(chat_id)
             if nxt is None:
                 nxt = self._next[chat_id] = NextRun(run_id=new_id("run"))
             nxt.items.append(item)
-            return {"run_id": nxt.run_id, "routed": "run"}
-        run_id = self._start(chat_id, view=view, text=text)
+            return {"run_id": nxt.run_id, "routed": "run", "message_id": message_id}
+        run_id = self._start(chat_id, view=view, text=text, message_id=message_id)
         # Queued only once the run exists (its first drain comes after this returns).
         self.services.mailbox.put(chat_id, item)
-        return {"run_id": run_id, "routed": "run"}
+        return {"run_id": run_id, "routed": "run", "message_id": message_id}
 
     async def break_run(self, run_id: str, *, hard: bool) -> BreakState | None:
         """Break a run: soft at its next drain, hard at once. None for an unknown run."""
@@ -322,7 +328,13 @@ class RunManager(LoggingConfigurable):
         return None
 
     def _start(
-        self, chat_id: str, *, view: dict[str, Any] | None, text: str, run_id: str | None = None
+        self,
+        chat_id: str,
+        *,
+        view: dict[str, Any] | None,
+        text: str,
+        run_id: str | None = None,
+        message_id: str | None = None,
     ) -> str:
         run_id = run_id or new_id("run")
         config = self._config()
@@ -348,7 +360,7 @@ class RunManager(LoggingConfigurable):
         )
         self.services.store.upsert_run(summary)
         try:
-            return self._launch(summary, effect_log, config, history, view, text)
+            return self._launch(summary, effect_log, config, history, view, text, message_id)
         except Exception:
             # Nothing ran: the run must not stay "running" until the next restart.
             effect_log.close()
@@ -365,6 +377,7 @@ class RunManager(LoggingConfigurable):
         history: list[TurnRecord],
         view: dict[str, Any] | None,
         text: str,
+        message_id: str | None,
     ) -> str:
         run_id, chat_id, started = summary.run_id, summary.chat_id, summary.started
         path = (view or {}).get("path")
@@ -380,7 +393,9 @@ class RunManager(LoggingConfigurable):
         )
         self.services.store.touch_chat(chat_id, now=started, active_run_id=run_id)
         # The opening message rides on run_start so every client shows it at once.
-        self.services.events.publish(chat_id, run_id, "run_start", started=started, text=text)
+        self.services.events.publish(
+            chat_id, run_id, RunStart(started=started, text=text, message_id=message_id)
+        )
         task = asyncio.get_running_loop().create_task(self._run(summary, driver))
         active = ActiveRun(run_id=run_id, chat_id=chat_id, driver=driver, task=task)
         self._active[chat_id] = active
@@ -419,10 +434,11 @@ class RunManager(LoggingConfigurable):
         self.services.events.publish(
             chat_id,
             run_id,
-            "run_end",
-            stopReason=turn.llm.stop_reason,
-            endCause=turn.llm.end_cause,
-            turn=turn.to_json(),
+            RunEnd(
+                stop_reason=turn.llm.stop_reason,
+                end_cause=turn.llm.end_cause,
+                turn=turn.to_json(),
+            ),
         )
         if not self._start_next(chat_id):
             await store_call(store.touch_chat, chat_id, now=ended.ended, active_run_id=None)
@@ -448,6 +464,7 @@ class RunManager(LoggingConfigurable):
                 view=first.get("view"),
                 text=str(first.get("text", "")),
                 run_id=nxt.run_id if nxt is not None else None,
+                message_id=first.get("id") if isinstance(first.get("id"), str) else None,
             )
         except Exception:
             log.exception("could not start the next run of %s", chat_id)

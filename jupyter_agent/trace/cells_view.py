@@ -1,28 +1,35 @@
-"""A run's effect log read as the steps a person saw: messages, bubbles, cells, the reply.
+"""A run's effect log read as the steps a person saw: the one builder of a run's steps.
 
 :func:`build_view` turns a :class:`~jupyter_agent.trace.log.TraceFile` into a
-:class:`RunView`: the ordered :data:`Step` list that both the notebook export
-(:mod:`jupyter_agent.trace.notebook`) and ``jupyter agent trace show`` render.
+:class:`RunView`: the ordered steps (:mod:`jupyter_agent.core.steps`, a tagged union) that
+``GET agent/runs/{id}`` serves, the notebook export (:mod:`jupyter_agent.trace.notebook`)
+and ``jupyter agent trace show`` render, and the panel rebuilds a chat from.
 
 Contract:
 
 - Steps come in seq order of their top-level effects (those without ``parent``). Nested
   effects (an ``app.call`` made by a cell, and what the host did for it) belong to the
-  top-level ``cell.run`` they descend from: :attr:`CellStep.nested`.
-- The first top-level ``mailbox.drain`` holds the opening user message (``kind`` "user");
-  every other message, in that drain or a later one, is ``kind`` "steering". Break items
-  become :class:`BreakStep`. Unknown mailbox kinds and unknown effect names are skipped.
+  top-level ``cell.run`` they descend from: :attr:`CellStep.seqs`.
+- The first message the run took (in its first top-level ``mailbox.drain``) is the
+  :class:`UserStep`; every later one is a :class:`SteeringStep`, where the run took it: in
+  a drain, in a final reply the host held back (``chat.post`` answered ``{"deferred":
+  items}``: no reply step, the messages instead), or in a hard break's cancelled result.
+  Break items become :class:`BreakStep`. Unknown mailbox kinds and effect names are skipped.
 - ``cell.run`` and ``bash.run`` share one counter, as in the loop (``c<n>`` with n the
   count of tool runs so far). A python cell keeps its recorded ``cell_id`` (so
   ``values.get("c3", ...)`` in a later cell still names it); a bash step gets ``c<n>`` from
-  that counter, or the next free ``c<n>`` when a python cell already has that id.
-- Every step has a :data:`Status`: ``ok``; ``failed`` (the result line has ``error``);
-  ``cancelled`` (a hard break: data ``{"cancelled": "break_hard"}``); ``timed_out`` (a
-  cell or command that ran past its timeout: see :mod:`jupyter_agent.core.cell_status`);
-  ``unfinished`` (an intent without a result: the run crashed or is still going);
-  ``unreadable`` (a result whose data does not parse as a cell or bash result).
-- A cell or bash step has its parsed ``result`` when it finished (``ok``, ``timed_out``)
-  and when it was cancelled with a partial result (what it printed before the break).
+  that counter (the id its live events had), or the next free ``c<n>`` when a python cell
+  already has that id.
+- ``status`` (:data:`~jupyter_agent.core.steps.StepStatus`): ``ok``; ``failed`` (the result
+  line has ``error``); ``cancelled`` (a hard break: data ``{"cancelled": "break_hard"}``);
+  ``timed_out`` (see :mod:`jupyter_agent.core.cell_status`); ``unfinished`` (an intent
+  without a result: the run crashed or is still going); ``unreadable`` (a result that does
+  not parse as a cell or bash result).
+- A cell or bash step's ``digest`` is the one its result recorded (what the model read:
+  :mod:`jupyter_agent.core.digest_record`), else, for logs written before, the digest
+  rebuilt with the run's recorded options; None when the model read none (cancelled,
+  unfinished). ``end_status`` is what its ``cell_end`` event said.
+- A cancelled cell or command keeps what it printed before the break (its partial result).
 - Reading never raises on a well-formed log (one :func:`~jupyter_agent.trace.log.read_log`
   accepted): what cannot be understood is reported through the statuses.
 """
@@ -30,14 +37,14 @@ Contract:
 from __future__ import annotations
 
 import re
-import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from jupyter_agent.core.cell_status import bash_status, cell_status, partial_bash, partial_cell
 from jupyter_agent.core.cells import BashResult, CellResult
-from jupyter_agent.core.digest import DigestOptions
+from jupyter_agent.core.digest import Digest, DigestOptions, digest_bash, digest_cell
+from jupyter_agent.core.digest_record import digest_options_from_config, recorded
 from jupyter_agent.core.effects import (
     APP_CALL,
     BASH_RUN,
@@ -48,128 +55,36 @@ from jupyter_agent.core.effects import (
     MAILBOX_DRAIN,
     TURN_APPEND,
 )
+from jupyter_agent.core.events import CellStatus
+from jupyter_agent.core.steps import (
+    BashStep,
+    BreakStep,
+    BubbleStep,
+    CellStep,
+    ModelCallStep,
+    ReplyStep,
+    SteeringStep,
+    StepStatus,
+    UserStep,
+)
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.trace.log import LoggedEffect, TraceFile, pair_effects
 
-__all__ = [
-    "BashStep",
-    "BreakStep",
-    "CellStep",
-    "MessageStep",
-    "ModelCallStep",
-    "PostStep",
-    "RunView",
-    "Status",
-    "Step",
-    "build_view",
-    "effect_status",
-]
+__all__ = ["AnyStep", "RunView", "build_view", "effect_status"]
 
-Status = Literal["ok", "failed", "cancelled", "timed_out", "unfinished", "unreadable"]
+AnyStep = (
+    UserStep
+    | SteeringStep
+    | BreakStep
+    | BubbleStep
+    | ReplyStep
+    | CellStep
+    | BashStep
+    | ModelCallStep
+)
 
 # A python cell that names the in-kernel ``sh`` depends on the host's shell, like bash.
 _USES_SH = re.compile(r"\bsh\s*[.(]")
-
-
-@dataclass(frozen=True, kw_only=True)
-class MessageStep:
-    """A user message: the one that opened the run (``user``) or one that came mid-run."""
-
-    kind: Literal["user", "steering"]
-    seq: int
-    text: str
-    at: str
-    view: dict[str, Any] | None = None
-    attachments: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True)
-class BreakStep:
-    """A break read from the mailbox (a hard one is normally acted on by the host at once)."""
-
-    seq: int
-    hard: bool
-    at: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class PostStep:
-    """A ``chat.post``: a progress bubble (``done`` false) or the final reply."""
-
-    kind: Literal["bubble", "reply"]
-    seq: int
-    text: str
-    t: str
-    status: Status
-
-
-@dataclass(frozen=True, kw_only=True)
-class CellStep:
-    """A ``cell.run`` with its nested effects and parsed result (see the module docstring)."""
-
-    seq: int
-    cell_id: str
-    code: str
-    timeout_s: float | None
-    status: Status
-    result: CellResult | None
-    error: dict[str, Any] | None = None
-    nested: tuple[LoggedEffect, ...] = ()
-    t: str = ""
-
-    @property
-    def seqs(self) -> tuple[int, ...]:
-        """The ``cell.run`` seq, then every effect nested under it, in seq order."""
-        return (self.seq, *(e.seq for e in self.nested))
-
-    @property
-    def app_calls(self) -> int:
-        """How many app calls the cell made (logged nested effects or reported records)."""
-        logged = sum(1 for e in self.nested if e.name == APP_CALL)
-        reported = len(self.result.app_calls) if self.result is not None else 0
-        return max(logged, reported)
-
-    @property
-    def deterministic(self) -> bool:
-        """True when re-running the code alone should give the recorded outputs.
-
-        A finished cell (status ``ok``) with no app call and no use of ``sh``; a cell
-        without a whole recorded result (cancelled, timed out, ...) is not deterministic.
-        """
-        return (
-            self.status == "ok"
-            and self.result is not None
-            and self.app_calls == 0
-            and not _USES_SH.search(self.code)
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class BashStep:
-    """A ``bash.run``: ``cell_id`` is the notebook id it gets; ``result`` as for a cell."""
-
-    seq: int
-    cell_id: str
-    command: str
-    timeout_s: float | None
-    status: Status
-    result: BashResult | None
-    error: dict[str, Any] | None = None
-    t: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelCallStep:
-    """A top-level ``http.post`` (one model call of the loop)."""
-
-    seq: int
-    status: Status
-    http_status: int | None
-    attempts: int | None
-    t: str
-
-
-Step = MessageStep | BreakStep | PostStep | CellStep | BashStep | ModelCallStep
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,7 +92,7 @@ class RunView:
     """One run's log as steps, with what the export needs besides them."""
 
     header: dict[str, Any]
-    steps: tuple[Step, ...]
+    steps: tuple[AnyStep, ...]
     turn: TurnRecord | None
     config: dict[str, Any] = field(default_factory=dict)
     unfinished: tuple[LoggedEffect, ...] = ()
@@ -205,44 +120,17 @@ class RunView:
 
     def digest_options(self) -> DigestOptions:
         """The digest options the loop used, rebuilt from the recorded config results."""
-        ceilings = self.config.get("ceilings")
-        ceilings = ceilings if isinstance(ceilings, dict) else {}
-        spaces = self.config.get("spaces")
-        spaces = spaces if isinstance(spaces, dict) else {}
-        defaults = DigestOptions()
-        return DigestOptions(
-            value_budget_tokens=_int(
-                ceilings.get("value_budget_tokens"), defaults.value_budget_tokens
-            ),
-            total_budget_tokens=_int(
-                ceilings.get("total_budget_tokens"), defaults.total_budget_tokens
-            ),
-            vision=self._vision(),
-            env_prefix=str(spaces.get("env_prefix", "")),
-            home=str(spaces.get("home", "")),
-        )
-
-    def _vision(self) -> bool:
-        model = self.model
-        if model is None:
-            return False
-        overrides = self.config.get(f"llm.profile.{model}")
-        # Imported here: the profiles table is only needed for an export, not to read a log.
-        from jupyter_agent.llm.profiles import get_profile
-
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # an unknown model's warning is not ours
-                return get_profile(model, overrides if isinstance(overrides, dict) else None).vision
-        except Exception:  # a bad override was the run's problem; the export goes on
-            return False
+        return _options(self.config)
 
 
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+def _options(config: dict[str, Any]) -> DigestOptions:
+    try:
+        return digest_options_from_config(config.get)
+    except ValueError:  # a strange ceilings value: the loop would not have run with it
+        return DigestOptions()
 
 
-def effect_status(effect: LoggedEffect) -> Status:
+def effect_status(effect: LoggedEffect) -> StepStatus:
     """How an effect ended: ok, failed, cancelled or unfinished (never ``unreadable``)."""
     if effect.result is None:
         return "unfinished"
@@ -263,28 +151,35 @@ def _attachment_names(raw: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _drain_steps(effect: LoggedEffect, first: bool) -> Iterable[MessageStep | BreakStep]:
-    if effect_status(effect) != "ok" or effect.result is None:
-        return
-    items = effect.result.data if isinstance(effect.result.data, list) else []
-    opening = first
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("kind")
-        if kind == "message":
-            view = item.get("view")
-            yield MessageStep(
-                kind="user" if opening else "steering",
-                seq=effect.seq,
-                text=str(item.get("text") or ""),
-                at=str(item.get("at") or ""),
-                view=view if isinstance(view, dict) else None,
-                attachments=_attachment_names(item.get("attachments")),
-            )
-            opening = False
-        elif kind == "break":
-            yield BreakStep(seq=effect.seq, hard=bool(item.get("hard")), at=str(item.get("at", "")))
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class _Messages:
+    """The messages a run took, in order: the first is the opening one, the rest steering."""
+
+    def __init__(self) -> None:
+        self.opened = False
+
+    def steps(self, items: Any, seq: int) -> Iterable[UserStep | SteeringStep | BreakStep]:
+        for item in items if isinstance(items, list) else ():
+            if not isinstance(item, dict):
+                continue
+            kind = item.get("kind")
+            if kind == "message":
+                view = item.get("view")
+                cls = SteeringStep if self.opened else UserStep
+                self.opened = True
+                yield cls(
+                    seq=seq,
+                    text=str(item.get("text") or ""),
+                    at=str(item.get("at") or ""),
+                    view=view if isinstance(view, dict) else None,
+                    attachments=_attachment_names(item.get("attachments")),
+                    message_id=_str_or_none(item.get("id")),
+                )
+            elif kind == "break":
+                yield BreakStep(seq=seq, hard=bool(item.get("hard")), at=str(item.get("at", "")))
 
 
 def _num(value: Any) -> float | None:
@@ -293,54 +188,111 @@ def _num(value: Any) -> float | None:
     return None
 
 
-def _cell_step(effect: LoggedEffect, nested: tuple[LoggedEffect, ...]) -> CellStep:
+def _digest(data: Any, render: Callable[[], Digest]) -> tuple[str | None, bool]:
+    """(text, is_error) of the digest the model read: the recorded one, else rebuilt."""
+    found = recorded(data)
+    if found is not None:
+        return found
+    try:
+        digest = render()
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return None, False
+    return digest.text, digest.is_error
+
+
+def _end_status(status: StepStatus, finished: CellStatus | None) -> CellStatus | None:
+    """What the cell's ``cell_end`` said, from the effect's status and the result's own."""
+    if status == "cancelled":
+        return "cancelled"
+    if status == "failed":
+        return "error"
+    return finished
+
+
+def _cell_step(
+    effect: LoggedEffect, nested: tuple[LoggedEffect, ...], options: DigestOptions
+) -> CellStep:
     data = effect.data if isinstance(effect.data, dict) else {}
-    status: Status = effect_status(effect)
+    status: StepStatus = effect_status(effect)
+    raw = effect.result.data if effect.result is not None else None
     result: CellResult | None = None
-    if status == "ok" and effect.result is not None:
+    if status == "ok":
         try:
-            result = CellResult.from_json(effect.result.data)
+            result = CellResult.from_json(raw)  # type: ignore[arg-type]
         except (KeyError, TypeError, ValueError, AttributeError):
             status = "unreadable"
         if result is not None and cell_status(result) == "timed_out":
             status = "timed_out"
-    elif status == "cancelled" and effect.result is not None:
-        result = partial_cell(effect.result.data)
+    elif status == "cancelled":
+        result = partial_cell(raw)
+    read = result if status in ("ok", "timed_out") else None  # what the model read, if any
+    digest = _digest(raw, lambda: digest_cell(read, options)) if read else (None, False)
+    code = str(data.get("code") or "")
+    logged_calls = sum(1 for e in nested if e.name == APP_CALL)
+    app_calls = max(logged_calls, len(result.app_calls) if result is not None else 0)
+    bubbles = raw.get("bubbles") if isinstance(raw, dict) else None
     return CellStep(
         seq=effect.seq,
+        seqs=(effect.seq, *(e.seq for e in nested)),
         cell_id=str(data.get("cell_id") or ""),
-        code=str(data.get("code") or ""),
-        timeout_s=_num(data.get("timeout_s")),
+        code=code,
         status=status,
-        result=result,
-        error=effect.result.error if effect.result is not None else None,
-        nested=nested,
         t=effect.intent.t,
+        execution_count=result.execution_count if result is not None else None,
+        duration_s=result.duration_s if result is not None else None,
+        failed=result.error is not None if result is not None else None,
+        app_calls=app_calls,
+        digest=digest[0],
+        outputs=tuple(result.outputs) if result is not None else (),
+        error=effect.result.error if effect.result is not None else None,
+        timeout_s=_num(data.get("timeout_s")),
+        deterministic=(
+            status == "ok" and result is not None and app_calls == 0 and not _USES_SH.search(code)
+        ),
+        outputs_truncated=result.outputs_truncated if result is not None else False,
+        end_status=_end_status(status, cell_status(read) if read is not None else None),
+        bubbles=tuple(str(b) for b in bubbles) if isinstance(bubbles, list) else (),
     )
 
 
-def _bash_step(effect: LoggedEffect, cell_id: str) -> BashStep:
+def _bash_step(effect: LoggedEffect, cell_id: str, options: DigestOptions) -> BashStep:
     data = effect.data if isinstance(effect.data, dict) else {}
-    status: Status = effect_status(effect)
+    status: StepStatus = effect_status(effect)
+    raw = effect.result.data if effect.result is not None else None
     result: BashResult | None = None
-    if status == "ok" and effect.result is not None:
+    if status == "ok":
         try:
-            result = BashResult.from_json(effect.result.data)
+            result = BashResult.from_json(raw)  # type: ignore[arg-type]
         except (KeyError, TypeError, ValueError, AttributeError):
             status = "unreadable"
         if result is not None and bash_status(result) == "timed_out":
             status = "timed_out"
-    elif status == "cancelled" and effect.result is not None:
-        result = partial_bash(effect.result.data)
+    elif status == "cancelled":
+        result = partial_bash(raw)
+    read = result if status in ("ok", "timed_out") else None
+    text, is_error = _digest(raw, lambda: digest_bash(read, options)) if read else (None, False)
+    finished: CellStatus | None = None
+    if read is not None:
+        finished = bash_status(read)
+        finished = "error" if finished == "ok" and is_error else finished
     return BashStep(
         seq=effect.seq,
         cell_id=cell_id,
         command=str(data.get("command") or ""),
-        timeout_s=_num(data.get("timeout_s")),
         status=status,
-        result=result,
-        error=effect.result.error if effect.result is not None else None,
         t=effect.intent.t,
+        returncode=result.returncode if result is not None else None,
+        stdout=result.stdout.text if result is not None else None,
+        stderr=result.stderr.text if result is not None else None,
+        digest=text,
+        error=effect.result.error if effect.result is not None else None,
+        timeout_s=_num(data.get("timeout_s")),
+        timed_out=result.timed_out if result is not None else False,
+        duration_s=result.duration_s if result is not None else None,
+        outputs_truncated=(
+            result.stdout.truncated or result.stderr.truncated if result is not None else False
+        ),
+        end_status=_end_status(status, finished),
     )
 
 
@@ -351,9 +303,22 @@ def _model_call_step(effect: LoggedEffect) -> ModelCallStep:
     return ModelCallStep(
         seq=effect.seq,
         status=effect_status(effect),
+        t=effect.intent.t,
         http_status=status if isinstance(status, int) else None,
         attempts=attempts if isinstance(attempts, int) else None,
+    )
+
+
+def _post_step(effect: LoggedEffect) -> BubbleStep | ReplyStep:
+    data = effect.data if isinstance(effect.data, dict) else {}
+    cls = ReplyStep if data.get("done") else BubbleStep
+    answer = effect.result.data if effect.result is not None else None
+    return cls(
+        seq=effect.seq,
+        text=str(data.get("text") or ""),
         t=effect.intent.t,
+        status=effect_status(effect),
+        message_id=_str_or_none(answer),
     )
 
 
@@ -371,58 +336,56 @@ def _top_level(effects: list[LoggedEffect]) -> dict[int, list[LoggedEffect]]:
     return grouped
 
 
+def _deferred(effect: LoggedEffect) -> Any:
+    """The messages a result hands the loop beside its own answer (``deferred``)."""
+    data = effect.result.data if effect.result is not None else None
+    return data.get("deferred") if isinstance(data, dict) else None
+
+
 def build_view(trace: TraceFile) -> RunView:
     """Read a parsed log as steps (see the module docstring)."""
     effects = pair_effects(trace)
     nested = _top_level(effects)
-    python_ids = {
-        str(e.data.get("cell_id"))
-        for e in effects
-        if e.parent is None and e.name == CELL_RUN and isinstance(e.data, dict)
-    }
-    used_ids: set[str] = set(python_ids)
-    steps: list[Step] = []
+    top = [e for e in effects if e.parent is None]
     config: dict[str, Any] = {}
+    for effect in top:
+        if effect.name == CONFIG_GET and effect.result is not None:
+            key = effect.data.get("key") if isinstance(effect.data, dict) else None
+            config.setdefault(str(key), effect.result.data)
+    options = _options(config)
+    used_ids = {
+        str(e.data.get("cell_id")) for e in top if e.name == CELL_RUN and isinstance(e.data, dict)
+    }
+    steps: list[AnyStep] = []
+    messages = _Messages()
     turn: TurnRecord | None = None
-    drains = 0
     tool_runs = 0
-    for effect in effects:
-        if effect.parent is not None:
-            continue
+    for effect in top:
         name = effect.name
-        if name == CONFIG_GET and effect.result is not None and isinstance(effect.data, dict):
-            config.setdefault(str(effect.data.get("key")), effect.result.data)
-        elif name == MAILBOX_DRAIN:
-            steps.extend(_drain_steps(effect, first=drains == 0))
-            drains += 1
+        if name == MAILBOX_DRAIN and effect_status(effect) == "ok" and effect.result is not None:
+            steps.extend(messages.steps(effect.result.data, effect.seq))
         elif name == CHAT_POST and isinstance(effect.data, dict):
-            done = bool(effect.data.get("done"))
-            steps.append(
-                PostStep(
-                    kind="reply" if done else "bubble",
-                    seq=effect.seq,
-                    text=str(effect.data.get("text") or ""),
-                    t=effect.intent.t,
-                    status=effect_status(effect),
-                )
-            )
+            if _deferred(effect) is None:  # a reply held back for mail is not a reply
+                steps.append(_post_step(effect))
         elif name == HTTP_POST:
             steps.append(_model_call_step(effect))
         elif name == CELL_RUN:
             tool_runs += 1
-            steps.append(_cell_step(effect, tuple(nested.get(effect.seq, ()))))
+            steps.append(_cell_step(effect, tuple(nested.get(effect.seq, ())), options))
         elif name == BASH_RUN:
             tool_runs += 1
             n = tool_runs
             while f"c{n}" in used_ids:
                 n += 1
             used_ids.add(f"c{n}")
-            steps.append(_bash_step(effect, f"c{n}"))
+            steps.append(_bash_step(effect, f"c{n}", options))
         elif name == TURN_APPEND and isinstance(effect.data, dict):
             try:
                 turn = TurnRecord.from_json(effect.data)
             except (KeyError, TypeError, ValueError, AttributeError):
                 turn = None
+        if name in (CHAT_POST, CELL_RUN, BASH_RUN, HTTP_POST):
+            steps.extend(messages.steps(_deferred(effect), effect.seq))
     return RunView(
         header=dict(trace.header),
         steps=tuple(steps),

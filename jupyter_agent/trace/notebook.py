@@ -51,18 +51,18 @@ from typing import Any, Final
 import nbformat
 from nbformat import NotebookNode, v4
 
-from jupyter_agent.core.digest import Digest, digest_bash, digest_cell
-from jupyter_agent.core.turns import TurnRecord
-from jupyter_agent.trace.cells_view import (
+from jupyter_agent.core.steps import (
     BashStep,
     BreakStep,
+    BubbleStep,
     CellStep,
-    MessageStep,
     ModelCallStep,
-    PostStep,
-    RunView,
-    build_view,
+    ReplyStep,
+    SteeringStep,
+    UserStep,
 )
+from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.trace.cells_view import RunView, build_view
 from jupyter_agent.trace.log import TraceFile
 
 __all__ = ["KERNELSPEC", "chat_notebook", "run_notebook", "sh_source", "write_notebook"]
@@ -143,7 +143,6 @@ class _Builder:
         self.cells: list[NotebookNode] = []
         self.anchor = ""  # the id of the last code cell, "" before the first
         self.md_count = 0
-        self.options = view.digest_options()
         self.agent = view.turn.from_agent if view.turn is not None else "agent"
 
     # -- ids ------------------------------------------------------------------------------
@@ -181,43 +180,40 @@ class _Builder:
     def note(self, text: str, seq: int | None) -> None:
         self.markdown("> **Note:** " + text.replace("\n", "\n> "), "note", seq)
 
-    def message(self, step: MessageStep) -> None:
-        who = "User" if step.kind == "user" else "User (mid-run)"
+    def message(self, step: UserStep | SteeringStep) -> None:
+        who = "User" if step.type == "user" else "User (mid-run)"
         lines = [f"**{who}**" + (f" · {step.at}" if step.at else "")]
         lines.extend(_view_lines(step.view))
         if step.attachments:
             lines.append("Attachments: " + ", ".join(_code(n) for n in step.attachments))
         source = "  \n".join(lines) + "\n\n" + step.text
-        self.markdown(source.rstrip("\n"), step.kind, step.seq)
+        self.markdown(source.rstrip("\n"), step.type, step.seq)
 
-    def post(self, step: PostStep) -> None:
-        label = "reply" if step.kind == "reply" else "progress"
+    def post(self, step: BubbleStep | ReplyStep) -> None:
+        label = "reply" if step.type == "reply" else "progress"
         head = f"**{self.agent}** ({label})" + (f" · {step.t}" if step.t else "")
-        self.markdown(f"{head}\n\n{step.text}", step.kind, step.seq)
+        self.markdown(f"{head}\n\n{step.text}", step.type, step.seq)
         if step.status == "cancelled":
             self.note("A hard break cancelled this message before it was delivered.", step.seq)
         elif step.status in ("failed", "unfinished"):
             self.note(f"This message was not delivered ({step.status}).", step.seq)
 
     def python(self, step: CellStep) -> None:
-        result = step.result
-        outputs = [_output(o) for o in result.outputs] if result is not None else []
-        read = result if step.status != "cancelled" else None  # what the model read, if any
-        digest = _digest_text(lambda: digest_cell(read, self.options)) if read else None
+        outputs = [_output(o) for o in step.outputs]
         extra: dict[str, Any] = {
             "cell_id": step.cell_id,
             "seqs": list(step.seqs),
             "deterministic": step.deterministic,
             "status": step.status,
-            "digest": digest,
+            "digest": step.digest,  # what the model read (the recorded digest)
         }
-        if result is not None:
-            extra["duration_s"] = result.duration_s
-            extra["outputs_truncated"] = result.outputs_truncated
+        if step.duration_s is not None:  # a (whole or partial) result was recorded
+            extra["duration_s"] = step.duration_s
+            extra["outputs_truncated"] = step.outputs_truncated
         cell = _new_code_cell(
             step.code,
             id=self._code_id(step.cell_id or "c"),
-            execution_count=_count(result.execution_count if result is not None else None),
+            execution_count=_count(step.execution_count),
             metadata=self._meta("python", step.seq, **extra),
         )
         cell.outputs = outputs  # checked by the one whole-notebook validation (_notebook)
@@ -225,26 +221,23 @@ class _Builder:
         self._status_note("cell", step.status, step.error, step.seq, step.timeout_s, bool(outputs))
 
     def bash(self, step: BashStep) -> None:
-        result = step.result
         outputs = []
-        if result is not None:
-            for name, value in (("stdout", result.stdout), ("stderr", result.stderr)):
-                if value.text:
-                    outputs.append(_new_output("stream", name=name, text=value.text))
-        read = result if step.status != "cancelled" else None
+        for name, text in (("stdout", step.stdout), ("stderr", step.stderr)):
+            if text:
+                outputs.append(_new_output("stream", name=name, text=text))
         extra: dict[str, Any] = {
             "cell_id": step.cell_id,
             "seqs": [step.seq],
             "deterministic": False,
             "status": step.status,
-            "digest": _digest_text(lambda: digest_bash(read, self.options)) if read else None,
+            "digest": step.digest,
         }
-        if result is not None:
+        if step.duration_s is not None:
             extra.update(
-                returncode=result.returncode,
-                timed_out=result.timed_out,
-                duration_s=result.duration_s,
-                outputs_truncated=result.stdout.truncated or result.stderr.truncated,
+                returncode=step.returncode,
+                timed_out=step.timed_out,
+                duration_s=step.duration_s,
+                outputs_truncated=step.outputs_truncated,
             )
         cell = _new_code_cell(
             sh_source(step.command, step.timeout_s),
@@ -288,7 +281,7 @@ class _Builder:
 
     def build(self) -> list[NotebookNode]:
         for step in self.view.steps:
-            if isinstance(step, MessageStep):
+            if isinstance(step, (UserStep, SteeringStep)):
                 self.message(step)
             elif isinstance(step, BreakStep):
                 kind = "hard" if step.hard else "soft"
@@ -296,7 +289,7 @@ class _Builder:
                     f"The user sent a {kind} break" + (f" at {step.at}." if step.at else "."),
                     step.seq,
                 )
-            elif isinstance(step, PostStep):
+            elif isinstance(step, (BubbleStep, ReplyStep)):
                 self.post(step)
             elif isinstance(step, CellStep):
                 self.python(step)
@@ -334,14 +327,6 @@ class _Builder:
         else:
             text = f"The run ended with an error ({cause}): {why}."
         self.note(text + f" (stopReason `{stop}`, endCause `{cause}`)", None)
-
-
-def _digest_text(render: Callable[[], Digest]) -> str | None:
-    """The digest's text part, or None when a strange recorded value defeats the digest."""
-    try:
-        return render().text
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
-        return None
 
 
 def sh_source(command: str, timeout_s: float | None = None) -> str:

@@ -7,14 +7,11 @@
 - ``turn``: the turn record JSON given by the caller (the database's), else the log's
   ``turn.append`` intent, else None.
 - ``steps``: what a person saw, in order (from :func:`~jupyter_agent.trace.cells_view.build_view`),
-  each a dict with a ``type``: ``user`` / ``steering`` (text, at, view, attachments),
-  ``break`` (hard), ``bubble`` / ``reply`` (text, status), ``cell`` (cell_id, code, status,
-  digest: the text the model read, outputs: a summary per output, execution_count,
-  duration_s, app_calls, seqs), ``bash`` (cell_id, command, status, returncode, stdout,
-  stderr, digest) and ``model_call`` (status, http_status, attempts). A cell or command
-  a hard break cut has status ``cancelled``, what it printed until then (outputs, or
-  stdout and stderr) and no digest (the model read none); one that ran past its timeout
-  has status ``timed_out``.
+  each the codec JSON of one step of :mod:`jupyter_agent.core.steps` (a tagged union on
+  ``type``: ``user``, ``steering``, ``break``, ``bubble``, ``reply``, ``cell`` (with its
+  nbformat ``outputs`` and the ``digest`` the model read), ``bash``, ``model_call``). A
+  cell or command a hard break cut has status ``cancelled``, what it printed until then
+  and no digest (the model read none); one that ran past its timeout ``timed_out``.
 - ``effects``: every effect of the log in seq order:
   ``{seq, name, parent, intent, result, error, t_intent, t_result}`` (``result`` and
   ``t_result`` None for an effect without a result line).
@@ -27,21 +24,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Final
 
-from jupyter_agent.core.digest import Digest, DigestOptions, digest_bash, digest_cell
+from jupyter_agent.codec import dump_dict
 from jupyter_agent.core.effects import HTTP_POST
-from jupyter_agent.trace.cells_view import (
-    BashStep,
-    BreakStep,
-    CellStep,
-    MessageStep,
-    ModelCallStep,
-    PostStep,
-    Step,
-    build_view,
-)
+from jupyter_agent.core.steps import ModelCallStep
+from jupyter_agent.trace.cells_view import AnyStep, build_view
 from jupyter_agent.trace.log import TraceFile, pair_effects
 from jupyter_agent.trace.stats import call_attempts
 
@@ -77,96 +66,10 @@ def _bound(value: Any, max_string: int, max_items: int, depth: int) -> Any:
     return value
 
 
-def _digest(render: Callable[[], Digest]) -> str | None:
-    try:
-        return render().text
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
-        return None
-
-
-def _output_summary(raw: Any) -> dict[str, Any]:
-    """One recorded nbformat output in brief: its type, and text or mime types."""
-    if not isinstance(raw, dict):
-        return {"type": "unrecognised"}
-    kind = raw.get("output_type")
-    if kind == "stream":
-        return {"type": "stream", "name": raw.get("name"), "text": raw.get("text")}
-    if kind == "error":
-        return {"type": "error", "ename": raw.get("ename"), "evalue": raw.get("evalue")}
-    data = raw.get("data")
-    summary: dict[str, Any] = {
-        "type": kind,
-        "mimes": sorted(data) if isinstance(data, dict) else [],
-    }
-    if isinstance(data, dict) and isinstance(data.get("text/plain"), str):
-        summary["text"] = data["text/plain"]
-    return summary
-
-
-def _step(step: Step, options: DigestOptions, attempts: dict[int, int | None]) -> dict[str, Any]:
-    if isinstance(step, MessageStep):
-        return {
-            "type": step.kind,
-            "seq": step.seq,
-            "text": step.text,
-            "at": step.at,
-            "view": step.view,
-            "attachments": list(step.attachments),
-        }
-    if isinstance(step, BreakStep):
-        return {"type": "break", "seq": step.seq, "hard": step.hard, "at": step.at}
-    if isinstance(step, PostStep):
-        return {
-            "type": step.kind,
-            "seq": step.seq,
-            "text": step.text,
-            "t": step.t,
-            "status": step.status,
-        }
-    if isinstance(step, CellStep):
-        cell = step.result
-        read = cell if step.status != "cancelled" else None  # what the model read, if any
-        return {
-            "type": "cell",
-            "seq": step.seq,
-            "seqs": list(step.seqs),
-            "cell_id": step.cell_id,
-            "code": step.code,
-            "status": step.status,
-            "t": step.t,
-            "execution_count": cell.execution_count if cell is not None else None,
-            "duration_s": cell.duration_s if cell is not None else None,
-            "failed": cell.error is not None if cell is not None else None,
-            "app_calls": step.app_calls,
-            "digest": _digest(lambda: digest_cell(read, options)) if read is not None else None,
-            "outputs": [_output_summary(o) for o in cell.outputs] if cell is not None else [],
-            "error": step.error,
-        }
-    if isinstance(step, BashStep):
-        sh = step.result
-        sh_read = sh if step.status != "cancelled" else None
-        return {
-            "type": "bash",
-            "seq": step.seq,
-            "cell_id": step.cell_id,
-            "command": step.command,
-            "status": step.status,
-            "t": step.t,
-            "returncode": sh.returncode if sh is not None else None,
-            "stdout": sh.stdout.text if sh is not None else None,
-            "stderr": sh.stderr.text if sh is not None else None,
-            "digest": _digest(lambda: digest_bash(sh_read, options)) if sh_read else None,
-            "error": step.error,
-        }
-    assert isinstance(step, ModelCallStep)
-    return {
-        "type": "model_call",
-        "seq": step.seq,
-        "status": step.status,
-        "t": step.t,
-        "http_status": step.http_status,
-        "attempts": attempts.get(step.seq, step.attempts),
-    }
+def _step(step: AnyStep, attempts: dict[int, int | None]) -> dict[str, Any]:
+    if isinstance(step, ModelCallStep) and step.seq in attempts:
+        step = replace(step, attempts=attempts[step.seq])
+    return dump_dict(step)
 
 
 def show_run(
@@ -175,14 +78,13 @@ def show_run(
     """The JSON of one run: header, turn, steps and effects (see the module docstring)."""
     view = build_view(trace)
     turn = turn_json if turn_json is not None else (view.turn.to_json() if view.turn else None)
-    options = view.digest_options()
     paired = pair_effects(trace)
     attempts = {
         e.seq: call_attempts(e.result.data, e.result.error)
         for e in paired
         if e.name == HTTP_POST and e.result is not None
     }
-    steps = [_step(step, options, attempts) for step in view.steps]
+    steps = [_step(step, attempts) for step in view.steps]
     effects = [
         {
             "seq": e.seq,

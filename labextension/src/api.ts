@@ -9,6 +9,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { RunStep } from './events';
 import type { ITurnRecord } from './model';
 
 /** The path segment every route of the server extension lives under. */
@@ -123,6 +124,17 @@ export interface IView {
 export interface ISendResult {
   run_id: string;
   routed: 'run' | 'mailbox';
+  /** The message's id: its `run_start` or `steering` event and its step carry it too. */
+  message_id?: string | null;
+}
+
+/** `GET agent/runs/{run_id}`: a run's turn record and steps (and its effect log). */
+export interface IRunDetail {
+  run_id: string;
+  chat_id: string;
+  turn: ITurnRecord | null;
+  steps: RunStep[];
+  [key: string]: any;
 }
 
 /** One tier of the settings (a key reference, never a key value). */
@@ -234,8 +246,9 @@ export class AgentApi {
     return this.req(`break/${enc(runId)}`, jsonInit('POST', { hard }));
   }
 
-  runNotebook(runId: string): Promise<any> {
-    return this.req(`runs/${enc(runId)}/notebook`, jsonInit('GET'));
+  /** A run's record and steps; `full` leaves large fields (outputs, images) uncut. */
+  runDetail(runId: string, full = true): Promise<IRunDetail> {
+    return this.req(`runs/${enc(runId)}${full ? '?full=1' : ''}`, jsonInit('GET'));
   }
 
   /** Write the run's trace notebook (into the trace folder unless `path` is given). */

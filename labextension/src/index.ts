@@ -1,9 +1,13 @@
 /**
  * The JupyterLab plugins of jupyter-agent (plugins only: logic lives in api.ts,
- * model.ts, stream.ts and widgets/).
+ * service.ts, chatviews.ts, model.ts, stream.ts and widgets/).
  *
- * One plugin: the chats sidebar, one main-area chat view per chat (restored after a
- * reload), the settings dialog, and the commands (palette, file-browser context menu).
+ * - `jupyter-agent:chats` provides `IChatsService` (chats, runs' steps, status, events);
+ * - `jupyter-agent:chat-views` provides `IChatViews`: one main-area chat view per chat,
+ *   restored after a reload;
+ * - `jupyter-agent:sidebar`: the chats sidebar;
+ * - `jupyter-agent:commands`: new chat, stop, export, attach (palette, file browser);
+ * - `jupyter-agent:settings`: the settings dialog.
  */
 import {
   ILabShell,
@@ -11,22 +15,19 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { ICommandPalette } from '@jupyterlab/apputils';
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
-import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { AgentApi, IChatSummary, IView } from './api';
+import { agentIcon, ChatViews, IChatViews } from './chatviews';
+import { ChatsService, IChatsService } from './service';
 import { ChatListPanel } from './widgets/chatlist';
-import { ChatView } from './widgets/chatview';
 import { IItemContext } from './widgets/items';
 import { openSettings } from './widgets/settings';
-
-/** The plugin id, also the settings and command namespace of the extension. */
-const PLUGIN_ID = 'jupyter-agent:plugin';
 
 /** Command ids. */
 export const CommandIds = {
@@ -40,40 +41,33 @@ export const CommandIds = {
   exportChat: 'jupyter-agent:export-chat'
 };
 
-const agentIcon = new LabIcon({
-  name: 'jupyter-agent:icon',
-  svgstr:
-    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="16"><path class="jp-icon3" fill="#616161" d="M12 2a2 2 0 0 1 2 2c0 .74-.4 1.39-1 1.73V7h4a3 3 0 0 1 3 3v8a3 3 0 0 1-3 3H7a3 3 0 0 1-3-3v-8a3 3 0 0 1 3-3h4V5.73A2 2 0 0 1 12 2zM9 12a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3zm6 0a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3z"/></svg>'
-});
-
-const plugin: JupyterFrontEndPlugin<void> = {
-  id: PLUGIN_ID,
-  description: 'An AI agent that lives inside Jupyter: the chat panel.',
+/** The chats service over this server's REST API. */
+const chatsPlugin: JupyterFrontEndPlugin<IChatsService> = {
+  id: 'jupyter-agent:chats',
+  description: 'The agent chats service: chats, run steps, status and event streams.',
   autoStart: true,
-  requires: [IRenderMimeRegistry],
-  optional: [
-    ILabShell,
-    INotebookTracker,
-    IEditorLanguageRegistry,
-    ICommandPalette,
-    ILayoutRestorer,
-    IFileBrowserFactory
-  ],
+  provides: IChatsService,
+  activate: (app: JupyterFrontEnd): IChatsService =>
+    new ChatsService(new AgentApi(app.serviceManager.serverSettings))
+};
+
+/** The chat views, what the person has open, and the restorer of the chat tabs. */
+const viewsPlugin: JupyterFrontEndPlugin<IChatViews> = {
+  id: 'jupyter-agent:chat-views',
+  description: 'One main-area view per agent chat.',
+  autoStart: true,
+  requires: [IChatsService, IRenderMimeRegistry],
+  optional: [ILabShell, INotebookTracker, IEditorLanguageRegistry, ILayoutRestorer],
+  provides: IChatViews,
   activate: (
     app: JupyterFrontEnd,
+    service: IChatsService,
     rendermime: IRenderMimeRegistry,
     labShell: ILabShell | null,
     notebooks: INotebookTracker | null,
     languages: IEditorLanguageRegistry | null,
-    palette: ICommandPalette | null,
-    restorer: ILayoutRestorer | null,
-    browsers: IFileBrowserFactory | null
-  ): void => {
-    const api = new AgentApi(app.serviceManager.serverSettings);
-    const tracker = new WidgetTracker<MainAreaWidget<ChatView>>({
-      namespace: 'jupyter-agent-chat'
-    });
-
+    restorer: ILayoutRestorer | null
+  ): IChatViews => {
     // The document the person last worked in (the chat view itself takes the focus).
     let lastDoc: Widget | null = null;
     labShell?.currentChanged.connect((_, args) => {
@@ -82,17 +76,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
         lastDoc = w;
       }
     });
-    const docPath = (): string | null => {
-      const w = (lastDoc && !lastDoc.isDisposed ? lastDoc : notebooks?.currentWidget) as any;
-      return w?.context?.path ?? null;
-    };
+    const doc = (): any => (lastDoc && !lastDoc.isDisposed ? lastDoc : notebooks?.currentWidget);
+    const docPath = (): string | null => doc()?.context?.path ?? null;
     const getView = (): IView | null => {
       const path = docPath();
       if (!path) {
         return null;
       }
       const view: IView = { path };
-      const w = (lastDoc && !lastDoc.isDisposed ? lastDoc : notebooks?.currentWidget) as any;
+      const w = doc();
       if (w instanceof NotebookPanel) {
         view.cell = w.content.activeCellIndex;
         const editor = w.content.activeCell?.editor;
@@ -109,7 +101,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
       return view;
     };
-
     const ctx: IItemContext = {
       rendermime,
       languages,
@@ -129,82 +120,54 @@ const plugin: JupyterFrontEndPlugin<void> = {
         return true;
       }
     };
-
-    const openPath = async (path: string): Promise<void> => {
-      await app.commands.execute('docmanager:open', {
-        path,
-        factory: path.endsWith('.ipynb') ? 'Notebook' : undefined
+    const views = new ChatViews({ app, service, ctx, getView, docPath });
+    app.commands.addCommand(CommandIds.openChat, {
+      label: 'Agent: Open Chat',
+      execute: args => views.open({ id: String(args.id), title: String(args.title ?? '') })
+    });
+    if (restorer) {
+      void restorer.restore(views.tracker, {
+        command: CommandIds.openChat,
+        args: w => ({ id: w.content.chatId, title: w.content.title.label }),
+        name: w => w.content.chatId
       });
-    };
+    }
+    return views;
+  }
+};
 
-    let sidebar: ChatListPanel;
-    const refreshList = (): void => {
-      void sidebar.refresh();
-    };
-
-    const openChat = async (chat: { id: string; title?: string }): Promise<ChatView> => {
-      const existing = tracker.find(w => w.content.chatId === chat.id);
-      if (existing) {
-        app.shell.activateById(existing.id);
-        return existing.content;
-      }
-      const content = new ChatView({
-        api,
-        chatId: chat.id,
-        title: chat.title || '',
-        ctx,
-        getView,
-        currentPath: docPath,
-        openPath,
-        status: () => sidebar.status,
-        onChanged: refreshList
-      });
-      const widget = new MainAreaWidget({ content });
-      widget.id = `jp-agent-chat-tab-${chat.id}`;
-      widget.title.icon = agentIcon;
-      widget.title.closable = true;
-      content.title.changed.connect(() => {
-        widget.title.label = content.title.label;
-      });
-      widget.title.label = content.title.label;
-      await tracker.add(widget);
-      app.shell.add(widget, 'main');
-      app.shell.activateById(widget.id);
-      content.focusInput();
-      return content;
-    };
-
-    const newChat = async (): Promise<ChatView> => {
-      const chat = await api.createChat();
-      refreshList();
-      return openChat(chat);
-    };
-
-    const currentChat = (): ChatView | null => {
-      const w = tracker.currentWidget;
-      return w ? w.content : null;
-    };
-
-    sidebar = new ChatListPanel({
-      api,
-      openChat: (chat: IChatSummary) => void openChat(chat),
-      newChat: () => void newChat(),
+/** The left sidebar: status and chats. */
+const sidebarPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-agent:sidebar',
+  description: 'The agent chats sidebar.',
+  autoStart: true,
+  requires: [IChatsService, IChatViews],
+  optional: [ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    service: IChatsService,
+    views: IChatViews,
+    restorer: ILayoutRestorer | null
+  ): void => {
+    const sidebar = new ChatListPanel({
+      service,
+      openChat: (chat: IChatSummary) => void views.open(chat),
+      newChat: () => void views.create(),
       openSettings: () => void app.commands.execute(CommandIds.settings),
       onRenamed: chat => {
-        const w = tracker.find(v => v.content.chatId === chat.id);
-        if (w) {
-          w.content.title.label = chat.title;
+        const view = views.find(chat.id);
+        if (view) {
+          view.title.label = chat.title;
         }
       },
       onDeleted: id => {
-        tracker.find(v => v.content.chatId === id)?.dispose();
+        views.tracker.find(w => w.content.chatId === id)?.dispose();
       },
-      onStatus: () => tracker.forEach(w => w.content.statusChanged()),
       onRefreshed: chats => {
         for (const chat of chats) {
-          const w = tracker.find(v => v.content.chatId === chat.id);
-          if (w && chat.title && w.content.title.label !== chat.title) {
-            w.content.title.label = chat.title;
+          const view = views.find(chat.id);
+          if (view && chat.title && view.title.label !== chat.title) {
+            view.title.label = chat.title;
           }
         }
       }
@@ -213,59 +176,62 @@ const plugin: JupyterFrontEndPlugin<void> = {
     app.shell.add(sidebar, 'left', { rank: 900 });
     restorer?.add(sidebar, 'jupyter-agent-sidebar');
     void app.restored.then(() => sidebar.refresh());
-
-    app.commands.addCommand(CommandIds.newChat, {
-      label: 'Agent: New Chat',
-      caption: 'Start a new chat with the agent',
-      execute: () => newChat()
-    });
     app.commands.addCommand(CommandIds.openPanel, {
       label: 'Agent: Open Chat Panel',
       execute: () => {
         app.shell.activateById(sidebar.id);
-        refreshList();
+        void sidebar.refresh();
       }
     });
-    app.commands.addCommand(CommandIds.openChat, {
-      label: 'Agent: Open Chat',
-      execute: args => openChat({ id: String(args.id), title: String(args.title ?? '') })
+  }
+};
+
+/** The commands: new chat, stop, export, attach (palette and file-browser menu). */
+const commandsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-agent:commands',
+  description: 'The agent commands.',
+  autoStart: true,
+  requires: [IChatViews],
+  optional: [ICommandPalette, IFileBrowserFactory],
+  activate: (
+    app: JupyterFrontEnd,
+    views: IChatViews,
+    palette: ICommandPalette | null,
+    browsers: IFileBrowserFactory | null
+  ): void => {
+    app.commands.addCommand(CommandIds.newChat, {
+      label: 'Agent: New Chat',
+      caption: 'Start a new chat with the agent',
+      execute: () => views.create()
     });
     app.commands.addCommand(CommandIds.stop, {
       label: 'Agent: Stop the Running Turn',
-      isEnabled: () => !!currentChat()?.activeRunId,
-      execute: () => currentChat()?.stop(false)
+      isEnabled: () => !!views.current?.activeRunId,
+      execute: () => views.current?.stop(false)
     });
     app.commands.addCommand(CommandIds.stopNow, {
       label: 'Agent: Stop the Running Turn Now (hard)',
-      isEnabled: () => !!currentChat()?.activeRunId,
-      execute: () => currentChat()?.stop(true)
+      isEnabled: () => !!views.current?.activeRunId,
+      execute: () => views.current?.stop(true)
     });
     app.commands.addCommand(CommandIds.exportChat, {
       label: 'Agent: Export Chat as Notebook',
-      isEnabled: () => !!currentChat(),
-      execute: () => currentChat()?.exportChat()
-    });
-    app.commands.addCommand(CommandIds.settings, {
-      label: 'Agent: Settings',
-      execute: async () => {
-        if (await openSettings(api)) {
-          await sidebar.refresh();
-          tracker.forEach(w => w.content.statusChanged());
-        }
-      }
+      isEnabled: () => !!views.current,
+      execute: () => views.current?.exportChat()
     });
     app.commands.addCommand(CommandIds.attach, {
       label: 'Attach to Agent Chat',
       execute: async () => {
         const browser = browsers?.tracker.currentWidget;
         const paths = browser ? [...browser.selectedItems()].map(i => i.path) : [];
-        const fallback = docPath();
+        const fallback = views.docPath();
         if (paths.length === 0 && fallback) {
           paths.push(fallback);
         }
-        const view = currentChat() ?? tracker.find(() => true)?.content ?? (await newChat());
+        const view =
+          views.current ?? views.tracker.find(() => true)?.content ?? (await views.create());
         paths.forEach(p => view.attach(p));
-        const w = tracker.find(v => v.content === view);
+        const w = views.tracker.find(v => v.content === view);
         if (w) {
           app.shell.activateById(w.id);
         }
@@ -282,20 +248,39 @@ const plugin: JupyterFrontEndPlugin<void> = {
       CommandIds.openPanel,
       CommandIds.stop,
       CommandIds.stopNow,
-      CommandIds.exportChat,
-      CommandIds.settings
+      CommandIds.exportChat
     ]) {
       palette?.addItem({ command: id, category: 'Agent' });
-    }
-
-    if (restorer) {
-      void restorer.restore(tracker, {
-        command: CommandIds.openChat,
-        args: w => ({ id: w.content.chatId, title: w.content.title.label }),
-        name: w => w.content.chatId
-      });
     }
   }
 };
 
-export default [plugin];
+/** The settings dialog (model tiers). */
+const settingsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-agent:settings',
+  description: 'The agent settings dialog.',
+  autoStart: true,
+  requires: [IChatsService],
+  optional: [ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    service: IChatsService,
+    palette: ICommandPalette | null
+  ): void => {
+    app.commands.addCommand(CommandIds.settings, {
+      label: 'Agent: Settings',
+      execute: async () => {
+        if (await openSettings(service.api)) {
+          await service.refreshStatus(); // the views and the sidebar follow its signal
+          service.notifyChanged();
+        }
+      }
+    });
+    palette?.addItem({ command: CommandIds.settings, category: 'Agent' });
+  }
+};
+
+export { IChatsService } from './service';
+export { IChatViews } from './chatviews';
+
+export default [chatsPlugin, viewsPlugin, sidebarPlugin, commandsPlugin, settingsPlugin];

@@ -1,36 +1,42 @@
 /**
- * The chat state of the panel, built from the server's event stream and records.
+ * The chat state of the panel: one model of a chat, built from the server's events (live)
+ * and, after a reload, from the REST records and each run's steps. Never from a notebook,
+ * never by matching text.
  *
- * Pure logic: no `@jupyterlab/*` or DOM import, so jest tests it with ts-jest alone.
+ * Pure logic: no `@jupyterlab/*` or DOM import, so jest tests it with ts-jest alone. Views
+ * connect to `changed` (a Lumino signal, emitted once per call that changed something).
  *
  * A chat is a list of runs (one per turn). Each run holds, in the order they happened,
  * the items the person sees: steering messages, progress bubbles, cells (python or bash)
  * and notes; plus the opening user message, the text being streamed, a provider retry in
- * progress, the final reply and, once ended, the turn record.
+ * progress, the final reply and, once ended, the turn record (for the footer).
  *
- * Sources, and how they combine without duplicates:
- * - events `{type, chat_id, run_id, seq, ...}` (`applyEvent`): an event whose seq is not
- *   above the last one applied is ignored, so catch-up after a reconnect (`since=SEQ`)
- *   never doubles anything; every item is also keyed (cells by `cell_id`, messages by
- *   `message_id`), so a replay from `since=0` is idempotent;
- * - a running cell's `cell_output` events add its live outputs (python) or stdout/stderr
- *   text (bash); its `cell_end` replaces them with the final ones and says how it ended
- *   (`status`: ok, error, cancelled, timed_out);
- * - turn records from `GET agent/chats/{id}` (`loadTurns`): a run known only from its
- *   record shows its user text, bubbles and reply; if its `run_start` event then arrives
- *   (the server still holds its events), the run is rebuilt from the events, which also
- *   carry its cells;
- * - a run's notebook (`restoreFromNotebook`) gives the cells of a run whose events the
- *   server no longer holds (after a server restart).
- * - the person's own messages (`addUserMessage`), which the events do not carry.
+ * Sources (a run has one, `source`), and identities:
+ * - events (`applyEvent`, typed in `events.ts`, generated from the server's definitions):
+ *   an event whose seq is not above the last one applied is ignored, so catch-up after a
+ *   reconnect never doubles anything; items are keyed (cells by `cell_id`, bubbles by
+ *   `message_id`, steering by the `message_id` the POST answered and the `steering` event
+ *   repeats); the reply comes from `reply` only (`run_end` brings the turn for the footer);
+ * - a run's steps (`loadSteps`, from `GET agent/runs/{id}`): the same items, for a run
+ *   that ended before this view opened (after a reload or a server restart);
+ * - turn records (`loadTurns`, from `GET agent/chats/{id}`): an ended run is shown from its
+ *   record until its steps arrive (and stays so if they cannot be read); its events, if the
+ *   server still holds them, are not needed and ignored;
+ * - the person's own messages (`addUserMessage`, with the `message_id` the server answered).
  */
+import { ISignal, Signal } from '@lumino/signaling';
 
-/** An event of `agent/chats/{id}/events`. */
-export interface IAgentEvent {
-  type: string;
-  chat_id: string;
-  run_id: string;
-  seq: number;
+import type {
+  AgentEvent,
+  ICellEndEvent,
+  ICellStep,
+  IBashStep,
+  IEventEnvelope,
+  RunStep
+} from './events';
+
+/** An event of `agent/chats/{id}/events` (any type; `AgentEvent` for the known ones). */
+export interface IAgentEvent extends IEventEnvelope {
   [key: string]: any;
 }
 
@@ -38,29 +44,6 @@ export interface IAgentEvent {
 export type CellStatus = 'running' | 'ok' | 'error' | 'cancelled' | 'timed_out';
 
 const ENDED_STATUSES: ReadonlyArray<string> = ['ok', 'error', 'cancelled', 'timed_out'];
-
-/** `cell_output`: one output of a running cell, in nbformat's shape (live). */
-export interface ICellOutputEvent extends IAgentEvent {
-  type: 'cell_output';
-  cell_id: string;
-  output: { output_type: string; [key: string]: any };
-}
-
-/** `cell_end`: the cell's final outputs (python) or stdout/stderr (bash), and its status. */
-export interface ICellEndEvent extends IAgentEvent {
-  type: 'cell_end';
-  cell_id: string;
-  kind: 'python' | 'bash';
-  status?: Exclude<CellStatus, 'running'>;
-  error: boolean;
-  digest: string | null;
-  duration_s: number | null;
-  outputs?: any[];
-  execution_count?: number | null;
-  stdout?: string;
-  stderr?: string;
-  returncode?: number | null;
-}
 
 /** Token usage of a turn, with the seed's JSON keys. */
 export interface IUsage {
@@ -130,8 +113,10 @@ export interface IBubbleItem {
 /** A message of the person sent while the run was going (it went to the mailbox). */
 export interface ISteeringItem {
   kind: 'steering';
+  /** The id the server answered (null only for records written before ids). */
+  messageId: string | null;
   text: string;
-  /** True until the run's record confirms the run took it. */
+  /** True until the run takes it (its `steering` event, or the run's end). */
   queued: boolean;
 }
 
@@ -154,6 +139,8 @@ export interface IRetryInfo {
 export interface IRunState {
   runId: string;
   userText: string;
+  /** The id of the message that opened the run, once known. */
+  userMessageId: string | null;
   items: RunItem[];
   /** Model text streamed by `delta` events and not yet turned into a bubble or reply. */
   streaming: string;
@@ -163,8 +150,8 @@ export interface IRunState {
   stopReason: string | null;
   endCause: string | null;
   turn: ITurnRecord | null;
-  /** Where the items came from: events (live or caught up), a record, or a notebook. */
-  source: 'events' | 'record' | 'notebook';
+  /** Where the items came from: events (live or caught up), a turn record, or steps. */
+  source: 'events' | 'record' | 'steps';
 }
 
 /** What the end of a run means for the person, from its `endCause`. */
@@ -221,6 +208,7 @@ function newRun(runId: string, source: IRunState['source']): IRunState {
   return {
     runId,
     userText: '',
+    userMessageId: null,
     items: [],
     streaming: '',
     reply: null,
@@ -252,9 +240,52 @@ function newCell(cellId: string, lang: 'python' | 'bash', code: string): ICellIt
   };
 }
 
+
+/** A cell's end, from its `cell_end` event or its step (the same fields). */
+function endCell(cell: ICellItem, end: ICellEnd): void {
+  cell.running = false;
+  cell.status = end.status;
+  cell.error = end.status !== 'ok';
+  cell.digest = typeof end.digest === 'string' ? end.digest : null;
+  cell.durationS = typeof end.duration_s === 'number' ? end.duration_s : null;
+  if (cell.lang === 'bash') {
+    cell.stdout = String(end.stdout ?? '');
+    cell.stderr = String(end.stderr ?? '');
+    cell.returncode = typeof end.returncode === 'number' ? end.returncode : null;
+  } else {
+    cell.outputs = Array.isArray(end.outputs) ? [...end.outputs] : [];
+    cell.executionCount = typeof end.execution_count === 'number' ? end.execution_count : null;
+  }
+}
+
+/** What `endCell` reads: a `cell_end` event's fields. */
+type ICellEnd = Pick<
+  ICellEndEvent,
+  'digest' | 'duration_s' | 'outputs' | 'execution_count' | 'stdout' | 'stderr' | 'returncode'
+> & { status: Exclude<CellStatus, 'running'> };
+
+/** The cell item of a `cell` or `bash` step (as its `cell_start` and `cell_end` made it). */
+export function cellFromStep(step: ICellStep | IBashStep): ICellItem {
+  const bash = step.type === 'bash';
+  const cell = newCell(step.cell_id, bash ? 'bash' : 'python', bash ? step.command : step.code);
+  // A cell with no cell_end (the run stopped under it) shows as the live view left it.
+  const status = step.end_status ?? 'cancelled';
+  endCell(cell, {
+    status,
+    digest: step.digest,
+    duration_s: step.duration_s,
+    outputs: bash ? null : step.outputs,
+    execution_count: bash ? null : step.execution_count,
+    stdout: bash ? step.stdout : null,
+    stderr: bash ? step.stderr : null,
+    returncode: bash ? step.returncode : null
+  });
+  return cell;
+}
+
 /**
  * The state of one chat. Mutated in place by its methods; each returns whether anything
- * changed, so a view re-renders only then.
+ * changed, and then emits `changed` once.
  */
 export class ChatState {
   constructor(readonly chatId: string) {}
@@ -266,19 +297,14 @@ export class ChatState {
   /** The run in progress, if any. */
   activeRunId: string | null = null;
 
+  /** Emitted after every change of the state (views re-render on it). */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
   /** The run with this id, if known. */
   run(runId: string): IRunState | undefined {
     return this.runs.find(r => r.runId === runId);
-  }
-
-  /** The run with this id, created (at the end) when it is new. */
-  private ensureRun(runId: string, source: IRunState['source']): IRunState {
-    let run = this.run(runId);
-    if (!run) {
-      run = newRun(runId, source);
-      this.runs.push(run);
-    }
-    return run;
   }
 
   /** Whether a run is going (the Stop button shows). */
@@ -288,7 +314,8 @@ export class ChatState {
 
   /**
    * Apply one event. Returns false (and changes nothing) for an event already applied
-   * (seq not above `lastSeq`) or of another chat.
+   * (seq not above `lastSeq`), of another chat, of a type this panel does not show, or of
+   * a run shown from its record or steps.
    */
   applyEvent(event: IAgentEvent): boolean {
     if (event.chat_id !== undefined && event.chat_id !== this.chatId) {
@@ -299,72 +326,63 @@ export class ChatState {
     }
     this.lastSeq = event.seq;
     const known = this.run(event.run_id);
-    if (event.type === 'run_start') {
-      if (known && known.source !== 'events') {
-        // Known from its record or notebook: rebuild it from the events, which carry all.
-        const rebuilt = newRun(event.run_id, 'events');
-        rebuilt.userText = known.userText;
-        rebuilt.turn = known.turn;
-        rebuilt.ended = known.ended;
-        rebuilt.stopReason = known.stopReason;
-        rebuilt.endCause = known.endCause;
-        this.runs.splice(this.runs.indexOf(known), 1, rebuilt);
-      } else if (!known) {
-        this.ensureRun(event.run_id, 'events');
-      }
-      const run = this.run(event.run_id)!;
-      const text = event.text ?? event.userText ?? event.user_text;
-      if (typeof text === 'string' && text && !run.userText) {
-        run.userText = text;
-      }
-      if (!run.ended) {
-        this.activeRunId = event.run_id;
-      }
-      return true;
-    }
-    if (known && known.source !== 'events' && event.type !== 'run_end') {
-      // Events of a run shown from its record, whose start is no longer held: the record
-      // already shows what they would.
-      return true;
+    if (known && known.source !== 'events') {
+      // Ended before this view opened: its record and steps show all its events would.
+      return false;
     }
     const run = known ?? this.ensureRun(event.run_id, 'events');
+    const changed = this.apply(run, event as AgentEvent);
+    if (changed) {
+      this._changed.emit();
+    }
+    return changed;
+  }
+
+  private apply(run: IRunState, event: AgentEvent): boolean {
     if (event.type !== 'retry') {
       run.retry = null;
     }
     switch (event.type) {
+      case 'run_start':
+        if (!run.userText) {
+          run.userText = String(event.text ?? '');
+        }
+        run.userMessageId = event.message_id ?? run.userMessageId;
+        if (!run.ended) {
+          this.activeRunId = run.runId;
+        }
+        return true;
       case 'delta':
         run.streaming += String(event.text ?? '');
-        break;
+        return true;
       case 'bubble': {
         run.streaming = '';
         const id = event.message_id ?? null;
-        if (
-          id === null ||
-          !run.items.some(i => i.kind === 'bubble' && i.messageId === id)
-        ) {
+        if (id === null || !run.items.some(i => i.kind === 'bubble' && i.messageId === id)) {
           run.items.push({ kind: 'bubble', messageId: id, text: String(event.text ?? '') });
         }
-        break;
+        return true;
       }
+      case 'steering':
+        this.takeSteering(run, event.message_id ?? null, String(event.text ?? ''));
+        return true;
       case 'cell_start': {
         run.streaming = '';
-        const cellId = String(event.cell_id);
-        const lang = event.kind === 'bash' ? 'bash' : 'python';
-        const existing = this.findCell(run, cellId);
+        const existing = this.findCell(run, event.cell_id);
         if (existing) {
           existing.code = String(event.code ?? existing.code);
         } else {
-          run.items.push(newCell(cellId, lang, String(event.code ?? '')));
+          run.items.push(newCell(event.cell_id, event.kind === 'bash' ? 'bash' : 'python', event.code));
         }
-        break;
+        return true;
       }
       case 'cell_output': {
         // Always after its cell_start (kept in the server's history while the cell runs).
-        const cell = this.findCell(run, String(event.cell_id));
-        if (!cell || !cell.running || !event.output || typeof event.output !== 'object') {
+        const cell = this.findCell(run, event.cell_id);
+        const output = event.output;
+        if (!cell || !cell.running || !output || typeof output !== 'object') {
           return false; // or late: the cell's end already brought its final outputs
         }
-        const output = event.output;
         if (cell.lang === 'bash') {
           if (output.output_type !== 'stream') {
             return false;
@@ -377,34 +395,21 @@ export class ChatState {
         } else {
           cell.outputs.push(output);
         }
-        break;
+        return true;
       }
       case 'cell_end': {
-        const cellId = String(event.cell_id);
-        let cell = this.findCell(run, cellId);
+        let cell = this.findCell(run, event.cell_id);
         if (!cell) {
-          cell = newCell(cellId, event.kind === 'bash' ? 'bash' : 'python', '');
+          cell = newCell(event.cell_id, event.kind === 'bash' ? 'bash' : 'python', '');
           run.items.push(cell);
         }
-        cell.running = false;
-        cell.error = Boolean(event.error);
-        cell.status = ENDED_STATUSES.includes(event.status)
-          ? (event.status as CellStatus)
-          : cell.error
+        const status = ENDED_STATUSES.includes(event.status)
+          ? event.status
+          : event.error
             ? 'error'
             : 'ok';
-        cell.digest = typeof event.digest === 'string' ? event.digest : null;
-        cell.durationS = typeof event.duration_s === 'number' ? event.duration_s : null;
-        if (cell.lang === 'bash') {
-          cell.stdout = String(event.stdout ?? '');
-          cell.stderr = String(event.stderr ?? '');
-          cell.returncode = typeof event.returncode === 'number' ? event.returncode : null;
-        } else {
-          cell.outputs = Array.isArray(event.outputs) ? event.outputs : [];
-          cell.executionCount =
-            typeof event.execution_count === 'number' ? event.execution_count : null;
-        }
-        break;
+        endCell(cell, { ...event, status });
+        return true;
       }
       case 'retry':
         run.retry = {
@@ -412,32 +417,43 @@ export class ChatState {
           status: typeof event.status === 'number' ? event.status : null,
           waitS: typeof event.wait_s === 'number' ? event.wait_s : null
         };
-        break;
+        return true;
       case 'reply':
         run.streaming = '';
         run.reply = { text: String(event.text ?? ''), messageId: event.message_id ?? null };
-        break;
+        return true;
       case 'run_end':
-        this.endRun(run, event.turn ?? null, event.stopReason, event.endCause);
-        break;
+        this.endRun(run, (event.turn as ITurnRecord) ?? null, event.stop_reason, event.end_cause);
+        return true;
       default:
-        // An event type this panel does not know: kept out of the view.
-        return false;
+        return false; // an event type this panel does not show
     }
-    return true;
+  }
+
+  /** The run took a steering message: the person's queued one moves here, or it is new. */
+  private takeSteering(run: IRunState, messageId: string | null, text: string): void {
+    const at = messageId === null ? -1 : run.items.findIndex(
+      i => i.kind === 'steering' && i.messageId === messageId
+    );
+    if (at >= 0) {
+      // Shown where the run took it (the order the steps will have after a reload).
+      const [mine] = run.items.splice(at, 1) as ISteeringItem[];
+      mine.queued = false;
+      run.items.push(mine);
+    } else {
+      run.items.push({ kind: 'steering', messageId, text, queued: false });
+    }
   }
 
   private findCell(run: IRunState, cellId: string): ICellItem | undefined {
-    return run.items.find(
-      (i): i is ICellItem => i.kind === 'cell' && i.cellId === cellId
-    );
+    return run.items.find((i): i is ICellItem => i.kind === 'cell' && i.cellId === cellId);
   }
 
   private endRun(
     run: IRunState,
     turn: ITurnRecord | null,
-    stopReason?: string,
-    endCause?: string
+    stopReason?: string | null,
+    endCause?: string | null
   ): void {
     run.ended = true;
     run.streaming = '';
@@ -450,59 +466,68 @@ export class ChatState {
         // The run ended under it (a hard stop, a crash): it did not finish.
         item.running = false;
         item.status = 'cancelled';
+      } else if (item.kind === 'steering') {
+        item.queued = false; // every message routed to a run is in its turn
       }
     }
-    if (turn) {
-      if (!run.userText && turn.userText) {
-        run.userText = turn.userText;
-      }
-      const shown = run.items.filter((i): i is ISteeringItem => i.kind === 'steering');
-      for (const s of turn.steering || []) {
-        const mine = shown.find(i => i.text === s.text && i.queued);
-        if (mine) {
-          mine.queued = false;
-        } else if (!shown.some(i => i.text === s.text)) {
-          run.items.push({ kind: 'steering', text: s.text, queued: false });
-        }
-      }
-      if (!run.reply) {
-        const final = [...(turn.replies || [])].reverse().find(r => r.done);
-        if (final) {
-          run.reply = { text: final.text, messageId: null };
-        }
-      }
+    if (!run.userText && turn?.userText) {
+      run.userText = turn.userText;
     }
     if (this.activeRunId === run.runId) {
       this.activeRunId = null;
     }
   }
 
+  /** The run with this id, created (at the end) when it is new. */
+  private ensureRun(runId: string, source: IRunState['source']): IRunState {
+    let run = this.run(runId);
+    if (!run) {
+      run = newRun(runId, source);
+      this.runs.push(run);
+    }
+    return run;
+  }
+
   /**
-   * Record a message the person sent, once the server answered `{run_id, routed}`:
-   * the opening message of a new run, or a steering message queued in the running one.
+   * Record a message the person sent, once the server answered `{run_id, routed,
+   * message_id}`: the opening message of a run, or a steering message queued for it.
    */
-  addUserMessage(text: string, runId: string, routed: 'run' | 'mailbox'): void {
+  addUserMessage(
+    text: string,
+    runId: string,
+    routed: 'run' | 'mailbox',
+    messageId: string | null = null
+  ): void {
     const run = this.ensureRun(runId, 'events');
-    if (routed === 'run') {
-      if (!run.userText) {
-        run.userText = text;
-      }
+    const opening =
+      routed === 'run' &&
+      (!run.userText || (messageId !== null && run.userMessageId === messageId));
+    if (opening) {
+      run.userText = run.userText || text;
+      run.userMessageId = messageId ?? run.userMessageId;
       if (!run.ended) {
         this.activeRunId = runId;
       }
-    } else {
-      run.items.push({ kind: 'steering', text, queued: !run.ended });
+    } else if (
+      messageId === null ||
+      !run.items.some(i => i.kind === 'steering' && i.messageId === messageId)
+    ) {
+      // (Its steering event may have come first: then it is shown already.)
+      run.items.push({ kind: 'steering', messageId, text, queued: !run.ended });
     }
+    this._changed.emit();
   }
 
   /** Add a note (a break asked for, a failure) to a run. */
   addNote(runId: string, text: string): void {
     this.ensureRun(runId, 'events').items.push({ kind: 'note', text });
+    this._changed.emit();
   }
 
   /**
-   * Show the chat's turn records (`GET agent/chats/{id}`), oldest first. Runs already
-   * known from events keep their items and gain the record.
+   * Show the chat's turn records (`GET agent/chats/{id}`), oldest first. A run already
+   * known (from events or steps) keeps its items and gains the record; a new one shows
+   * what the record holds until its steps arrive (`loadSteps`).
    */
   loadTurns(turns: ITurnRecord[], activeRunId: string | null): void {
     for (const turn of turns) {
@@ -511,11 +536,7 @@ export class ChatState {
         run = newRun(turn.run_id, 'record');
         // Records come oldest first: keep them ahead of runs only known from events.
         const firstLive = this.runs.findIndex(r => !r.ended);
-        if (firstLive < 0) {
-          this.runs.push(run);
-        } else {
-          this.runs.splice(firstLive, 0, run);
-        }
+        this.runs.splice(firstLive < 0 ? this.runs.length : firstLive, 0, run);
         run.userText = turn.userText;
         for (const r of turn.replies || []) {
           if (!r.done) {
@@ -523,93 +544,78 @@ export class ChatState {
           }
         }
         for (const s of turn.steering || []) {
-          run.items.push({ kind: 'steering', text: s.text, queued: false });
+          run.items.push({ kind: 'steering', messageId: null, text: s.text, queued: false });
         }
+        const final = [...(turn.replies || [])].reverse().find(r => r.done);
+        run.reply = final ? { text: final.text, messageId: null } : null;
       }
       this.endRun(run, turn, turn.llm?.stopReason, turn.llm?.endCause);
     }
-    if (activeRunId && !this.run(activeRunId)) {
-      this.ensureRun(activeRunId, 'record');
-    }
     if (activeRunId) {
-      const run = this.run(activeRunId)!;
+      const run = this.ensureRun(activeRunId, 'events'); // its events build it
       if (!run.ended) {
         this.activeRunId = activeRunId;
       }
     }
+    this._changed.emit();
   }
 
   /**
-   * Rebuild a run shown from its record from the run's notebook
-   * (`GET agent/runs/{run_id}/notebook`): its cells with their outputs and digests, its
-   * bubbles, steering and notes, in order. Returns false when the run is unknown or
-   * already built from events.
+   * Rebuild an ended run from its steps (`GET agent/runs/{run_id}`): its message, cells
+   * with their outputs and digests, bubbles, steering and reply, in order, as its events
+   * showed them. Returns false (and changes nothing) for a run that is unknown or built
+   * from events (live in this view).
    */
-  restoreFromNotebook(runId: string, notebook: any): boolean {
+  loadSteps(runId: string, steps: RunStep[]): boolean {
     const run = this.run(runId);
-    if (!run || run.source !== 'record') {
+    if (!run || run.source === 'events') {
       return false;
     }
     const items: RunItem[] = [];
-    for (const cell of notebook?.cells || []) {
-      const meta = cell?.metadata?.jupyter_agent || {};
-      const source = Array.isArray(cell.source) ? cell.source.join('') : String(cell.source ?? '');
-      if (cell.cell_type === 'code') {
-        const lang = meta.kind === 'bash' ? 'bash' : 'python';
-        const item = newCell(String(meta.cell_id ?? cell.id ?? ''), lang, source);
-        item.running = false;
-        item.digest = typeof meta.digest === 'string' ? meta.digest : null;
-        item.durationS = typeof meta.duration_s === 'number' ? meta.duration_s : null;
-        item.error = meta.status !== undefined && meta.status !== 'ok' && meta.status !== 'done';
-        item.status = ENDED_STATUSES.includes(meta.status)
-          ? meta.status
-          : item.error
-            ? 'error'
-            : 'ok';
-        if (lang === 'bash') {
-          for (const out of cell.outputs || []) {
-            const text = Array.isArray(out.text) ? out.text.join('') : String(out.text ?? '');
-            if (out.name === 'stderr') {
-              item.stderr += text;
-            } else {
-              item.stdout += text;
-            }
+    let reply: IRunState['reply'] = null;
+    for (const step of steps) {
+      switch (step.type) {
+        case 'user':
+          run.userText = step.text;
+          run.userMessageId = step.message_id;
+          break;
+        case 'steering':
+          items.push({ kind: 'steering', messageId: step.message_id, text: step.text, queued: false });
+          break;
+        case 'bubble':
+          if (step.status === 'ok') {
+            items.push({ kind: 'bubble', messageId: step.message_id, text: step.text });
           }
-          item.returncode = typeof meta.returncode === 'number' ? meta.returncode : null;
-          item.error = item.error || (item.returncode !== null && item.returncode !== 0);
-          if (item.error && item.status === 'ok') {
-            item.status = 'error';
+          break;
+        case 'reply':
+          if (step.status === 'ok') {
+            reply = { text: step.text, messageId: step.message_id };
           }
-        } else {
-          item.outputs = cell.outputs || [];
-          item.executionCount = cell.execution_count ?? null;
-          item.error = item.error || item.outputs.some((o: any) => o.output_type === 'error');
-          if (item.error && item.status === 'ok') {
-            item.status = 'error';
+          break;
+        case 'cell':
+          items.push(cellFromStep(step));
+          for (const text of step.bubbles || []) {
+            items.push({ kind: 'bubble', messageId: null, text });
           }
-        }
-        items.push(item);
-      } else if (meta.kind === 'bubble') {
-        items.push({ kind: 'bubble', messageId: null, text: stripHead(source) });
-      } else if (meta.kind === 'steering') {
-        items.push({ kind: 'steering', text: stripHead(source), queued: false });
-      } else if (meta.kind === 'note') {
-        items.push({ kind: 'note', text: source.replace(/^> \*\*Note:\*\* /, '') });
+          break;
+        case 'bash':
+          items.push(cellFromStep(step));
+          break;
+        default:
+          break; // breaks and model calls are not shown in the chat
       }
     }
     run.items = items;
-    run.source = 'notebook';
+    run.reply = reply;
+    run.source = 'steps';
+    this._changed.emit();
     return true;
   }
 
-  /** The ids of runs shown from a record only (candidates for `restoreFromNotebook`). */
-  recordOnlyRuns(): string[] {
+  /** The ids of ended runs shown from their record only (whose steps to load), oldest first. */
+  runsToLoad(): string[] {
     return this.runs.filter(r => r.source === 'record' && r.ended).map(r => r.runId);
   }
-}
 
-/** Drop the `**who** · time` heading (and view lines) of an exported markdown message. */
-function stripHead(source: string): string {
-  const at = source.indexOf('\n\n');
-  return at >= 0 ? source.slice(at + 2) : source;
+  private readonly _changed = new Signal<this, void>(this);
 }

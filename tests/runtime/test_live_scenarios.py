@@ -115,9 +115,11 @@ async def test_a_running_cell_streams_its_output_and_the_log_is_unchanged(agent:
             "text": "".join(f"tick {i}\n" for i in range(5)),
         }
     ]
-    # The recorded result is the kernel's structured result, nothing added.
+    # The recorded result is the kernel's structured result, plus the one digest of the
+    # cell: the text cell_end showed is the text the model read.
     [recorded] = results(agent, turn.run_id, "cell.run")
-    assert set(recorded) == set(CellResult(cell_id="c1").to_json())
+    assert set(recorded) == {*CellResult(cell_id="c1").to_json(), "digest"}
+    assert recorded.pop("digest") == {"text": cell_end["digest"], "is_error": False}
     assert CellResult.from_json(recorded).to_json() == recorded
     assert [p["text"] for p in recorded["prints"]] == [f"tick {i}" for i in range(5)]
     assert_replays(agent, turn.run_id)
@@ -217,7 +219,7 @@ async def test_bash_output_is_live_and_a_broken_command_keeps_it(agent: Harness)
     chat = agent.new_chat()
     run = agent.manager.send(chat, text="shell")
     live = await wait_for(agent, chat, lambda e: "first-line" in live_text(e))
-    assert live["cell_id"].startswith("b")
+    assert live["cell_id"] == "c1"  # the run's counter: its step's and notebook cell's id
     assert live["output"]["name"] == "stdout"
     await agent.manager.break_run(run["run_id"], hard=True)
     turn = await agent.finish(run["run_id"], timeout_s=30)
@@ -250,5 +252,9 @@ async def test_a_finished_bash_command_streams_then_ends_ok(agent: Harness) -> N
     end = next(e for e in events if e["type"] == "cell_end")
     assert (end["status"], end["stdout"], end["error"]) == ("ok", "one\ntwo\n", False)
     [recorded] = results(agent, turn.run_id, "bash.run")
-    assert set(recorded) == {"command", "stdout", "stderr", "returncode", "timed_out", "duration_s"}
+    assert set(recorded) == {
+        *("command", "stdout", "stderr", "returncode", "timed_out", "duration_s"),
+        "digest",  # the one digest: what cell_end showed and the model read
+    }
+    assert recorded["digest"]["text"] == end["digest"]
     assert_replays(agent, turn.run_id)

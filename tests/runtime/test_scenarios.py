@@ -113,7 +113,12 @@ async def test_steering_message_reaches_the_next_model_call(agent: Harness) -> N
     first = agent.manager.send(chat, text="check x")
     await agent.wait_event(chat, "cell_start")
     second = agent.manager.send(chat, text="also check y")
-    assert second == {"run_id": first["run_id"], "routed": "mailbox"}
+    assert second == {
+        "run_id": first["run_id"],
+        "routed": "mailbox",
+        "message_id": second["message_id"],
+    }
+    assert second["message_id"].startswith("msg_")  # its identity in the events and steps
     turn = await agent.finish(first["run_id"])
     assert turn.llm.stop_reason == "done"
     assert [s.text for s in turn.steering] == ["also check y"]
@@ -133,7 +138,12 @@ async def test_message_during_the_last_model_call_joins_that_turn(agent: Harness
     first = agent.manager.send(chat, text="one")
     await agent.wait_requests(1)
     second = agent.manager.send(chat, text="two")
-    assert second == {"run_id": first["run_id"], "routed": "mailbox"}
+    assert second == {
+        "run_id": first["run_id"],
+        "routed": "mailbox",
+        "message_id": second["message_id"],
+    }
+    assert second["message_id"].startswith("msg_")  # its identity in the events and steps
     turn = await agent.finish(first["run_id"])
     assert turn.user_text == "one"
     assert [s.text for s in turn.steering] == ["two"]
@@ -201,7 +211,12 @@ async def test_message_queued_before_a_hard_break_stays_in_the_broken_turn(
     run = agent.manager.send(chat, text="one")
     await agent.wait_event(chat, "cell_start")
     queued = agent.manager.send(chat, text="steer me")
-    assert queued == {"run_id": run["run_id"], "routed": "mailbox"}
+    assert queued == {
+        "run_id": run["run_id"],
+        "routed": "mailbox",
+        "message_id": queued["message_id"],
+    }
+    assert queued["message_id"].startswith("msg_")  # its identity in the events and steps
     assert await agent.manager.break_run(run["run_id"], hard=True) == "breaking"
     after = agent.manager.send(chat, text="after the stop")
     assert after["routed"] == "run"
@@ -404,7 +419,9 @@ async def test_tampered_log_names_the_seq(agent: Harness) -> None:
     for i, raw in enumerate(lines):
         obj = json.loads(raw)
         if obj.get("phase") == "result" and obj.get("name") == "cell.run":
-            obj["data"]["prints"][0]["text"] = "2\n"
+            # What the model read of the cell: its recorded digest (a log written before
+            # digests were recorded: the result the loop digested, as the golden logs test).
+            obj["data"]["digest"]["text"] = obj["data"]["digest"]["text"].replace("1", "2")
             lines[i] = json.dumps(obj)
             target = obj["seq"]
             break
@@ -412,7 +429,7 @@ async def test_tampered_log_names_the_seq(agent: Harness) -> None:
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(NondeterminismError) as info:
         replay_run(read_log(path))
-    # the changed cell result changes the digest in the very next model call's request
+    # the changed digest changes the very next model call's request
     trace = read_log(path)
     next_post = min(
         ln.seq

@@ -192,7 +192,12 @@ def test_message_events_turn_and_mailbox(server: Server) -> None:
             first = send(client, chat_id, "what is six times seven?")
             assert first["routed"] == "run"
             second = send(client, chat_id, "and show the squares too")
-            assert second == {"run_id": first["run_id"], "routed": "mailbox"}
+            assert second == {
+                "run_id": first["run_id"],
+                "routed": "mailbox",
+                "message_id": second["message_id"],
+            }
+            assert second["message_id"].startswith("msg_")  # its identity in the events and steps
             events = read_until(ws, "run_end", first["run_id"])
         finally:
             ws.close()
@@ -232,7 +237,7 @@ def test_hard_break_of_a_slow_run(server: Server) -> None:
         turn = wait_turn(client, chat_id, run_id)
         took = time.monotonic() - started
         assert took < 10, took
-        assert events[-1]["stopReason"] == "break_hard"
+        assert events[-1]["stop_reason"] == "break_hard"  # snake_case, as every event key
         assert turn["llm"]["stopReason"] == "break_hard"
         again = client.post(f"agent/break/{run_id}", json={"hard": True}).json()
         assert again == {"run_id": run_id, "state": "ended"}

@@ -129,9 +129,11 @@ def test_a_hard_stopped_cell_is_cancelled_with_its_output_in_the_routes(
     _, detail = call(fetch, "agent", "runs", run_id)
     [step] = [s for s in detail["steps"] if s["type"] == "cell"]
     assert step["status"] == "cancelled"
+    assert step["outputs"] == end["outputs"]  # one shape: the step is what the events said
     assert step["outputs"] == [
-        {"type": "stream", "name": "stdout", "text": "printed-before-the-stop\n"}
+        {"output_type": "stream", "name": "stdout", "text": "printed-before-the-stop\n"}
     ]
+    assert step["end_status"] == end["status"] == "cancelled"
     [effect] = [e for e in detail["effects"] if e["name"] == "cell.run"]
     assert effect["result"]["cancelled"] == "break_hard"
     assert effect["result"]["cell"]["outputs"][0]["text"] == "printed-before-the-stop\n"

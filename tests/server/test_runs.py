@@ -220,7 +220,12 @@ def test_mailbox_routing_and_hard_break(
     first = send(fetch, chat_id, {"text": "start something slow"})
     assert first["routed"] == "run"
     second = send(fetch, chat_id, {"text": "and also this"})
-    assert second == {"run_id": first["run_id"], "routed": "mailbox"}
+    assert second == {
+        "run_id": first["run_id"],
+        "routed": "mailbox",
+        "message_id": second["message_id"],
+    }
+    assert second["message_id"].startswith("msg_")  # its identity in the events and steps
     _, chat = call(fetch, "agent", "chats", chat_id)
     assert chat["active_run_id"] == first["run_id"]
     broke = send(fetch, chat_id, {"control": {"kind": "break", "hard": True}})

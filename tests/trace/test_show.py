@@ -47,24 +47,27 @@ def test_steps_of_a_full_run(tmp_path):
     assert c1["status"] == "ok"
     assert c1["code"].startswith("x = 21")
     assert "Cell c1" in c1["digest"]
-    assert c1["outputs"][0] == {
-        "type": "stream",
-        "name": "stdout",
-        "text": c1["outputs"][0]["text"],
-    }
-    assert c1["outputs"][1]["type"] == "execute_result"
-    assert c1["outputs"][1]["mimes"] == ["text/plain"]
+    # The cell's nbformat outputs, as its cell_end event carried them.
+    assert c1["outputs"][0]["output_type"] == "stream"
+    assert c1["outputs"][0]["name"] == "stdout"
+    assert c1["outputs"][1]["output_type"] == "execute_result"
+    assert sorted(c1["outputs"][1]["data"]) == ["text/plain"]
     c2 = cells[1]
-    assert c2["outputs"][0]["mimes"] == ["image/png", "text/plain"]
-    assert "iVBOR" not in json.dumps(c2["outputs"])  # a summary, not the image data
+    assert sorted(c2["outputs"][0]["data"]) == ["image/png", "text/plain"]
+    full_c2 = [s for s in show_run(read_log(path), full=True)["steps"] if s["type"] == "cell"][1]
+    png = full_c2["outputs"][0]["data"]["image/png"]
+    assert png.startswith("iVBOR")  # the whole image with full=1, cut (marked) without
+    assert c2["outputs"][0]["data"]["image/png"] == bound(png)
     c3 = cells[2]
     assert c3["app_calls"] == 1
     assert c3["seqs"] == [seqs["c3"], seqs["app"], seqs["inner_cfg"], seqs["inner_http"]]
     c5 = cells[3]
     assert c5["failed"] is True
-    assert c5["outputs"] == [
-        {"type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero"}
+    assert [(o["output_type"], o["ename"], o["evalue"]) for o in c5["outputs"]] == [
+        ("error", "ZeroDivisionError", "division by zero")
     ]
+    assert c5["end_status"] == "error"
+    assert c1["end_status"] == "ok"
     bash = next(s for s in body["steps"] if s["type"] == "bash")
     assert bash["cell_id"] == "c4"
     assert bash["returncode"] == 0
@@ -169,3 +172,24 @@ def test_bound_depth_and_scalars():
         "d": True,
     }
     assert bound("short") == "short"
+
+
+def test_steps_carry_ids_the_recorded_digest_and_where_steering_was_taken(tmp_path):
+    path = tmp_path / "run.jsonl"
+    w = LogWriter(path)
+    w.opening()
+    cell = simple_cell("c1").to_json()
+    cell["digest"] = {"text": "the digest the model read", "is_error": False}
+    w.effect("cell.run", {"cell_id": "c1", "code": "print(42)", "timeout_s": 120}, cell)
+    steer = {"kind": "message", "text": "and plot it", "at": "t2", "id": "msg_2"}
+    # A final reply the host held back for mail: no reply step, the message instead.
+    w.effect("chat.post", {"text": "42", "done": True}, {"deferred": [steer]})
+    w.effect("chat.post", {"text": "42", "done": False}, "msg_b")
+    w.effect("chat.post", {"text": "Plotted.", "done": True}, "msg_r")
+    w.close()
+    steps = show_run(read_log(path))["steps"]
+    assert [s["type"] for s in steps] == ["user", "cell", "steering", "bubble", "reply"]
+    assert steps[1]["digest"] == "the digest the model read"  # recorded, not rebuilt
+    assert steps[1]["end_status"] == "ok"
+    assert (steps[2]["message_id"], steps[2]["text"]) == ("msg_2", "and plot it")
+    assert (steps[3]["message_id"], steps[4]["message_id"]) == ("msg_b", "msg_r")

@@ -1,3 +1,4 @@
+import type { RunStep } from '../events';
 import { ChatState, IAgentEvent, ICellItem, ITurnRecord } from '../model';
 
 const CHAT = 'chat_live';
@@ -15,7 +16,7 @@ function stream(text: string, name = 'stdout'): Record<string, unknown> {
 function started(lang: 'python' | 'bash' = 'python'): [ChatState, ICellItem] {
   const s = new ChatState(CHAT);
   s.applyEvent(ev('run_start'));
-  const cellId = lang === 'bash' ? 'b5' : 'c1';
+  const cellId = 'c1';
   s.applyEvent(ev('cell_start', { cell_id: cellId, kind: lang, code: 'work()' }));
   return [s, s.run('r')!.items[0] as ICellItem];
 }
@@ -55,14 +56,14 @@ describe('live cell output', () => {
 
   it('streams bash stdout and stderr into the command', () => {
     const [s, cell] = started('bash');
-    s.applyEvent(ev('cell_output', { cell_id: 'b5', output: stream('one\n') }));
-    s.applyEvent(ev('cell_output', { cell_id: 'b5', output: stream('oops\n', 'stderr') }));
-    s.applyEvent(ev('cell_output', { cell_id: 'b5', output: stream('two\n') }));
+    s.applyEvent(ev('cell_output', { cell_id: 'c1', output: stream('one\n') }));
+    s.applyEvent(ev('cell_output', { cell_id: 'c1', output: stream('oops\n', 'stderr') }));
+    s.applyEvent(ev('cell_output', { cell_id: 'c1', output: stream('two\n') }));
     expect(cell.stdout).toBe('one\ntwo\n');
     expect(cell.stderr).toBe('oops\n');
     s.applyEvent(
       ev('cell_end', {
-        cell_id: 'b5',
+        cell_id: 'c1',
         kind: 'bash',
         stdout: 'one\ntwo\n',
         stderr: 'oops\n',
@@ -121,11 +122,11 @@ describe('how a cell ended', () => {
 
   it('calls a cell the run ended under cancelled', () => {
     const [s, cell] = started();
-    s.applyEvent(ev('run_end', { stopReason: 'break_hard', endCause: 'break_hard' }));
+    s.applyEvent(ev('run_end', { stop_reason: 'break_hard', end_cause: 'break_hard' }));
     expect(cell).toMatchObject({ running: false, status: 'cancelled' });
   });
 
-  it('reads the status of a restored notebook cell', () => {
+  it('reads the status of a cell rebuilt from its step', () => {
     const s = new ChatState(CHAT);
     const record = {
       id: 't',
@@ -148,13 +149,13 @@ describe('how a cell ended', () => {
       }
     } as ITurnRecord;
     s.loadTurns([record], null);
-    const code = (cellId: string, status: string) => ({
-      cell_type: 'code',
-      source: 'x',
-      outputs: [stream('partial\n')],
-      metadata: { jupyter_agent: { kind: 'python', cell_id: cellId, status } }
+    const step = (cell_id: string, status: 'timed_out' | 'cancelled'): RunStep => ({
+      type: 'cell', seq: 1, seqs: [1], cell_id, code: 'x', status, t: 't',
+      execution_count: null, duration_s: 1, failed: false, app_calls: 0, digest: null,
+      outputs: [stream('partial\n')], error: null, timeout_s: 1, deterministic: false,
+      outputs_truncated: false, end_status: status, bubbles: []
     });
-    expect(s.restoreFromNotebook('r', { cells: [code('c1', 'timed_out'), code('c2', 'cancelled')] })).toBe(true);
+    expect(s.loadSteps('r', [step('c1', 'timed_out'), step('c2', 'cancelled')])).toBe(true);
     const [a, b] = s.run('r')!.items as ICellItem[];
     expect(a).toMatchObject({ status: 'timed_out', error: true });
     expect(b).toMatchObject({ status: 'cancelled', outputs: [stream('partial\n')] });

@@ -1,8 +1,10 @@
+import type { RunStep } from '../events';
 import {
   ChatState,
   describeEnd,
   IAgentEvent,
   ICellItem,
+  IRunState,
   ITurnRecord,
   turnStats
 } from '../model';
@@ -46,7 +48,11 @@ function turn(run_id: string, fields: Partial<ITurnRecord> = {}): ITurnRecord {
 /** The events of a whole run: a bubble, one cell, streamed reply, end. */
 function runEvents(run: string): IAgentEvent[] {
   return [
-    ev('run_start', run, { started: '2025-01-01T00:00:00Z' }),
+    ev('run_start', run, {
+      started: '2025-01-01T00:00:00Z',
+      text: 'what is 1+1?',
+      message_id: 'msg_0'
+    }),
     ev('delta', run, { text: 'Let me ' }),
     ev('delta', run, { text: 'look.' }),
     ev('bubble', run, { text: 'Let me look.', done: false, message_id: 'msg_1' }),
@@ -57,13 +63,14 @@ function runEvents(run: string): IAgentEvent[] {
       outputs: [{ output_type: 'stream', name: 'stdout', text: '2\n' }],
       execution_count: 1,
       error: false,
+      status: 'ok',
       digest: 'print #1: 2',
       duration_s: 0.01
     }),
     ev('delta', run, { text: 'It is ' }),
     ev('delta', run, { text: '**2**.' }),
     ev('reply', run, { text: 'It is **2**.', done: true, message_id: 'msg_2' }),
-    ev('run_end', run, { stopReason: 'done', endCause: 'done', turn: turn(run) })
+    ev('run_end', run, { stop_reason: 'done', end_cause: 'done', turn: turn(run) })
   ];
 }
 
@@ -175,7 +182,7 @@ describe('ChatState.applyEvent', () => {
     const s = new ChatState(CHAT);
     s.applyEvent(ev('run_start', 'r'));
     s.applyEvent(ev('cell_start', 'r', { cell_id: 'c1', kind: 'python', code: 'sleep' }));
-    s.applyEvent(ev('run_end', 'r', { stopReason: 'break_hard', endCause: 'break_hard' }));
+    s.applyEvent(ev('run_end', 'r', { stop_reason: 'break_hard', end_cause: 'break_hard' }));
     expect((s.run('r')!.items[0] as ICellItem).running).toBe(false);
     expect(s.run('r')!.endCause).toBe('break_hard');
     expect(s.running).toBe(false);
@@ -191,50 +198,148 @@ describe('ChatState user messages', () => {
     expect(s.runs).toHaveLength(1);
   });
 
-  it('shows steering as queued, confirmed by the turn record', () => {
+  it('shows steering as queued until the run takes it, by message id', () => {
     const s = new ChatState(CHAT);
-    s.applyEvent(ev('run_start', 'r'));
-    s.addUserMessage('first', 'r', 'run');
-    s.addUserMessage('also plot it', 'r', 'mailbox');
-    const steer = s.run('r')!.items[0];
-    expect(steer).toEqual({ kind: 'steering', text: 'also plot it', queued: true });
-    s.applyEvent(
-      ev('run_end', 'r', {
-        stopReason: 'done',
-        endCause: 'done',
-        turn: turn('r', { userText: 'first', steering: [{ text: 'also plot it', at: 'x' }] })
-      })
-    );
-    expect(s.run('r')!.items).toEqual([{ kind: 'steering', text: 'also plot it', queued: false }]);
+    s.applyEvent(ev('run_start', 'r', { text: 'first', message_id: 'msg_1' }));
+    s.addUserMessage('first', 'r', 'run', 'msg_1');
+    s.addUserMessage('also plot it', 'r', 'mailbox', 'msg_2');
+    s.applyEvent(ev('cell_start', 'r', { cell_id: 'c2', kind: 'python', code: 'x' }));
+    const queued = s.run('r')!.items.map(i => i.kind);
+    expect(queued).toEqual(['steering', 'cell']);
+    expect(s.run('r')!.items[0]).toEqual({
+      kind: 'steering',
+      messageId: 'msg_2',
+      text: 'also plot it',
+      queued: true
+    });
+    // The same text sent again is another message: never matched by text.
+    s.applyEvent(ev('steering', 'r', { message_id: 'msg_2', text: 'also plot it', at: 'x' }));
+    const items = s.run('r')!.items;
+    expect(items.map(i => i.kind)).toEqual(['cell', 'steering']); // where the run took it
+    expect(items[1]).toMatchObject({ messageId: 'msg_2', queued: false });
+    expect(s.run('r')!.userText).toBe('first');
   });
 
-  it('adds steering another tab sent, from the record', () => {
+  it('shows steering another tab sent, from its event', () => {
     const s = new ChatState(CHAT);
     s.applyEvent(ev('run_start', 'r'));
-    s.applyEvent(
-      ev('run_end', 'r', { turn: turn('r', { steering: [{ text: 'faster', at: 'x' }] }) })
-    );
-    expect(s.run('r')!.items).toEqual([{ kind: 'steering', text: 'faster', queued: false }]);
-    expect(s.run('r')!.reply!.text).toBe('It is **2**.');
+    s.applyEvent(ev('steering', 'r', { message_id: 'msg_9', text: 'faster', at: 'x' }));
+    s.applyEvent(ev('reply', 'r', { text: 'Done.', done: true, message_id: 'm' }));
+    s.applyEvent(ev('run_end', 'r', { turn: turn('r', { steering: [{ text: 'faster', at: 'x' }] }) }));
+    expect(s.run('r')!.items).toEqual([
+      { kind: 'steering', messageId: 'msg_9', text: 'faster', queued: false }
+    ]);
+    // The reply comes from `reply` once; run_end's turn is for the footer only.
+    expect(s.run('r')!.reply!.text).toBe('Done.');
+    expect(s.run('r')!.turn!.replies[1].text).toBe('It is **2**.');
+  });
+
+  it('does not show a steering event twice when the POST answer comes after it', () => {
+    const s = new ChatState(CHAT);
+    s.applyEvent(ev('run_start', 'r'));
+    s.applyEvent(ev('steering', 'r', { message_id: 'msg_3', text: 'hi', at: 'x' }));
+    s.addUserMessage('hi', 'r', 'mailbox', 'msg_3');
+    expect(s.run('r')!.items).toHaveLength(1);
   });
 });
 
-describe('ChatState restore', () => {
-  it('shows turns from records, then rebuilds a run from its kept events', () => {
+/** The steps `GET agent/runs/{id}` answers for the run of `runEvents` (same content). */
+function runSteps(): RunStep[] {
+  return [
+    { type: 'user', seq: 3, text: 'what is 1+1?', at: 't', view: null, attachments: [], message_id: 'msg_0' },
+    { type: 'model_call', seq: 5, status: 'ok', t: 't', http_status: 200, attempts: 1 },
+    { type: 'bubble', seq: 6, text: 'Let me look.', t: 't', status: 'ok', message_id: 'msg_1' },
+    {
+      type: 'cell',
+      seq: 7,
+      seqs: [7],
+      cell_id: 'c1',
+      code: 'print(1+1)',
+      status: 'ok',
+      t: 't',
+      execution_count: 1,
+      duration_s: 0.01,
+      failed: false,
+      app_calls: 0,
+      digest: 'print #1: 2',
+      outputs: [{ output_type: 'stream', name: 'stdout', text: '2\n' }],
+      error: null,
+      timeout_s: 60,
+      deterministic: true,
+      outputs_truncated: false,
+      end_status: 'ok',
+      bubbles: []
+    },
+    { type: 'reply', seq: 9, text: 'It is **2**.', t: 't', status: 'ok', message_id: 'msg_2' }
+  ];
+}
+
+describe('ChatState rebuilt from REST (records and steps)', () => {
+  it('shows a record, then rebuilds the run from its steps as its events built it', () => {
+    const live = new ChatState(CHAT);
+    runEvents('r1').forEach(e => live.applyEvent(e));
+
     const s = new ChatState(CHAT);
-    s.loadTurns([turn('r1'), turn('r2')], null);
-    expect(s.runs.map(r => r.source)).toEqual(['record', 'record']);
+    s.loadTurns([turn('r1')], null);
+    expect(s.runs.map(r => r.source)).toEqual(['record']);
     expect(s.run('r1')!.items).toEqual([{ kind: 'bubble', messageId: null, text: 'Let me look.' }]);
-    expect(s.run('r1')!.reply!.text).toBe('It is **2**.');
-    expect(s.recordOnlyRuns()).toEqual(['r1', 'r2']);
-    // The socket from since=0 replays r2's events (r1's are no longer held).
-    runEvents('r2').forEach(e => s.applyEvent(e));
-    const r2 = s.run('r2')!;
-    expect(r2.source).toBe('events');
-    expect(r2.items.map(i => i.kind)).toEqual(['bubble', 'cell']);
-    expect(r2.userText).toBe('what is 1+1?');
-    expect(s.runs.map(r => r.runId)).toEqual(['r1', 'r2']);
-    expect(s.recordOnlyRuns()).toEqual(['r1']);
+    expect(s.runsToLoad()).toEqual(['r1']);
+    expect(s.loadSteps('r1', runSteps())).toBe(true);
+    const run = s.run('r1')!;
+    expect(run.source).toBe('steps');
+    expect(s.runsToLoad()).toEqual([]);
+    // The same items, cells, reply and footer as the live view had.
+    const shown = (r: IRunState) => ({
+      userText: r.userText,
+      items: r.items,
+      reply: r.reply,
+      ended: r.ended,
+      endCause: r.endCause,
+      turn: r.turn
+    });
+    expect(shown(run)).toEqual(shown(live.run('r1')!));
+  });
+
+  it('ignores the kept events of a run shown from its record or steps', () => {
+    const s = new ChatState(CHAT);
+    s.loadTurns([turn('r1')], null);
+    s.loadSteps('r1', runSteps());
+    const before = JSON.stringify(s.run('r1'));
+    for (const e of runEvents('r1')) {
+      expect(s.applyEvent(e)).toBe(false);
+    }
+    expect(JSON.stringify(s.run('r1'))).toBe(before);
+    expect(s.lastSeq).toBe(10); // caught up all the same
+  });
+
+  it('rebuilds a hard-stopped cell, a bash command and cell bubbles from steps', () => {
+    const s = new ChatState(CHAT);
+    const stopped = turn('r', { llm: { ...turn('r').llm, stopReason: 'break_hard', endCause: 'break_hard' } });
+    s.loadTurns([stopped], null);
+    const steps: RunStep[] = [
+      { type: 'user', seq: 1, text: 'loop', at: 't', view: null, attachments: [], message_id: null },
+      {
+        type: 'bash', seq: 4, cell_id: 'c1', command: 'ls', status: 'ok', t: 't', returncode: 2,
+        stdout: 'a\n', stderr: 'warn\n', digest: '$ ls', error: null, timeout_s: 60,
+        timed_out: false, duration_s: 0.2, outputs_truncated: false, end_status: 'error'
+      },
+      {
+        type: 'cell', seq: 6, seqs: [6, 7], cell_id: 'c2', code: 'while 1: pass', status: 'cancelled',
+        t: 't', execution_count: null, duration_s: 1.5, failed: false, app_calls: 1, digest: null,
+        outputs: [{ output_type: 'stream', name: 'stdout', text: 'before\n' }], error: null,
+        timeout_s: 60, deterministic: false, outputs_truncated: false, end_status: 'cancelled',
+        bubbles: ['half way']
+      },
+      { type: 'reply', seq: 8, text: 'never', t: 't', status: 'cancelled', message_id: null }
+    ];
+    s.loadSteps('r', steps);
+    const run = s.run('r')!;
+    expect(run.items.map(i => i.kind)).toEqual(['cell', 'cell', 'bubble']);
+    expect(run.items[0]).toMatchObject({ lang: 'bash', stdout: 'a\n', returncode: 2, status: 'error', error: true });
+    expect(run.items[1]).toMatchObject({ status: 'cancelled', running: false, digest: null, durationS: 1.5 });
+    expect((run.items[1] as ICellItem).outputs).toHaveLength(1);
+    expect(run.reply).toBeNull(); // never delivered
+    expect(run.endCause).toBe('break_hard');
   });
 
   it('is idempotent when records arrive after the events', () => {
@@ -243,48 +348,39 @@ describe('ChatState restore', () => {
     s.loadTurns([turn('r')], null);
     expect(s.runs).toHaveLength(1);
     expect(s.run('r')!.items.filter(i => i.kind === 'bubble')).toHaveLength(1);
+    expect(s.loadSteps('r', runSteps())).toBe(false); // live in this view: events win
   });
 
-  it('keeps the active run from the chat record', () => {
+  it('keeps the active run from the chat record, built from its events', () => {
     const s = new ChatState(CHAT);
     s.loadTurns([turn('r1')], 'r2');
     expect(s.activeRunId).toBe('r2');
     expect(s.running).toBe(true);
+    expect(s.applyEvent(ev('cell_start', 'r2', { cell_id: 'c1', kind: 'python', code: 'x' }))).toBe(true);
+    expect(s.runsToLoad()).toEqual(['r1']);
   });
+});
 
-  it('restores cells, bubbles and notes from a run notebook', () => {
+describe('ChatState.changed', () => {
+  it('is emitted once per change, never for an event ignored', () => {
     const s = new ChatState(CHAT);
-    s.loadTurns([turn('r1')], null);
-    const nb = {
-      cells: [
-        { cell_type: 'markdown', source: '**User** · t\n\nwhat?', metadata: { jupyter_agent: { kind: 'user' } } },
-        { cell_type: 'markdown', source: '**agent** (progress)\n\nLet me look.', metadata: { jupyter_agent: { kind: 'bubble' } } },
-        {
-          cell_type: 'code',
-          source: ['import math\n', 'math.pi'],
-          execution_count: 1,
-          outputs: [{ output_type: 'execute_result', data: { 'text/plain': '3.14' }, metadata: {}, execution_count: 1 }],
-          metadata: { jupyter_agent: { kind: 'python', cell_id: 'c1', digest: 'last: 3.14', status: 'ok' } }
-        },
-        {
-          cell_type: 'code',
-          source: "sh('ls', timeout=60)",
-          outputs: [{ output_type: 'stream', name: 'stderr', text: 'nope\n' }],
-          metadata: { jupyter_agent: { kind: 'bash', cell_id: 'c2', returncode: 1, status: 'ok' } }
-        },
-        { cell_type: 'markdown', source: '> **Note:** A hard break', metadata: { jupyter_agent: { kind: 'note' } } },
-        { cell_type: 'markdown', source: '**agent** (reply)\n\nIt is 2.', metadata: { jupyter_agent: { kind: 'reply' } } }
-      ]
-    };
-    expect(s.restoreFromNotebook('r1', nb)).toBe(true);
-    const items = s.run('r1')!.items;
-    expect(items.map(i => i.kind)).toEqual(['bubble', 'cell', 'cell', 'note']);
-    expect(items[0]).toMatchObject({ text: 'Let me look.' });
-    expect(items[1]).toMatchObject({ code: 'import math\nmath.pi', digest: 'last: 3.14', error: false, executionCount: 1 });
-    expect(items[2]).toMatchObject({ lang: 'bash', stderr: 'nope\n', returncode: 1, error: true });
-    expect(items[3]).toMatchObject({ text: 'A hard break' });
-    // Only once, and never over a run built from events.
-    expect(s.restoreFromNotebook('r1', nb)).toBe(false);
+    let count = 0;
+    s.changed.connect(() => {
+      count += 1;
+    });
+    const events = runEvents('r');
+    events.forEach(e => s.applyEvent(e));
+    expect(count).toBe(events.length);
+    s.applyEvent(events[2]); // already applied
+    expect(count).toBe(events.length);
+    s.addUserMessage('more', 'r', 'mailbox', 'msg_5');
+    s.addNote('r', 'a note');
+    expect(count).toBe(events.length + 2);
+    s.loadTurns([turn('r0')], null);
+    s.loadSteps('r0', runSteps());
+    expect(count).toBe(events.length + 4);
+    expect(s.loadSteps('nope', [])).toBe(false);
+    expect(count).toBe(events.length + 4);
   });
 });
 

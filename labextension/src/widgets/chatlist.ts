@@ -1,16 +1,18 @@
 /**
  * The left sidebar: the server's status (the demo label, a first-run note saying what
- * to configure), and the chats, newest first (open, rename, delete, new).
+ * to configure), and the chats, newest first (open, rename, delete, new). It follows the
+ * chats service: the list is read again when `chatsChanged` fires.
  */
 import { Dialog, InputDialog, showDialog } from '@jupyterlab/apputils';
 import { deleteIcon, editIcon, settingsIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
-import { AgentApi, IAgentStatus, IChatSummary } from '../api';
+import { IAgentStatus, IChatSummary } from '../api';
+import type { IChatsService } from '../service';
 import { button } from './items';
 
 export interface IChatListOptions {
-  api: AgentApi;
+  service: IChatsService;
   openChat: (chat: IChatSummary) => void;
   newChat: () => void;
   openSettings: () => void;
@@ -19,8 +21,6 @@ export interface IChatListOptions {
   onDeleted: (chatId: string) => void;
   /** The list was re-read (open views take the server's titles). */
   onRefreshed?: (chats: IChatSummary[]) => void;
-  /** The status was re-read (open views, restored ones too, update their demo label). */
-  onStatus?: (status: IAgentStatus) => void;
 }
 
 export class ChatListPanel extends Widget {
@@ -46,19 +46,15 @@ export class ChatListPanel extends Widget {
     this.list.className = 'jp-agent-chat-list';
     this.list.setAttribute('aria-label', 'Agent chats, newest first');
     this.node.append(head, this.statusBox, this.list);
+    options.service.chatsChanged.connect(() => void this.refresh(), this);
   }
-
-  /** The last status read from the server. */
-  status: IAgentStatus | null = null;
 
   /** Re-read the status and the chats from the server. */
   async refresh(): Promise<void> {
-    const api = this.options.api;
-    const [status, chats] = await Promise.allSettled([api.status(), api.listChats()]);
-    if (status.status === 'fulfilled') {
-      this.status = status.value;
+    const service = this.options.service;
+    const [status, chats] = await Promise.allSettled([service.refreshStatus(), service.listChats()]);
+    if (status.status === 'fulfilled' && status.value) {
       this.renderStatus(status.value);
-      this.options.onStatus?.(status.value);
     } else {
       this.statusBox.textContent = 'The agent server extension does not answer.';
     }
@@ -132,9 +128,8 @@ export class ChatListPanel extends Widget {
     if (!result.button.accept || !result.value) {
       return;
     }
-    const renamed = await this.options.api.renameChat(chat.id, result.value);
+    const renamed = await this.options.service.renameChat(chat.id, result.value);
     this.options.onRenamed(renamed);
-    await this.refresh();
   }
 
   private async remove(chat: IChatSummary): Promise<void> {
@@ -146,9 +141,8 @@ export class ChatListPanel extends Widget {
     if (!result.button.accept) {
       return;
     }
-    await this.options.api.deleteChat(chat.id);
+    await this.options.service.deleteChat(chat.id);
     this.options.onDeleted(chat.id);
-    await this.refresh();
   }
 
   private chats: IChatSummary[] = [];

@@ -1,16 +1,19 @@
 /**
  * The main-area view of one chat: a header (title, connection, demo label, export), the
- * runs (rendered from the chat's `ChatState`, live over the event stream) and the
+ * runs (rendered from the chat's `ChatState` whenever its `changed` signal fires: live over
+ * the event stream; after a reload from the chat's records and its runs' steps) and the
  * composer (Enter sends, Shift+Enter breaks the line; attachments; Stop / Stop now).
  * The message list follows the conversation (`FollowScroller`): the newest message is in
  * view on open, on send and after a reload, unless the person scrolled up; then a "Jump
  * to latest" control brings it back.
  */
 import { linkIcon } from '@jupyterlab/ui-components';
+import { Signal } from '@lumino/signaling';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { AgentApi, AgentApiError, IAgentStatus, IView } from '../api';
+import { AgentApiError, IView } from '../api';
 import { ChatState, IAgentEvent, IRunState } from '../model';
+import type { IChatsService } from '../service';
 import { EventStream, StreamState } from '../stream';
 import { FollowScroller } from './follow';
 import { button, IItemContext } from './items';
@@ -18,7 +21,8 @@ import { RunWidget } from './run';
 
 /** What the chat view needs from the application. */
 export interface IChatViewOptions {
-  api: AgentApi;
+  /** The chats service (REST, status, event streams). */
+  service: IChatsService;
   chatId: string;
   title: string;
   ctx: IItemContext;
@@ -28,11 +32,10 @@ export interface IChatViewOptions {
   currentPath: () => string | null;
   /** Open a path in JupyterLab (a notebook opens in the notebook editor). */
   openPath: (path: string) => Promise<void>;
-  /** The server's status (for the demo label), when known. */
-  status: () => IAgentStatus | null;
-  /** Called when the chat's title or activity changed (the sidebar refreshes). */
-  onChanged?: () => void;
 }
+
+/** How many ended runs a view rebuilds from their steps when it opens (newest). */
+const STEP_RUNS = 20;
 
 export class ChatView extends Panel {
   constructor(private readonly options: IChatViewOptions) {
@@ -40,6 +43,8 @@ export class ChatView extends Panel {
     this.addClass('jp-agent-chat');
     this.id = `jp-agent-chat-${options.chatId}`;
     this.state = new ChatState(options.chatId);
+    this.state.changed.connect(this.scheduleSync, this);
+    options.service.statusChanged.connect(this.refreshDemo, this);
     this.title.label = options.title || 'Agent chat';
     this.title.caption = `Agent chat ${options.chatId}`;
 
@@ -111,10 +116,9 @@ export class ChatView extends Panel {
     this.stopStage = hard ? 2 : 1;
     this.syncControls();
     try {
-      await this.options.api.breakRun(runId, hard);
+      await this.options.service.api.breakRun(runId, hard);
     } catch (err) {
       this.state.addNote(runId, `Could not stop the run: ${errorText(err)}`);
-      this.scheduleSync();
     }
   }
 
@@ -130,11 +134,10 @@ export class ChatView extends Panel {
     this.renderAttachments();
     try {
       const view = this.options.getView();
-      const result = await this.options.api.send(this.chatId, text, view, attachments);
-      this.state.addUserMessage(text, result.run_id, result.routed);
+      const result = await this.options.service.send(this.chatId, text, view, attachments);
+      this.state.addUserMessage(text, result.run_id, result.routed, result.message_id ?? null);
       this.follow.pin();
-      this.scheduleSync();
-      this.options.onChanged?.();
+      this.options.service.notifyChanged();
     } catch (err) {
       this.input.value = text;
       this.error.textContent = `Could not send: ${errorText(err)}`;
@@ -148,6 +151,8 @@ export class ChatView extends Panel {
     }
     this.stream?.dispose();
     this.stream = null;
+    Signal.clearData(this.state);
+    this.options.service.statusChanged.disconnect(this.refreshDemo, this);
     this.follow.dispose();
     if (this.frame !== null) {
       cancelAnimationFrame(this.frame);
@@ -176,33 +181,41 @@ export class ChatView extends Panel {
   // --- loading and the live stream ------------------------------------------------------
 
   private async load(): Promise<void> {
+    const service = this.options.service;
     try {
-      const chat = await this.options.api.getChat(this.chatId);
+      const chat = await service.getChat(this.chatId);
       this.title.label = chat.title || this.title.label;
       this.state.loadTurns(chat.turns || [], chat.active_run_id ?? null);
     } catch (err) {
       this.error.textContent = `Could not load the chat: ${errorText(err)}`;
       this.error.hidden = false;
     }
-    this.scheduleSync();
-    const api = this.options.api;
-    this.stream = new EventStream({
-      url: since => api.eventsUrl(this.chatId, since),
-      // From 0 the first time: the server's kept events rebuild runs with their cells.
+    this.stream = service.openEvents(this.chatId, {
+      // From 0 the first time: the server's kept events build the run in progress.
       since: () => this.state.lastSeq,
       onEvent: event => this.onEvent(event),
-      onState: state => this.onStreamState(state),
-      WebSocket: api.settings.WebSocket
+      onState: state => this.onStreamState(state)
     });
+    // Ended runs come from their steps (the events of a run before a server restart are
+    // gone; those the server still holds are not needed): no notebook, no waiting.
+    for (const runId of this.state.runsToLoad().slice(-STEP_RUNS).reverse()) {
+      try {
+        this.state.loadSteps(runId, await service.runSteps(runId));
+      } catch {
+        // The trace may be gone (pruned): the record still shows the turn.
+      }
+      if (this.isDisposed) {
+        return;
+      }
+    }
   }
 
   private onEvent(event: IAgentEvent): void {
     if (this.state.applyEvent(event)) {
       if (event.type === 'run_end' || event.type === 'run_start') {
         this.stopStage = 0;
-        this.options.onChanged?.();
+        this.options.service.notifyChanged();
       }
-      this.scheduleSync();
     }
   }
 
@@ -215,26 +228,6 @@ export class ChatView extends Panel {
     };
     this.connection.textContent = labels[state];
     this.connection.dataset.state = state;
-    if (state === 'open' && !this.restoredOnce) {
-      this.restoredOnce = true;
-      // Runs the server kept no events for (after its restart) get their cells from
-      // their notebooks, once the catch-up had a moment to arrive.
-      setTimeout(() => void this.restoreFromNotebooks(), 400);
-    }
-  }
-
-  private async restoreFromNotebooks(): Promise<void> {
-    const runs = this.state.recordOnlyRuns().slice(-10);
-    for (const runId of runs) {
-      try {
-        const nb = await this.options.api.runNotebook(runId);
-        if (this.state.restoreFromNotebook(runId, nb)) {
-          this.scheduleSync();
-        }
-      } catch {
-        // The trace may be gone (pruned): the record still shows the turn.
-      }
-    }
   }
 
   // --- rendering --------------------------------------------------------------------------
@@ -298,26 +291,14 @@ export class ChatView extends Panel {
   }
 
   private refreshDemo(): void {
-    const status = this.options.status();
+    const status = this.options.service.status;
     if (status) {
       this.demo.hidden = !status.demo;
       return;
     }
     // Not known yet (a tab the layout restorer reopens before the sidebar read the
-    // status): ask the server.
-    void this.options.api
-      .status()
-      .then(s => {
-        if (!this.isDisposed && !this.options.status()) {
-          this.demo.hidden = !s.demo;
-        }
-      })
-      .catch(() => undefined);
-  }
-
-  /** Re-read the server's status label (after settings changed). */
-  statusChanged(): void {
-    this.refreshDemo();
+    // status): ask the server (statusChanged then calls this again).
+    void this.options.service.refreshStatus();
   }
 
   // --- composer ---------------------------------------------------------------------------
@@ -391,7 +372,7 @@ export class ChatView extends Panel {
 
   private async openTrace(runId: string): Promise<void> {
     try {
-      const { path } = await this.options.api.writeRunNotebook(runId);
+      const { path } = await this.options.service.api.writeRunNotebook(runId);
       await this.options.openPath(path);
     } catch (err) {
       this.error.textContent = `Could not open the trace: ${errorText(err)}`;
@@ -402,7 +383,7 @@ export class ChatView extends Panel {
   async exportChat(): Promise<void> {
     try {
       // The server names the file (from the title) in its trace folder, never over a file.
-      const { path } = await this.options.api.writeChatNotebook(this.chatId);
+      const { path } = await this.options.service.api.writeChatNotebook(this.chatId);
       await this.options.openPath(path);
     } catch (err) {
       this.error.textContent = `Could not export the chat: ${errorText(err)}`;
@@ -426,7 +407,6 @@ export class ChatView extends Panel {
   private stream: EventStream | null = null;
   private frame: number | null = null;
   private stopStage = 0;
-  private restoredOnce = false;
   private follow!: FollowScroller;
   private jump!: HTMLButtonElement;
 }

@@ -1,0 +1,196 @@
+"""The steps of a run: what a person saw, read back from its effect log (a tagged union).
+
+One shape for a run after the fact: ``trace/cells_view.py`` builds these from the log;
+``GET agent/runs/{id}`` serves them as ``steps`` (codec JSON, large fields cut unless
+``?full=1``); the notebook export (``trace/notebook.py``) and ``jupyter agent trace show``
+(``cli_render.py``) render them; the panel rebuilds a chat from them after a reload
+(``labextension/src/events.ts`` mirrors them, generated with the events of
+:mod:`jupyter_agent.core.events`).
+
+A step's fields mean what the event of the same name means: a ``cell`` step carries its
+``cell_start`` (``cell_id``, ``code``) and ``cell_end`` (``outputs``, ``execution_count``,
+``duration_s``, ``digest``; ``end_status`` is ``cell_end.status``, None when the cell never
+ended), a ``bubble``/``reply`` its ``message_id``, a ``user``/``steering`` step the message's
+``message_id`` (None in logs written before message ids). ``status`` says how the effect
+ended: ``ok``; ``failed`` (an error result); ``cancelled`` (a hard break); ``timed_out``;
+``unfinished`` (no result line: the run crashed or still runs); ``unreadable`` (a result
+that does not parse); ``error`` is the effect's error object, if any.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Final, Literal
+
+from jupyter_agent.codec import tagged
+from jupyter_agent.core.events import CellStatus
+
+__all__ = [
+    "STEPS",
+    "BashStep",
+    "BreakStep",
+    "BubbleStep",
+    "CellStep",
+    "ModelCallStep",
+    "ReplyStep",
+    "SteeringStep",
+    "Step",
+    "StepStatus",
+    "UserStep",
+]
+
+StepStatus = Literal["ok", "failed", "cancelled", "timed_out", "unfinished", "unreadable"]
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserStep:
+    """The message that opened the run."""
+
+    type: Literal["user"] = field(default="user", init=False)
+    seq: int
+    text: str
+    at: str
+    view: JsonObject | None = None
+    attachments: tuple[str, ...] = ()
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SteeringStep:
+    """A message the run took while it was going (from a drain, or held at a final reply)."""
+
+    type: Literal["steering"] = field(default="steering", init=False)
+    seq: int
+    text: str
+    at: str
+    view: JsonObject | None = None
+    attachments: tuple[str, ...] = ()
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BreakStep:
+    """A break read from the mailbox (a hard one is normally acted on by the host at once)."""
+
+    type: Literal["break"] = field(default="break", init=False)
+    seq: int
+    hard: bool
+    at: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BubbleStep:
+    """A progress message (``chat.post`` done false); ``seq`` is its effect's."""
+
+    type: Literal["bubble"] = field(default="bubble", init=False)
+    seq: int
+    text: str
+    t: str
+    status: StepStatus
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplyStep:
+    """The final reply (``chat.post`` done true)."""
+
+    type: Literal["reply"] = field(default="reply", init=False)
+    seq: int
+    text: str
+    t: str
+    status: StepStatus
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellStep:
+    """A ``cell.run``: its code, outputs (nbformat), digest, and how it ended.
+
+    ``seqs`` is the ``cell.run`` seq then every effect nested under it; ``failed`` is true
+    when the cell raised; ``deterministic`` when re-running the code alone should give the
+    recorded outputs (it finished, made no app call, does not use ``sh``); ``bubbles`` are
+    the progress messages the cell posted while it ran (shown after it).
+    """
+
+    type: Literal["cell"] = field(default="cell", init=False)
+    seq: int
+    seqs: tuple[int, ...]
+    cell_id: str
+    code: str
+    status: StepStatus
+    t: str
+    execution_count: int | None = None
+    duration_s: float | None = None
+    failed: bool | None = None
+    app_calls: int = 0
+    digest: str | None = None
+    outputs: tuple[JsonObject, ...] = ()
+    error: JsonObject | None = None
+    timeout_s: float | None = None
+    deterministic: bool = False
+    outputs_truncated: bool = False
+    end_status: CellStatus | None = None
+    bubbles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class BashStep:
+    """A ``bash.run``: ``cell_id`` is the run's ``c<n>`` (its event's and its notebook cell's)."""
+
+    type: Literal["bash"] = field(default="bash", init=False)
+    seq: int
+    cell_id: str
+    command: str
+    status: StepStatus
+    t: str
+    returncode: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    digest: str | None = None
+    error: JsonObject | None = None
+    timeout_s: float | None = None
+    timed_out: bool = False
+    duration_s: float | None = None
+    outputs_truncated: bool = False
+    end_status: CellStatus | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCallStep:
+    """A top-level ``http.post`` (one model call of the loop)."""
+
+    type: Literal["model_call"] = field(default="model_call", init=False)
+    seq: int
+    status: StepStatus
+    t: str
+    http_status: int | None = None
+    attempts: int | None = None
+
+
+#: Every step type.
+STEPS: Final = (
+    UserStep,
+    SteeringStep,
+    BreakStep,
+    BubbleStep,
+    ReplyStep,
+    CellStep,
+    BashStep,
+    ModelCallStep,
+)
+
+Step = Annotated[
+    UserStep
+    | SteeringStep
+    | BreakStep
+    | BubbleStep
+    | ReplyStep
+    | CellStep
+    | BashStep
+    | ModelCallStep,
+    tagged("type"),
+]
+"""Any step, read by its ``type`` tag (``codec.load(Step, data)``)."""

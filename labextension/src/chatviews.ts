@@ -1,0 +1,113 @@
+/**
+ * The chat views: one main-area `ChatView` per chat, tracked (and restored by the layout
+ * restorer), opened and created through the chats service. Provided under the
+ * `IChatViews` token by the `jupyter-agent:chat-views` plugin; the sidebar and the
+ * commands plugins require it.
+ */
+import { JupyterFrontEnd } from '@jupyterlab/application';
+import { MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { LabIcon } from '@jupyterlab/ui-components';
+import { Token } from '@lumino/coreutils';
+
+import type { IView } from './api';
+import type { IChatsService } from './service';
+import { ChatView } from './widgets/chatview';
+import type { IItemContext } from './widgets/items';
+
+/** The agent's icon (sidebar and chat tabs). */
+export const agentIcon = new LabIcon({
+  name: 'jupyter-agent:icon',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="16"><path class="jp-icon3" fill="#616161" d="M12 2a2 2 0 0 1 2 2c0 .74-.4 1.39-1 1.73V7h4a3 3 0 0 1 3 3v8a3 3 0 0 1-3 3H7a3 3 0 0 1-3-3v-8a3 3 0 0 1 3-3h4V5.73A2 2 0 0 1 12 2zM9 12a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3zm6 0a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3z"/></svg>'
+});
+
+/** The open chat views. */
+export interface IChatViews {
+  readonly tracker: WidgetTracker<MainAreaWidget<ChatView>>;
+  /** The chat view of the current tab, if any. */
+  readonly current: ChatView | null;
+  /** The open view of a chat, if any. */
+  find(chatId: string): ChatView | null;
+  /** Open (or activate) a chat's view. */
+  open(chat: { id: string; title?: string }): Promise<ChatView>;
+  /** Create a chat on the server and open it. */
+  create(): Promise<ChatView>;
+  /** The path of the document the person works in, if any. */
+  docPath(): string | null;
+}
+
+/** The token of the chat views. */
+export const IChatViews = new Token<IChatViews>(
+  'jupyter-agent:IChatViews',
+  'The open agent chat views: open, create, the current one.'
+);
+
+export interface IChatViewsOptions {
+  app: JupyterFrontEnd;
+  service: IChatsService;
+  ctx: IItemContext;
+  getView: () => IView | null;
+  docPath: () => string | null;
+}
+
+/** The chat views of one JupyterLab. */
+export class ChatViews implements IChatViews {
+  constructor(private readonly options: IChatViewsOptions) {}
+
+  readonly tracker = new WidgetTracker<MainAreaWidget<ChatView>>({
+    namespace: 'jupyter-agent-chat'
+  });
+
+  get current(): ChatView | null {
+    return this.tracker.currentWidget?.content ?? null;
+  }
+
+  find(chatId: string): ChatView | null {
+    return this.tracker.find(w => w.content.chatId === chatId)?.content ?? null;
+  }
+
+  docPath(): string | null {
+    return this.options.docPath();
+  }
+
+  async open(chat: { id: string; title?: string }): Promise<ChatView> {
+    const { app, service, ctx, getView, docPath } = this.options;
+    const existing = this.tracker.find(w => w.content.chatId === chat.id);
+    if (existing) {
+      app.shell.activateById(existing.id);
+      return existing.content;
+    }
+    const content = new ChatView({
+      service,
+      chatId: chat.id,
+      title: chat.title || '',
+      ctx,
+      getView,
+      currentPath: docPath,
+      openPath: async (path: string) => {
+        await app.commands.execute('docmanager:open', {
+          path,
+          factory: path.endsWith('.ipynb') ? 'Notebook' : undefined
+        });
+      }
+    });
+    const widget = new MainAreaWidget({ content });
+    widget.id = `jp-agent-chat-tab-${chat.id}`;
+    widget.title.icon = agentIcon;
+    widget.title.closable = true;
+    content.title.changed.connect(() => {
+      widget.title.label = content.title.label;
+    });
+    widget.title.label = content.title.label;
+    await this.tracker.add(widget);
+    app.shell.add(widget, 'main');
+    app.shell.activateById(widget.id);
+    content.focusInput();
+    return content;
+  }
+
+  async create(): Promise<ChatView> {
+    const chat = await this.options.service.createChat();
+    return this.open(chat);
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * The agent's events and a run's steps, as the server sends them.
+ *
+ * GENERATED from jupyter_agent/core/events.py and jupyter_agent/core/steps.py by
+ * `python -m jupyter_agent.core.events --ts > labextension/src/events.ts`: do not edit.
+ * tests/core/test_events.py fails when this file differs from the generated text.
+ */
+
+/** The fields every event has. */
+export interface IEventEnvelope {
+  type: string;
+  chat_id: string;
+  run_id: string;
+  seq: number;
+}
+
+export type CellKind = "python" | "bash";
+
+export type CellStatus = "ok" | "error" | "cancelled" | "timed_out";
+
+export type StepStatus = "ok" | "failed" | "cancelled" | "timed_out" | "unfinished" | "unreadable";
+
+// --- events ---
+
+/** A run started; `text` and `message_id` are the message that started it. */
+export interface IRunStartEvent extends IEventEnvelope {
+  type: "run_start";
+  started: string;
+  text: string;
+  message_id: string | null;
+}
+
+/** Streamed text of the reply being written (live only). */
+export interface IDeltaEvent extends IEventEnvelope {
+  type: "delta";
+  text: string;
+}
+
+/** A progress message (`done` false), posted by the loop or by a cell. */
+export interface IBubbleEvent extends IEventEnvelope {
+  type: "bubble";
+  text: string;
+  done: boolean;
+  message_id: string | null;
+}
+
+/** A cell (`kind` `python`) or a bash command (`kind` `bash`) starts. */
+export interface ICellStartEvent extends IEventEnvelope {
+  type: "cell_start";
+  cell_id: string;
+  kind: "python" | "bash";
+  code: string;
+}
+
+/** One output of the running cell, in nbformat's shape, live while it runs. */
+export interface ICellOutputEvent extends IEventEnvelope {
+  type: "cell_output";
+  cell_id: string;
+  output: { [key: string]: any };
+}
+
+/** The cell ended. */
+export interface ICellEndEvent extends IEventEnvelope {
+  type: "cell_end";
+  cell_id: string;
+  kind: "python" | "bash";
+  status: "ok" | "error" | "cancelled" | "timed_out";
+  error: boolean;
+  digest: string | null;
+  duration_s: number | null;
+  outputs: { [key: string]: any }[] | null;
+  execution_count: number | null;
+  stdout: string | null;
+  stderr: string | null;
+  returncode: number | null;
+}
+
+/** The run took a message sent while it was going (it joins this turn, here). */
+export interface ISteeringEvent extends IEventEnvelope {
+  type: "steering";
+  message_id: string | null;
+  text: string;
+  at: string;
+}
+
+/** The provider asked to wait (`status`: its HTTP status); `attempt` follows (live only). */
+export interface IRetryEvent extends IEventEnvelope {
+  type: "retry";
+  attempt: number;
+  status: number | null;
+  wait_s: number | null;
+}
+
+/** The final reply (`done` true). */
+export interface IReplyEvent extends IEventEnvelope {
+  type: "reply";
+  text: string;
+  done: boolean;
+  message_id: string | null;
+}
+
+/** The run ended; `turn` is its turn record (REST JSON), for the footer. */
+export interface IRunEndEvent extends IEventEnvelope {
+  type: "run_end";
+  stop_reason: string;
+  end_cause: string;
+  turn: { [key: string]: any };
+}
+
+/** Any event. */
+export type AgentEvent =
+  | IRunStartEvent
+  | IDeltaEvent
+  | IBubbleEvent
+  | ICellStartEvent
+  | ICellOutputEvent
+  | ICellEndEvent
+  | ISteeringEvent
+  | IRetryEvent
+  | IReplyEvent
+  | IRunEndEvent;
+
+/** The event types, in the order a run emits them. */
+export const EVENT_TYPES = ["run_start", "delta", "bubble", "cell_start", "cell_output", "cell_end", "steering", "retry", "reply", "run_end"] as const;
+
+/** The types delivered live only, never kept for `?since=` catch-up. */
+export const LIVE_ONLY: ReadonlyArray<string> = ["delta", "retry"];
+
+// --- steps (GET agent/runs/{run_id}: `steps`) ---
+
+/** The message that opened the run. */
+export interface IUserStep {
+  type: "user";
+  seq: number;
+  text: string;
+  at: string;
+  view: { [key: string]: any } | null;
+  attachments: string[];
+  message_id: string | null;
+}
+
+/** A message the run took while it was going (from a drain, or held at a final reply). */
+export interface ISteeringStep {
+  type: "steering";
+  seq: number;
+  text: string;
+  at: string;
+  view: { [key: string]: any } | null;
+  attachments: string[];
+  message_id: string | null;
+}
+
+/** A break read from the mailbox (a hard one is normally acted on by the host at once). */
+export interface IBreakStep {
+  type: "break";
+  seq: number;
+  hard: boolean;
+  at: string;
+}
+
+/** A progress message (`chat.post` done false); `seq` is its effect's. */
+export interface IBubbleStep {
+  type: "bubble";
+  seq: number;
+  text: string;
+  t: string;
+  status: "ok" | "failed" | "cancelled" | "timed_out" | "unfinished" | "unreadable";
+  message_id: string | null;
+}
+
+/** The final reply (`chat.post` done true). */
+export interface IReplyStep {
+  type: "reply";
+  seq: number;
+  text: string;
+  t: string;
+  status: "ok" | "failed" | "cancelled" | "timed_out" | "unfinished" | "unreadable";
+  message_id: string | null;
+}
+
+/** A `cell.run`: its code, outputs (nbformat), digest, and how it ended. */
+export interface ICellStep {
+  type: "cell";
+  seq: number;
+  seqs: number[];
+  cell_id: string;
+  code: string;
+  status: "ok" | "failed" | "cancelled" | "timed_out" | "unfinished" | "unreadable";
+  t: string;
+  execution_count: number | null;
+  duration_s: number | null;
+  failed: boolean | null;
+  app_calls: number;
+  digest: string | null;
+  outputs: { [key: string]: any }[];
+  error: { [key: string]: any } | null;
+  timeout_s: number | null;
+  deterministic: boolean;
+  outputs_truncated: boolean;
+  end_status: "ok" | "error" | "cancelled" | "timed_out" | null;
+  bubbles: string[];
+}
+
+/** A `bash.run`: `cell_id` is the run's `c<n>` (its event's and its notebook cell's). */
+export interface IBashStep {
+  type: "bash";
+  seq: number;
+  cell_id: string;
+  command: string;
+  status: "ok" | "failed" | "cancelled" | "timed_out" | "unfinished" | "unreadable";
+  t: string;
+  returncode: number | null;
+  stdout: string | null;
+  stderr: string | null;
+  digest: string | null;
+  error: { [key: string]: any } | null;
+  timeout_s: number | null;
+  timed_out: boolean;
+  duration_s: number | null;
+  outputs_truncated: boolean;
+  end_status: "ok" | "error" | "cancelled" | "timed_out" | null;
+}
+
+/** A top-level `http.post` (one model call of the loop). */
+export interface IModelCallStep {
+  type: "model_call";
+  seq: number;
+  status: "ok" | "failed" | "cancelled" | "timed_out" | "unfinished" | "unreadable";
+  t: string;
+  http_status: number | null;
+  attempts: number | null;
+}
+
+/** Any step of a run. */
+export type RunStep =
+  | IUserStep
+  | ISteeringStep
+  | IBreakStep
+  | IBubbleStep
+  | IReplyStep
+  | ICellStep
+  | IBashStep
+  | IModelCallStep;
+
+/** The step types. */
+export const STEP_TYPES = ["user", "steering", "break", "bubble", "reply", "cell", "bash", "model_call"] as const;

@@ -1,0 +1,146 @@
+"""A chat survives a server restart: the panel rebuilds it from the REST records and each
+run's steps (``GET agent/chats/{id}``, ``GET agent/runs/{id}``), never from a notebook.
+
+One lab server whose process is stopped and started again on the same data dir and port;
+the page reloads and must show the chat exactly as before (the chat view's text).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+
+from jupyter_agent.llm.fake import FakeProvider
+from tests.browser.lab import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    LabServer,
+    new_chat,
+    open_lab,
+    send_message,
+)
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
+        reason="needs Debian's chromium",
+    ),
+    pytest.mark.timeout(240),
+]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
+SLEEPY = "import time\ntime.sleep(3)\nprint('slept')"
+STOPPABLE = (
+    "import time\nprint('printed-before-the-stop')\nfor _ in range(600):\n    time.sleep(0.1)\n"
+)
+
+
+# pytest-jupyter's autouse fixtures break Playwright's sync API at teardown.
+@pytest.fixture
+def jp_asyncio_loop() -> None:
+    return None
+
+
+@pytest.fixture
+def jp_server_cleanup() -> None:
+    return None
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeProvider]:
+    with FakeProvider([]) as provider:
+        yield provider
+
+
+@pytest.fixture(scope="module")
+def lab(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    server = LabServer(tmp_path_factory.mktemp("lab"), codegen_base_url=fake.base_url)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def page(lab: LabServer) -> Iterator[Page]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser: Browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        pg = context.new_page()
+        open_lab(pg, lab)
+        yield pg
+        context.close()
+        browser.close()
+
+
+def chat_text(view: Locator) -> dict[str, object]:
+    """What the chat view shows: its messages' text, and each cell's digest."""
+    return {
+        "text": view.locator(".jp-agent-messages").inner_text(),
+        "digests": view.locator(".jp-agent-digest").all_text_contents(),
+    }
+
+
+def test_a_chat_renders_the_same_after_a_server_restart(
+    page: Page, fake: FakeProvider, lab: LabServer
+) -> None:
+    fake.load(
+        [
+            {"text": "Working on it.", "cells": [SLEEPY]},
+            {"expect": {"last_user_contains": "also say hi"}, "text": "Hi! **Done** as asked."},
+            {"text": "Looping.", "cells": [STOPPABLE]},
+            {"text": "never reached"},
+        ]
+    )
+    view = new_chat(page)
+    chat_id = (view.get_attribute("id") or "").removeprefix("jp-agent-chat-")
+    # Turn 1: a cell, and a steering message sent while it runs.
+    send_message(view, "Sleep a bit")
+    expect(view.locator(".jp-agent-cell.jp-mod-running")).to_have_count(1, timeout=60000)
+    send_message(view, "also say hi")
+    expect(view.locator(".jp-agent-reply")).to_contain_text("Done as asked.", timeout=60000)
+    expect(view.locator(".jp-agent-steering .jp-agent-label")).to_have_text("You · steering")
+    # Turn 2: stopped at once (hard) while its cell runs.
+    send_message(view, "Loop for a minute")
+    running = view.locator(".jp-agent-cell.jp-mod-running")
+    expect(running.locator(".jp-OutputArea-output")).to_contain_text(
+        "printed-before-the-stop", timeout=60000
+    )
+    stop = view.locator(".jp-agent-stop")
+    stop.click()
+    expect(stop).to_have_text("Stop now")
+    stop.click()
+    expect(view.locator(".jp-agent-end")).to_have_count(2, timeout=30000)
+    expect(view.locator(".jp-agent-end").last).to_have_text("Stopped now (hard stop)")
+    expect(view.locator(".jp-agent-cell").last).to_have_class(re.compile(r"\bjp-mod-cancelled\b"))
+    before = chat_text(view)
+    assert "also say hi" in str(before["text"])
+    page.screenshot(path=str(ARTIFACTS / "restart-before.png"))
+
+    lab.stop()
+    lab.start()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    # Load the page again, with the token: the new server process has a new cookie secret.
+    open_lab(page, lab)
+    restored = page.locator(f"#jp-agent-chat-{chat_id}")
+    if restored.count() == 0 or not restored.is_visible():
+        page.locator(f".jp-agent-chat-item[data-chat-id='{chat_id}'] .jp-agent-chat-open").click()
+    expect(restored.locator(".jp-agent-end")).to_have_count(2, timeout=30000)
+    # Rebuilt from the steps: wait for them (never for a fixed time), then compare.
+    page.wait_for_function(
+        "([id, text]) => document.querySelector(`#jp-agent-chat-${id} .jp-agent-messages`)"
+        "?.innerText === text",
+        arg=[chat_id, before["text"]],
+        timeout=30000,
+    )
+    page.screenshot(path=str(ARTIFACTS / "restart-after.png"))
+    assert chat_text(restored) == before
+    assert [u for u in requests if "/agent/runs/" in u and "full=1" in u]  # from the steps
+    assert [u for u in requests if re.search(r"/notebook(\?|$)", u)] == []
