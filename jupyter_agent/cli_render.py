@@ -111,13 +111,31 @@ def _indent(text: str, prefix: str = "    ") -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
 
+#: How a step's status reads in ``trace show``.
+_STATUS_WORDS = {"timed_out": "timed out"}
+
+
+def _printed(outputs: Any) -> str:
+    """The text a cell's nbformat outputs printed (streams and errors)."""
+    parts = []
+    for output in outputs:
+        if not isinstance(output, dict):
+            continue
+        if output.get("output_type") == "stream":
+            parts.append(str(output.get("text") or ""))
+        elif output.get("output_type") == "error":
+            parts.append(f"{output.get('ename')}: {output.get('evalue')}\n")
+    return "".join(parts)
+
+
 def render_show(body: dict[str, Any]) -> None:
     """One run: its turn, then each step, then the effects table."""
     console = _console()
     _head(body, console)
     for step in body.get("steps") or []:
         kind, seq, status = step.get("type"), step.get("seq"), step.get("status", "ok")
-        flag = "" if status in ("ok", None) else f" [red]{status}[/red]"
+        word = _STATUS_WORDS.get(str(status), str(status))
+        flag = "" if status in ("ok", None) else f" [red]{escape(word)}[/red]"
         if kind in ("user", "steering", "bubble", "reply"):
             console.print(f"\n[bold]#{seq} {kind}[/bold]{flag}")
             console.print(escape(_indent(str(step.get("text") or ""))))
@@ -126,11 +144,16 @@ def render_show(body: dict[str, Any]) -> None:
             console.print(escape(_indent(str(step.get("code") or ""), "  > ")))
             if step.get("digest"):
                 console.print(escape(_indent(str(step["digest"]))))
+            elif printed := _printed(step.get("outputs") or ()):
+                # A cut cell has no digest (the model read none): show what it printed.
+                console.print(escape(_indent(printed)))
         elif kind == "bash":
             console.print(f"\n[bold]#{seq} bash {escape(str(step.get('cell_id')))}[/bold]{flag}")
             console.print(escape(_indent(str(step.get("command") or ""), "  $ ")))
             if step.get("digest"):
                 console.print(escape(_indent(str(step["digest"]))))
+            elif printed := "".join(str(step.get(k) or "") for k in ("stdout", "stderr")):
+                console.print(escape(_indent(printed)))
         elif kind == "model_call":
             tries = step.get("attempts")
             detail = f"HTTP {step.get('http_status')}"

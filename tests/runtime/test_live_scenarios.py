@@ -172,6 +172,7 @@ async def test_a_hard_broken_cell_shows_cancelled_with_its_output(
     text = trace_show_text(agent, run_id, capsys)
     assert "cell c1" in text
     assert "cancelled" in text.split("cell c1", 1)[1].splitlines()[0]
+    assert "printed-before-the-break" in text.split("cell c1", 1)[1]  # what it printed
     assert_replays(agent, run_id)
 
 
@@ -210,7 +211,7 @@ async def test_a_timed_out_cell_says_timed_out_with_its_output(agent: Harness, c
     assert any("timed out" in n and "1 s timeout" in n for n in notes)
 
     text = trace_show_text(agent, run_id, capsys)
-    assert "timed_out" in text.split("cell c1", 1)[1].splitlines()[0]
+    assert "timed out" in text.split("cell c1", 1)[1].splitlines()[0]
     assert_replays(agent, run_id)
 
 
