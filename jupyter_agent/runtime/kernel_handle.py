@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import json
 import logging
 import time
@@ -41,12 +40,14 @@ from collections.abc import Callable
 from queue import Empty
 from typing import Any, Protocol
 
+from jupyter_core.utils import ensure_async
+
 from jupyter_agent.core.cell_status import CELL_TIMEOUT
 from jupyter_agent.core.cells import BashResult, CellError, CellResult, Value
 from jupyter_agent.exceptions import KernelDied, KernelError
 from jupyter_agent.runtime.live_output import OutputCollector, output_from_iopub
 
-__all__ = ["AgentKernelHandle", "AppHost", "OutputSink", "maybe_await"]
+__all__ = ["AgentKernelHandle", "AppHost", "OutputSink"]
 
 OutputSink = Callable[[dict[str, Any]], None]
 """Receives each nbformat output of the running cell as the kernel sends it."""
@@ -68,12 +69,6 @@ class AppHost(Protocol):
     ) -> dict[str, Any]:
         """``{"ok", "value", "error", "seq", "mutation"}`` for one call."""
         ...
-
-
-async def maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 class AgentKernelHandle:
@@ -102,7 +97,7 @@ class AgentKernelHandle:
             km.add_restart_callback(self._on_restart, "restart")
             km.add_restart_callback(self._on_restart, "dead")
         client = km.client()
-        await maybe_await(
+        await ensure_async(
             client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
         )
         self._client = client
@@ -148,7 +143,7 @@ class AgentKernelHandle:
         if self._died:
             return False
         try:
-            alive = bool(await maybe_await(self._km.is_alive(self.kernel_id)))
+            alive = bool(await ensure_async(self._km.is_alive(self.kernel_id)))
         except KeyError:  # no longer managed (culled or shut down)
             alive = False
         if not alive:
@@ -288,7 +283,7 @@ class AgentKernelHandle:
 
     async def interrupt(self) -> None:
         """Interrupt what the kernel is doing (SIGINT or an interrupt_request)."""
-        await maybe_await(self._km.interrupt_kernel(self.kernel_id))
+        await ensure_async(self._km.interrupt_kernel(self.kernel_id))
 
     async def _op(
         self,
@@ -376,11 +371,11 @@ class AgentKernelHandle:
 
     async def _restart(self) -> None:
         await self.close()
-        await maybe_await(self._km.restart_kernel(self.kernel_id, now=True))
+        await ensure_async(self._km.restart_kernel(self.kernel_id, now=True))
         self._died = False
         km = self._km.get_kernel(self.kernel_id)
         client = km.client()
-        await maybe_await(
+        await ensure_async(
             client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
         )
         self._client = client

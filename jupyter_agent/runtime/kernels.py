@@ -22,11 +22,12 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from jupyter_core.utils import ensure_async
 from traitlets import Float, Int, List, Unicode
 from traitlets.config import LoggingConfigurable
 
 from jupyter_agent.runtime.envfilter import filter_env
-from jupyter_agent.runtime.kernel_handle import AgentKernelHandle, AppHost, maybe_await
+from jupyter_agent.runtime.kernel_handle import AgentKernelHandle, AppHost
 
 __all__ = ["AgentKernelHandle", "AppHost", "KernelPool"]
 
@@ -99,7 +100,7 @@ class KernelPool(LoggingConfigurable):
         self._keepalive_task = asyncio.create_task(self._keepalive())
 
     async def _start_handle(self) -> AgentKernelHandle:
-        kernel_id = await maybe_await(
+        kernel_id = await ensure_async(
             self._km.start_kernel(kernel_name=self.kernel_name, env=self.kernel_env())
         )
         handle = AgentKernelHandle(
@@ -198,7 +199,7 @@ class KernelPool(LoggingConfigurable):
     async def _shutdown(self, handle: AgentKernelHandle) -> None:
         await handle.close()
         with contextlib.suppress(Exception):
-            await maybe_await(self._km.shutdown_kernel(handle.kernel_id, now=True))
+            await ensure_async(self._km.shutdown_kernel(handle.kernel_id, now=True))
 
     async def stop(self) -> None:
         """Stop filling and shut the warm kernels down."""
