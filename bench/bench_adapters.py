@@ -17,12 +17,12 @@ import statistics
 import time
 import warnings
 
-from jupyter_agent.core.tools import BASH, RUN_CELL
 from jupyter_agent.llm.chat import ADAPTERS, build_request
 from jupyter_agent.llm.fenced import render_tools_for_prompt
 from jupyter_agent.llm.spec import RequestParams
 from jupyter_agent.llm.tiers import tier_from_config
 from jupyter_agent.messages import Message, Text, Thinking, ToolCall, ToolResult
+from jupyter_agent.tools import BASH, RUN_CELL
 
 TOOLS = (RUN_CELL, BASH)
 DIGEST = "Output\n" + "\n".join(f"[{i}] value {i}: {'x' * 40}" for i in range(30))

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from jupyter_agent.core.effects import Effect
+from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import PROGRAM, EffectLog, read_log
 
 HEADER = {"run_id": "run_bench", "chat_id": "chat_bench", "program": PROGRAM, "created": "x"}

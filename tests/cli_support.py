@@ -12,9 +12,9 @@ from typing import Any
 
 from jupyter_agent.core.cells import CellResult, LastValue, Value
 from jupyter_agent.core.drive import drive
-from jupyter_agent.core.effects import Effect
 from jupyter_agent.core.loop import PROGRAM, toolcaller
 from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import EffectLog
 
 MODEL = "claude-sonnet-4-5"

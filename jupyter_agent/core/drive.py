@@ -1,6 +1,6 @@
 """The one runner of effect generators: the driver, in-cell app calls, replay and tests.
 
-A pure computation (:data:`~jupyter_agent.core.effects.EffectGen`) yields effects and
+A pure computation (:data:`~jupyter_agent.effects.EffectGen`) yields effects and
 receives results; whoever runs it supplies ``perform``, the only place I/O may happen.
 :func:`drive` runs it with a plain function (replay, hand-driven tests);
 :func:`drive_async` with a coroutine function (the driver, the app host). Both return what
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from jupyter_agent.core.effects import Effect, EffectGen, Result
+from jupyter_agent.effects import Effect, EffectGen, Result
 
 __all__ = ["drive", "drive_async"]
 

@@ -1,7 +1,7 @@
 """The toolcaller loop (``toolcaller@v1``): one conversation turn as a pure state machine.
 
-:func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.core.effects.Effect`
-values and receives :class:`~jupyter_agent.core.effects.Result` values; it never does I/O.
+:func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
+values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
 The driver performs the effects; replay feeds the same generator from the effect log.
 
 The cycle (the seed's "The tools: run_cell and bash")::
@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 
 from jupyter_agent.core.apps import APPS
 from jupyter_agent.core.digest import DigestOptions
-from jupyter_agent.core.effects import EffectGen
 from jupyter_agent.core.inbox import read_items
 from jupyter_agent.core.loop_steps import (
     WRAPUP_PROMPTS,
@@ -59,13 +58,14 @@ from jupyter_agent.core.loop_steps import (
 )
 from jupyter_agent.core.prompt import RuntimeContext, build_system, user_message
 from jupyter_agent.core.runstate import Ceilings, RunState
-from jupyter_agent.core.tools import ToolSpec, tools_for
 from jupyter_agent.core.turns import EndCause, StopReason, TurnRecord
 from jupyter_agent.core.window import boot_window
+from jupyter_agent.effects import EffectGen
 from jupyter_agent.exceptions import ConfigError, ProviderError, RunCancelled
 from jupyter_agent.llm.chat import chat
 from jupyter_agent.llm.tiers import Tier, resolve_tier
 from jupyter_agent.messages import Message, Text
+from jupyter_agent.tools import ToolSpec, tools_for
 
 __all__ = ["PROGRAM", "WRAPUP_PROMPTS", "Turn", "end", "setup", "step", "toolcaller"]
 

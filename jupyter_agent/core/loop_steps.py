@@ -14,7 +14,11 @@ from typing import Any
 from jupyter_agent.core.cells import BashResult, CellResult
 from jupyter_agent.core.digest import DigestOptions, digest_bash, digest_cell
 from jupyter_agent.core.digest_record import recorded_content
-from jupyter_agent.core.effects import (
+from jupyter_agent.core.inbox import Inbox, read_items
+from jupyter_agent.core.prompt import user_message
+from jupyter_agent.core.runstate import Ceilings, RunState, seconds_between
+from jupyter_agent.core.turns import EndCause, Reply, StopReason, TurnLLM, TurnRecord
+from jupyter_agent.effects import (
     BASH_RUN,
     CELL_RUN,
     CHAT_POST,
@@ -26,16 +30,12 @@ from jupyter_agent.core.effects import (
     Effect,
     EffectGen,
 )
-from jupyter_agent.core.inbox import Inbox, read_items
-from jupyter_agent.core.prompt import user_message
-from jupyter_agent.core.runstate import Ceilings, RunState, seconds_between
-from jupyter_agent.core.tools import ToolSpec
-from jupyter_agent.core.turns import EndCause, Reply, StopReason, TurnLLM, TurnRecord
 from jupyter_agent.exceptions import ProviderError, RunCancelled
 from jupyter_agent.llm.chat import ChatResult, chat
 from jupyter_agent.llm.fenced import render_tools_for_prompt
 from jupyter_agent.llm.tiers import Tier
 from jupyter_agent.messages import Message, Text, ToolCall, ToolResult, usage_from_json
+from jupyter_agent.tools import ToolSpec
 
 __all__ = [
     "WRAPUP_PROMPTS",

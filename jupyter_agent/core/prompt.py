@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from jupyter_agent.core.apps import AppSpec
-from jupyter_agent.core.tools import ToolSpec
 from jupyter_agent.messages import File, Message, Part, Text
+from jupyter_agent.tools import ToolSpec
 
 __all__ = [
     "RuntimeContext",

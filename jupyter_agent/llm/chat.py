@@ -24,8 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..codec import load
-from ..core.effects import HTTP_POST, Effect, EffectGen
-from ..core.tools import BASH, RUN_CELL, ToolSpec
+from ..effects import HTTP_POST, Effect, EffectGen
 from ..exceptions import (
     CredentialError,
     ProviderError,
@@ -37,6 +36,7 @@ from ..exceptions import (
     RunCancelled,
 )
 from ..messages import LLMReply, Message, Part, Text
+from ..tools import BASH, RUN_CELL, ToolSpec
 from . import anthropic, openai, openai_compatible
 from .fenced import parse_text_tool_calls, to_text_mode
 from .profiles import cost_usd

@@ -27,8 +27,8 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from ..core.tools import ToolSpec
 from ..messages import File, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..tools import ToolSpec
 
 __all__ = [
     "TEXT_MODES",

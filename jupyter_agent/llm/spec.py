@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from jupyter_agent.codec import dump_dict, load
 
 if TYPE_CHECKING:
-    from jupyter_agent.core.tools import ToolSpec
     from jupyter_agent.messages import Message
+    from jupyter_agent.tools import ToolSpec
 
     from .tiers import Tier
 

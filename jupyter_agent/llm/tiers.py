@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..core.effects import CONFIG_GET, Effect, EffectGen
+from ..effects import CONFIG_GET, Effect, EffectGen
 from ..exceptions import ConfigError
 from .profiles import Profile, get_profile
 

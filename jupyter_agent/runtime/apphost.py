@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from jupyter_agent.core.apps import find_method
 from jupyter_agent.core.drive import drive_async
-from jupyter_agent.core.effects import APP_CALL, Effect, EffectGen
+from jupyter_agent.effects import APP_CALL, Effect, EffectGen
 from jupyter_agent.exceptions import AgentError, RunCancelled
 from jupyter_agent.llm.chat import ChatResult, chat
 from jupyter_agent.messages import Message, Text, usage_to_json
 
 if TYPE_CHECKING:
-    from jupyter_agent.core.effects import Result
+    from jupyter_agent.effects import Result
     from jupyter_agent.trace.log import EffectLog
 
 

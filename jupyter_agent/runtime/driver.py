@@ -46,7 +46,20 @@ from jupyter_agent.core.digest_record import (
     digest_record,
 )
 from jupyter_agent.core.drive import drive_async
-from jupyter_agent.core.effects import (
+from jupyter_agent.core.events import (
+    BubbleEvent,
+    CellKind,
+    CellOutput,
+    CellStart,
+    Delta,
+    Event,
+    ReplyEvent,
+    Retry,
+    SteeringEvent,
+)
+from jupyter_agent.core.loop import toolcaller
+from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.effects import (
     APP_CALL,
     BASH_RUN,
     CELL_RUN,
@@ -62,19 +75,6 @@ from jupyter_agent.core.effects import (
     EffectGen,
     Result,
 )
-from jupyter_agent.core.events import (
-    BubbleEvent,
-    CellKind,
-    CellOutput,
-    CellStart,
-    Delta,
-    Event,
-    ReplyEvent,
-    Retry,
-    SteeringEvent,
-)
-from jupyter_agent.core.loop import toolcaller
-from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.exceptions import KernelDied, ProviderError
 from jupyter_agent.runtime.apphost import CellHost
 from jupyter_agent.runtime.cell_events import (

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..core.effects import CONFIG_GET, HTTP_POST, Effect
+from ..effects import CONFIG_GET, HTTP_POST, Effect
 from ..exceptions import ProviderError
 from ..llm.spec import RequestSpec
 

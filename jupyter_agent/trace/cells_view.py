@@ -45,16 +45,6 @@ from jupyter_agent.core.cell_status import bash_status, cell_status, partial_bas
 from jupyter_agent.core.cells import BashResult, CellResult
 from jupyter_agent.core.digest import Digest, DigestOptions, digest_bash, digest_cell
 from jupyter_agent.core.digest_record import digest_options_from_config, recorded
-from jupyter_agent.core.effects import (
-    APP_CALL,
-    BASH_RUN,
-    CELL_RUN,
-    CHAT_POST,
-    CONFIG_GET,
-    HTTP_POST,
-    MAILBOX_DRAIN,
-    TURN_APPEND,
-)
 from jupyter_agent.core.events import CellStatus
 from jupyter_agent.core.steps import (
     BashStep,
@@ -68,6 +58,16 @@ from jupyter_agent.core.steps import (
     UserStep,
 )
 from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.effects import (
+    APP_CALL,
+    BASH_RUN,
+    CELL_RUN,
+    CHAT_POST,
+    CONFIG_GET,
+    HTTP_POST,
+    MAILBOX_DRAIN,
+    TURN_APPEND,
+)
 from jupyter_agent.trace.log import LoggedEffect, TraceFile, pair_effects
 
 __all__ = ["AnyStep", "RunView", "build_view", "effect_status"]

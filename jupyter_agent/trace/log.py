@@ -39,7 +39,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
 
-from jupyter_agent.core.effects import EFFECT_NAMES, HTTP_POST, OUTSIDE_EFFECTS, Effect, Result
+from jupyter_agent.effects import EFFECT_NAMES, HTTP_POST, OUTSIDE_EFFECTS, Effect, Result
 from jupyter_agent.exceptions import TraceError
 
 __all__ = [

@@ -23,7 +23,7 @@ import json
 from typing import Any, TypeVar
 
 from jupyter_agent.core.drive import drive
-from jupyter_agent.core.effects import Effect, EffectGen, Result
+from jupyter_agent.effects import Effect, EffectGen, Result
 from jupyter_agent.exceptions import NondeterminismError, TraceError
 from jupyter_agent.trace.log import LoggedEffect, TraceFile, pair_effects
 

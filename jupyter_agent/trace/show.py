@@ -28,8 +28,8 @@ from dataclasses import replace
 from typing import Any, Final
 
 from jupyter_agent.codec import dump_dict
-from jupyter_agent.core.effects import HTTP_POST
 from jupyter_agent.core.steps import ModelCallStep
+from jupyter_agent.effects import HTTP_POST
 from jupyter_agent.trace.cells_view import AnyStep, build_view
 from jupyter_agent.trace.log import TraceFile, pair_effects
 from jupyter_agent.trace.stats import call_attempts

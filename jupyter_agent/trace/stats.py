@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_agent.core.effects import CONFIG_GET, HTTP_POST
+from jupyter_agent.effects import CONFIG_GET, HTTP_POST
 from jupyter_agent.llm import anthropic, openai
 from jupyter_agent.llm.chat import ADAPTERS, Adapter
 from jupyter_agent.llm.profiles import Profile, cost_usd, get_profile

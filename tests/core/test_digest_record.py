@@ -18,9 +18,9 @@ from jupyter_agent.core.digest_record import (
     digest_record,
     recorded,
 )
-from jupyter_agent.core.effects import CELL_RUN, Result
 from jupyter_agent.core.loop_steps import run_tool
 from jupyter_agent.core.runstate import Ceilings, RunState
+from jupyter_agent.effects import CELL_RUN, Result
 from jupyter_agent.exceptions import NondeterminismError
 from jupyter_agent.llm.tiers import tier_from_config
 from jupyter_agent.messages import Text, ToolCall

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from jupyter_agent.core.drive import drive, drive_async
-from jupyter_agent.core.effects import Effect, EffectGen, Result
+from jupyter_agent.effects import Effect, EffectGen, Result
 
 closed: list[str] = []
 

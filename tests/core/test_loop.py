@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from jupyter_agent.core.drive import drive as run_gen
-from jupyter_agent.core.effects import Effect, Result
 from jupyter_agent.core.loop import toolcaller
 from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.effects import Effect, Result
 
 NOW = "2026-01-01T00:00:00.000Z"
 TIER = {"provider": "fake", "model": "claude-sonnet-4-5", "base_url": "http://127.0.0.1:9"}

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from jupyter_agent.core.digest import DigestOptions
-from jupyter_agent.core.effects import Effect, EffectGen, Result
 from jupyter_agent.core.loop import Turn, end, setup, step
 from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.effects import Effect, EffectGen, Result
 from jupyter_agent.exceptions import ProviderStatusError, RunCancelled
 
 NOW = "2026-01-01T00:00:00.000Z"

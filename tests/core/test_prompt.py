@@ -14,8 +14,8 @@ from jupyter_agent.core.prompt import (
     skill_summary,
     user_message,
 )
-from jupyter_agent.core.tools import BASH, RUN_CELL, tools_for
 from jupyter_agent.messages import File, Text
+from jupyter_agent.tools import BASH, RUN_CELL, tools_for
 
 SOUL = "You are a test agent.\n\nBe   exact  —  keep *this* spacing.\n"
 

@@ -12,11 +12,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.core.tools import BASH, RUN_CELL
 from jupyter_agent.llm.fenced import render_tools_for_prompt
 from jupyter_agent.llm.spec import RequestSpec
 from jupyter_agent.llm.tiers import Tier, tier_from_config
 from jupyter_agent.messages import File, Message, Text, Thinking, ToolCall, ToolResult
+from jupyter_agent.tools import BASH, RUN_CELL
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"

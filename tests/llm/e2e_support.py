@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.core.tools import ToolSpec
 from jupyter_agent.llm.chat import ChatResult, chat
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.messages import Message
+from jupyter_agent.tools import ToolSpec
 from jupyter_agent.trace.log import EffectLog
 from tests.plugins.model_calls import run_gen
 

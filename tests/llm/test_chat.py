@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jupyter_agent.core.effects import Result
+from jupyter_agent.effects import Result
 from jupyter_agent.exceptions import (
     ProviderError,
     ProviderProtocolError,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.core.tools import BASH, RUN_CELL
 from jupyter_agent.llm.fenced import (
     parse_text_tool_calls,
     render_tools_for_prompt,
@@ -12,6 +11,7 @@ from jupyter_agent.llm.fenced import (
     to_text_mode,
 )
 from jupyter_agent.messages import File, Message, Text, Thinking, ToolCall, ToolResult
+from jupyter_agent.tools import BASH, RUN_CELL
 
 TOOLS = (RUN_CELL, BASH)
 

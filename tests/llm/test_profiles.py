@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.core.effects import Result
+from jupyter_agent.effects import Result
 from jupyter_agent.exceptions import ConfigError
 from jupyter_agent.llm.profiles import CONSERVATIVE, cost_usd, get_profile
 from jupyter_agent.llm.tiers import Tier, resolve_tier, tier_from_config

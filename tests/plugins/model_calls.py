@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from jupyter_agent.core.drive import drive_async
-from jupyter_agent.core.effects import Effect, EffectGen, Result
+from jupyter_agent.effects import Effect, EffectGen, Result
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.model_calls import OnDelta, OnRetry, perform
 from jupyter_agent.trace.log import EffectLog

@@ -9,7 +9,7 @@ import secrets
 
 import pytest
 
-from jupyter_agent.core.effects import Effect
+from jupyter_agent.effects import Effect
 from jupyter_agent.exceptions import CredentialError, ProviderStatusError
 from jupyter_agent.llm.chat import chat
 from jupyter_agent.llm.spec import RequestSpec

@@ -109,7 +109,7 @@ def test_default_space_builds_a_prompt(tmp_path):
 
     from jupyter_agent.core.apps import APPS
     from jupyter_agent.core.prompt import RuntimeContext, build_system
-    from jupyter_agent.core.tools import tools_for
+    from jupyter_agent.tools import tools_for
 
     snap = load_spaces(data_dir=tmp_path / "data", root_dir=tmp_path)
     soul = (resources.files("jupyter_agent") / "spaces" / "_soul.md").read_text("utf-8")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.core.cells import CellResult, LastValue, Value
-from jupyter_agent.core.effects import Effect
+from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import PROGRAM, EffectLog
 
 FIXTURES = Path(__file__).parent.parent / "llm" / "fixtures"

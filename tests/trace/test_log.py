@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.core.effects import OUTSIDE_EFFECTS, Effect
+from jupyter_agent.effects import OUTSIDE_EFFECTS, Effect
 from jupyter_agent.exceptions import TraceError
 from jupyter_agent.trace.log import PROGRAM, EffectLog, now_iso, pair_effects, read_log
 

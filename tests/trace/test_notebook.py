@@ -22,8 +22,8 @@ from jupyter_agent.core.cells import (
     Value,
 )
 from jupyter_agent.core.digest import DigestOptions, digest_cell
-from jupyter_agent.core.effects import Effect
 from jupyter_agent.core.turns import Reply, Steering, TurnLLM, TurnRecord
+from jupyter_agent.effects import Effect
 from jupyter_agent.messages import Usage
 from jupyter_agent.trace.log import PROGRAM, LogLine, TraceFile, read_log
 from jupyter_agent.trace.notebook import (

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jupyter_agent.core.effects import Effect
+from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import read_log
 from jupyter_agent.trace.stats import USAGE_KEYS, run_stats
 from tests.trace.logs_support import (
