@@ -160,3 +160,12 @@ def test_log_replies_parse_to_the_same_message_json() -> None:
                 provider = "anthropic" if wires[line["seq"]] == "anthropic" else "openai"
                 replies.append(to_json(ADAPTERS[provider].parse_reply(line["data"]["json"])))
     assert [line_bytes(r) for r in replies] == [line_bytes(r) for r in MESSAGES["log_replies"]]
+
+
+def test_the_golden_files_hold_no_path_of_the_machine_that_made_them() -> None:
+    # make_golden.py runs in a temp dir and a venv: their paths are replaced by neutral
+    # ones (consistently, so the logs still replay), never committed as they were.
+    for path in sorted(Path(__file__).parent.glob("*.json*")):
+        text = path.read_text(encoding="utf-8")
+        for mark in ("/work/", "/root/", "pytest-of-", "/home/"):
+            assert mark not in text, (path.name, mark)
