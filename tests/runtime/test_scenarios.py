@@ -543,13 +543,30 @@ async def test_the_kernel_runs_in_the_viewed_notebooks_folder(agent: Harness) ->
     assert "sub/nb.ipynb" in json.dumps(agent.fake.requests[0].json["messages"][-1])
 
 
-async def test_a_break_of_a_reserved_run_stops_it_holding_its_message(agent: Harness) -> None:
-    agent.fake.load([{"delay_s": 0.5, "text": "first answer"}, {"text": "never asked"}])
+def slow_turn_writes(agent: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hold each run between its final reply and its end (its turn write takes 1 s), so
+    a message sent then meets a closed run that has not ended: the reserved-run path."""
+    original = agent.store.append_turn
+
+    def slow(turn: TurnRecord) -> Any:
+        time.sleep(1.0)
+        return original(turn)
+
+    monkeypatch.setattr(agent.store, "append_turn", slow)
+
+
+async def test_a_break_of_a_reserved_run_stops_it_holding_its_message(
+    agent: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow_turn_writes(agent, monkeypatch)
+    agent.fake.load([{"text": "first answer"}, {"text": "never asked"}])
     chat = agent.new_chat()
     first = agent.manager.send(chat, text="one")
     await agent.wait_event(chat, "reply")
     second = agent.manager.send(chat, text="two")
+    assert agent.manager.active_run_id(chat) == first["run_id"]  # closed, not ended
     assert second["routed"] == "run"
+    assert second["run_id"] != first["run_id"]
     # The panel's first Stop is soft: it must still stop the run it names.
     assert await agent.manager.break_run(second["run_id"], hard=False) == "breaking"
     await agent.finish(first["run_id"])
@@ -559,12 +576,17 @@ async def test_a_break_of_a_reserved_run_stops_it_holding_its_message(agent: Har
     assert len(agent.fake.requests) == 1
 
 
-async def test_stopping_a_chat_stops_the_run_reserved_after_its_run(agent: Harness) -> None:
-    agent.fake.load([{"delay_s": 0.5, "text": "first answer"}, {"text": "never asked"}])
+async def test_stopping_a_chat_stops_the_run_reserved_after_its_run(
+    agent: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow_turn_writes(agent, monkeypatch)
+    agent.fake.load([{"text": "first answer"}, {"text": "never asked"}])
     chat = agent.new_chat()
     first = agent.manager.send(chat, text="one")
     await agent.wait_event(chat, "reply")
     second = agent.manager.send(chat, text="two")
+    assert agent.manager.active_run_id(chat) == first["run_id"]  # closed, not ended
+    assert second["run_id"] != first["run_id"]
     await asyncio.wait_for(agent.manager.stop_chat(chat), 30)
     assert agent.manager.active_run_id(chat) is None
     turns = {t.run_id: t for t in agent.store.list_turns(chat)}
