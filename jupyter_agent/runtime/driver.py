@@ -87,6 +87,7 @@ from jupyter_agent.runtime.cell_events import (
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.live_output import LiveCell
 from jupyter_agent.runtime.model_calls import perform
+from jupyter_agent.runtime.run_kernel import RunKernel
 from jupyter_agent.runtime.run_parts import RunConfig, RunServices
 from jupyter_agent.trace.log import EffectLog
 
@@ -125,13 +126,11 @@ class RunDriver:
         self.config = config
         self.history = [t.to_json() for t in history]
         self.services = services
-        self.cwd = cwd
         self._gen = gen if gen is not None else toolcaller(run_id, chat_id)
         self._hard = False
         self._inflight: asyncio.Task[tuple[Any, dict[str, Any] | None]] | None = None
         self._inflight_name: str | None = None
-        self._kernel_task: asyncio.Task[Any] | None = None
-        self._kernel: Any = None
+        self.kernel = RunKernel(services.pool, root_dir=services.root_dir, cwd=cwd)
         self._running: RunningCell | None = None
         # Exactly the loop's options, from the config values the loop reads: the digest in
         # cell_end (and in the recorded result) is the one the model reads.
@@ -174,11 +173,12 @@ class RunDriver:
         self.request_hard_break()
         task = self._inflight
         if task is not None and not task.done():
-            in_kernel = self._inflight_name in (CELL_RUN, BASH_RUN) and self._kernel is not None
+            kernel = self.kernel.current
+            in_kernel = self._inflight_name in (CELL_RUN, BASH_RUN) and kernel is not None
             task.cancel()  # at once; the kernel interrupt must not delay the break
             if in_kernel:
                 try:
-                    await asyncio.wait_for(self._kernel.interrupt(), 5)
+                    await asyncio.wait_for(kernel.interrupt(), 5)
                 except Exception:  # the cell is cancelled either way; the kernel is discarded
                     log.debug("kernel interrupt failed during a hard break", exc_info=True)
 
@@ -196,7 +196,7 @@ class RunDriver:
             # before the awaits below): later messages are answered with the next run.
             self.closed = True
             await asyncio.to_thread(self.log.close)
-            await self._release_kernel()
+            await self.kernel.release()
 
     async def log_intent(self, effect: Effect) -> int:
         """Write the intent; for an effect reaching outside, make it durable first."""
@@ -351,46 +351,6 @@ class RunDriver:
             ),
         )
 
-    async def _acquire_kernel(self) -> Any:
-        return await self.services.pool.acquire(cwd=self._kernel_cwd())
-
-    def _kernel_cwd(self) -> str | None:
-        import os.path
-
-        if not self.cwd:
-            return self.services.root_dir or None
-        return os.path.normpath(os.path.join(self.services.root_dir, self.cwd))
-
-    async def _kernel_handle(self) -> Any:
-        if self._kernel is None:
-            if self._kernel_task is None:
-                self._kernel_task = asyncio.create_task(self._acquire_kernel())
-            # Shielded: a hard break cancels the cell, never a kernel start half way.
-            self._kernel = await asyncio.shield(self._kernel_task)
-        return self._kernel
-
-    async def _release_kernel(self) -> None:
-        task = self._kernel_task
-        if task is None:
-            return
-        # Never cancel a kernel start half way (it leaves a half-registered kernel in the
-        # manager): let it finish, then discard it like any run's kernel.
-        try:
-            handle = await task
-        except (asyncio.CancelledError, Exception):
-            return
-        # The run is over for its user: the kernel goes away in the background.
-        self.services.pool.discard_soon(handle)
-
-    async def _replace_dead_kernel(self) -> None:
-        dead, self._kernel = self._kernel, None
-        if dead is not None:
-            try:
-                await self.services.pool.discard(dead)
-            except Exception:
-                log.debug("discarding a dead kernel failed", exc_info=True)
-        self._kernel_task = None  # the next cell takes a fresh one
-
     def _live(self, seq: int, cell_id: str, kind: CellKind, code: str) -> RunningCell:
         """Start a cell or command: ``cell_start``, then its live ``cell_output`` events."""
         self._tool_runs += 1
@@ -410,7 +370,7 @@ class RunDriver:
         running = self._live(seq, cell_id, "python", code)
         host = CellHost(self, seq)
         try:
-            handle = running.handle = await self._kernel_handle()
+            handle = running.handle = await self.kernel.handle()
             cell: CellResult = await handle.run_cell(
                 cell_id,
                 code,
@@ -420,7 +380,7 @@ class RunDriver:
                 on_output=running.live.add,
             )
         except KernelDied as err:
-            await self._replace_dead_kernel()
+            await self.kernel.replace_dead()
             cell = CellResult(
                 cell_id=cell_id,
                 error=CellError(
@@ -451,7 +411,7 @@ class RunDriver:
         cell_id = f"c{self._tool_runs + 1}"  # the loop's count of cells and commands
         running = self._live(seq, cell_id, "bash", command)
         try:
-            handle = running.handle = await self._kernel_handle()
+            handle = running.handle = await self.kernel.handle()
             result: BashResult = await handle.run_bash(
                 command, timeout_s=float(data["timeout_s"]), on_output=running.live.add
             )

@@ -39,31 +39,6 @@ pytestmark = [
 ]
 
 
-# pytest-jupyter's autouse fixtures break Playwright's sync API at teardown.
-@pytest.fixture
-def jp_asyncio_loop() -> None:
-    return None
-
-
-@pytest.fixture
-def jp_server_cleanup() -> None:
-    return None
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with FakeProvider([]) as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
-def lab(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    server = LabServer(tmp_path_factory.mktemp("lab-follow"), codegen_base_url=fake.base_url)
-    server.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as p:

@@ -40,32 +40,6 @@ pytestmark = [
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 
 
-# pytest-jupyter's autouse fixtures break Playwright's sync API at teardown
-# ("Cannot close a running event loop"): this module needs neither.
-@pytest.fixture
-def jp_asyncio_loop() -> None:
-    return None
-
-
-@pytest.fixture
-def jp_server_cleanup() -> None:
-    return None
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with FakeProvider([]) as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
-def lab(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    server = LabServer(tmp_path_factory.mktemp("lab"), codegen_base_url=fake.base_url)
-    server.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
