@@ -6,6 +6,9 @@ from typing import Any
 
 from jupyter_agent.core.digest import DigestOptions
 from jupyter_agent.runtime.driver import RunConfig, RunDriver
+from jupyter_agent.runtime.events import EventBus
+from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.runtime.run_parts import RunServices
 
 TIER = {"provider": "fake", "model": "m", "base_url": "http://127.0.0.1:9"}
 
@@ -36,10 +39,13 @@ def test_driver_digest_options_are_what_it_built_by_hand() -> None:
     driver = RunDriver(
         run_id="run_1",
         chat_id="chat_1",
-        log_=None,  # type: ignore[arg-type]  (nothing runs)
+        log_=None,  # type: ignore[arg-type]
         config=cfg,
         history=[],
-        services=None,  # type: ignore[arg-type]
+        # Services nothing uses here: the driver is built, never run.
+        services=RunServices(
+            transport=None, pool=None, store=None, mailbox=Mailbox(), events=EventBus(), root_dir=""
+        ),
         gen=iter(()),  # type: ignore[arg-type]
     )
     # Budgets from the ceilings, <env> and ~ from the spaces; the driver has no profile.
