@@ -143,7 +143,7 @@ async def main(turns: int) -> None:
             await wait_filled(pool.inner)
             fake.load(script)
             chat_id = harness.new_chat()
-            run = harness.manager.send(chat_id, text="slow")
+            run = await harness.manager.send(chat_id, text="slow")
             if sink is cell_breaks:
                 await harness.wait_event(chat_id, "cell_start")
                 await asyncio.sleep(0.2)

@@ -141,6 +141,7 @@ class RunDriver:
         self.closed = False  # see the module docstring
         self._performers = self._table()
         self._deferred: list[dict[str, Any]] = []  # mail taken at a hard break
+        self._taken: list[str] = []  # ids of the messages taken from the mailbox
         self._bubbles: list[str] = []  # in-cell bubbles of the cell in flight
 
     # --- control -----------------------------------------------------------------------
@@ -162,6 +163,12 @@ class RunDriver:
             # was routed to this run, so it joins this turn; later mail starts the next run.
             self.closed = True
             self._deferred = self._take(self.services.mailbox.drain(self.chat_id))
+
+    def delivered(self) -> list[str]:
+        """Ids of the messages this run's turn holds (taken, and not left for the next
+        run): the durable mailbox forgets them with the turn."""
+        left = {item.get("id") for item in self._deferred}
+        return [message_id for message_id in self._taken if message_id not in left]
 
     def take_deferred(self) -> list[dict[str, Any]]:
         """Mail a hard break took that the loop never read (for the next run); emptied."""
@@ -295,7 +302,9 @@ class RunDriver:
 
         async def turn_append(effect: Effect, seq: int) -> Outcome:
             turn = TurnRecord.from_json(effect.data)
-            await asyncio.to_thread(self.services.store.append_turn, turn)
+            await asyncio.to_thread(
+                self.services.store.append_turn, turn, delivered=self.delivered()
+            )
             self.turn_written = True
             return {"ok": True}, None
 
@@ -322,6 +331,8 @@ class RunDriver:
         for item in items:
             if item.get("kind") != "message":
                 continue
+            if isinstance(item.get("id"), str):
+                self._taken.append(item["id"])
             if not self._opened:
                 self._opened = True
                 continue

@@ -1,8 +1,9 @@
 """The records the run manager writes for a run: its summary at the end, a minimal turn
-(with the opening message read back from the run's log).
+(with the messages it took read back from the run's log), the turn its log holds.
 
-Also the store write a run's end makes: retried, and logged rather than raised (a failing
-store must not wedge the chat).
+Also the store writes a run's end makes: :func:`store_call` (retried a few times, logged
+rather than raised: a failing store must not wedge the chat) and :func:`durable_call`
+(retried with backoff until it succeeds or the server stops: a turn is never dropped).
 """
 
 from __future__ import annotations
@@ -10,15 +11,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.core.turns import RunSummary, TurnLLM, TurnRecord
+from jupyter_agent.core.turns import RunSummary, Steering, TurnLLM, TurnRecord
+from jupyter_agent.exceptions import StoreError, StoreUnavailable
 from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.trace.log import read_log
 
-__all__ = ["ended_summary", "minimal_turn", "opening_text", "store_call", "with_counts"]
+__all__ = [
+    "LogFacts",
+    "durable_call",
+    "ended_summary",
+    "log_facts",
+    "minimal_turn",
+    "store_call",
+    "with_counts",
+]
 
 # The run manager's logger: these lines are about its runs.
 log = logging.getLogger("jupyter_agent.runtime.runs")
@@ -35,6 +45,49 @@ async def store_call(fn: Callable[..., Any], *args: Any, attempts: int = 1, **kw
                 log.exception("store write %s failed", getattr(fn, "__name__", fn))
             else:
                 await asyncio.sleep(0.2 * attempt)
+
+
+async def durable_call(
+    fn: Callable[..., Any],
+    *args: Any,
+    stopping: Callable[[], bool],
+    first_wait_s: float = 0.2,
+    max_wait_s: float = 5.0,
+    **kw: Any,
+) -> bool:
+    """A store write that must not be lost: retried with backoff (``first_wait_s``
+    doubling to ``max_wait_s``) until it succeeds (True) or ``stopping()`` (False: the
+    caller relies on recovery from the run's log at the next start).
+
+    A StoreUnavailable (locked, busy, unreachable) is retried for as long as it lasts;
+    another StoreError (the database refuses the write: a deleted chat, an unwritable
+    file) three times, then False is returned too. Any other exception propagates.
+    """
+    wait = first_wait_s
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            await asyncio.to_thread(fn, *args, **kw)
+            return True
+        except StoreError as err:
+            if stopping() or (not isinstance(err, StoreUnavailable) and attempt >= 3):
+                log.warning("store write %s left to recovery: %s", _name(fn), err)
+                return False
+            if attempt == 1 or attempt % 10 == 0:
+                log.warning(
+                    "store write %s failed (attempt %d), retrying in %.1f s: %s",
+                    _name(fn),
+                    attempt,
+                    wait,
+                    err,
+                )
+        await asyncio.sleep(wait)
+        wait = min(max_wait_s, wait * 2)
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return str(getattr(fn, "__name__", fn))
 
 
 def ended_summary(
@@ -62,30 +115,63 @@ def with_counts(summary: RunSummary, turn: TurnRecord) -> RunSummary:
     )
 
 
-def minimal_turn(summary: RunSummary, stop: str, cause: str, log_path: Path) -> TurnRecord:
-    """The turn the host writes for a run whose loop could not write one (its opening
-    message read back from the run's log at ``log_path``)."""
+@dataclass(frozen=True)
+class LogFacts:
+    """What a run's effect log tells after a crash: the user messages the run took (in
+    order: the opening one first), and the turn it was writing, if it got that far."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    turn: dict[str, Any] | None = None
+
+    @property
+    def message_ids(self) -> list[str]:
+        """The ids of the messages taken (they are in the run's turn)."""
+        return [str(m["id"]) for m in self.messages if isinstance(m.get("id"), str)]
+
+
+def log_facts(log_path: Path) -> LogFacts:
+    """Read :class:`LogFacts` from a run's log (best effort: empty when unreadable).
+
+    Messages come from ``mailbox.drain`` results and the ``deferred`` mail of
+    ``chat.post`` results and of cancelled effects (each the loop read into its turn).
+    """
+    messages: list[dict[str, Any]] = []
+    turn: dict[str, Any] | None = None
+    try:
+        lines = read_log(log_path).lines
+    except Exception:
+        log.debug("could not read the log %s", log_path, exc_info=True)
+        return LogFacts()
+    for line in lines:
+        if line.phase == "intent":
+            if line.name == "turn.append" and isinstance(line.data, dict):
+                turn = line.data
+            continue
+        items: Any = line.data if line.name == "mailbox.drain" else None
+        if isinstance(line.data, dict):
+            items = line.data.get("deferred", items)
+        for item in items if isinstance(items, list) else ():
+            if isinstance(item, dict) and item.get("kind") == "message":
+                messages.append(item)
+    return LogFacts(messages=messages, turn=turn)
+
+
+def minimal_turn(summary: RunSummary, stop: str, cause: str, facts: LogFacts | Path) -> TurnRecord:
+    """The turn the host writes for a run whose loop could not write one: the messages it
+    took (``facts``, or read back from the log at that path) as its text and steering."""
+    if isinstance(facts, Path):
+        facts = log_facts(facts)
+    first, *rest = facts.messages or [{}]
     return TurnRecord(
         id=new_id("turn"),
         chat_id=summary.chat_id,
         run_id=summary.run_id,
-        user_text=opening_text(log_path),
+        user_text=str(first.get("text", "")),
+        steering=tuple(
+            Steering(text=str(m.get("text", "")), at=str(m.get("at", ""))) for m in rest
+        ),
         created=summary.started,
         interrupted=True,
         model=summary.model,
         llm=TurnLLM(stop_reason=stop, end_cause=cause),  # type: ignore[arg-type]
     )
-
-
-def opening_text(log_path: Path) -> str:
-    """The opening message of a run, read back from its log (best effort: "" if unread)."""
-    try:
-        for line in read_log(log_path).lines:
-            if line.name == "mailbox.drain" and line.phase == "result":
-                for item in line.data or []:
-                    if isinstance(item, dict) and item.get("kind") == "message":
-                        return str(item.get("text", ""))
-                break
-    except Exception:
-        log.debug("could not read the log %s", log_path, exc_info=True)
-    return ""

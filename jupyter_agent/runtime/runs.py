@@ -13,6 +13,16 @@ a message always names the run whose turn will hold it (as ``userText`` or ``ste
 
 Nothing is dropped, and a message is never answered with a run that will not hold it.
 
+Durability (the order every path keeps): a message is stored in the durable mailbox
+(``agent_mail``) before it is acknowledged, and a store that cannot take it refuses it
+(:class:`~jupyter_agent.exceptions.StoreUnavailable`, 503) with nothing left behind; it
+leaves the mailbox in the transaction that stores the turn holding it. A run's turn and
+summary are written with :func:`~jupyter_agent.runtime.run_records.durable_call`
+(retried until the store takes them; at a stop, the next start recovers them from the
+run's log, see :mod:`jupyter_agent.runtime.recovery`). Store calls never run on the
+event loop. A chat's sends and its run-to-run hand-over are serialised by one lock per
+chat, so a message never meets a run half ended.
+
 Handlers (``server/``) translate HTTP into these calls and nothing else.
 
 The ceilings and budgets of new runs are the manager's traits (``c.RunManager.max_cells =
@@ -42,7 +52,9 @@ from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import RunCancelled
 from jupyter_agent.runtime.driver import RunConfig, RunDriver, RunServices
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.recovery import queued_by_chat, recover_runs, status_of
 from jupyter_agent.runtime.run_records import (
+    durable_call,
     ended_summary,
     minimal_turn,
     store_call,
@@ -184,6 +196,9 @@ class RunManager(LoggingConfigurable):
         self._active: dict[str, ActiveRun] = {}  # chat id -> run
         self._by_run: dict[str, ActiveRun] = {}
         self._next: dict[str, NextRun] = {}  # chat id -> the run reserved after a closed one
+        self._locks: dict[str, asyncio.Lock] = {}  # chat id -> its sends and hand-overs
+        self._stopping = False
+        self._retries: set[asyncio.Task[None]] = set()
 
     # --- queries ---------------------------------------------------------------------
 
@@ -198,7 +213,7 @@ class RunManager(LoggingConfigurable):
 
     # --- commands --------------------------------------------------------------------
 
-    def send(
+    async def send(
         self,
         chat_id: str,
         *,
@@ -206,10 +221,12 @@ class RunManager(LoggingConfigurable):
         view: dict[str, Any] | None = None,
         attachments: Sequence[dict[str, Any]] = (),
     ) -> dict[str, Any]:
-        """Queue a user message; start a run unless one is going.
+        """Store a user message, then route it; start a run unless one is going.
 
         ``{run_id, routed, message_id}``: the message's id travels with it (its mailbox item's
         ``id``, the ``message_id`` of its ``run_start`` or ``steering`` event and step).
+        Raises StoreError (StoreUnavailable when a retry may cure it) when the message
+        could not be stored: then it was not taken, and nothing is left behind.
         """
         message_id = new_id("msg")
         item: dict[str, Any] = {"kind": "message", "text": text, "at": now_iso(), "id": message_id}
@@ -217,8 +234,22 @@ class RunManager(LoggingConfigurable):
             item["view"] = view
         if attachments:
             item["attachments"] = list(attachments)
-        active = self._active.get(chat_id)
-        if active is not None:
+        async with self._lock(chat_id):
+            active = self._active.get(chat_id)
+            if active is None:
+                # Mail a failed start left behind goes first, as it came first.
+                mailbox = self.services.mailbox
+                items = [i for i in mailbox.drain(chat_id) if i.get("kind") != "break"]
+                try:
+                    run_id = await self._start(chat_id, [*items, item], new=item)
+                except BaseException:
+                    for left in items:
+                        mailbox.put(chat_id, left)
+                    raise
+                return {"run_id": run_id, "routed": "run", "message_id": message_id}
+            await asyncio.to_thread(self.services.store.accept_message, chat_id, item)
+            # The run cannot have ended meanwhile (its end takes this lock), but it may
+            # have closed: decided now, with no await until the message is placed.
             if not active.closed:
                 self.services.mailbox.put(chat_id, item)
                 return {"run_id": active.run_id, "routed": "mailbox", "message_id": message_id}
@@ -229,10 +260,6 @@ class RunManager(LoggingConfigurable):
                 nxt = self._next[chat_id] = NextRun(run_id=new_id("run"))
             nxt.items.append(item)
             return {"run_id": nxt.run_id, "routed": "run", "message_id": message_id}
-        run_id = self._start(chat_id, view=view, text=text, message_id=message_id)
-        # Queued only once the run exists (its first drain comes after this returns).
-        self.services.mailbox.put(chat_id, item)
-        return {"run_id": run_id, "routed": "run", "message_id": message_id}
 
     async def break_run(self, run_id: str, *, hard: bool) -> BreakState | None:
         """Break a run: soft at its next drain, hard at once. None for an unknown run."""
@@ -286,7 +313,11 @@ class RunManager(LoggingConfigurable):
             await asyncio.wait({active.task}, timeout=left)
 
     async def shutdown(self) -> None:
-        """Hard-break every run (and the runs reserved after them) and wait for them to end."""
+        """Hard-break every run (and the runs reserved after them) and wait for them to end.
+
+        Store writes still retrying give up (the next start recovers them from the logs).
+        """
+        self._stopping = True
         for _ in range(10):  # a reserved run starts when its predecessor ends: break it too
             for nxt in self._next.values():
                 nxt.hard_break = True
@@ -298,25 +329,20 @@ class RunManager(LoggingConfigurable):
             await asyncio.gather(*(r.task for r in runs), return_exceptions=True)
 
     async def recover(self) -> list[str]:
-        """Runs left running by a crashed server become interrupted, with a minimal turn.
-
-        No cell is re-run: the run simply ends as ``error`` / ``restart``.
+        """At a start: end the runs a crashed server left running (see
+        :mod:`jupyter_agent.runtime.recovery`; no cell is re-run), then start a run for
+        each chat whose acknowledged messages no run took. Returns the recovered run ids.
         """
         store = self.services.store
-        left = await asyncio.to_thread(store.runs_with_status, "running")
-        recovered = []
-        for summary in left:
-            if summary.run_id in self._by_run:
-                continue
-            now = now_iso()
-            if await asyncio.to_thread(store.get_turn_by_run, summary.run_id) is None:
-                turn = minimal_turn(summary, "error", "restart", self.log_path(summary.run_id))
-                await asyncio.to_thread(store.append_turn, turn)
-            await asyncio.to_thread(
-                store.upsert_run,
-                ended_summary(summary, now, status="interrupted", stop="error", cause="restart"),
-            )
-            recovered.append(summary.run_id)
+        recovered = await recover_runs(store, self.log_path, skip=set(self._by_run))
+        for chat_id, items in (await queued_by_chat(store)).items():
+            async with self._lock(chat_id):
+                if chat_id in self._active:
+                    continue
+                try:
+                    await self._start(chat_id, items)
+                except Exception:
+                    log.exception("could not start a run for the queued mail of %s", chat_id)
         return recovered
 
     # --- internals -------------------------------------------------------------------
@@ -327,15 +353,30 @@ class RunManager(LoggingConfigurable):
                 return nxt
         return None
 
-    def _start(
+    def _lock(self, chat_id: str) -> asyncio.Lock:
+        lock = self._locks.get(chat_id)
+        if lock is None:
+            lock = self._locks[chat_id] = asyncio.Lock()
+        return lock
+
+    async def _start(
         self,
         chat_id: str,
+        items: list[dict[str, Any]],
         *,
-        view: dict[str, Any] | None,
-        text: str,
         run_id: str | None = None,
-        message_id: str | None = None,
+        new: dict[str, Any] | None = None,
     ) -> str:
+        """Start a run with ``items`` (its first message opens it); under the chat's lock.
+
+        ``new``: the one item not stored yet (the message just sent, last of ``items``);
+        it is stored with the run, in one transaction, and forgotten if the run cannot
+        start.
+        """
+        first = next(i for i in items if i.get("kind") == "message")
+        view = first.get("view")
+        text = str(first.get("text", ""))
+        message_id = first.get("id") if isinstance(first.get("id"), str) else None
         run_id = run_id or new_id("run")
         config = self._config()
         started = now_iso()
@@ -348,8 +389,6 @@ class RunManager(LoggingConfigurable):
             "tiers": config.tiers,
             "profile": model,
         }
-        history = self.services.store.list_turns(chat_id)
-        effect_log = EffectLog.create(self.log_path(run_id), header)
         summary = RunSummary(
             run_id=run_id,
             chat_id=chat_id,
@@ -358,16 +397,40 @@ class RunManager(LoggingConfigurable):
             started=started,
             model=str(model) if model else None,
         )
-        self.services.store.upsert_run(summary)
+        store = self.services.store
+        history = await asyncio.to_thread(store.list_turns, chat_id)
+        await asyncio.to_thread(store.open_run, summary, message=new)
         try:
-            return self._launch(summary, effect_log, config, history, view, text, message_id)
+            effect_log = await asyncio.to_thread(EffectLog.create, self.log_path(run_id), header)
         except Exception:
-            # Nothing ran: the run must not stay "running" until the next restart.
-            effect_log.close()
-            self.services.store.upsert_run(
-                ended_summary(summary, now_iso(), status="error", stop="error", cause="error")
-            )
+            await self._unstart(summary, new, None)
             raise
+        try:
+            self._launch(summary, effect_log, config, history, view, text, message_id)
+        except Exception:
+            await self._unstart(summary, new, effect_log)
+            raise
+        # Queued only once the run exists (its first drain comes after this returns).
+        for item in items:
+            self.services.mailbox.put(chat_id, item)
+        return run_id
+
+    async def _unstart(
+        self,
+        summary: RunSummary,
+        message: dict[str, Any] | None,
+        effect_log: EffectLog | None,
+    ) -> None:
+        """A run that could not start: nothing ran, so it must not stay ``running`` (and a
+        message stored with it is taken back: the sender gets an error, not a run)."""
+        if effect_log is not None:
+            effect_log.close()
+        if message is not None:
+            await store_call(self.services.store.delete_mail, [str(message["id"])])
+        await store_call(
+            self.services.store.upsert_run,
+            ended_summary(summary, now_iso(), status="error", stop="error", cause="error"),
+        )
 
     def _launch(
         self,
@@ -378,7 +441,7 @@ class RunManager(LoggingConfigurable):
         view: dict[str, Any] | None,
         text: str,
         message_id: str | None,
-    ) -> str:
+    ) -> None:
         run_id, chat_id, started = summary.run_id, summary.chat_id, summary.started
         path = (view or {}).get("path")
         cwd = str(Path(path).parent) if isinstance(path, str) and path else None
@@ -391,7 +454,6 @@ class RunManager(LoggingConfigurable):
             services=self.services,
             cwd=cwd,
         )
-        self.services.store.touch_chat(chat_id, now=started, active_run_id=run_id)
         # The opening message rides on run_start so every client shows it at once.
         self.services.events.publish(
             chat_id, run_id, RunStart(started=started, text=text, message_id=message_id)
@@ -400,7 +462,6 @@ class RunManager(LoggingConfigurable):
         active = ActiveRun(run_id=run_id, chat_id=chat_id, driver=driver, task=task)
         self._active[chat_id] = active
         self._by_run[run_id] = active
-        return run_id
 
     async def _run(self, summary: RunSummary, driver: RunDriver) -> None:
         """Run to the end; whatever happens, the run gets a turn, a summary and a successor."""
@@ -418,33 +479,43 @@ class RunManager(LoggingConfigurable):
             # Mail a hard break took that the loop never read: it starts the next run.
             nxt = self._next.setdefault(chat_id, NextRun(run_id=new_id("run")))
             nxt.items[:0] = leftover
+        stopping = self._is_stopping
         if not driver.turn_written:
-            await store_call(store.append_turn, turn, attempts=3)
-        status = {"done": "done", "wrapup": "done", "break_hard": "interrupted"}.get(
-            turn.llm.stop_reason, "error"
-        )
+            await durable_call(
+                store.append_turn, turn, delivered=driver.delivered(), stopping=stopping
+            )
         ended = ended_summary(
-            summary, now_iso(), status=status, stop=turn.llm.stop_reason, cause=turn.llm.end_cause
+            summary,
+            now_iso(),
+            status=status_of(turn),
+            stop=turn.llm.stop_reason,
+            cause=turn.llm.end_cause,
         )
-        await store_call(store.upsert_run, with_counts(ended, turn))
-        # No await from here to the next start: a message arriving now either finds this
-        # run gone and starts its own, or is already reserved and starts the next one below.
-        self._active.pop(chat_id, None)
-        self._by_run.pop(run_id, None)
-        self.services.events.publish(
-            chat_id,
-            run_id,
-            RunEnd(
-                stop_reason=turn.llm.stop_reason,
-                end_cause=turn.llm.end_cause,
-                turn=turn.to_json(),
-            ),
-        )
-        if not self._start_next(chat_id):
-            await store_call(store.touch_chat, chat_id, now=ended.ended, active_run_id=None)
+        await durable_call(store.upsert_run, with_counts(ended, turn), stopping=stopping)
+        async with self._lock(chat_id):
+            # Under the chat's lock: a message sent now waits, then finds this run gone
+            # (and starts its own) or the next run started below.
+            self._active.pop(chat_id, None)
+            self._by_run.pop(run_id, None)
+            self.services.events.publish(
+                chat_id,
+                run_id,
+                RunEnd(
+                    stop_reason=turn.llm.stop_reason,
+                    end_cause=turn.llm.end_cause,
+                    turn=turn.to_json(),
+                ),
+            )
+            if not await self._start_next(chat_id):
+                await store_call(store.touch_chat, chat_id, now=ended.ended, active_run_id=None)
 
-    def _start_next(self, chat_id: str) -> bool:
-        """Start the run reserved after the one that just ended, if any. True if started."""
+    def _is_stopping(self) -> bool:
+        return self._stopping
+
+    async def _start_next(self, chat_id: str) -> bool:
+        """Start the run reserved after the one that just ended, if any (under the chat's
+        lock). True if started; on a store failure the mail stays queued and a retry is
+        scheduled."""
         mailbox = self.services.mailbox
         mailbox.drop_breaks(chat_id)
         # Left over from a run that ended without draining them (a bug or a failed start):
@@ -453,30 +524,36 @@ class RunManager(LoggingConfigurable):
         nxt = self._next.pop(chat_id, None)
         if nxt is not None:
             items.extend(nxt.items)
-        first = next((i for i in items if i.get("kind") == "message"), None)
-        if first is None:
+        if not any(i.get("kind") == "message" for i in items):
             if nxt is not None:
                 nxt.started.set()
             return False
         try:
-            new_run = self._start(
-                chat_id,
-                view=first.get("view"),
-                text=str(first.get("text", "")),
-                run_id=nxt.run_id if nxt is not None else None,
-                message_id=first.get("id") if isinstance(first.get("id"), str) else None,
-            )
+            new_run = await self._start(chat_id, items, run_id=nxt.run_id if nxt else None)
         except Exception:
             log.exception("could not start the next run of %s", chat_id)
-            for item in items:  # kept for the next message, which starts a run with them
+            for item in items:  # kept (they are stored too): a retry or a message starts them
                 mailbox.put(chat_id, item)
             if nxt is not None:
                 nxt.started.set()
+            if not self._stopping:
+                asyncio.get_running_loop().call_later(2.0, self._retry_start, chat_id)
             return False
-        for item in items:
-            mailbox.put(chat_id, item)
         if nxt is not None:
             if nxt.hard_break:
                 self._by_run[new_run].driver.request_hard_break()
             nxt.started.set()
         return True
+
+    def _retry_start(self, chat_id: str) -> None:
+        """Try again to start a run for mail a failed start left queued."""
+
+        async def retry() -> None:
+            async with self._lock(chat_id):
+                if chat_id not in self._active and not self._stopping:
+                    await self._start_next(chat_id)
+
+        if not self._stopping and self.services.mailbox.first_message(chat_id) is not None:
+            task = asyncio.ensure_future(retry())
+            self._retries.add(task)
+            task.add_done_callback(self._retries.discard)

@@ -306,7 +306,7 @@ class AgentService:
         if not chat.title:
             title = chat_title(text)
             await asyncio.to_thread(lambda: self.store.rename_chat(chat_id, title, now=now_iso()))
-        return self.manager.send(chat_id, text=text, view=view_json, attachments=files)
+        return await self.manager.send(chat_id, text=text, view=view_json, attachments=files)
 
     @staticmethod
     def _view(view: View | None) -> dict[str, Any] | None:

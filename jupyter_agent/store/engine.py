@@ -1,8 +1,14 @@
 """Engines per database URL: SQLite (WAL, immediate write transactions) or PostgreSQL.
 
 - ``sqlite:///path.sqlite``: a file (a relative path is resolved against the current
-  directory; the parent folder is created). Every connection sets ``journal_mode=WAL``,
-  ``synchronous=NORMAL``, ``busy_timeout=5000`` and ``foreign_keys=ON``. pysqlite's own
+  directory; the parent folder is created). Every connection sets
+  ``journal_mode=TRUNCATE``, ``synchronous=FULL``, ``mmap_size=0``, ``busy_timeout=5000``
+  and ``foreign_keys=ON``. Not WAL, on purpose: WAL maps its ``-shm`` index into memory,
+  and a write to that map failing (an unwritable or immutable ``-shm``, a full disk)
+  is a SIGBUS that kills the whole Jupyter server and every kernel with it; a rollback
+  journal does plain file I/O only, so the same faults are errors (``disk I/O error``,
+  ``attempt to write a readonly database``) the store reports. ``FULL``: a commit is
+  on disk before the write returns (no acknowledged message lost). pysqlite's own
   transaction handling is switched off and SQLAlchemy's ``begin`` event emits ``BEGIN``
   for reads and ``BEGIN IMMEDIATE`` for writes (an engine view carrying
   :data:`WRITE_OPTION`), the recipe SQLAlchemy documents for pysqlite: a writer takes the
@@ -104,8 +110,9 @@ def _sqlite_engine(url: URL) -> Engine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA journal_mode=TRUNCATE")
+            cursor.execute("PRAGMA synchronous=FULL")
+            cursor.execute("PRAGMA mmap_size=0")
             cursor.execute("PRAGMA busy_timeout=5000")
             cursor.execute("PRAGMA foreign_keys=ON")
         finally:
@@ -122,13 +129,14 @@ def _sqlite_engine(url: URL) -> Engine:
 def _private_file(path: Path, url: URL) -> None:
     """The database file is the owner's alone (0600): it holds every chat.
 
-    Created so before SQLite opens it (SQLite gives its ``-wal`` and ``-shm`` files the
-    main file's mode); an existing file readable by others is tightened.
+    Created so before SQLite opens it (SQLite gives its ``-journal`` file, and the
+    ``-wal`` / ``-shm`` files of a database an older version left in WAL mode, the main
+    file's mode); an existing file readable by others is tightened.
     """
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        for each in [path] + [path.with_name(path.name + x) for x in ("-journal", "-wal", "-shm")]:
             try:
                 mode = each.stat().st_mode & 0o777
                 if mode & 0o077:

@@ -16,6 +16,8 @@ History:
 2. ``end_cause`` on ``agent_turns`` and ``agent_runs`` (why a run ended, beside its stop
    reason), backfilled from each turn's stored record; an index on ``agent_runs.status``
    for crash recovery's "runs left running" query.
+3. ``agent_mail``: the durable mailbox (a user message is stored before it is
+   acknowledged, and deleted in the transaction that stores the turn holding it).
 
 Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
 never derived from the current table models, so an old step keeps building the old schema.
@@ -134,9 +136,26 @@ def _v2(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX ix_agent_runs_status ON agent_runs (status, started)"))
 
 
+_V3_SQL: Final = (
+    """CREATE TABLE agent_mail (
+        id TEXT PRIMARY KEY,
+        chat_id TEXT NOT NULL,
+        created TEXT NOT NULL,
+        item TEXT NOT NULL
+    )""",
+    "CREATE INDEX ix_agent_mail_chat ON agent_mail (chat_id, created, id)",
+)
+
+
+def _v3(conn: Connection) -> None:
+    for statement in _V3_SQL:
+        conn.execute(text(statement))
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "chats, agent_turns, agent_runs, schema_version", _v1),
     Migration(2, "end_cause on turns and runs (backfilled); index on run status", _v2),
+    Migration(3, "agent_mail: the durable mailbox", _v3),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -23,6 +23,10 @@ Decisions worth knowing:
   version only), matched case-sensitively on both backends
   (:func:`~jupyter_agent.store.filters.program_filter`).
 - ``prune_runs`` never deletes a run whose status is still ``running``.
+- The durable mailbox: ``accept_message`` stores a user message before the server
+  acknowledges it (``open_run`` stores the message opening a run with that run);
+  ``append_turn(turn, delivered=ids)`` deletes the messages the turn holds in the
+  transaction that stores it, so a message is always in a turn or in ``queued_mail``.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any, Final
@@ -54,7 +58,7 @@ from jupyter_agent.store.engine import (
 )
 from jupyter_agent.store.filters import program_filter
 from jupyter_agent.store.migrations import migrate
-from jupyter_agent.store.tables import AgentRunRow, AgentTurnRow, ChatRow
+from jupyter_agent.store.tables import AgentMailRow, AgentRunRow, AgentTurnRow, ChatRow
 
 __all__ = ["MAX_PAGE", "Chat", "Store"]
 
@@ -64,6 +68,7 @@ MAX_PAGE: Final = 1000
 _TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
 _RUNS: Final = AgentRunRow.metadata.tables["agent_runs"]
 _CHATS: Final = ChatRow.metadata.tables["chats"]
+_MAIL: Final = AgentMailRow.metadata.tables["agent_mail"]
 # Bump a chat's ``updated`` to a turn's time, never backwards.
 _BUMP_CHAT: Final = (
     update(_CHATS)
@@ -224,6 +229,7 @@ class Store:
         """Delete the chat and its turns (run summaries stay); False when it did not exist."""
         with self._write("cannot delete the chat") as session:
             session.exec(delete(AgentTurnRow).where(col(AgentTurnRow.chat_id) == chat_id))
+            session.exec(delete(AgentMailRow).where(col(AgentMailRow.chat_id) == chat_id))
             result = session.exec(delete(ChatRow).where(col(ChatRow.id) == chat_id))
             return bool(result.rowcount)
 
@@ -239,9 +245,11 @@ class Store:
 
     # --- turns ---------------------------------------------------------------------------
 
-    def append_turn(self, turn: TurnRecord) -> bool:
+    def append_turn(self, turn: TurnRecord, *, delivered: Sequence[str] = ()) -> bool:
         """Store a turn and bump its chat's ``updated`` to ``turn.created`` (never back).
 
+        ``delivered``: the ids of the queued messages the turn holds, deleted from the
+        durable mailbox in the same transaction (also when the turn was already stored).
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
         wins) and False is returned. A turn for an unknown chat is a StoreError.
         """
@@ -252,6 +260,8 @@ class Store:
             inserted = found is not None
             if inserted:
                 conn.execute(_BUMP_CHAT, {"b_chat": turn.chat_id, "b_at": turn.created})
+            if delivered:
+                conn.execute(delete(_MAIL).where(_MAIL.c.id.in_(list(delivered))))
             return inserted
 
     def list_turns(self, chat_id: str) -> list[TurnRecord]:
@@ -271,6 +281,46 @@ class Store:
         with self._read("cannot read the turn") as session:
             record = session.connection().execute(query).scalar()
         return TurnRecord.from_json(json.loads(record)) if record is not None else None
+
+    # --- the durable mailbox --------------------------------------------------------------
+
+    def accept_message(self, chat_id: str, item: Mapping[str, Any]) -> None:
+        """Store a user message (a mailbox item with ``id`` and ``at``) before it is
+        acknowledged; a duplicate id is a StoreError."""
+        with self._write("cannot queue the message") as session:
+            session.connection().execute(_MAIL.insert(), _mail_row(chat_id, item))
+
+    def open_run(self, run: RunSummary, *, message: Mapping[str, Any] | None = None) -> None:
+        """Store the summary of a run that starts and make it its chat's active run (chat
+        ``updated`` = ``run.started``); with ``message``, the user message opening it is
+        stored too (see :meth:`accept_message`). One transaction: all of it or nothing."""
+        with self._write("cannot start the run") as session:
+            conn = session.connection()
+            if message is not None:
+                conn.execute(_MAIL.insert(), _mail_row(run.chat_id, message))
+            conn.execute(self._upsert_run_sql, _run_values(run))
+            conn.execute(
+                update(_CHATS)
+                .where(_CHATS.c.id == run.chat_id)
+                .values(updated=run.started, active_run_id=run.run_id)
+            )
+
+    def queued_mail(self, chat_id: str | None = None) -> list[dict[str, Any]]:
+        """The stored messages no stored turn holds yet, oldest first (ids are ULIDs), as
+        mailbox items each with its ``chat_id``; every chat's unless ``chat_id``."""
+        query = core_select(_MAIL.c.chat_id, _MAIL.c.item).order_by(_MAIL.c.id)
+        if chat_id is not None:
+            query = query.where(_MAIL.c.chat_id == chat_id)
+        with self._read("cannot read the mailbox") as session:
+            rows = session.connection().execute(query).all()
+        return [{**json.loads(item), "chat_id": chat} for chat, item in rows]
+
+    def delete_mail(self, ids: Sequence[str]) -> None:
+        """Forget these queued messages (a start that failed after storing its message)."""
+        if not ids:
+            return
+        with self._write("cannot update the mailbox") as session:
+            session.connection().execute(delete(_MAIL).where(_MAIL.c.id.in_(list(ids))))
 
     # --- runs ----------------------------------------------------------------------------
 
@@ -370,6 +420,15 @@ def _turn_values(turn: TurnRecord) -> dict[str, Any]:
     values["fingerprint_identity"] = turn.llm.fingerprints.get("identity")
     values["record"] = json.dumps(turn.to_json(), ensure_ascii=False, separators=(",", ":"))
     return {name: value for name, value in values.items() if name in _TURN_COLUMN_NAMES}
+
+
+def _mail_row(chat_id: str, item: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": str(item["id"]),
+        "chat_id": chat_id,
+        "created": str(item.get("at") or ""),
+        "item": json.dumps(dict(item), ensure_ascii=False, separators=(",", ":")),
+    }
 
 
 def _run_values(summary: RunSummary) -> dict[str, Any]:

@@ -18,6 +18,10 @@ Tables:
     one summary per run (:class:`jupyter_agent.core.turns.RunSummary`), flat columns. No
     foreign key to ``chats``: traces outlive chats, so a deleted chat's runs stay listed
     with their (now dangling) ``chat_id``.
+``agent_mail``
+    the durable mailbox: one row per user message acknowledged and not yet held by a
+    stored turn (``item`` is the mailbox item as JSON text). No foreign key: deleting a
+    chat deletes its mail explicitly.
 ``schema_version``
     one row per applied migration; the schema's version is ``MAX(version)``.
 """
@@ -27,7 +31,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Float, ForeignKey, Index, Text
 from sqlmodel import Field, SQLModel
 
-__all__ = ["AgentRunRow", "AgentTurnRow", "ChatRow", "SchemaVersionRow"]
+__all__ = ["AgentMailRow", "AgentRunRow", "AgentTurnRow", "ChatRow", "SchemaVersionRow"]
 
 
 def _text(*, nullable: bool = False, index: bool = False) -> Column[str]:
@@ -106,6 +110,18 @@ class AgentRunRow(SQLModel, table=True):
     cost: float | None = Field(default=None, sa_column=Column(Float, nullable=True))
     stop_reason: str | None = Field(default=None, sa_column=_text(nullable=True))
     end_cause: str | None = Field(default=None, sa_column=_text(nullable=True))  # since v2
+
+
+class AgentMailRow(SQLModel, table=True):
+    """``agent_mail``: a queued user message (since v3)."""
+
+    __tablename__ = "agent_mail"
+    __table_args__ = (Index("ix_agent_mail_chat", "chat_id", "created", "id"),)
+
+    id: str = Field(sa_column=Column(Text, primary_key=True))
+    chat_id: str = Field(sa_column=_text())
+    created: str = Field(sa_column=_text())
+    item: str = Field(sa_column=_text())
 
 
 class SchemaVersionRow(SQLModel, table=True):

@@ -160,13 +160,13 @@ async def test_make_golden(agent: Harness, fake_provider: Any, monkeypatch: Any)
         "api_key_ref": "env:JA_GOLDEN_KEY",
     }
     chat = agent.new_chat("golden é")
-    first = agent.manager.send(chat, text="Plot [1, 3, 2] and tell me the answer")
+    first = await agent.manager.send(chat, text="Plot [1, 3, 2] and tell me the answer")
     while len(agent.fake.requests) < 4:  # the nested llm.chat has been answered
         await asyncio.sleep(0.05)
-    assert agent.manager.send(chat, text="also this")["routed"] == "mailbox"
+    assert (await agent.manager.send(chat, text="also this"))["routed"] == "mailbox"
     turns = [await agent.finish(first["run_id"])]
     turns.append(await agent.ask(chat, "and now?"))  # the provider error
-    broken = agent.manager.send(chat, text="sleep a while")
+    broken = await agent.manager.send(chat, text="sleep a while")
     await agent.wait_event(chat, "cell_start")
     while not any(
         e["type"] == "cell_start" and e["run_id"] == broken["run_id"]

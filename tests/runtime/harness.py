@@ -63,7 +63,7 @@ class Harness:
 
     async def ask(self, chat_id: str, text: str, **kw: Any) -> TurnRecord:
         """Send a message, wait for its run to end, return the run's turn."""
-        answer = self.manager.send(chat_id, text=text, **kw)
+        answer = await self.manager.send(chat_id, text=text, **kw)
         assert answer["routed"] == "run", answer
         return await self.finish(answer["run_id"])
 

@@ -82,7 +82,7 @@ async def test_a_running_cell_streams_its_output_and_the_log_is_unchanged(agent:
     received: list[dict[str, Any]] = []
     caught_up = False
     with agent.events.subscribe(chat) as queue:
-        answer = agent.manager.send(chat, text="count")
+        answer = await agent.manager.send(chat, text="count")
         while True:
             event = await asyncio.wait_for(queue.get(), 60)
             received.append(event)
@@ -132,7 +132,7 @@ async def test_a_hard_broken_cell_shows_cancelled_with_its_output(
 ) -> None:
     agent.fake.load([{"text": "Looping.", "cells": [BEFORE_BREAK]}, {"text": "never"}])
     chat = agent.new_chat()
-    run = agent.manager.send(chat, text="loop")
+    run = await agent.manager.send(chat, text="loop")
     await wait_for(agent, chat, lambda e: "printed-before-the-break" in live_text(e))
     await agent.manager.break_run(run["run_id"], hard=True)
     turn = await agent.finish(run["run_id"], timeout_s=30)
@@ -218,7 +218,7 @@ async def test_a_timed_out_cell_says_timed_out_with_its_output(agent: Harness, c
 async def test_bash_output_is_live_and_a_broken_command_keeps_it(agent: Harness) -> None:
     agent.fake.load([{"bash": ["echo first-line; sleep 30; echo never"]}, {"text": "never"}])
     chat = agent.new_chat()
-    run = agent.manager.send(chat, text="shell")
+    run = await agent.manager.send(chat, text="shell")
     live = await wait_for(agent, chat, lambda e: "first-line" in live_text(e))
     assert live["cell_id"] == "c1"  # the run's counter: its step's and notebook cell's id
     assert live["output"]["name"] == "stdout"

@@ -110,9 +110,9 @@ async def test_steering_message_reaches_the_next_model_call(agent: Harness) -> N
         ]
     )
     chat = agent.new_chat()
-    first = agent.manager.send(chat, text="check x")
+    first = await agent.manager.send(chat, text="check x")
     await agent.wait_event(chat, "cell_start")
-    second = agent.manager.send(chat, text="also check y")
+    second = await agent.manager.send(chat, text="also check y")
     assert second == {
         "run_id": first["run_id"],
         "routed": "mailbox",
@@ -135,9 +135,9 @@ async def test_message_during_the_last_model_call_joins_that_turn(agent: Harness
         ]
     )
     chat = agent.new_chat()
-    first = agent.manager.send(chat, text="one")
+    first = await agent.manager.send(chat, text="one")
     await agent.wait_requests(1)
-    second = agent.manager.send(chat, text="two")
+    second = await agent.manager.send(chat, text="two")
     assert second == {
         "run_id": first["run_id"],
         "routed": "mailbox",
@@ -159,11 +159,11 @@ async def test_message_during_the_last_model_call_joins_that_turn(agent: Harness
 async def test_message_after_the_final_reply_gets_the_next_runs_id(agent: Harness) -> None:
     agent.fake.load([{"text": "first answer"}, {"text": "second answer"}])
     chat = agent.new_chat()
-    first = agent.manager.send(chat, text="one")
+    first = await agent.manager.send(chat, text="one")
     await agent.wait_event(chat, "reply")
     # The final reply is out; the run may still be writing its turn. "two" is not this
     # run's: the answer names the run that will hold it.
-    second = agent.manager.send(chat, text="two")
+    second = await agent.manager.send(chat, text="two")
     if second["routed"] == "mailbox":  # only if the first run had not closed yet
         pytest.fail(f"a message after the final reply was routed to the ended run: {second}")
     assert second["routed"] == "run"
@@ -187,11 +187,11 @@ async def test_messages_after_a_soft_break_open_the_next_run(agent: Harness) -> 
         ]
     )
     chat = agent.new_chat()
-    run = agent.manager.send(chat, text="one")
+    run = await agent.manager.send(chat, text="one")
     await agent.wait_event(chat, "cell_start")
     assert await agent.manager.break_run(run["run_id"], hard=False) == "breaking"
-    two = agent.manager.send(chat, text="two")
-    three = agent.manager.send(chat, text="three")
+    two = await agent.manager.send(chat, text="two")
+    three = await agent.manager.send(chat, text="three")
     assert two["routed"] == three["routed"] == "run"
     assert two["run_id"] == three["run_id"] != run["run_id"]
     turn1 = await agent.finish(run["run_id"])
@@ -208,9 +208,9 @@ async def test_message_queued_before_a_hard_break_stays_in_the_broken_turn(
 ) -> None:
     agent.fake.load([{"cells": ["import time\ntime.sleep(30)"]}, {"text": "unused"}])
     chat = agent.new_chat()
-    run = agent.manager.send(chat, text="one")
+    run = await agent.manager.send(chat, text="one")
     await agent.wait_event(chat, "cell_start")
-    queued = agent.manager.send(chat, text="steer me")
+    queued = await agent.manager.send(chat, text="steer me")
     assert queued == {
         "run_id": run["run_id"],
         "routed": "mailbox",
@@ -218,7 +218,7 @@ async def test_message_queued_before_a_hard_break_stays_in_the_broken_turn(
     }
     assert queued["message_id"].startswith("msg_")  # its identity in the events and steps
     assert await agent.manager.break_run(run["run_id"], hard=True) == "breaking"
-    after = agent.manager.send(chat, text="after the stop")
+    after = await agent.manager.send(chat, text="after the stop")
     assert after["routed"] == "run"
     assert after["run_id"] != run["run_id"]
     turn1 = await agent.finish(run["run_id"])
@@ -252,7 +252,7 @@ async def test_in_cell_bubbles_join_the_turns_replies(agent: Harness) -> None:
 async def test_a_hard_broken_cells_bubbles_stay_in_the_turn(agent: Harness) -> None:
     agent.fake.load([{"cells": ["chat.post('started')\nimport time\ntime.sleep(30)"]}])
     chat = agent.new_chat()
-    run = agent.manager.send(chat, text="go")
+    run = await agent.manager.send(chat, text="go")
     deadline = time.monotonic() + 30
     while not any(e["type"] == "bubble" for e in agent.events.since(chat, 0)):
         assert time.monotonic() < deadline, "no bubble from the cell"
@@ -271,7 +271,7 @@ async def test_soft_break_wraps_up_at_the_next_drain(agent: Harness) -> None:
         ]
     )
     chat = agent.new_chat()
-    run = agent.manager.send(chat, text="sleep")
+    run = await agent.manager.send(chat, text="sleep")
     await agent.wait_event(chat, "cell_start")
     assert await agent.manager.break_run(run["run_id"], hard=False) == "breaking"
     turn = await agent.finish(run["run_id"])
@@ -283,7 +283,7 @@ async def test_soft_break_wraps_up_at_the_next_drain(agent: Harness) -> None:
 async def test_hard_break_during_a_slow_model_call(agent: Harness) -> None:
     agent.fake.load([{"delay_s": 30, "text": "too late"}])
     chat = agent.new_chat()
-    run = agent.manager.send(chat, text="slow please")
+    run = await agent.manager.send(chat, text="slow please")
     await agent.wait_requests(1)
     started = time.monotonic()
     assert await agent.manager.break_run(run["run_id"], hard=True) == "breaking"
@@ -301,7 +301,7 @@ async def test_hard_break_during_a_slow_model_call(agent: Harness) -> None:
 async def test_hard_break_during_a_long_cell(agent: Harness) -> None:
     agent.fake.load([{"cells": ["import time\nfor i in range(600):\n    time.sleep(0.1)"]}])
     chat = agent.new_chat()
-    run = agent.manager.send(chat, text="loop")
+    run = await agent.manager.send(chat, text="loop")
     await agent.wait_event(chat, "cell_start")
     await asyncio.sleep(0.3)
     started = time.monotonic()
@@ -548,9 +548,9 @@ def slow_turn_writes(agent: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     a message sent then meets a closed run that has not ended: the reserved-run path."""
     original = agent.store.append_turn
 
-    def slow(turn: TurnRecord) -> Any:
+    def slow(turn: TurnRecord, **kw: Any) -> Any:
         time.sleep(1.0)
-        return original(turn)
+        return original(turn, **kw)
 
     monkeypatch.setattr(agent.store, "append_turn", slow)
 
@@ -561,9 +561,9 @@ async def test_a_break_of_a_reserved_run_stops_it_holding_its_message(
     slow_turn_writes(agent, monkeypatch)
     agent.fake.load([{"text": "first answer"}, {"text": "never asked"}])
     chat = agent.new_chat()
-    first = agent.manager.send(chat, text="one")
+    first = await agent.manager.send(chat, text="one")
     await agent.wait_event(chat, "reply")
-    second = agent.manager.send(chat, text="two")
+    second = await agent.manager.send(chat, text="two")
     assert agent.manager.active_run_id(chat) == first["run_id"]  # closed, not ended
     assert second["routed"] == "run"
     assert second["run_id"] != first["run_id"]
@@ -582,9 +582,9 @@ async def test_stopping_a_chat_stops_the_run_reserved_after_its_run(
     slow_turn_writes(agent, monkeypatch)
     agent.fake.load([{"text": "first answer"}, {"text": "never asked"}])
     chat = agent.new_chat()
-    first = agent.manager.send(chat, text="one")
+    first = await agent.manager.send(chat, text="one")
     await agent.wait_event(chat, "reply")
-    second = agent.manager.send(chat, text="two")
+    second = await agent.manager.send(chat, text="two")
     assert agent.manager.active_run_id(chat) == first["run_id"]  # closed, not ended
     assert second["run_id"] != first["run_id"]
     await asyncio.wait_for(agent.manager.stop_chat(chat), 30)

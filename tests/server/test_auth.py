@@ -212,7 +212,7 @@ def test_deleting_a_chat_with_a_running_turn_needs_execute(
 
     async def start() -> dict[str, Any]:
         # started from inside (sending over HTTP needs execute, which this user lacks)
-        result: dict[str, Any] = agent_service.manager.send(chat_id, text="hi")
+        result: dict[str, Any] = await agent_service.manager.send(chat_id, text="hi")
         return result
 
     run = jp_asyncio_loop.run_until_complete(start())

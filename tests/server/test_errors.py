@@ -168,7 +168,7 @@ def test_a_locked_database_is_503_with_retry_after(fetch: Any, jp_serverapp: Any
         body = response.body.decode()
         assert '"reason": "unavailable"' in body
         assert "locked" in body
-        code, _ = call(fetch, "agent", "chats")  # reads go on (WAL)
+        code, _ = call(fetch, "agent", "chats")  # reads go on beside a writer's reserved lock
         assert code == 200
     finally:
         holder.execute("ROLLBACK")

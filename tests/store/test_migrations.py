@@ -66,10 +66,16 @@ def test_fresh_database_reaches_latest(db_url: str, raw: Engine) -> None:
 
 
 def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
-    assert set(tables.__all__) == {"AgentRunRow", "AgentTurnRow", "ChatRow", "SchemaVersionRow"}
+    assert set(tables.__all__) == {
+        "AgentMailRow",
+        "AgentRunRow",
+        "AgentTurnRow",
+        "ChatRow",
+        "SchemaVersionRow",
+    }
     Store(db_url).close()
     inspector = inspect(raw)
-    for name in ("chats", "agent_turns", "agent_runs", "schema_version"):
+    for name in ("chats", "agent_turns", "agent_runs", "agent_mail", "schema_version"):
         table = SQLModel.metadata.tables[name]
         columns = {c["name"] for c in inspector.get_columns(table.name)}
         assert columns == {c.name for c in table.columns}, table.name
