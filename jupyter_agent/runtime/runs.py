@@ -480,10 +480,14 @@ class RunManager(LoggingConfigurable):
             nxt = self._next.setdefault(chat_id, NextRun(run_id=new_id("run")))
             nxt.items[:0] = leftover
         stopping = self._is_stopping
-        if not driver.turn_written:
-            await durable_call(
-                store.append_turn, turn, delivered=driver.delivered(), stopping=stopping
-            )
+        written = driver.turn_written or await durable_call(
+            store.append_turn, turn, delivered=driver.delivered(), stopping=stopping
+        )
+        if not written and self._stopping:
+            # Left "running" on purpose: the next start writes the turn from the log.
+            self._active.pop(chat_id, None)
+            self._by_run.pop(run_id, None)
+            return
         ended = ended_summary(
             summary,
             now_iso(),

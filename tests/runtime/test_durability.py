@@ -1,0 +1,241 @@
+"""Nothing acknowledged is lost: the durable mailbox, turn writes through a locked store,
+recovery of a run's turn from its log, and queued mail starting runs after a restart.
+
+A "restart" here is a second run manager on the same database and runs folder, the first
+one abandoned mid-run (as a killed server leaves them); tests/faults does the same with a
+real server and SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_agent.core.turns import RunSummary
+from jupyter_agent.exceptions import StoreUnavailable
+from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.runtime.run_parts import RunServices
+from jupyter_agent.runtime.runs import RunManager
+from jupyter_agent.trace.log import EffectLog
+from tests.runtime.harness import Harness, close_harness, final_text, make_harness
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> AsyncIterator[Harness]:
+    harness = await make_harness(tmp_path, fake_provider([]), kernel_manager)
+    yield harness
+    await close_harness(harness)
+
+
+def restarted(agent: Harness) -> RunManager:
+    """A second manager on the same store and runs folder, with a fresh (empty) mailbox."""
+    old = agent.manager.services
+    services = RunServices(
+        transport=old.transport,
+        pool=old.pool,
+        store=old.store,
+        mailbox=Mailbox(),
+        events=old.events,
+        root_dir=old.root_dir,
+    )
+    return RunManager(services=services, run_config=agent.config, runs_dir=agent.root / "runs")
+
+
+def hold_write_lock(path: Path) -> sqlite3.Connection:
+    """Another process's write transaction on the database (until ``rollback``)."""
+    holder = sqlite3.connect(path, isolation_level=None, timeout=1)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+async def test_a_message_is_stored_before_it_is_acknowledged(agent: Harness) -> None:
+    agent.fake.load([{"text": "ok", "delay_s": 1.5}, {"text": "second"}])
+    chat = agent.new_chat()
+    first = await agent.manager.send(chat, text="one")
+    # The opening message is in the durable mailbox from the acknowledgement on.
+    assert [m["id"] for m in agent.store.queued_mail(chat)] == [first["message_id"]]
+    steer = await agent.manager.send(chat, text="two")
+    assert steer["routed"] == "mailbox"
+    queued = [m["id"] for m in agent.store.queued_mail(chat)]
+    assert queued == [first["message_id"], steer["message_id"]]
+    turn = await agent.finish(first["run_id"])
+    # The turn holds both, and the mailbox forgot them with it.
+    assert turn.user_text == "one"
+    assert [s.text for s in turn.steering] == ["two"]
+    assert agent.store.queued_mail(chat) == []
+
+
+async def test_a_locked_store_refuses_a_message_and_leaves_nothing(agent: Harness) -> None:
+    chat = agent.new_chat()
+    holder = hold_write_lock(agent.root / "agent.sqlite")
+    try:
+        with pytest.raises(StoreUnavailable, match="locked"):
+            await agent.manager.send(chat, text="hello")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert agent.manager.active_run_id(chat) is None
+    assert list((agent.root / "runs").glob("*.jsonl")) == []
+    assert agent.store.list_runs()[0] == []
+    assert agent.store.queued_mail() == []
+    agent.fake.load([{"text": "back"}])
+    turn = await agent.ask(chat, "hello again")
+    assert final_text(turn) == "back"
+
+
+async def test_a_lock_spanning_a_runs_end_delays_its_turn_but_never_loses_it(
+    agent: Harness,
+) -> None:
+    agent.fake.load([{"text": "reply", "delay_s": 0.5}, {"text": "next"}])
+    chat = agent.new_chat()
+    run = await agent.manager.send(chat, text="write me")
+    holder = hold_write_lock(agent.root / "agent.sqlite")
+    try:
+        await agent.wait_event(chat, "reply")
+        # Longer than the 5 s busy timeout: the turn write fails, then is retried.
+        await asyncio.sleep(7)
+        assert agent.manager.active_run_id(chat) == run["run_id"]  # not ended without it
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    turn = await agent.finish(run["run_id"])
+    assert final_text(turn) == "reply"
+    summary = agent.store.get_run(run["run_id"])
+    assert summary is not None and summary.status == "done"
+    assert agent.store.queued_mail() == []
+    assert final_text(await agent.ask(chat, "and now")) == "next"
+
+
+async def test_store_calls_do_not_block_the_event_loop(agent: Harness) -> None:
+    chat = agent.new_chat()
+    holder = hold_write_lock(agent.root / "agent.sqlite")
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.05)
+
+    ticker = asyncio.ensure_future(tick())
+    try:
+        with pytest.raises(StoreUnavailable):
+            await agent.manager.send(chat, text="blocked")  # waits ~5 s on the lock
+    finally:
+        ticker.cancel()
+        holder.execute("ROLLBACK")
+        holder.close()
+    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    assert len(ticks) > 20 and max(gaps) < 2.0, max(gaps)
+
+
+async def test_queued_mail_starts_a_run_after_a_restart(agent: Harness) -> None:
+    """A message acknowledged into a run's mailbox, the server dead before the run took
+    it: after the restart the crashed run is recovered and the message gets its own run."""
+    agent.fake.load([{"cells": ["import time; time.sleep(30)"]}])
+    chat = agent.new_chat()
+    first = await agent.manager.send(chat, text="slow one")
+    await agent.wait_event(chat, "cell_start")
+    steer = await agent.manager.send(chat, text="do not lose me")
+    assert steer["routed"] == "mailbox"
+    # The server "dies" here: this manager is abandoned, its run never ends.
+    second = restarted(agent)
+    agent.fake.load([{"text": "got it"}])
+    recovered = await second.recover()
+    assert recovered == [first["run_id"]]
+    crashed = agent.store.get_run(first["run_id"])
+    assert crashed is not None
+    assert (crashed.status, crashed.stop_reason, crashed.end_cause) == (
+        "interrupted",
+        "error",
+        "restart",
+    )
+    crashed_turn = agent.store.get_turn_by_run(first["run_id"])
+    assert crashed_turn is not None and crashed_turn.user_text == "slow one"
+    new_run = second.active_run_id(chat)
+    assert new_run is not None and new_run != first["run_id"]
+    await asyncio.wait_for(second.wait(new_run), 60)
+    turn = agent.store.get_turn_by_run(new_run)
+    assert turn is not None and turn.user_text == "do not lose me"
+    assert final_text(turn) == "got it"
+    assert agent.store.queued_mail() == []
+    await agent.manager.shutdown()  # the abandoned run: stop its kernel cell
+
+
+async def test_steering_a_crashed_run_took_is_in_its_recovered_turn(agent: Harness) -> None:
+    agent.fake.load(
+        [{"cells": ["import time; time.sleep(1)"]}, {"cells": ["import time; time.sleep(30)"]}]
+    )
+    chat = agent.new_chat()
+    first = await agent.manager.send(chat, text="start")
+    await agent.wait_event(chat, "cell_start")
+    await agent.manager.send(chat, text="steer while the first cell runs")
+    await agent.wait_requests(2)  # the second model call read the steering message
+    second = restarted(agent)
+    await second.recover()
+    turn = agent.store.get_turn_by_run(first["run_id"])
+    assert turn is not None
+    assert turn.user_text == "start"
+    assert [s.text for s in turn.steering] == ["steer while the first cell runs"]
+    assert agent.store.queued_mail() == []  # held by the recovered turn: no new run
+    assert second.active_run_id(chat) is None
+    await agent.manager.shutdown()
+
+
+async def test_recovery_writes_the_turn_the_log_holds(agent: Harness) -> None:
+    """A run that finished while the store refused its turn (and the server then stopped):
+    the next start writes the loop's own turn from the log, not a minimal one."""
+    agent.fake.load([{"text": "the real answer"}])
+    chat = agent.new_chat()
+    original = agent.store.append_turn
+
+    def refuse(*args: Any, **kw: Any) -> Any:
+        raise StoreUnavailable("database is locked (test)")
+
+    agent.store.append_turn = refuse  # type: ignore[method-assign]
+    run = await agent.manager.send(chat, text="question")
+    await agent.wait_event(chat, "reply")
+    await asyncio.sleep(0.5)
+    await agent.manager.shutdown()  # the write retries stop; the log keeps the turn
+    agent.store.append_turn = original  # type: ignore[method-assign]
+    assert agent.store.get_turn_by_run(run["run_id"]) is None
+    recovered = await restarted(agent).recover()
+    assert run["run_id"] in recovered
+    turn = agent.store.get_turn_by_run(run["run_id"])
+    assert turn is not None
+    assert final_text(turn) == "the real answer"
+    assert turn.llm.stop_reason == "done" and not turn.interrupted
+    summary = agent.store.get_run(run["run_id"])
+    assert summary is not None and summary.status == "done"
+    assert agent.store.queued_mail() == []
+
+
+async def test_a_message_stored_with_a_run_that_never_logged_is_not_lost(agent: Harness) -> None:
+    """The server died between storing a run's opening message and its first drain."""
+    chat = agent.new_chat()
+    run_id, started = new_id("run"), now_iso()
+    item = {"kind": "message", "text": "early", "at": started, "id": new_id("msg")}
+    summary = RunSummary(
+        run_id=run_id, chat_id=chat, program="toolcaller@v1", status="running", started=started
+    )
+    agent.store.open_run(summary, message=item)
+    EffectLog.create(agent.manager.log_path(run_id), {"run_id": run_id, "chat_id": chat}).close()
+    agent.fake.load([{"text": "answered"}])
+    second = restarted(agent)
+    assert await second.recover() == [run_id]
+    new_run = second.active_run_id(chat)
+    assert new_run is not None
+    await asyncio.wait_for(second.wait(new_run), 60)
+    turn = agent.store.get_turn_by_run(new_run)
+    assert turn is not None and turn.user_text == "early"
+    assert final_text(turn) == "answered"
+    assert agent.store.queued_mail() == []
+    await second.shutdown()
