@@ -7,8 +7,9 @@ Writes on SQLite are serialised in-process by a lock shared by every Store on th
 file, and across processes by ``BEGIN IMMEDIATE`` plus a 5 s busy timeout. Any database
 failure surfaces as :class:`~jupyter_agent.exceptions.StoreError`, whose message carries
 the driver's message (never the statement's parameters, never a password); one a retry may
-cure (SQLite locked or busy past the timeout, a PostgreSQL server that cannot be reached or
-times out a lock) is its subclass :class:`~jupyter_agent.exceptions.StoreUnavailable`.
+cure (SQLite locked or busy past the timeout or unable to write its file, a PostgreSQL
+server that cannot be reached or times out a lock) is its subclass
+:class:`~jupyter_agent.exceptions.StoreUnavailable` (503 with ``Retry-After``).
 
 Decisions worth knowing:
 
@@ -76,6 +77,14 @@ _BUMP_CHAT: Final = (
     .values(updated=bindparam("b_at"))
 )
 
+_SQLITE_TRANSIENT: Final = (
+    "locked",
+    "busy",
+    "disk i/o error",
+    "readonly database",
+    "unable to open",
+    "disk is full",
+)
 _SQLITE_LOCKS: dict[str, threading.Lock] = {}
 _SQLITE_LOCKS_GUARD = threading.Lock()
 
@@ -160,7 +169,9 @@ class Store:
 
     def _transient(self, exc: BaseException, detail: str) -> bool:
         """True for a failure a retry may cure: a lost connection, SQLite's lock or busy
-        timeout, any PostgreSQL OperationalError (connection, lock timeout, shutdown)."""
+        timeout or a file it cannot write now (an I/O error, a read-only or immutable
+        file, a full disk: an operator can fix those), any PostgreSQL OperationalError
+        (connection, lock timeout, shutdown)."""
         if isinstance(exc, DBAPIError) and exc.connection_invalidated:
             return True
         if not isinstance(exc, OperationalError):
@@ -168,7 +179,7 @@ class Store:
         if not self._sqlite:
             return True
         text = detail.lower()
-        return "locked" in text or "busy" in text
+        return any(sign in text for sign in _SQLITE_TRANSIENT)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
