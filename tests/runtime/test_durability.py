@@ -9,6 +9,7 @@ real server and SIGKILL.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -110,7 +111,8 @@ async def test_a_lock_spanning_a_runs_end_delays_its_turn_but_never_loses_it(
     turn = await agent.finish(run["run_id"])
     assert final_text(turn) == "reply"
     summary = agent.store.get_run(run["run_id"])
-    assert summary is not None and summary.status == "done"
+    assert summary is not None
+    assert summary.status == "done"
     assert agent.store.queued_mail() == []
     assert final_text(await agent.ask(chat, "and now")) == "next"
 
@@ -133,8 +135,9 @@ async def test_store_calls_do_not_block_the_event_loop(agent: Harness) -> None:
         ticker.cancel()
         holder.execute("ROLLBACK")
         holder.close()
-    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
-    assert len(ticks) > 20 and max(gaps) < 2.0, max(gaps)
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert len(ticks) > 20
+    assert max(gaps) < 2.0, max(gaps)
 
 
 async def test_queued_mail_starts_a_run_after_a_restart(agent: Harness) -> None:
@@ -159,12 +162,15 @@ async def test_queued_mail_starts_a_run_after_a_restart(agent: Harness) -> None:
         "restart",
     )
     crashed_turn = agent.store.get_turn_by_run(first["run_id"])
-    assert crashed_turn is not None and crashed_turn.user_text == "slow one"
+    assert crashed_turn is not None
+    assert crashed_turn.user_text == "slow one"
     new_run = second.active_run_id(chat)
-    assert new_run is not None and new_run != first["run_id"]
+    assert new_run is not None
+    assert new_run != first["run_id"]
     await asyncio.wait_for(second.wait(new_run), 60)
     turn = agent.store.get_turn_by_run(new_run)
-    assert turn is not None and turn.user_text == "do not lose me"
+    assert turn is not None
+    assert turn.user_text == "do not lose me"
     assert final_text(turn) == "got it"
     assert agent.store.queued_mail() == []
     await agent.manager.shutdown()  # the abandoned run: stop its kernel cell
@@ -212,9 +218,11 @@ async def test_recovery_writes_the_turn_the_log_holds(agent: Harness) -> None:
     turn = agent.store.get_turn_by_run(run["run_id"])
     assert turn is not None
     assert final_text(turn) == "the real answer"
-    assert turn.llm.stop_reason == "done" and not turn.interrupted
+    assert turn.llm.stop_reason == "done"
+    assert not turn.interrupted
     summary = agent.store.get_run(run["run_id"])
-    assert summary is not None and summary.status == "done"
+    assert summary is not None
+    assert summary.status == "done"
     assert agent.store.queued_mail() == []
 
 
@@ -235,7 +243,8 @@ async def test_a_message_stored_with_a_run_that_never_logged_is_not_lost(agent: 
     assert new_run is not None
     await asyncio.wait_for(second.wait(new_run), 60)
     turn = agent.store.get_turn_by_run(new_run)
-    assert turn is not None and turn.user_text == "early"
+    assert turn is not None
+    assert turn.user_text == "early"
     assert final_text(turn) == "answered"
     assert agent.store.queued_mail() == []
     await second.shutdown()

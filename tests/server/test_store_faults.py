@@ -51,9 +51,7 @@ def test_a_locked_database_refuses_a_message_and_status_stays_fast(
 
     async def both() -> tuple[Any, list[float]]:
         post = asyncio.ensure_future(
-            jp_fetch(
-                "agent", "chats", chat_id, "messages", method="POST", body=b'{"text": "hi"}'
-            )
+            jp_fetch("agent", "chats", chat_id, "messages", method="POST", body=b'{"text": "hi"}')
         )
         latencies = []
         while not post.done():  # status answers while the message waits on the lock
@@ -71,16 +69,19 @@ def test_a_locked_database_refuses_a_message_and_status_stays_fast(
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert isinstance(outcome, HTTPClientError) and outcome.code == 503, outcome
+    assert isinstance(outcome, HTTPClientError), outcome
+    assert outcome.code == 503
     assert outcome.response is not None
     assert outcome.response.headers["Retry-After"] == "5"
     assert b'"reason": "unavailable"' in outcome.response.body
-    assert len(latencies) > 10 and max(latencies) < 2.0, latencies
+    assert len(latencies) > 10
+    assert max(latencies) < 2.0, latencies
     _no_trace_of(agent_app(jp_serverapp), chat_id)
     code, answer = call(
         fetch, "agent", "chats", chat_id, "messages", method="POST", body={"text": "hi"}
     )
-    assert code == 202 and answer["routed"] == "run"
+    assert code == 202
+    assert answer["routed"] == "run"
 
 
 @pytest.mark.parametrize("agent_config", [{"pool_size": 0}])
