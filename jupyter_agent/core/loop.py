@@ -1,4 +1,10 @@
-"""The toolcaller loop (``toolcaller@v1``): one conversation turn as a pure state machine.
+"""The toolcaller loop (``toolcaller@v2``): one conversation turn as a pure state machine.
+
+Versions (a log replays with the version its header names, :data:`PROGRAMS`):
+
+- ``toolcaller@v1``: the first.
+- ``toolcaller@v2``: a model call that failed (after the transport's retries) counts in
+  the turn's ``modelCalls``, and the failure reply says how many attempts were made.
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
 values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
@@ -35,6 +41,7 @@ The cycle (the seed's "The tools: run_cell and bash")::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from jupyter_agent.core.apps import APPS
 from jupyter_agent.core.digest import DigestOptions
@@ -67,9 +74,22 @@ from jupyter_agent.llm.tiers import Tier, resolve_tier
 from jupyter_agent.messages import Message, Text
 from jupyter_agent.tools import ToolSpec, tools_for
 
-__all__ = ["PROGRAM", "WRAPUP_PROMPTS", "Turn", "end", "setup", "step", "toolcaller"]
+__all__ = [
+    "PROGRAM",
+    "PROGRAMS",
+    "WRAPUP_PROMPTS",
+    "Turn",
+    "end",
+    "program",
+    "setup",
+    "step",
+    "toolcaller",
+]
 
-PROGRAM = "toolcaller@v1"
+#: The version new runs use.
+PROGRAM = "toolcaller@v2"
+#: Every version this code replays, by its recorded name.
+PROGRAMS: Final = {"toolcaller@v1": 1, "toolcaller@v2": 2}
 
 
 @dataclass(kw_only=True)
@@ -95,8 +115,20 @@ class Turn:
         )
 
 
-def toolcaller(run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
-    """Run one turn of chat ``chat_id`` as run ``run_id``; return the turn record."""
+def program(name: str, run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
+    """The generator of the recorded program ``name`` (a key of :data:`PROGRAMS`);
+    ValueError for a program this code does not have."""
+    version = PROGRAMS.get(name)
+    if version is None:
+        raise ValueError(f"unknown program {name!r}: this code has {', '.join(PROGRAMS)}")
+    return toolcaller(run_id, chat_id, version=version)
+
+
+def toolcaller(run_id: str, chat_id: str, *, version: int = 2) -> EffectGen[TurnRecord]:
+    """Run one turn of chat ``chat_id`` as run ``run_id``; return the turn record.
+
+    ``version``: the program version's behaviour (see the module docstring).
+    """
     turn = yield from setup(run_id, chat_id)
     if isinstance(turn, TurnRecord):  # it ended before the first model call
         return turn
@@ -111,8 +143,10 @@ def toolcaller(run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
         take_cancel_detail(turn.state, cancel)
         return (yield from turn.finish("break_hard", "break_hard"))
     except ProviderError as err:
+        if version >= 2:
+            turn.state.model_calls += 1  # it was made; its usage (none billed) stays 0
         try:
-            yield from post_final(turn.state, provider_failure_text(err))
+            yield from post_final(turn.state, provider_failure_text(err, attempts=version >= 2))
         except RunCancelled as cancel:  # broken while saying so: the turn still gets written
             take_cancel_detail(turn.state, cancel)
             return (yield from turn.finish("break_hard", "break_hard"))

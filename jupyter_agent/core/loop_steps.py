@@ -234,9 +234,12 @@ def wrap_up(
     return text or f"I stopped before finishing ({cause}) and have no summary to give."
 
 
-def provider_failure_text(err: ProviderError) -> str:
+def provider_failure_text(err: ProviderError, *, attempts: bool = False) -> str:
+    """The reply of a turn whose model call failed (``attempts``: say how many were made)."""
     status = f" (HTTP {err.status})" if err.status else ""
-    return f"The model call failed{status}: {err}. Nothing more was run in this turn."
+    tries = len(err.attempts)
+    after = f" after {tries} attempts" if attempts and tries > 1 else ""
+    return f"The model call failed{status}{after}: {err}. Nothing more was run in this turn."
 
 
 def finish(

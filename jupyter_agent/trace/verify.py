@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.codec import dump_dict
-from jupyter_agent.core.loop import PROGRAM, toolcaller
+from jupyter_agent.core.loop import PROGRAMS, program
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.exceptions import NondeterminismError, TraceError
 from jupyter_agent.trace.log import TraceFile, read_log
@@ -46,13 +46,13 @@ def _recorded_turn(trace: TraceFile) -> tuple[int, dict[str, Any]] | None:
 
 def replay_run(trace: TraceFile) -> TurnRecord:
     """Replay the loop of a recorded run; returns the turn it produced (see module doc)."""
-    program = trace.header.get("program")
-    if program != PROGRAM:
-        raise TraceError(f"cannot replay program {program!r}: this is {PROGRAM}")
+    name = trace.header.get("program")
+    if name not in PROGRAMS:
+        raise TraceError(f"cannot replay program {name!r}: this code has {', '.join(PROGRAMS)}")
     run_id, chat_id = trace.header.get("run_id"), trace.header.get("chat_id")
     if not isinstance(run_id, str) or not isinstance(chat_id, str):
         raise TraceError("the log header names no run_id / chat_id")
-    turn = replay(toolcaller(run_id, chat_id), trace)
+    turn = replay(program(str(name), run_id, chat_id), trace)
     recorded = _recorded_turn(trace)
     if recorded is not None and turn.to_json() != recorded[1]:
         raise NondeterminismError(recorded[0], recorded[1], turn.to_json())

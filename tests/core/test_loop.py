@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from jupyter_agent.core.drive import drive as run_gen
 from jupyter_agent.core.loop import toolcaller
 from jupyter_agent.core.turns import TurnRecord
@@ -187,3 +189,14 @@ def test_a_hard_break_with_the_opening_message_keeps_its_text() -> None:
     ]
     turn, _ = drive(world({"mailbox.drain": lambda e: (opening, None)}))
     assert (turn.user_text, [s.text for s in turn.steering]) == ("hi", ["more"])
+
+
+def test_every_program_version_is_known_to_the_trace_package() -> None:
+    from jupyter_agent.core.loop import PROGRAM, PROGRAMS, program
+    from jupyter_agent.trace import log
+
+    assert log.PROGRAM == PROGRAM  # trace may not import core: the constant is repeated
+    assert PROGRAM in PROGRAMS
+    assert "toolcaller@v1" in PROGRAMS  # the golden logs replay with it
+    with pytest.raises(ValueError, match="unknown program 'toolcaller@v9'"):
+        program("toolcaller@v9", "run_x", "chat_x")

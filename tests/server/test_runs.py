@@ -18,7 +18,7 @@ PROGRAM_FILTERS = [
     (PROGRAM, True),
     ("", True),  # an empty field filters nothing
     ("toolcall", False),
-    ("toolcaller@v2", False),
+    ("toolcaller@v1", False),  # an older version than the runs here
     ("toolcaller@v", False),
     ("Toolcaller", False),
     ("toolcaller@v_", False),
@@ -76,7 +76,7 @@ def test_message_to_reply_and_run_routes(
     assert chat["title"] == "what is six times seven, please …"
     assert chat["active_run_id"] is None
 
-    # The stored program is "toolcaller@v1" (core.loop.PROGRAM): a name matches every
+    # The stored program is "toolcaller@v2" (core.loop.PROGRAM): a name matches every
     # version, name@vN that version; a part of a name, another version or LIKE's wildcards
     # match nothing.
     for program, found in PROGRAM_FILTERS:

@@ -26,7 +26,7 @@ def test_steps_of_a_full_run(tmp_path):
     assert json.loads(json.dumps(body)) == body
     assert body["run_id"] == "run_01NB"
     assert body["chat_id"] == "chat_01NB"
-    assert body["program"] == "toolcaller@v1"
+    assert body["program"] == "toolcaller@v2"
     assert body["turn"] == turn.to_json()  # from the log's turn.append
     types = [s["type"] for s in body["steps"]]
     assert [t for t in types if t not in ("model_call",)] == [
