@@ -6,6 +6,13 @@ be a string``) and whose ``reason`` the caller gives (``bad_text``); ``server/ba
 answers it 400 ``{message, reason}``. A field that is absent or ``null`` takes its
 default; a required one is refused with the same message as one of the wrong type.
 
+Text in a body is valid Unicode or refused: :func:`json_object` answers a body holding a
+lone surrogate (JSON's ``"\\ud800"``, which ``json.loads`` accepts but nothing can store)
+with ``bad_unicode`` naming the field, once for every route, so no handler and no service
+method ever sees one. Query arguments and URL path parts need no check: tornado decodes
+them as strict UTF-8 and answers 400 itself for anything that is not (a surrogate can only
+be percent-encoded as invalid UTF-8 bytes).
+
 What a value *means* (an empty message, a path outside the root, a tier the key policy
 refuses) is the service's to check: these helpers check shapes and types only.
 """
@@ -18,6 +25,7 @@ from typing import Any, Final, Protocol
 
 from jupyter_agent.exceptions import BadRequest, PayloadTooLarge
 from jupyter_agent.runtime.service import Control, View
+from jupyter_agent.text import lone_surrogate
 
 __all__ = [
     "Query",
@@ -52,7 +60,10 @@ def json_object(body: bytes, *, limit: int) -> dict[str, Any]:
     """The request body decoded as a JSON object; empty is ``{}``.
 
     ``PayloadTooLarge`` (``body_too_large``) over ``limit`` bytes; ``BadRequest``
-    (``bad_json``) for a body that is not JSON or not an object.
+    (``bad_json``) for a body that is not JSON, not an object, or nested too deeply for
+    the decoder; ``BadRequest`` (``bad_unicode``) for one holding a lone surrogate
+    anywhere, keys included: ``'text' holds a lone surrogate (\\ud800): send valid
+    Unicode``.
     """
     if len(body) > limit:
         raise PayloadTooLarge(
@@ -64,8 +75,17 @@ def json_object(body: bytes, *, limit: int) -> dict[str, Any]:
         value = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(f"Invalid JSON body: {exc}", reason="bad_json") from exc
+    except RecursionError:  # "[" * 100000: the C decoder gives up at the recursion limit
+        raise BadRequest("Invalid JSON body: nested too deeply", reason="bad_json") from None
     if not isinstance(value, dict):
         raise BadRequest("The JSON body must be an object", reason="bad_json")
+    found = lone_surrogate(value)
+    if found is not None:
+        where, escape = found
+        raise BadRequest(
+            f"'{where}' holds a lone surrogate ({escape}): send valid Unicode",
+            reason="bad_unicode",
+        )
     return value
 
 
