@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import errno
 import mimetypes
+import os
 import posixpath
 from typing import Any, Final
 
@@ -50,6 +51,7 @@ MAX_NAME_BYTES: Final = 255
 MAX_PATH_BYTES: Final = 4096
 #: How much of a path a message shows.
 SHOWN_CHARS: Final = 120
+_TOO_LONG: Final = "the path is too long for the server's file system"
 
 
 def shown(path: str) -> str:
@@ -174,9 +176,15 @@ class Contents:
         """Save ``nb`` at ``path``, making its missing folders first.
 
         A refusal of the contents manager (a hidden path, a file where a folder should be:
-        its 4xx) is a ``BadRequest`` (``bad_path``); anything else passes through.
+        its 4xx) or of the file system (a path too long) is a ``BadRequest``
+        (``bad_path``); anything else passes through. A path longer than
+        :data:`MAX_PATH_BYTES` once joined to the manager's ``root_dir`` is refused before
+        anything is made.
         """
         cm = self.writer()
+        root = getattr(cm, "root_dir", None)
+        if isinstance(root, str) and _size(os.path.join(root, path)) > MAX_PATH_BYTES:
+            raise BadRequest(f"cannot write {shown(path)}: {_TOO_LONG}", reason="bad_path")
         folder = posixpath.dirname(path)
         current = ""
         try:
@@ -188,8 +196,8 @@ class Contents:
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             message = getattr(exc, "log_message", None) or type(exc).__name__
-            if _name_too_long(exc):
-                message = "the path is too long for the server's file system"
+            if _name_too_long(exc):  # the file system's own limit (a symlinked root, say)
+                message = _TOO_LONG
             elif not (isinstance(status, int) and 400 <= status < 500):
                 raise
             raise BadRequest(f"cannot write {shown(path)}: {message}", reason="bad_path") from None

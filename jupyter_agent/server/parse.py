@@ -24,6 +24,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Final, Protocol
 
 from jupyter_agent.exceptions import BadRequest, PayloadTooLarge
+from jupyter_agent.runtime.contents import shown
 from jupyter_agent.runtime.service import Control, View
 from jupyter_agent.text import lone_surrogate
 
@@ -206,7 +207,7 @@ def query_int(handler: Query, name: str, *, reason: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise BadRequest(f"'{name}' must be an integer, not {raw!r}", reason=reason) from None
+        raise BadRequest(f"'{name}' must be an integer, not {shown(raw)}", reason=reason) from None
 
 
 def query_flag(handler: Query, name: str) -> bool:
