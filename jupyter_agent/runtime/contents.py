@@ -6,7 +6,7 @@ Contracts:
   (:func:`check_relative_path`): a leading ``/`` is the root; ``..`` components,
   backslashes and NUL are refused, so no path escapes the root. A name longer than
   :data:`MAX_NAME_BYTES` or a path longer than :data:`MAX_PATH_BYTES` (UTF-8) is refused
-  too: no file system could hold it. A message naming a path shows at most
+  too: Linux (and most file systems) could not hold it. A message naming a path shows at most
   :data:`SHOWN_CHARS` of its characters.
 - :class:`Contents` wraps the server's contents manager, sync or async kind (both exist;
   every call goes through ``jupyter_core.utils.ensure_async``). The server may have none:
@@ -15,9 +15,10 @@ Contracts:
   data}`` (base64), at most ``max_bytes``; a folder, a missing or unreadable file is a
   ``BadRequest`` (``bad_attachments``), a larger one ``attachment_too_large``. The contents
   manager's own errors (tornado ``HTTPError`` 404/400, ``OSError``) never leave this module.
-- :meth:`Contents.save_notebook` answers a path the file system refuses as too long
-  (``ENAMETOOLONG``: the root's own path counts too) with ``BadRequest`` (``bad_path``),
-  like any refusal of the contents manager, not with its 500.
+- :meth:`Contents.save_notebook` answers a path too long once joined to the manager's
+  ``root_dir`` (checked first, before any folder is made), or one the file system refuses
+  as too long (``ENAMETOOLONG``), with ``BadRequest`` (``bad_path``), like any refusal of
+  the contents manager, not with its 500.
 
 Names and folders of the notebooks the app writes are :mod:`.exports`' business; it writes
 through :class:`Contents`.
