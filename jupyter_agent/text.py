@@ -5,12 +5,16 @@ JSON allows ``"\\ud800"`` (a lone surrogate); Python's ``json.loads`` accepts it
 socket fails. The project's rule (see ``docs/api.md``):
 
 - text a *person* sends (a request body) holding a lone surrogate is refused with 400
-  ``bad_unicode`` (:func:`find_lone_surrogate` names where);
+  ``bad_unicode`` (:func:`lone_surrogate` names where, and which);
 - text that *comes to us* (a provider reply, a cell's or a command's output) is repaired:
   each lone surrogate becomes U+FFFD (:func:`repair`, :func:`repair_json`), a valid pair
-  written as two escapes is joined into its character.
+  written as two escapes is joined into its character;
+- a stream of text pieces (a model's text deltas) is repaired piece by piece with
+  :class:`StreamRepair`, which holds back a high surrogate ending one piece so that a
+  character split between two pieces is joined, not replaced.
 
-Everything here is pure and cheap on valid text (one regex search).
+Everything here is pure and cheap on valid text (one regex search per string); walking a
+JSON value is iterative, so a deeply nested value never raises ``RecursionError`` here.
 """
 
 from __future__ import annotations
@@ -18,7 +22,15 @@ from __future__ import annotations
 import re
 from typing import Any, Final, TypeVar
 
-__all__ = ["REPLACEMENT", "find_lone_surrogate", "has_lone_surrogate", "repair", "repair_json"]
+__all__ = [
+    "REPLACEMENT",
+    "StreamRepair",
+    "find_lone_surrogate",
+    "has_lone_surrogate",
+    "lone_surrogate",
+    "repair",
+    "repair_json",
+]
 
 REPLACEMENT: Final = "\ufffd"
 
@@ -26,6 +38,10 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _PAIR_OR_LONE: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
 
 T = TypeVar("T")
+
+# A path into a JSON value as a linked chain (parent chain, key or index): built only as
+# far as the walk goes, formatted only when a surrogate is found.
+_Chain = tuple[Any, "str | int"] | None
 
 
 def has_lone_surrogate(text: str) -> bool:
@@ -42,7 +58,10 @@ def _fix(match: re.Match[str]) -> str:
 
 
 def repair(text: str) -> str:
-    """``text`` as valid Unicode: pairs joined, each lone surrogate replaced by U+FFFD."""
+    """``text`` as valid Unicode: pairs joined, each lone surrogate replaced by U+FFFD.
+
+    Returns ``text`` itself when it is valid.
+    """
     if _SURROGATE.search(text) is None:
         return text
     return _PAIR_OR_LONE.sub(_fix, text)
@@ -51,46 +70,123 @@ def repair(text: str) -> str:
 def repair_json(value: T) -> T:
     """A JSON value (as ``json.loads`` gives it) with every string, keys included, repaired.
 
-    Returns ``value`` itself when nothing needed repair (no copy on the common path).
+    Returns ``value`` itself when nothing needed repair (no copy on the common path);
+    otherwise a copy in which lists and tuples are lists and mappings are dicts.
     """
-    fixed, _changed = _repair_any(value)
-    return fixed  # type: ignore[no-any-return]
+    if _first_surrogate(value) is None:
+        return value
+    return _repair_any(value)  # type: ignore[no-any-return]
 
 
-def _repair_any(value: Any) -> tuple[Any, bool]:
-    if isinstance(value, str):
-        out = repair(value)
-        return out, out is not value
-    if isinstance(value, list):
-        items = [_repair_any(v) for v in value]
-        if any(changed for _, changed in items):
-            return [v for v, _ in items], True
-        return value, False
-    if isinstance(value, dict):
-        pairs = [(_repair_any(k), _repair_any(v)) for k, v in value.items()]
-        if any(kc or vc for (_, kc), (_, vc) in pairs):
-            return {k: v for (k, _), (v, _) in pairs}, True
-        return value, False
-    return value, False
+def _repair_any(root: Any) -> Any:
+    # Only reached for a value known to hold a surrogate, so it copies the whole value;
+    # iterative (each source written into its slot of the copy) like the walk below.
+    top: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(root, top, 0)]
+    while stack:
+        source, target, slot = stack.pop()
+        if isinstance(source, str):
+            target[slot] = repair(source)
+        elif isinstance(source, (list, tuple)):
+            items: list[Any] = [None] * len(source)
+            target[slot] = items
+            stack.extend((child, items, i) for i, child in enumerate(source))
+        elif isinstance(source, dict):
+            mapping: dict[Any, Any] = {}
+            target[slot] = mapping
+            for key, child in source.items():
+                fixed = repair(key) if isinstance(key, str) else key
+                mapping[fixed] = None  # the key's place, in the source's order
+                stack.append((child, mapping, fixed))
+        else:
+            target[slot] = source
+    return top[0]
 
 
-def find_lone_surrogate(value: Any, path: str = "") -> str | None:
-    """The path (``text``, ``view.path``, ``attachments[0]``) of the first string in a JSON
-    value holding a surrogate, or None when all of it is valid Unicode."""
-    if isinstance(value, str):
-        return path or "(body)" if has_lone_surrogate(value) else None
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            found = find_lone_surrogate(item, f"{path}[{i}]")
-            if found is not None:
-                return found
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and has_lone_surrogate(key):
-                return where
-            found = find_lone_surrogate(item, where)
-            if found is not None:
-                return found
+def _first_surrogate(value: Any) -> tuple[_Chain, str] | None:
+    """The chain to the first string (in document order, a key before its value) holding
+    a surrogate (None: ``value`` itself), and that string; None when there is none."""
+    stack: list[tuple[Any, _Chain]] = [(value, None)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item) is not None:
+                return where, item
+        elif isinstance(item, (list, tuple)):
+            stack.extend((item[i], (where, i)) for i in range(len(item) - 1, -1, -1))
+        elif isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                chain = (where, str(key))
+                stack.append((child, chain))
+                if isinstance(key, str) and _SURROGATE.search(key) is not None:
+                    stack.append((key, chain))  # popped before the value: reported first
     return None
+
+
+def _escape(text: str) -> str:
+    # A path holding the surrogate itself could be neither logged nor sent.
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def _path(chain: _Chain) -> str:
+    steps: list[str | int] = []
+    while chain is not None:
+        chain, step = chain
+        steps.append(step)
+    path = ""
+    for step in reversed(steps):
+        if isinstance(step, int):
+            path += f"[{step}]"
+        else:
+            path = f"{path}.{_escape(step)}" if path else _escape(step)
+    return path or "(body)"
+
+
+def lone_surrogate(value: Any) -> tuple[str, str] | None:
+    """``(path, escape)`` of the first string in a JSON value holding a surrogate, or None
+    when all of it is valid Unicode.
+
+    ``path`` names the string: ``text``, ``view.path``, ``attachments[0]``, ``(body)`` for
+    a bare string; a key holding one is named by its own path. ``escape`` is the first
+    surrogate as JSON writes it (``\\ud800``). Surrogates in a key are written as escapes
+    in ``path`` too, so both can go into a message and a log line.
+    """
+    found = _first_surrogate(value)
+    if found is None:
+        return None
+    chain, text = found
+    match = _SURROGATE.search(text)
+    assert match is not None
+    return _path(chain), f"\\u{ord(match.group(0)):04x}"
+
+
+def find_lone_surrogate(value: Any) -> str | None:
+    """The path of the first string in a JSON value holding a surrogate (see
+    :func:`lone_surrogate`), or None when all of it is valid Unicode."""
+    found = lone_surrogate(value)
+    return None if found is None else found[0]
+
+
+class StreamRepair:
+    """Repairs a text stream piece by piece: :meth:`feed` each piece, :meth:`flush` at the end.
+
+    The concatenation of what it returns is ``repair(concatenation of the pieces)``: a high
+    surrogate that ends a piece is held back until the next piece shows whether a low one
+    completes it.
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """The repaired text that can be given out now (maybe ``""``)."""
+        text = self._held + piece
+        self._held = ""
+        if text and "\ud800" <= text[-1] <= "\udbff":
+            text, self._held = text[:-1], text[-1]
+        return repair(text)
+
+    def flush(self) -> str:
+        """What is still held back, repaired (a held high surrogate becomes U+FFFD)."""
+        text, self._held = self._held, ""
+        return repair(text)

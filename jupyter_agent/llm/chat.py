@@ -8,9 +8,11 @@ intent is recorded), and turns the recorded result into a :class:`ChatResult`:
 - a cancelled result (hard break) raises :class:`~jupyter_agent.exceptions.RunCancelled`;
 - a result with ``error`` raises the matching ProviderError subclass, rebuilt from the
   recorded error dict (status, redacted body, attempts; never a secret);
-- otherwise the body is parsed by the adapter. In a text tool mode (profile ``fenced`` or
-  ``xml``) the reply's text is parsed into ToolCalls by :mod:`.fenced`; a malformed call
-  sets ``format_error`` (the loop shows it to the model) and the reply keeps its text.
+- otherwise the body is parsed by the adapter, its text valid Unicode (a lone surrogate
+  becomes U+FFFD, also in tool-call arguments; :mod:`jupyter_agent.text`). In a text
+  tool mode (profile ``fenced`` or ``xml``) the reply's text is parsed into ToolCalls by
+  :mod:`.fenced`; a malformed call sets ``format_error`` (the loop shows it to the model)
+  and the reply keeps its text.
   A reply that stopped for ``length`` is not parsed for calls (a truncated block is not
   an error the model can fix).
 
@@ -36,6 +38,7 @@ from ..exceptions import (
     RunCancelled,
 )
 from ..messages import LLMReply, Message, Part, Text
+from ..text import repair_json
 from ..tools import BASH, RUN_CELL, ToolSpec
 from . import anthropic, openai, openai_compatible
 from .fenced import parse_text_tool_calls, to_text_mode
@@ -188,7 +191,8 @@ def chat(
     if http.status >= 400:
         raise ProviderStatusError(f"provider answered {http.status}", status=http.status)
     try:
-        reply = ADAPTERS[tier.provider].parse_reply(http.json)
+        # Repaired again here for results recorded before the transport repaired them.
+        reply = ADAPTERS[tier.provider].parse_reply(repair_json(http.json))
     except ProviderError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:

@@ -307,6 +307,8 @@ class FakeProvider:
             message = err.message or f"fake provider: scripted error {err.status}"
             return self._error(h, wire, err.status, err.type, message, headers)
         stream = body.get("stream") is True
+        if step.raw_body is not None or step.raw_stream is not None:
+            return self._raw(h, wire, index, step, stream)
         if step.malformed:
             if not stream:
                 return h.send_json(200, b'{"id": "broken", "content": [')
@@ -327,6 +329,21 @@ class FakeProvider:
                 break
             h.send_chunk(frame.encode())
             deltas += frame.text_delta
+        h.send_chunk(b"")
+
+    def _raw(self, h: _Handler, wire: str, index: int, step: Step, stream: bool) -> None:
+        # Exactly the scripted text, never rendered: replies no adapter would build.
+        raw = step.raw_stream if stream else step.raw_body
+        if raw is None:
+            kind = "raw_stream" if stream else "raw_body"
+            form = "a streaming" if stream else "a non-streaming"
+            message = f"fake provider step {index}: {form} request needs {kind!r}"
+            return self._error(h, wire, 400, "invalid_request_error", message)
+        data = raw.encode("utf-8", "surrogatepass")
+        if not stream:
+            return h.send_json(200, data)
+        h.start_stream()
+        h.send_chunk(data)
         h.send_chunk(b"")
 
 

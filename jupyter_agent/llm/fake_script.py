@@ -32,6 +32,8 @@ STEP_KEYS = (
     "delay_s",
     "error",
     "malformed",
+    "raw_body",
+    "raw_stream",
     "timeout",
     "stream_error_after",
     "stream_error_type",
@@ -65,6 +67,8 @@ class Step:
     delay_s: float = 0.0
     error: ErrorSpec | None = None
     malformed: bool = False
+    raw_body: str | None = None
+    raw_stream: str | None = None
     timeout: bool = False
     stream_error_after: int | None = None
     stream_error_type: str = "overloaded_error"
@@ -196,6 +200,10 @@ def parse_step(index: int, data: Any) -> Step:
         delay_s=_number(index, "delay_s", get("delay_s", 0)),
         error=None if get("error") is None else _error(index, get("error")),
         malformed=_flag(index, "malformed", get("malformed", False)),
+        raw_body=None if get("raw_body") is None else _str(index, "raw_body", get("raw_body")),
+        raw_stream=None
+        if get("raw_stream") is None
+        else _str(index, "raw_stream", get("raw_stream")),
         timeout=_flag(index, "timeout", get("timeout", False)),
         stream_error_after=None
         if after is None

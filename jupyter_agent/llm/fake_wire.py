@@ -64,7 +64,10 @@ class Signer:
         self._secret = secret or secrets.token_bytes(32)
 
     def _mac(self, text: str) -> bytes:
-        return hmac.new(self._secret, text.encode(), hashlib.sha256).digest()
+        # surrogatepass: a scripted thinking text may hold a lone surrogate (half an emoji)
+        return hmac.new(
+            self._secret, text.encode("utf-8", "surrogatepass"), hashlib.sha256
+        ).digest()
 
     def sign(self, text: str) -> str:
         return base64.b64encode(b"\x12\x08fake" + self._mac(text)).decode()
@@ -73,12 +76,15 @@ class Signer:
         return hmac.compare_digest(self.sign(text), signature)
 
     def seal(self, text: str) -> str:
-        return "gAAAAA" + base64.urlsafe_b64encode(self._mac(text) + text.encode()).decode()
+        raw = text.encode("utf-8", "surrogatepass")
+        return "gAAAAA" + base64.urlsafe_b64encode(self._mac(text) + raw).decode()
 
     def unseal_ok(self, sealed: str) -> bool:
         try:
             raw = base64.urlsafe_b64decode(sealed.removeprefix("gAAAAA").encode())
-            return hmac.compare_digest(raw[:32], self._mac(raw[32:].decode()))
+            return hmac.compare_digest(
+                raw[:32], self._mac(raw[32:].decode("utf-8", "surrogatepass"))
+            )
         except (ValueError, UnicodeDecodeError):
             return False
 

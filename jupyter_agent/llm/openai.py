@@ -49,6 +49,7 @@ from ..messages import (
     ToolResult,
     Usage,
 )
+from ..text import repair_json
 from . import openai_responses
 from .fenced import stop_sequences
 from .spec import IMAGE_TYPES, RequestParams, RequestSpec
@@ -230,9 +231,11 @@ def _args(raw: Any) -> dict[str, Any]:
         return raw
     try:
         value = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"__invalid_json__": raw}
-    return value if isinstance(value, dict) else {"__invalid_json__": raw}
+    # Arguments are JSON inside a JSON string: a "\\ud83d" escaped in them is decoded
+    # only here, after the body itself was repaired.
+    return repair_json(value) if isinstance(value, dict) else {"__invalid_json__": raw}
 
 
 def _content_text(content: Any) -> str:

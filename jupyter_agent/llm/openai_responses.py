@@ -47,6 +47,7 @@ from ..messages import (
     ToolResult,
     Usage,
 )
+from ..text import repair_json
 from .spec import IMAGE_TYPES, RequestParams
 
 if TYPE_CHECKING:
@@ -193,9 +194,11 @@ def _usage(raw: dict[str, Any] | None) -> Usage:
 def _args(raw: Any) -> dict[str, Any]:
     try:
         value = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"__invalid_json__": raw}
-    return value if isinstance(value, dict) else {"__invalid_json__": raw}
+    # Arguments are JSON inside a JSON string: a "\\ud83d" escaped in them is decoded
+    # only here, after the body itself was repaired.
+    return repair_json(value) if isinstance(value, dict) else {"__invalid_json__": raw}
 
 
 def parse_reply(body: dict[str, Any]) -> LLMReply:

@@ -12,6 +12,11 @@ Pure code (no I/O): the transport feeds it lines read from the wire.
   streaming (Anthropic message object, OpenAI ``chat.completion``, Responses ``response``).
   ``done`` says whether the stream's terminal event arrived (a stream that ends before it
   is truncated, and the transport treats it as an error, never as a half reply).
+- Text is valid Unicode (the rule of :mod:`jupyter_agent.text`): ``result()`` is the
+  assembled body with every lone surrogate replaced by U+FFFD (a character whose two
+  halves came in two deltas is joined), and the deltas ``feed`` returns are repaired the
+  same way (a high surrogate ending a delta is held until the next one). Valid text is
+  untouched, so a body holding none is returned exactly as assembled.
 - An error event in the stream (Anthropic ``event: error``, a Chat Completions chunk with
   ``error``, a Responses ``error`` or ``response.failed`` event) raises
   :class:`StreamErrorEvent`, carrying the provider's error ``type`` so the transport can
@@ -27,12 +32,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jupyter_agent.exceptions import ProviderProtocolError
+from jupyter_agent.text import StreamRepair, repair_json
 
 __all__ = [
     "SSEEvent",
     "SSEParser",
     "StreamAssembler",
     "StreamErrorEvent",
+    "RepairingAssembler",
     "make_assembler",
     "parse_sse",
 ]
@@ -125,14 +132,43 @@ class StreamAssembler(Protocol):
 
 
 def make_assembler(wire: str) -> StreamAssembler:
-    """The assembler for ``wire`` (``anthropic``, ``openai-chat``, ``openai-responses``)."""
+    """The assembler for ``wire`` (``anthropic``, ``openai-chat``, ``openai-responses``),
+    giving valid Unicode (see the module docstring)."""
+    inner: StreamAssembler
     if wire == "anthropic":
-        return AnthropicAssembler()
-    if wire == "openai-chat":
-        return ChatAssembler()
-    if wire == "openai-responses":
-        return ResponsesAssembler()
-    raise ValueError(f"unknown wire: {wire!r}")
+        inner = AnthropicAssembler()
+    elif wire == "openai-chat":
+        inner = ChatAssembler()
+    elif wire == "openai-responses":
+        inner = ResponsesAssembler()
+    else:
+        raise ValueError(f"unknown wire: {wire!r}")
+    return RepairingAssembler(inner)
+
+
+class RepairingAssembler:
+    """Another assembler whose deltas and result are valid Unicode (U+FFFD for a lone
+    surrogate); what it gives for valid text is exactly what the inner one gives."""
+
+    def __init__(self, inner: StreamAssembler) -> None:
+        self.inner = inner
+        self._deltas = StreamRepair()
+
+    @property
+    def done(self) -> bool:
+        return self.inner.done
+
+    def feed(self, event: str | None, data: dict[str, Any]) -> list[str]:
+        out = [self._deltas.feed(piece) for piece in self.inner.feed(event, data)]
+        if self.inner.done:  # the last delta: nothing is left to complete a held half
+            out.append(self._deltas.flush())
+        return [piece for piece in out if piece]
+
+    def mark_done(self) -> None:
+        self.inner.mark_done()
+
+    def result(self) -> dict[str, Any]:
+        return repair_json(self.inner.result())
 
 
 def _error_event(wire: str, error: Any, body: Any) -> StreamErrorEvent:

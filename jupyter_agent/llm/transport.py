@@ -20,6 +20,10 @@ Contract of :meth:`Transport.post`:
   body the provider returns without streaming; text deltas go to ``on_delta``. An error
   event before any delta was forwarded is retried when it means overload or a rate limit;
   after a delta was forwarded any failure is final (never a half reply).
+- The reply's text is valid Unicode: a lone surrogate in the body (JSON's ``"\\ud83d"``,
+  half an emoji) becomes U+FFFD as it is decoded (:func:`jupyter_agent.text.repair_json`;
+  a streamed body is repaired by its assembler), so what is recorded, stored and sent back
+  can be encoded. A body too deeply nested to decode is a protocol error, like bad JSON.
 - Errors carry the status and a redacted, size-capped body; no error, attempt entry or log
   line ever holds the key or a request header.
 
@@ -64,6 +68,7 @@ from jupyter_agent.exceptions import (
 )
 from jupyter_agent.llm.spec import HttpReply, RequestSpec
 from jupyter_agent.llm.streams import SSEParser, StreamErrorEvent, make_assembler
+from jupyter_agent.text import repair, repair_json
 
 __all__ = ["RetryInfo", "Transport", "resolve_credential"]
 
@@ -130,12 +135,13 @@ class _Redactor:
         return value
 
     def value(self, value: Any) -> Any:
+        # Error bodies are recorded and shown too: valid Unicode, like a reply's.
         if isinstance(value, str):
-            return self.text(value)
+            return self.text(repair(value))
         if isinstance(value, list):
             return [self.value(v) for v in value]
         if isinstance(value, dict):
-            return {self.text(str(k)): self.value(v) for k, v in value.items()}
+            return {self.text(repair(str(k))): self.value(v) for k, v in value.items()}
         return value
 
     def body(self, raw: bytes) -> Any:
@@ -144,7 +150,7 @@ class _Redactor:
         if len(text) <= BODY_CAP:
             try:
                 return self.value(json.loads(text))
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 return text
         return text[:BODY_CAP] + f"...[truncated {len(text) - BODY_CAP} chars]"
 
@@ -402,11 +408,11 @@ class Transport(LoggingConfigurable):
     def _parse_body(self, call: _Call, raw: bytes) -> _Outcome:
         try:
             body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             raise ProviderProtocolError(
                 "provider reply is not valid JSON", body=call.redact.body(raw)
             ) from None
-        return _Outcome(body=body, status=200, ok=True)
+        return _Outcome(body=repair_json(body), status=200, ok=True)
 
     async def _read_stream(self, call: _Call, response: httpx.Response) -> _Outcome:
         assembler = make_assembler(call.spec.wire)
@@ -418,7 +424,7 @@ class Transport(LoggingConfigurable):
                 return
             try:
                 decoded = json.loads(data)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise ProviderProtocolError(
                     "stream event is not valid JSON", body=call.redact.text(data[:BODY_CAP])
                 ) from None

@@ -4,7 +4,10 @@ Contracts:
 
 - A contents path is ``/``-separated and relative to the server's root
   (:func:`check_relative_path`): a leading ``/`` is the root; ``..`` components,
-  backslashes and NUL are refused, so no path escapes the root.
+  backslashes and NUL are refused, so no path escapes the root. A name longer than
+  :data:`MAX_NAME_BYTES` or a path longer than :data:`MAX_PATH_BYTES` (UTF-8) is refused
+  too: Linux (and most file systems) could not hold it. A message naming a path shows at most
+  :data:`SHOWN_CHARS` of its characters.
 - :class:`Contents` wraps the server's contents manager, sync or async kind (both exist;
   every call goes through ``jupyter_core.utils.ensure_async``). The server may have none:
   then reading attachments is a ``BadRequest`` and writing a ``NotSupported``.
@@ -12,6 +15,10 @@ Contracts:
   data}`` (base64), at most ``max_bytes``; a folder, a missing or unreadable file is a
   ``BadRequest`` (``bad_attachments``), a larger one ``attachment_too_large``. The contents
   manager's own errors (tornado ``HTTPError`` 404/400, ``OSError``) never leave this module.
+- :meth:`Contents.save_notebook` answers a path too long once joined to the manager's
+  ``root_dir`` (checked first, before any folder is made), or one the file system refuses
+  as too long (``ENAMETOOLONG``), with ``BadRequest`` (``bad_path``), like any refusal of
+  the contents manager, not with its 500.
 
 Names and folders of the notebooks the app writes are :mod:`.exports`' business; it writes
 through :class:`Contents`.
@@ -20,15 +27,43 @@ through :class:`Contents`.
 from __future__ import annotations
 
 import base64
+import errno
 import mimetypes
+import os
 import posixpath
-from typing import Any
+from typing import Any, Final
 
 from jupyter_core.utils import ensure_async
 
 from jupyter_agent.exceptions import BadRequest, NotSupported
 
-__all__ = ["Contents", "check_relative_path"]
+__all__ = [
+    "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
+    "SHOWN_CHARS",
+    "Contents",
+    "check_relative_path",
+    "shown",
+]
+
+#: The longest file or folder name (Linux's NAME_MAX, and most file systems'), in bytes.
+MAX_NAME_BYTES: Final = 255
+#: The longest contents path (Linux's PATH_MAX), in bytes.
+MAX_PATH_BYTES: Final = 4096
+#: How much of a path a message shows.
+SHOWN_CHARS: Final = 120
+_TOO_LONG: Final = "the path is too long for the server's file system"
+
+
+def shown(path: str) -> str:
+    """``path`` as a message shows it: its repr, cut after :data:`SHOWN_CHARS` characters."""
+    if len(path) <= SHOWN_CHARS:
+        return repr(path)
+    return f"{path[:SHOWN_CHARS]!r}... ({len(path)} characters)"
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def check_relative_path(path: Any, what: str) -> str:
@@ -40,13 +75,29 @@ def check_relative_path(path: Any, what: str) -> str:
     parts = clean.split("/")
     if not clean or "\\" in clean or "\0" in clean or any(p in ("..", "") for p in parts):
         raise BadRequest(
-            f"{what} {path!r} is not a path inside the server's root", reason="bad_path"
+            f"{what} {shown(path)} is not a path inside the server's root", reason="bad_path"
+        )
+    if _size(clean) > MAX_PATH_BYTES or any(_size(p) > MAX_NAME_BYTES for p in parts):
+        raise BadRequest(
+            f"{what} {shown(path)} is too long: at most {MAX_NAME_BYTES} bytes per name and "
+            f"{MAX_PATH_BYTES} in all",
+            reason="bad_path",
         )
     return "/".join(p for p in parts if p != ".")
 
 
+def _name_too_long(exc: BaseException) -> bool:
+    # The contents manager wraps the OSError in its own 500 (raise ... from e).
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno == errno.ENAMETOOLONG:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _attachment_error(path: str, why: str) -> BadRequest:
-    return BadRequest(f"attachment {path!r} {why}", reason="bad_attachments")
+    return BadRequest(f"attachment {shown(path)} {why}", reason="bad_attachments")
 
 
 class Contents:
@@ -78,7 +129,7 @@ class Contents:
             )
         limit = self.max_bytes
         too_large = BadRequest(
-            f"attachment {path!r} is over {limit} bytes", reason="attachment_too_large"
+            f"attachment {shown(path)} is over {limit} bytes", reason="attachment_too_large"
         )
         try:
             model = await ensure_async(self.manager.get(path, content=False))
@@ -126,9 +177,15 @@ class Contents:
         """Save ``nb`` at ``path``, making its missing folders first.
 
         A refusal of the contents manager (a hidden path, a file where a folder should be:
-        its 4xx) is a ``BadRequest`` (``bad_path``); anything else passes through.
+        its 4xx) or of the file system (a path too long) is a ``BadRequest``
+        (``bad_path``); anything else passes through. A path longer than
+        :data:`MAX_PATH_BYTES` once joined to the manager's ``root_dir`` is refused before
+        anything is made.
         """
         cm = self.writer()
+        root = getattr(cm, "root_dir", None)
+        if isinstance(root, str) and _size(os.path.join(root, path)) > MAX_PATH_BYTES:
+            raise BadRequest(f"cannot write {shown(path)}: {_TOO_LONG}", reason="bad_path")
         folder = posixpath.dirname(path)
         current = ""
         try:
@@ -140,6 +197,8 @@ class Contents:
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             message = getattr(exc, "log_message", None) or type(exc).__name__
-            if isinstance(status, int) and 400 <= status < 500:
-                raise BadRequest(f"cannot write {path!r}: {message}", reason="bad_path") from None
-            raise
+            if _name_too_long(exc):  # the file system's own limit (a symlinked root, say)
+                message = _TOO_LONG
+            elif not (isinstance(status, int) and 400 <= status < 500):
+                raise
+            raise BadRequest(f"cannot write {shown(path)}: {message}", reason="bad_path") from None

@@ -36,7 +36,7 @@ from typing import Any, Final
 import nbformat
 
 from jupyter_agent.exceptions import BadRequest, Conflict
-from jupyter_agent.runtime.contents import Contents, check_relative_path
+from jupyter_agent.runtime.contents import Contents, check_relative_path, shown
 
 __all__ = [
     "DEFAULT_FOLDER",
@@ -138,7 +138,7 @@ def check_notebook_path(raw: str) -> str:
     if not path.endswith(".ipynb"):
         raise BadRequest("'path' must end in .ipynb", reason="bad_path")
     if any(part.startswith(".") for part in path.split("/")):
-        raise BadRequest(f"'path' {path!r} names a hidden file or folder", reason="bad_path")
+        raise BadRequest(f"'path' {shown(path)} names a hidden file or folder", reason="bad_path")
     return path
 
 
@@ -200,7 +200,7 @@ class NotebookWriter:
         self.check()
         async with self._lock:
             if not overwrite and await self.contents.file_exists(path):
-                raise Conflict(f"{path!r} exists; send overwrite: true to replace it")
+                raise Conflict(f"{shown(path)} exists; send overwrite: true to replace it")
             await self.contents.save_notebook(path, nb)
         return path
 

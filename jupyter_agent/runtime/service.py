@@ -30,7 +30,7 @@ from typing import Any
 
 from jupyter_agent.exceptions import BadRequest, NotFound
 from jupyter_agent.runtime.assembly import AdminConfig, Parts
-from jupyter_agent.runtime.contents import check_relative_path
+from jupyter_agent.runtime.contents import check_relative_path, shown
 from jupyter_agent.runtime.driver import RunConfig
 from jupyter_agent.runtime.exports import check_notebook_path, safe_stem, trace_stem
 from jupyter_agent.runtime.ids import new_id, now_iso
@@ -88,11 +88,11 @@ def chat_title(text: str, words: int = _TITLE_WORDS) -> str:
 
 
 def _no_chat(chat_id: str) -> NotFound:
-    return NotFound(f"no chat {chat_id!r}")
+    return NotFound(f"no chat {shown(chat_id)}")
 
 
 def _no_run(run_id: str) -> NotFound:
-    return NotFound(f"no run {run_id!r}")
+    return NotFound(f"no run {shown(run_id)}")
 
 
 class AgentService:

@@ -16,7 +16,9 @@ default mapping would ask for ``write``), and one :meth:`AgentBase.write_error` 
   own 404 or 405) keeps its status, its log message and its reason;
 - anything else is a 500 with no detail.
 
-Handlers raise these errors and special-case none.
+A path segment or query argument that is not UTF-8 is ``BadRequest`` (``bad_unicode``),
+like a body holding a lone surrogate (:mod:`.parse`). Handlers raise these errors and
+special-case none.
 """
 
 from __future__ import annotations
@@ -118,6 +120,18 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
             raise Unavailable("The agent service is not available", reason="unavailable")
         await service.start()
         return service
+
+    def decode_argument(self, value: bytes, name: str | None = None) -> str:
+        """A path segment or query argument as text; 400 ``bad_unicode`` when it is not
+        UTF-8 (a percent-encoded surrogate is invalid UTF-8), as a body holding one is."""
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            where = name or "the URL"
+            raise BadRequest(
+                f"'{where}' is not valid UTF-8 ({value[:40]!r}): send valid Unicode",
+                reason="bad_unicode",
+            ) from None
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         """A refused request is a warning line, not a traceback."""

@@ -6,6 +6,13 @@ be a string``) and whose ``reason`` the caller gives (``bad_text``); ``server/ba
 answers it 400 ``{message, reason}``. A field that is absent or ``null`` takes its
 default; a required one is refused with the same message as one of the wrong type.
 
+Text in a body is valid Unicode or refused: :func:`json_object` answers a body holding a
+lone surrogate (JSON's ``"\\ud800"``, which ``json.loads`` accepts but nothing can store)
+with ``bad_unicode`` naming the field, once for every route, so no handler and no service
+method ever sees one. Query arguments and URL path parts need no check: tornado decodes
+them as strict UTF-8 and answers 400 itself for anything that is not (a surrogate can only
+be percent-encoded as invalid UTF-8 bytes).
+
 What a value *means* (an empty message, a path outside the root, a tier the key policy
 refuses) is the service's to check: these helpers check shapes and types only.
 """
@@ -17,7 +24,9 @@ from collections.abc import Collection, Mapping
 from typing import Any, Final, Protocol
 
 from jupyter_agent.exceptions import BadRequest, PayloadTooLarge
+from jupyter_agent.runtime.contents import shown
 from jupyter_agent.runtime.service import Control, View
+from jupyter_agent.text import lone_surrogate
 
 __all__ = [
     "Query",
@@ -52,7 +61,10 @@ def json_object(body: bytes, *, limit: int) -> dict[str, Any]:
     """The request body decoded as a JSON object; empty is ``{}``.
 
     ``PayloadTooLarge`` (``body_too_large``) over ``limit`` bytes; ``BadRequest``
-    (``bad_json``) for a body that is not JSON or not an object.
+    (``bad_json``) for a body that is not JSON, not an object, or nested too deeply for
+    the decoder; ``BadRequest`` (``bad_unicode``) for one holding a lone surrogate
+    anywhere, keys included: ``'text' holds a lone surrogate (\\ud800): send valid
+    Unicode``.
     """
     if len(body) > limit:
         raise PayloadTooLarge(
@@ -64,8 +76,17 @@ def json_object(body: bytes, *, limit: int) -> dict[str, Any]:
         value = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(f"Invalid JSON body: {exc}", reason="bad_json") from exc
+    except RecursionError:  # "[" * 100000: the C decoder gives up at the recursion limit
+        raise BadRequest("Invalid JSON body: nested too deeply", reason="bad_json") from None
     if not isinstance(value, dict):
         raise BadRequest("The JSON body must be an object", reason="bad_json")
+    found = lone_surrogate(value)
+    if found is not None:
+        where, escape = found
+        raise BadRequest(
+            f"'{where}' holds a lone surrogate ({escape}): send valid Unicode",
+            reason="bad_unicode",
+        )
     return value
 
 
@@ -186,7 +207,7 @@ def query_int(handler: Query, name: str, *, reason: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise BadRequest(f"'{name}' must be an integer, not {raw!r}", reason=reason) from None
+        raise BadRequest(f"'{name}' must be an integer, not {shown(raw)}", reason=reason) from None
 
 
 def query_flag(handler: Query, name: str) -> bool:

@@ -28,12 +28,18 @@ Decisions worth knowing:
   acknowledges it (``open_run`` stores the message opening a run with that run);
   ``append_turn(turn, delivered=ids)`` deletes the messages the turn holds in the
   transaction that stores it, so a message is always in a turn or in ``queued_mail``.
+- Text is stored as valid Unicode: a lone surrogate that reached a write (a chat title, a
+  turn's record or columns, a run summary) is replaced by U+FFFD
+  (:mod:`jupyter_agent.text`) and a warning logged, instead of failing the write with
+  ``UnicodeEncodeError``. Requests with one are refused and provider replies repaired
+  before this; this is the last line of defence, free on valid text.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -60,8 +66,11 @@ from jupyter_agent.store.engine import (
 from jupyter_agent.store.filters import program_filter
 from jupyter_agent.store.migrations import migrate
 from jupyter_agent.store.tables import AgentMailRow, AgentRunRow, AgentTurnRow, ChatRow
+from jupyter_agent.text import has_lone_surrogate, repair
 
 __all__ = ["MAX_PAGE", "Chat", "Store"]
+
+log = logging.getLogger(__name__)
 
 #: The largest ``limit`` :meth:`Store.list_runs` accepts.
 MAX_PAGE: Final = 1000
@@ -209,6 +218,7 @@ class Store:
 
     def create_chat(self, *, chat_id: str, title: str, now: str) -> Chat:
         """Insert a chat (``created`` = ``updated`` = ``now``). A duplicate id is a StoreError."""
+        title = _valid(title, "chat title")
         with self._write("cannot create the chat") as session:
             session.add(ChatRow(id=chat_id, title=title, created=now, updated=now))
         return Chat(id=chat_id, title=title, created=now, updated=now)
@@ -227,6 +237,7 @@ class Store:
 
     def rename_chat(self, chat_id: str, title: str, *, now: str) -> Chat | None:
         """Set the title and ``updated``; None when there is no such chat."""
+        title = _valid(title, "chat title")
         with self._write("cannot rename the chat") as session:
             row = session.get(ChatRow, chat_id)
             if row is None:
@@ -424,12 +435,24 @@ def _chat(row: ChatRow) -> Chat:
     return load(Chat, row.model_dump(), by_name=True)
 
 
+def _valid(text: str, what: str) -> str:
+    fixed = repair(text)
+    if fixed is not text:
+        log.warning("%s held a lone surrogate: stored with U+FFFD", what)
+    return fixed
+
+
 def _turn_values(turn: TurnRecord) -> dict[str, Any]:
     # The projection: every column named like a field of the turn or of its llm.
     values = {**_columns(turn.llm), **_columns(turn)}
     values["fingerprint_system"] = turn.llm.fingerprints.get("system")
     values["fingerprint_identity"] = turn.llm.fingerprints.get("identity")
     values["record"] = json.dumps(turn.to_json(), ensure_ascii=False, separators=(",", ":"))
+    # One search of the record covers every column: each is a field of the record. (Its
+    # surrogates are raw characters, not escapes, so repairing the text repairs the JSON.)
+    if has_lone_surrogate(values["record"]):
+        log.warning("turn %s held a lone surrogate: stored with U+FFFD", turn.id)
+        values = {k: repair(v) if isinstance(v, str) else v for k, v in values.items()}
     return {name: value for name, value in values.items() if name in _TURN_COLUMN_NAMES}
 
 
@@ -443,7 +466,11 @@ def _mail_row(chat_id: str, item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run_values(summary: RunSummary) -> dict[str, Any]:
-    return _columns(summary)
+    values = _columns(summary)
+    return {
+        k: _valid(v, f"run {summary.run_id}") if isinstance(v, str) else v
+        for k, v in values.items()
+    }
 
 
 def _summary(row: Row[Any]) -> RunSummary:
