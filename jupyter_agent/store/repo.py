@@ -37,25 +37,21 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
 from typing import Any, Final
 
-from sqlalchemy import Engine, Row, and_, bindparam, delete, or_, update
+from sqlalchemy import Engine, and_, bindparam, delete, or_, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from jupyter_agent.codec import dump_dict, load, snake, wire_names
-from jupyter_agent.core.turns import RunSummary, TurnLLM, TurnRecord
+from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import StoreError, StoreUnavailable
-from jupyter_agent.messages import Usage
 from jupyter_agent.store.engine import (
     WRITE_OPTION,
     create_store_engine,
@@ -65,8 +61,19 @@ from jupyter_agent.store.engine import (
 )
 from jupyter_agent.store.filters import program_filter
 from jupyter_agent.store.migrations import migrate
+from jupyter_agent.store.rows import (
+    RUN_COLUMNS,
+    Chat,
+    chat,
+    decode_cursor,
+    encode_cursor,
+    mail_row,
+    run_values,
+    summary,
+    turn_values,
+    valid,
+)
 from jupyter_agent.store.tables import AgentMailRow, AgentRunRow, AgentTurnRow, ChatRow
-from jupyter_agent.text import has_lone_surrogate, repair
 
 __all__ = ["MAX_PAGE", "Chat", "Store"]
 
@@ -96,20 +103,6 @@ _SQLITE_TRANSIENT: Final = (
 )
 _SQLITE_LOCKS: dict[str, threading.Lock] = {}
 _SQLITE_LOCKS_GUARD = threading.Lock()
-
-
-@dataclass(frozen=True, kw_only=True)
-class Chat:
-    """A chat as the REST API shows it."""
-
-    id: str
-    title: str
-    created: str
-    updated: str
-    active_run_id: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return dump_dict(self)
 
 
 class Store:
@@ -218,7 +211,7 @@ class Store:
 
     def create_chat(self, *, chat_id: str, title: str, now: str) -> Chat:
         """Insert a chat (``created`` = ``updated`` = ``now``). A duplicate id is a StoreError."""
-        title = _valid(title, "chat title")
+        title = valid(title, "chat title")
         with self._write("cannot create the chat") as session:
             session.add(ChatRow(id=chat_id, title=title, created=now, updated=now))
         return Chat(id=chat_id, title=title, created=now, updated=now)
@@ -227,17 +220,17 @@ class Store:
         """The chat, or None."""
         with self._read("cannot read the chat") as session:
             row = session.get(ChatRow, chat_id)
-            return _chat(row) if row is not None else None
+            return chat(row) if row is not None else None
 
     def list_chats(self) -> list[Chat]:
         """Every chat, the most recently updated first (ties: larger id first)."""
         query = select(ChatRow).order_by(col(ChatRow.updated).desc(), col(ChatRow.id).desc())
         with self._read("cannot list chats") as session:
-            return [_chat(row) for row in session.exec(query)]
+            return [chat(row) for row in session.exec(query)]
 
     def rename_chat(self, chat_id: str, title: str, *, now: str) -> Chat | None:
         """Set the title and ``updated``; None when there is no such chat."""
-        title = _valid(title, "chat title")
+        title = valid(title, "chat title")
         with self._write("cannot rename the chat") as session:
             row = session.get(ChatRow, chat_id)
             if row is None:
@@ -245,7 +238,7 @@ class Store:
             row.title, row.updated = title, now
             session.add(row)
             session.flush()
-            return _chat(row)
+            return chat(row)
 
     def delete_chat(self, chat_id: str) -> bool:
         """Delete the chat and its turns (run summaries stay); False when it did not exist."""
@@ -278,7 +271,7 @@ class Store:
         with self._write("cannot append the turn") as session:
             # RETURNING, not rowcount: rowcount is unreliable here through psycopg.
             conn = session.connection()  # Core: the ORM execution path doubled the cost
-            found = conn.execute(self._append_turn_sql, _turn_values(turn)).first()
+            found = conn.execute(self._append_turn_sql, turn_values(turn)).first()
             inserted = found is not None
             if inserted:
                 conn.execute(_BUMP_CHAT, {"b_chat": turn.chat_id, "b_at": turn.created})
@@ -310,7 +303,7 @@ class Store:
         """Store a user message (a mailbox item with ``id`` and ``at``) before it is
         acknowledged; a duplicate id is a StoreError."""
         with self._write("cannot queue the message") as session:
-            session.connection().execute(_MAIL.insert(), _mail_row(chat_id, item))
+            session.connection().execute(_MAIL.insert(), mail_row(chat_id, item))
 
     def open_run(self, run: RunSummary, *, message: Mapping[str, Any] | None = None) -> None:
         """Store the summary of a run that starts and make it its chat's active run (chat
@@ -319,8 +312,8 @@ class Store:
         with self._write("cannot start the run") as session:
             conn = session.connection()
             if message is not None:
-                conn.execute(_MAIL.insert(), _mail_row(run.chat_id, message))
-            conn.execute(self._upsert_run_sql, _run_values(run))
+                conn.execute(_MAIL.insert(), mail_row(run.chat_id, message))
+            conn.execute(self._upsert_run_sql, run_values(run))
             conn.execute(
                 update(_CHATS)
                 .where(_CHATS.c.id == run.chat_id)
@@ -349,14 +342,14 @@ class Store:
     def upsert_run(self, summary: RunSummary) -> None:
         """Insert the run's summary, or replace every field of the stored one."""
         with self._write("cannot store the run") as session:
-            session.connection().execute(self._upsert_run_sql, _run_values(summary))
+            session.connection().execute(self._upsert_run_sql, run_values(summary))
 
     def get_run(self, run_id: str) -> RunSummary | None:
         """The run's summary, or None."""
-        query = core_select(*_RUN_COLUMNS).where(_RUNS.c.run_id == run_id)
+        query = core_select(*RUN_COLUMNS).where(_RUNS.c.run_id == run_id)
         with self._read("cannot read the run") as session:
             row = session.connection().execute(query).first()
-        return _summary(row) if row is not None else None
+        return summary(row) if row is not None else None
 
     def list_runs(
         self, *, program: str | None = None, limit: int = 50, before: str | None = None
@@ -371,32 +364,32 @@ class Store:
         if not 1 <= limit <= MAX_PAGE:
             raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
         started, run_id = _RUNS.c.started, _RUNS.c.run_id
-        query = core_select(*_RUN_COLUMNS)
+        query = core_select(*RUN_COLUMNS)
         if program is not None:
             query = query.where(program_filter(_RUNS.c.program, program))
         if before is not None:
-            at, last = _decode_cursor(before)
+            at, last = decode_cursor(before)
             # started <= at first, so the index range scan starts at the cursor.
             query = query.where(
                 started <= at, or_(started < at, and_(started == at, run_id < last))
             )
         query = query.order_by(started.desc(), run_id.desc()).limit(limit + 1)
         with self._read("cannot list runs") as session:
-            rows = [_summary(row) for row in session.connection().execute(query)]
+            rows = [summary(row) for row in session.connection().execute(query)]
         if len(rows) <= limit:
             return rows, None
         page = rows[:limit]
-        return page, _encode_cursor(page[-1].started, page[-1].run_id)
+        return page, encode_cursor(page[-1].started, page[-1].run_id)
 
     def runs_with_status(self, status: str) -> list[RunSummary]:
         """Every run with this status, oldest first (recovery asks for ``running``)."""
         query = (
-            core_select(*_RUN_COLUMNS)
+            core_select(*RUN_COLUMNS)
             .where(_RUNS.c.status == status)
             .order_by(_RUNS.c.started, _RUNS.c.run_id)
         )
         with self._read("cannot list runs") as session:
-            return [_summary(row) for row in session.connection().execute(query)]
+            return [summary(row) for row in session.connection().execute(query)]
 
     def prune_runs(self, *, older_than: str) -> list[str]:
         """Delete the summaries of runs started before ``older_than`` (not ``running`` ones).
@@ -411,85 +404,3 @@ class Store:
             if ids:
                 session.exec(delete(AgentRunRow).where(col(AgentRunRow.run_id).in_(ids)))
             return ids
-
-
-# --- row <-> dataclass --------------------------------------------------------------------
-# The columns are named after the fields (Python names), and a Usage is flattened into
-# ``usage_<its wire key in snake case>``: the mapping follows from the types.
-
-_USAGE_COLUMNS: Final = {name: "usage_" + snake(key) for name, key in wire_names(Usage).items()}
-_TURN_COLUMN_NAMES: Final = frozenset(_TURNS.c.keys())
-_RUN_COLUMNS: Final = tuple(_RUNS.c)
-
-
-def _columns(value: TurnLLM | TurnRecord | RunSummary) -> dict[str, Any]:
-    """The value's passed fields by name, its Usage as ``usage_*`` columns."""
-    out = {f.name: getattr(value, f.name) for f in fields(value) if f.init}
-    usage = out.pop("usage", None)
-    if isinstance(usage, Usage):
-        out.update({column: getattr(usage, name) for name, column in _USAGE_COLUMNS.items()})
-    return out
-
-
-def _chat(row: ChatRow) -> Chat:
-    return load(Chat, row.model_dump(), by_name=True)
-
-
-def _valid(text: str, what: str) -> str:
-    fixed = repair(text)
-    if fixed is not text:
-        log.warning("%s held a lone surrogate: stored with U+FFFD", what)
-    return fixed
-
-
-def _turn_values(turn: TurnRecord) -> dict[str, Any]:
-    # The projection: every column named like a field of the turn or of its llm.
-    values = {**_columns(turn.llm), **_columns(turn)}
-    values["fingerprint_system"] = turn.llm.fingerprints.get("system")
-    values["fingerprint_identity"] = turn.llm.fingerprints.get("identity")
-    values["record"] = json.dumps(turn.to_json(), ensure_ascii=False, separators=(",", ":"))
-    # One search of the record covers every column: each is a field of the record. (Its
-    # surrogates are raw characters, not escapes, so repairing the text repairs the JSON.)
-    if has_lone_surrogate(values["record"]):
-        log.warning("turn %s held a lone surrogate: stored with U+FFFD", turn.id)
-        values = {k: repair(v) if isinstance(v, str) else v for k, v in values.items()}
-    return {name: value for name, value in values.items() if name in _TURN_COLUMN_NAMES}
-
-
-def _mail_row(chat_id: str, item: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "id": str(item["id"]),
-        "chat_id": chat_id,
-        "created": str(item.get("at") or ""),
-        "item": json.dumps(dict(item), ensure_ascii=False, separators=(",", ":")),
-    }
-
-
-def _run_values(summary: RunSummary) -> dict[str, Any]:
-    values = _columns(summary)
-    return {
-        k: _valid(v, f"run {summary.run_id}") if isinstance(v, str) else v
-        for k, v in values.items()
-    }
-
-
-def _summary(row: Row[Any]) -> RunSummary:
-    values = dict(zip(row._fields, row, strict=True))  # the cheapest named view of a Row
-    values["usage"] = {name: values.pop(column) for name, column in _USAGE_COLUMNS.items()}
-    return load(RunSummary, values, by_name=True)
-
-
-def _encode_cursor(started: str, run_id: str) -> str:
-    raw = json.dumps([started, run_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        started, run_id = json.loads(raw)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"not a runs cursor: {cursor[:80]!r}") from exc
-    if not isinstance(started, str) or not isinstance(run_id, str):
-        raise ValueError(f"not a runs cursor: {cursor[:80]!r}")
-    return started, run_id

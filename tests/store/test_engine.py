@@ -181,15 +181,15 @@ def test_concurrent_process_writers(tmp_path: Path) -> None:
         store.close()
 
 
-def test_the_sqlite_file_and_its_wal_are_the_owners_alone(tmp_path: Path) -> None:
+def test_the_sqlite_file_and_its_journal_are_the_owners_alone(tmp_path: Path) -> None:
     path = tmp_path / "agent.sqlite"
     store = Store(f"sqlite:///{path}")
     try:
         store.create_chat(chat_id="chat_1", title="t", now=iso(0))
-        wal = path.with_name(path.name + "-wal")
+        journal = path.with_name(path.name + "-journal")
         assert (path.stat().st_mode & 0o777) == 0o600
-        assert wal.exists()
-        assert (wal.stat().st_mode & 0o777) == 0o600
+        assert journal.exists()  # TRUNCATE mode keeps it between transactions
+        assert (journal.stat().st_mode & 0o777) == 0o600
     finally:
         store.close()
 

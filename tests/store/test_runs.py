@@ -39,8 +39,8 @@ def test_program_filter(store: Store) -> None:
 # Program values in the stored shape (``name@vN``, as core.loop.PROGRAM); the names with
 # LIKE's wildcards in them are the ones a careless LIKE would confuse.
 _PROGRAMS = {
-    "run_a": PROGRAM,  # toolcaller@v1
-    "run_b": "toolcaller@v2",
+    "run_a": PROGRAM,  # toolcaller@v2
+    "run_b": "toolcaller@v1",
     "run_c": "toolcaller2@v1",
     "run_d": "toolcallerX@v1",
     "run_e": "tool_caller@v1",
@@ -54,7 +54,7 @@ _PROGRAMS = {
     [
         ("toolcaller", {"run_a", "run_b"}),  # every version, no other name
         (PROGRAM, {"run_a"}),  # one version
-        ("toolcaller@v2", {"run_b"}),
+        ("toolcaller@v1", {"run_b"}),
         ("toolcaller@v", set()),  # a version is matched whole
         ("toolcall", set()),  # a name is matched whole
         ("Toolcaller", {"run_g"}),  # case-sensitive on SQLite too
