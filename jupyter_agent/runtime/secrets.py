@@ -16,8 +16,10 @@ the key policy's ``env:NAME`` references), the Jupyter server token, and the val
 environment variable the kernel's environment filter removes
 (:mod:`~jupyter_agent.runtime.envfilter`; names let through by ``kernel_env_keep`` are not
 secrets), plus the password part of a ``user:password@`` URL. Values shorter than
-:data:`MIN_SECRET_CHARS` are ignored: redacting ``1`` or ``true`` would mangle output and
-protect nothing.
+:data:`MIN_SECRET_CHARS` are ignored (redacting ``1`` or ``true`` would mangle output and
+protect nothing), and so is an environment value naming an existing absolute path on the
+server (``AWS_CA_BUNDLE=/etc/ssl/certs/ca.pem``, ``SSH_AUTH_SOCK``): it points to a secret,
+it is not one, and it shows up in ordinary output.
 
 Only the literal values are caught: a secret the code transforms (base64, reversed, split
 over two prints with other output between, one character per line) passes. A secret split
@@ -31,8 +33,9 @@ object; the replacement work runs only on text that holds a secret.
 
 from __future__ import annotations
 
+import os.path
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
 from jupyter_agent.runtime.envfilter import is_secret_name, is_secret_value
@@ -280,6 +283,7 @@ def known_secrets(
     key_refs: Iterable[str] = (),
     server_token: str | None = None,
     keep: Iterable[str] = (),
+    exists: Callable[[str], bool] = os.path.exists,
 ) -> dict[str, str]:
     """The secret values to scrub, each mapped to the NAME its marker shows.
 
@@ -287,7 +291,8 @@ def known_secrets(
     are scrubbed even when ``keep`` lets the name through. ``server_token`` is labelled
     :data:`SERVER_TOKEN`. Every variable of ``environ`` the kernel's environment filter
     removes (and ``keep`` does not let through) adds its value, and the password of a
-    ``user:password@`` URL in it. Where one value has several names, a key reference's
+    ``user:password@`` URL in it, unless the value is an absolute path that ``exists``
+    (a pointer to a secret, not one). Where one value has several names, a key reference's
     name wins, then the token's, then the first name in sorted order.
     """
     found: dict[str, str] = {}
@@ -309,6 +314,8 @@ def known_secrets(
     for name in sorted(environ):
         value = environ[name]
         if name in kept or not (is_secret_name(name) or is_secret_value(value)):
+            continue
+        if os.path.isabs(value) and exists(value):
             continue
         add(value, name)
         for match in _URL_PASSWORD.finditer(value):

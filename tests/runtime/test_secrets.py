@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from jupyter_agent.runtime.secrets import (
@@ -68,7 +70,8 @@ def test_its_repr_names_the_secrets_and_never_shows_a_value() -> None:
     scrubber = Scrubber({KEY: "ANTHROPIC_API_KEY"})
     assert KEY not in repr(scrubber)
     assert "ANTHROPIC_API_KEY" in repr(scrubber)
-    assert not NO_SECRETS and scrubber
+    assert not NO_SECRETS
+    assert scrubber
 
 
 def test_clean_repairs_lone_surrogates_and_scrubs() -> None:
@@ -184,3 +187,18 @@ def test_a_key_reference_names_its_value_first() -> None:
 def test_a_value_with_blanks_around_is_also_known_without_them(value: str) -> None:
     found = known_secrets(environ={"X_KEY": value})
     assert found[KEY] == "X_KEY"
+
+
+def test_an_environment_value_naming_an_existing_path_is_a_pointer_not_a_secret(
+    tmp_path: Path,
+) -> None:
+    bundle = tmp_path / "ca-bundle.pem"
+    bundle.write_text("certs")
+    environ = {"AWS_CA_BUNDLE": str(bundle), "SOME_KEY": "/not/an/existing/path/x"}
+    found = known_secrets(environ=environ)
+    assert found == {"/not/an/existing/path/x": "SOME_KEY"}
+    # A key reference is a key, wherever it points.
+    assert known_secrets(environ=environ, key_refs=["env:AWS_CA_BUNDLE"]) == {
+        str(bundle): "AWS_CA_BUNDLE",
+        "/not/an/existing/path/x": "SOME_KEY",
+    }
