@@ -23,10 +23,8 @@ any, as it arrives. The returned result is exactly the kernel's (the callback an
 collector never change it), except for a cell the kernel had to be restarted for: its
 timeout result then keeps the outputs collected before the restart.
 
-Everything the kernel sends passes :attr:`AgentKernelHandle.scrubber` first (results,
-live outputs, app call requests, op errors): known secrets redacted, lone surrogates
-repaired (:mod:`jupyter_agent.runtime.secrets`), so no record, digest or model request
-downstream sees them.
+All the kernel sends (results, live outputs, app requests, op errors) passes
+:attr:`AgentKernelHandle.scrubber` first (:mod:`jupyter_agent.runtime.secrets`).
 
 Failures: a kernel that dies mid-cell raises :class:`~jupyter_agent.exceptions.KernelDied`
 within about one liveness interval; a cell past ``timeout_s`` is interrupted, and if still
