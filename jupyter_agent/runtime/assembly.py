@@ -35,7 +35,9 @@ from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.paths import default_db_url
+from jupyter_agent.runtime.run_parts import ScrubbingPool
 from jupyter_agent.runtime.runs import RunManager
+from jupyter_agent.runtime.secrets import Scrubber, known_secrets
 from jupyter_agent.runtime.settings import UserSettings
 from jupyter_agent.runtime.spaces import load_spaces
 from jupyter_agent.runtime.tiersettings import TierSettings
@@ -83,6 +85,7 @@ class Parts:
         environ: Mapping[str, str] | None = None,
         server_log: logging.Logger | None = None,
         config: Config | None = None,
+        server_token: str | None = None,
     ) -> None:
         self.admin = admin
         self.server_log = server_log or log
@@ -105,9 +108,11 @@ class Parts:
         self.contents = Contents(contents_manager, max_bytes=admin.max_attachment_bytes)
         self.notebooks = NotebookWriter(self.contents, admin.trace_dir)
         self.demo = DemoModel()
+        self.scrubber = self.build_scrubber(server_token)
         services = RunServices(
             transport=transport,
-            pool=pool,
+            pool=ScrubbingPool(pool, self.scrubber),
+            scrubber=self.scrubber,
             store=store,
             mailbox=self.mailbox,
             events=self.events,
@@ -127,6 +132,21 @@ class Parts:
     def environ(self) -> Mapping[str, str]:
         """The environment credential references resolve in (the server's)."""
         return os.environ if self._environ is None else self._environ
+
+    def build_scrubber(self, server_token: str | None) -> Scrubber:
+        """The scrubber of what agent kernels send: the values of every key reference the
+        tiers and the key policy name, the server token, and the server environment's
+        values the kernel's filter removes (see :func:`known_secrets`)."""
+        tiers = [*self.admin.tiers.values(), *self.user_settings.tiers().values()]
+        refs = [str(t["api_key_ref"]) for t in tiers if t and t.get("api_key_ref")]
+        secrets = known_secrets(
+            environ=self.environ,
+            key_refs=[*refs, *self.admin.key_policy.refs()],
+            server_token=server_token,
+            # What the pool lets through reaches the kernel anyway: not a secret to it.
+            keep=getattr(self.pool, "env_keep", None) or self.admin.kernel_env_keep,
+        )
+        return Scrubber(secrets)
 
     def run_config(self) -> RunConfig:
         """The snapshot a run starts with: effective tiers (or the demo), ceilings, spaces.
@@ -192,6 +212,7 @@ def assemble(
     environ: Mapping[str, str] | None = None,
     server_log: logging.Logger | None = None,
     config: Config | None = None,
+    server_token: str | None = None,
 ) -> Parts:
     """Build the parts of one server's agent (synchronously: nothing starts yet).
 
@@ -199,7 +220,8 @@ def assemble(
     needs the server's ``kernel_manager``). ``contents_manager`` is the server's (sync or
     async kind; None: no attachments and no notebook writes); ``environ`` the environment
     key references resolve in (default: the server's, read at each use); ``server_log``
-    where the start-up lines go; ``config`` the traitlets config the parts read. Opening
+    where the start-up lines go; ``config`` the traitlets config the parts read;
+    ``server_token`` the Jupyter server's token (scrubbed from kernel output). Opening
     the store may raise :class:`~jupyter_agent.exceptions.StoreError`.
     """
     if pool is None:
@@ -221,4 +243,5 @@ def assemble(
         environ=environ,
         server_log=server_log,
         config=config,
+        server_token=server_token,
     )

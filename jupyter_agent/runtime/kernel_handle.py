@@ -23,6 +23,9 @@ any, as it arrives. The returned result is exactly the kernel's (the callback an
 collector never change it), except for a cell the kernel had to be restarted for: its
 timeout result then keeps the outputs collected before the restart.
 
+All the kernel sends (results, live outputs, app requests, op errors) passes
+:attr:`AgentKernelHandle.scrubber` first (:mod:`jupyter_agent.runtime.secrets`).
+
 Failures: a kernel that dies mid-cell raises :class:`~jupyter_agent.exceptions.KernelDied`
 within about one liveness interval; a cell past ``timeout_s`` is interrupted, and if still
 busy after a short grace the kernel is restarted (the run's namespace is lost; the error
@@ -46,6 +49,7 @@ from jupyter_agent.core.cell_status import CELL_TIMEOUT
 from jupyter_agent.core.cells import BashResult, CellError, CellResult, Value
 from jupyter_agent.exceptions import KernelDied, KernelError
 from jupyter_agent.runtime.live_output import OutputCollector, output_from_iopub
+from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 
 __all__ = ["AgentKernelHandle", "AppHost", "OutputSink"]
 
@@ -88,6 +92,8 @@ class AgentKernelHandle:
         """How many kernel-to-host requests this handle answered (a batch counts once)."""
         self.collected: OutputCollector | None = None
         """The outputs of the latest cell or bash op, as far as they came (bounded)."""
+        self.scrubber: Scrubber = NO_SECRETS
+        """Cleans all the kernel sends (set by whoever lends the handle to a run)."""
 
     # -- connection -------------------------------------------------------------------------
     async def connect(self) -> None:
@@ -234,9 +240,8 @@ class AgentKernelHandle:
                 duration_s=duration,
             )
 
-    @staticmethod
-    def _cell_result(cell_id: str, reply: dict[str, Any], duration: float) -> CellResult:
-        content = reply["content"]
+    def _cell_result(self, cell_id: str, reply: dict[str, Any], duration: float) -> CellResult:
+        content = self.scrubber.clean_json(reply["content"])
         data = content.get("jupyter_agent")
         if isinstance(data, dict):
             return CellResult.from_json(data)
@@ -269,7 +274,7 @@ class AgentKernelHandle:
             live=True,
             on_output=on_output,
         )
-        return BashResult.from_json(content["jupyter_agent"])
+        return BashResult.from_json(self.scrubber.clean_json(content["jupyter_agent"]))
 
     @property
     def cwd(self) -> str | None:
@@ -311,9 +316,8 @@ class AgentKernelHandle:
                 raise KernelError(f"{meta['op']} did not finish in {timeout_s:g} s")
             content: dict[str, Any] = reply["content"]
             if content.get("status") != "ok" or "jupyter_agent" not in content:
-                raise KernelError(
-                    f"{meta['op']} failed: {content.get('ename', '')}: {content.get('evalue', '')}"
-                )
+                why = f"{content.get('ename', '')}: {content.get('evalue', '')}"
+                raise KernelError(f"{meta['op']} failed: {self.scrubber.clean(why)}")
             return content
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -388,20 +392,18 @@ class AgentKernelHandle:
         self, msg_id: str, collector: OutputCollector, on_output: OutputSink | None
     ) -> None:
         """Collect (and pass on) the outputs of one request until cancelled."""
-        client = self._client
-        while True:
-            msg = await client.get_iopub_msg()
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                continue  # another request's (an earlier op, a kernel_info): not ours
-            output = output_from_iopub(str(msg.get("msg_type", "")), msg.get("content") or {})
-            if output is None:
-                continue
-            collector.add(output)
-            if on_output is not None:
-                try:
-                    on_output(output)
-                except Exception:  # a display problem must never stop the cell
-                    log.debug("live output callback failed", exc_info=True)
+        client, live = self._client, self.scrubber.live()
+        try:
+            while True:
+                msg = await client.get_iopub_msg()
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue  # another request's (an earlier op, a kernel_info): not ours
+                raw = output_from_iopub(str(msg.get("msg_type", "")), msg.get("content") or {})
+                for output in live.feed(raw) if raw is not None else ():
+                    _pass_on(output, collector, on_output)
+        finally:  # what the scrubber held back of a stream's end
+            for output in live.close():
+                _pass_on(output, collector, on_output)
 
     async def _serve_stdin(self, host: AppHost | None, parent: int | None) -> None:
         while True:
@@ -414,7 +416,7 @@ class AgentKernelHandle:
 
     async def _answer(self, prompt: str, host: AppHost | None, parent: int | None) -> Any:
         try:
-            request = json.loads(prompt)
+            request = self.scrubber.clean_json(json.loads(prompt))
         except ValueError:
             request = None
         if not isinstance(request, dict) or "jupyter_agent" not in request:
@@ -435,6 +437,15 @@ class AgentKernelHandle:
             return dict(await host.call(app, method, args, parent=parent))
         except Exception as exc:  # the host failed: the cell gets an AppCallError
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seq": None}
+
+
+def _pass_on(output: dict[str, Any], collector: OutputCollector, sink: OutputSink | None) -> None:
+    collector.add(output)
+    if sink is not None:
+        try:
+            sink(output)
+        except Exception:  # a display problem must never stop the cell
+            log.debug("live output callback failed", exc_info=True)
 
 
 async def _stop(tasks: tuple[asyncio.Task[None], ...]) -> None:

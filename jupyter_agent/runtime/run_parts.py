@@ -12,8 +12,9 @@ from typing import Any
 
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 
-__all__ = ["RunConfig", "RunServices"]
+__all__ = ["RunConfig", "RunServices", "ScrubbingPool"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,3 +59,23 @@ class RunServices:
     mailbox: Mailbox
     events: EventBus
     root_dir: str
+    #: Cleans what the run's kernels send (the pool's handles already apply it).
+    scrubber: Scrubber = NO_SECRETS
+
+
+class ScrubbingPool:
+    """The kernel pool as runs see it: every handle it lends cleans what its kernel sends
+    with ``scrubber`` (:mod:`jupyter_agent.runtime.secrets`); all else is the pool's."""
+
+    def __init__(self, pool: Any, scrubber: Scrubber) -> None:
+        self.pool = pool
+        self.scrubber = scrubber
+
+    async def acquire(self, *args: Any, **kwargs: Any) -> Any:
+        """The pool's ``acquire``, its handle given this scrubber before any cell runs."""
+        handle = await self.pool.acquire(*args, **kwargs)
+        handle.scrubber = self.scrubber
+        return handle
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.pool, name)

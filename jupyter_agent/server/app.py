@@ -341,6 +341,7 @@ class JupyterAgent(ExtensionApp):
             contents_manager=serverapp.contents_manager,
             server_log=serverapp.log,
             config=config,
+            server_token=server_token(serverapp),
         )
         self.service = AgentService(parts)
 
@@ -357,6 +358,13 @@ class JupyterAgent(ExtensionApp):
     def initialize_handlers(self) -> None:
         """Register the REST routes under ``{base_url}agent/``."""
         self.handlers.extend(default_handlers)
+
+
+def server_token(serverapp: Any) -> str | None:
+    """The Jupyter server's token (scrubbed from agent kernels' output), None when unset."""
+    provider = getattr(serverapp, "identity_provider", None)
+    token = getattr(provider, "token", None) or getattr(serverapp, "token", None)
+    return token if isinstance(token, str) and token else None
 
 
 main = launch_new_instance = JupyterAgent.launch_instance

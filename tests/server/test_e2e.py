@@ -78,9 +78,15 @@ def isolated_env(base: Path) -> dict[str, str]:
     return env
 
 
-def start_server(base: Path, agent_config: dict[str, Any], fake: FakeProvider) -> Server:
-    """Start ``jupyter server`` and wait until ``agent/status`` answers."""
-    env = isolated_env(base)
+def start_server(
+    base: Path,
+    agent_config: dict[str, Any],
+    fake: FakeProvider,
+    extra_env: dict[str, str] | None = None,
+) -> Server:
+    """Start ``jupyter server`` (its environment plus ``extra_env``) and wait until
+    ``agent/status`` answers."""
+    env = {**isolated_env(base), **(extra_env or {})}
     root = base / "root"
     root.mkdir()
     subprocess.run(
