@@ -213,7 +213,7 @@ class AgentKernelHandle:
             if base is None:
                 # The restart lost the kernel's own record: keep what came over iopub (its
                 # stdout as one value, so the digest shows what the cell printed).
-                stdout = collector.stream_text("stdout")
+                stdout = collector.stream_text("stdout").removesuffix("\n")
                 stderr = collector.stream_text("stderr")
                 return CellResult(
                     cell_id=cell_id,
