@@ -5,7 +5,11 @@ execute reply), the driver (which logs it as the ``cell.run`` result), the diges
 renders it for the model) and the notebook export (which uses ``outputs``).
 
 - ``prints``: one :class:`Value` per ``print()`` call (other stdout grouped per flush),
-  numbered from 1: ``prints[i - 1]`` is what ``values.get(cell_id, i)`` returns.
+  numbered from 1: ``prints[i - 1]`` is what ``values.get(cell_id, i)`` returns. A cell
+  that printed very many values sends only the first and the last ones:
+  ``prints_omitted`` (:class:`OmittedPrints`) then names the run of values left out (the
+  kernel keeps them for ``values.get``), and :meth:`CellResult.print_number` gives each
+  kept value's number.
 - ``last``: the cell's last expression value (``values.get(cell_id, "last")``).
 - ``displays``: rich display mime bundles (``display()``, figures), in order.
 - ``error``: ename, evalue, traceback lines (ANSI kept; the digest strips it).
@@ -29,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_agent.codec import dump_dict, load
+from jupyter_agent.codec import OMIT_NONE, dump_dict, load
 
 __all__ = [
     "AppCallRecord",
@@ -37,6 +41,7 @@ __all__ = [
     "CellError",
     "CellResult",
     "LastValue",
+    "OmittedPrints",
     "Value",
 ]
 
@@ -129,11 +134,22 @@ class AppCallRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OmittedPrints:
+    """Printed values a result leaves out: numbers ``first`` to ``first + count - 1``,
+    ``chars`` characters in all. They come right after ``prints[first - 2]``."""
+
+    first: int
+    count: int
+    chars: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
 class CellResult:
     """Everything the kernel reports about one cell (see the module docstring)."""
 
     cell_id: str
     prints: tuple[Value, ...] = ()
+    prints_omitted: OmittedPrints | None = field(default=None, metadata=OMIT_NONE)
     stderr: Value | None = None
     last: LastValue | None = None
     displays: tuple[dict[str, Any], ...] = ()
@@ -149,6 +165,19 @@ class CellResult:
     def failed(self) -> bool:
         """True when the cell raised."""
         return self.error is not None
+
+    @property
+    def prints_total(self) -> int:
+        """How many values the cell printed, the omitted ones included."""
+        gap = self.prints_omitted
+        return len(self.prints) + (gap.count if gap is not None else 0)
+
+    def print_number(self, index: int) -> int:
+        """The ``values.get`` number of ``prints[index]`` (0-based index, 1-based number)."""
+        gap = self.prints_omitted
+        if gap is not None and index + 1 >= gap.first:
+            return index + 1 + gap.count
+        return index + 1
 
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)

@@ -159,48 +159,62 @@ class _Budget:
         return Rendered(f"{label} {body}", (call,))
 
 
-def _place_prints(
-    prints: tuple[Value, ...], cell: str, budget: _Budget, room: int
-) -> list[Rendered]:
-    """Printed values within ``room`` characters: head and tail kept, the middle stubbed."""
+def _place_prints(result: CellResult, cell: str, budget: _Budget, room: int) -> list[Rendered]:
+    """Printed values within ``room`` characters: head and tail kept, the middle stubbed.
+
+    Values the kernel left out of the result (``prints_omitted``) always fall in the stub.
+    """
+    prints = result.prints
+
+    def item_at(index: int) -> Rendered:
+        n = result.print_number(index)
+        value = prints[index]
+        return budget.value(f"[{n}]", value, _print_text(value), f"values.get({cell}, {n})")
+
     rendered: list[Rendered] = []
     used = 0
-    for i, value in enumerate(prints, start=1):
-        item = budget.value(f"[{i}]", value, _print_text(value), f"values.get({cell}, {i})")
+    for index in range(len(prints)):
+        item = item_at(index)
         used += len(item.text) + 1
         if used > room:
             break
         rendered.append(item)
     else:
-        return rendered
+        if result.prints_omitted is None:
+            return rendered
     # Not everything fits: a long run of prints is mostly a loop's progress, so show at
     # most two values' budget of it: two thirds for the first values, the rest for the last
     # ones (a loop's end is often its answer), one stub for what lies between.
     room = min(room, 2 * budget.value_chars) - _RANGE_STUB_CHARS
     head: list[Rendered] = []
     used = 0
-    for item in rendered:
+    gap = result.prints_omitted
+    for item in rendered[: gap.first - 1] if gap is not None else rendered:
         if used + len(item.text) + 1 > room * 2 // 3:
             break
         head.append(item)
         used += len(item.text) + 1
     tail: list[Rendered] = []
-    for i in range(len(prints), len(head), -1):
-        value = prints[i - 1]
-        item = budget.value(f"[{i}]", value, _print_text(value), f"values.get({cell}, {i})")
+    for index in range(len(prints) - 1, len(head) - 1, -1):
+        item = item_at(index)
         if used + len(item.text) + 1 > room:
             break
         tail.append(item)
         used += len(item.text) + 1
     tail.reverse()
-    first, last = len(head) + 1, len(prints) - len(tail)
+    # The numbers between the head and the tail, and the kept values among them.
+    first = result.print_number(len(head) - 1) + 1 if head else 1
+    last = result.print_number(len(prints) - len(tail)) - 1 if tail else result.prints_total
+    between = prints[len(head) : len(prints) - len(tail)]
     if first > last:  # cannot happen while head + tail < the first pass; kept for safety
         return [*head, *tail]
-    if first == last:
-        middle = budget.over_total(f"[{first}]", prints[first - 1], f"values.get({cell}, {first})")
+    if first == last and len(between) == 1:
+        middle = budget.over_total(f"[{first}]", between[0], f"values.get({cell}, {first})")
     else:
         count = last - first + 1
-        chars = sum(v.chars for v in prints[first - 1 : last])
+        chars = sum(v.chars for v in between)
+        if gap is not None and first <= gap.first <= last:
+            chars += gap.chars
         call = f"[values.get({cell}, i) for i in range({first}, {last + 1})]"
         middle = Rendered(
             f"[{first}]…[{last}] <stub: {count:,} more values, {size_text(chars)}, "
@@ -263,7 +277,7 @@ def digest_cell(result: CellResult, options: DigestOptions = _DEFAULT) -> Digest
             last_item = budget.over_total(label, result.last.repr, call)
         room -= len(last_item.text) + 1
     if result.prints:
-        items.extend(_place_prints(result.prints, cell, budget, max(room, 0)))
+        items.extend(_place_prints(result, cell, budget, max(room, 0)))
     if last_item is not None:
         items.append(last_item)
 

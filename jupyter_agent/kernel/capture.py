@@ -13,8 +13,14 @@ A :class:`CellCapture` is active while the kernel executes a cell the agent name
 
 Everything that goes to the host is bounded: each value's text is cut to
 :data:`VALUE_CAP` characters (``chars`` keeps the full length; the full text stays in the
-kernel for ``values.get``), the nbformat outputs to :data:`OUTPUTS_MAX` entries and
+kernel for ``values.get``); of more than ``PRINTS_HEAD + PRINTS_TAIL`` printed values only
+the first :data:`PRINTS_HEAD` and the last :data:`PRINTS_TAIL` are sent, the others named
+by ``prints_omitted``; the nbformat outputs are cut to :data:`OUTPUTS_MAX` entries and
 :data:`OUTPUTS_TEXT_CAP` characters of text, after which ``outputs_truncated`` is set.
+Bounding the count matters as much as bounding each value: a loop printing a million
+numbers would otherwise make a reply of tens of MB, whose building and sending after an
+interrupt took longer than the host's interrupt grace (so the kernel was restarted and
+the output lost).
 """
 
 from __future__ import annotations
@@ -25,11 +31,20 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from jupyter_agent.core.cells import AppCallRecord, CellError, CellResult, LastValue, Value
+from jupyter_agent.core.cells import (
+    AppCallRecord,
+    CellError,
+    CellResult,
+    LastValue,
+    OmittedPrints,
+    Value,
+)
 
 __all__ = [
     "OUTPUTS_MAX",
     "OUTPUTS_TEXT_CAP",
+    "PRINTS_HEAD",
+    "PRINTS_TAIL",
     "VALUE_CAP",
     "CapturingStream",
     "CellCapture",
@@ -41,6 +56,9 @@ __all__ = [
 VALUE_CAP = 20_000
 OUTPUTS_MAX = 200
 OUTPUTS_TEXT_CAP = 100_000
+# Printed values sent to the host: the first and the last ones (the rest stay in the kernel).
+PRINTS_HEAD = 500
+PRINTS_TAIL = 500
 # A mime entry bigger than this (an image of many MB) is replaced by a note in the result.
 MIME_CAP = 5_000_000
 
@@ -191,9 +209,11 @@ class CellCapture:
                 repr=bound_value(str(text)), mime=bundle, type_name=type(self.last_obj).__name__
             )
         stderr = "".join(self.stderr_parts)
+        prints, omitted = _bound_prints(self.prints)
         return CellResult(
             cell_id=self.cell_id,
-            prints=tuple(bound_value(p) for p in self.prints),
+            prints=prints,
+            prints_omitted=omitted,
             stderr=bound_value(stderr) if stderr else None,
             last=last,
             displays=tuple(self.displays),
@@ -216,6 +236,18 @@ class CellCapture:
         global _active
         with _lock:
             _active = None
+
+
+def _bound_prints(prints: list[str]) -> tuple[tuple[Value, ...], OmittedPrints | None]:
+    """The values sent for ``prints``: all, or the first and last ones and what is left out."""
+    if len(prints) <= PRINTS_HEAD + PRINTS_TAIL:
+        return tuple(bound_value(p) for p in prints), None
+    kept = [*prints[:PRINTS_HEAD], *prints[-PRINTS_TAIL:]]
+    middle = prints[PRINTS_HEAD:-PRINTS_TAIL]
+    omitted = OmittedPrints(
+        first=PRINTS_HEAD + 1, count=len(middle), chars=sum(len(p) for p in middle)
+    )
+    return tuple(bound_value(p) for p in kept), omitted
 
 
 class CapturingStream:

@@ -217,10 +217,13 @@ class AgentKernelHandle:
                 "traceback": [],
             }
             if base is None:
-                # The restart lost the kernel's own record: keep what came over iopub.
+                # The restart lost the kernel's own record: keep what came over iopub (its
+                # stdout as one value, so the digest shows what the cell printed).
+                stdout = collector.stream_text("stdout").removesuffix("\n")
                 stderr = collector.stream_text("stderr")
                 return CellResult(
                     cell_id=cell_id,
+                    prints=(Value(text=stdout[:_VALUE_CAP], chars=len(stdout)),) if stdout else (),
                     stderr=Value(text=stderr[:_VALUE_CAP], chars=len(stderr)) if stderr else None,
                     error=error,
                     outputs=(*collector.outputs, timeout_output),
@@ -230,6 +233,7 @@ class AgentKernelHandle:
             return CellResult(
                 cell_id=cell_id,
                 prints=base.prints,
+                prints_omitted=base.prints_omitted,
                 stderr=base.stderr,
                 displays=base.displays,
                 error=error,

@@ -25,12 +25,19 @@ Contracts:
 - Safe to call from concurrent asyncio tasks and from other threads (one lock).
 - :func:`read_log` tolerates a truncated last line (a crash mid-write) and reports it; any
   other damage is a :class:`TraceError` naming the line number.
+- The file is created with mode 0600 (only its owner reads a run's record).
+- Fault injection, for tests only (``docs/fault-injection.md``): the environment variable
+  :data:`FAULT_ENV` (read once, at import) set to ``kill:before:NAME[:N]`` or
+  ``kill:after:NAME[:N]`` makes the process SIGKILL itself at the Nth (default 1st) effect
+  called NAME of any log in this process, ``before`` right after its intent line is on
+  disk, ``after`` right after its result line is. Unset, it costs one ``is None`` test.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,6 +50,7 @@ from jupyter_agent.effects import EFFECT_NAMES, HTTP_POST, OUTSIDE_EFFECTS, Effe
 from jupyter_agent.exceptions import TraceError
 
 __all__ = [
+    "FAULT_ENV",
     "LOG_VERSION",
     "PROGRAM",
     "EffectLog",
@@ -62,6 +70,62 @@ Phase = Literal["intent", "result"]
 # Header names that carry a credential; matched case-insensitively, also as substrings.
 _SECRET_HEADER_EXACT: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
 _SECRET_HEADER_PARTS: Final = ("api-key", "api_key", "apikey", "token", "secret")
+
+
+FAULT_ENV: Final = "JUPYTER_AGENT_FAULT"
+
+
+@dataclass(frozen=True)
+class _Fault:
+    """Where the fault hook kills the process: the ``nth`` ``name`` effect's ``when`` line."""
+
+    when: Literal["before", "after"]
+    name: str
+    nth: int = 1
+
+
+def _parse_fault(spec: str | None) -> _Fault | None:
+    """The fault :data:`FAULT_ENV` asks for (None when unset or empty); ValueError if bad."""
+    if not spec:
+        return None
+    parts = spec.strip().split(":")
+    nth = 1
+    if len(parts) == 4:
+        try:
+            nth = int(parts[3])
+        except ValueError:
+            nth = 0
+        parts = parts[:3]
+    if len(parts) != 3 or parts[0] != "kill" or parts[1] not in ("before", "after") or nth < 1:
+        raise ValueError(
+            f"{FAULT_ENV}={spec!r}: expected kill:before:NAME[:N] or kill:after:NAME[:N]"
+        )
+    if parts[2] not in EFFECT_NAMES:
+        raise ValueError(
+            f"{FAULT_ENV}={spec!r}: unknown effect {parts[2]!r} (one of {sorted(EFFECT_NAMES)})"
+        )
+    when: Literal["before", "after"] = "before" if parts[1] == "before" else "after"
+    return _Fault(when=when, name=parts[2], nth=nth)
+
+
+_FAULT: Final = _parse_fault(os.environ.get(FAULT_ENV))
+_fault_seen = 0  # effects matching _FAULT so far, in this process
+
+
+def _fault_point(when: str, name: str, fd: int) -> None:
+    """Kill the process here if the fault hook names this line (see the module docstring).
+
+    Called with the log's lock held, right after the line was written: the line is made
+    durable first, so what a test finds on disk is exactly what a real crash leaves.
+    """
+    global _fault_seen
+    fault = _FAULT
+    if fault is None or fault.when != when or fault.name != name:
+        return
+    _fault_seen += 1
+    if _fault_seen == fault.nth:
+        _datasync(fd)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def now_iso() -> str:
@@ -119,7 +183,8 @@ class EffectLog:
 
         The header line is ``{"kind": "header", "version": 1, **header}``; ``header`` holds
         run_id, chat_id, program, profile, tiers, created. Refuses to overwrite an existing
-        file (FileExistsError): a run's log is written once. The file and its folder entry
+        file (FileExistsError): a run's log is written once. The file's mode is 0600
+        whatever the umask. The file and its folder entry
         are fsynced so the log exists on disk before the run does anything.
         """
         target = Path(path)
@@ -130,6 +195,8 @@ class EffectLog:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         log = cls(target, fd)
         try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o600)  # exactly: the umask may only have narrowed it
             log._write(data)
             os.fsync(fd)
             _fsync_dir(target.parent)
@@ -181,6 +248,8 @@ class EffectLog:
             self._pending[seq] = effect.name
             if outside and durable:
                 _datasync(fd)
+            if _FAULT is not None:
+                _fault_point("before", effect.name, fd)
         return seq
 
     def result(
@@ -199,7 +268,7 @@ class EffectLog:
         """
         err = dict(error) if error is not None else None
         with self._lock:
-            self._require_open()
+            fd = self._require_open()
             expected = self._pending.get(seq)
             if expected is None:
                 raise ValueError(f"seq {seq} has no open intent in this log")
@@ -216,6 +285,8 @@ class EffectLog:
                 line["error"] = err
             self._write(_dumps(line))
             del self._pending[seq]
+            if _FAULT is not None:
+                _fault_point("after", name, fd)
         return Result(seq=seq, name=name, data=data, error=err)
 
     def sync(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import struct
 import zlib
 from pathlib import Path
@@ -21,6 +22,7 @@ from jupyter_agent.core.cells import (
     CellError,
     CellResult,
     LastValue,
+    OmittedPrints,
     Value,
 )
 from jupyter_agent.core.digest import Digest, DigestOptions, digest_bash, digest_cell
@@ -468,3 +470,31 @@ def test_options_from_config_take_budgets_spaces_and_vision() -> None:
         value_budget_tokens=500, total_budget_tokens=2500, env_prefix="/u/me/.venv", home="/u/me"
     )
     assert DigestOptions.from_config(Ceilings(), {}, Profile()) == DigestOptions()
+
+
+def test_prints_the_kernel_left_out_fall_in_the_stub() -> None:
+    # 1,000 values kept of 1,000,000: numbers 1-500 and 999,501-1,000,000.
+    kept = tuple(Value(text=str(i)) for i in (*range(500), *range(999_500, 1_000_000)))
+    gap = OmittedPrints(first=501, count=999_000, chars=5_888_890)
+    result = CellResult(cell_id="c1", prints=kept, prints_omitted=gap)
+    assert result.prints_total == 1_000_000
+    assert [result.print_number(i) for i in (0, 499, 500, 999)] == [1, 500, 999_501, 1_000_000]
+    d = digest_cell(result)
+    lines = d.text.splitlines()
+    assert lines[2] == "[1] 0"
+    assert lines[-1] == "[1000000] 999999"
+    stub = next(line for line in lines if "<stub:" in line)
+    first, last = (int(n) for n in re.findall(r"^\[(\d+)\]…\[(\d+)\]", stub)[0])
+    assert 1 < first <= 501
+    assert 999_501 <= last < 1_000_000
+    assert f"{last - first + 1:,} more values" in stub
+    assert len(d.text) < 10_000
+
+
+def test_a_short_result_with_a_gap_still_names_it() -> None:
+    kept = (Value(text="a"), Value(text="z"))
+    result = CellResult(cell_id="c1", prints=kept, prints_omitted=OmittedPrints(first=2, count=3))
+    d = digest_cell(result)
+    assert "[1] a" in d.text
+    assert "[5] z" in d.text
+    assert "[2]…[4] <stub: 3 more values" in d.text

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from jupyter_agent.core.cells import OmittedPrints
+from jupyter_agent.kernel.capture import PRINTS_HEAD, PRINTS_TAIL
 from jupyter_agent.runtime.kernels import AgentKernelHandle
 from tests.plugins.kernels import RecordingHost
 
@@ -254,3 +256,22 @@ async def test_unknown_stdin_request_does_not_hang(agent_kernel: AgentKernelHand
     assert result.prints, result
     assert "jupyter-agent calls only" in result.prints[0].text
     assert agent_kernel.stdin_round_trips == 2
+
+
+async def test_many_prints_send_the_first_and_last_and_keep_all(agent_kernel: AgentKernelHandle):
+    n = PRINTS_HEAD + PRINTS_TAIL + 2_000
+    r = await agent_kernel.run_cell("c1", f"for i in range({n}): print(i)", timeout_s=60)
+    assert len(r.prints) == PRINTS_HEAD + PRINTS_TAIL
+    assert r.prints_omitted == OmittedPrints(
+        first=PRINTS_HEAD + 1,
+        count=2_000,
+        chars=sum(len(str(i)) for i in range(PRINTS_HEAD, PRINTS_HEAD + 2_000)),
+    )
+    assert r.prints_total == n
+    assert r.prints[PRINTS_HEAD].text == str(PRINTS_HEAD + 2_000)
+    assert r.print_number(PRINTS_HEAD) == PRINTS_HEAD + 2_001
+    # The kernel keeps every value: the omitted ones too.
+    r2 = await agent_kernel.run_cell(
+        "c2", f"print(values.get('c1', {PRINTS_HEAD + 7}), values.get('c1', {n}))", timeout_s=60
+    )
+    assert r2.prints[0].text == f"{PRINTS_HEAD + 6} {n - 1}"

@@ -277,3 +277,13 @@ def test_threads_and_unicode(tmp_path):
     for p in pairs:
         assert p.result is not None
         assert p.result.data.endswith(p.data["kind"][1:])
+
+
+def test_a_log_is_readable_by_its_owner_only(tmp_path):
+    old = os.umask(0o022)
+    try:
+        with EffectLog.create(tmp_path / "runs" / "r.jsonl", HEADER) as log:
+            mode = log.path.stat().st_mode & 0o777
+    finally:
+        os.umask(old)
+    assert mode == 0o600
