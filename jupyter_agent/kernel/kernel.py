@@ -32,6 +32,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import zmq
@@ -44,6 +45,7 @@ from traitlets import Type
 from jupyter_agent import __version__
 from jupyter_agent.core.cells import AppCallRecord, CellError
 from jupyter_agent.exceptions import AppCallError
+from jupyter_agent.text import repair_json
 
 from . import capture
 from .apps import build_apps, make_batch
@@ -158,6 +160,20 @@ class _StdinHost:
         return cap.batches
 
 
+def _repairing_packer(pack: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """The session's packer, but a message holding a lone surrogate (a print of
+    ``"\ud800"``, half an emoji) is sent with each replaced by U+FFFD instead of failing
+    to encode (which would lose the output and the execute_reply holding it)."""
+
+    def packer(obj: Any) -> bytes:
+        try:
+            return pack(obj)
+        except UnicodeEncodeError:
+            return pack(repair_json(obj))
+
+    return packer
+
+
 class AgentKernel(IPythonKernel):
     """The ``jupyter-agent`` kernel (see the module docstring for its protocol)."""
 
@@ -169,6 +185,8 @@ class AgentKernel(IPythonKernel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # type: ignore[no-untyped-call]
         capture.install_print_hook()
+        if self.session is not None:
+            self.session.pack = _repairing_packer(self.session.pack)
         for stream in (sys.stdout, sys.stderr):
             if hasattr(stream, "flush_interval"):
                 stream.flush_interval = _FLUSH_INTERVAL_S

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.core.turns import RunSummary, Steering, TurnLLM, TurnRecord
+from jupyter_agent.core.turns import Reply, RunSummary, Steering, TurnLLM, TurnRecord
 from jupyter_agent.exceptions import StoreError, StoreUnavailable
 from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.trace.log import read_log
@@ -122,6 +122,8 @@ class LogFacts:
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     turn: dict[str, Any] | None = None
+    replies: list[Reply] = field(default_factory=list)
+    """What the person saw posted (``chat.post`` results that were not deferred)."""
 
     @property
     def message_ids(self) -> list[str]:
@@ -137,6 +139,8 @@ def log_facts(log_path: Path) -> LogFacts:
     """
     messages: list[dict[str, Any]] = []
     turn: dict[str, Any] | None = None
+    posts: dict[int, dict[str, Any]] = {}
+    replies: list[Reply] = []
     try:
         lines = read_log(log_path).lines
     except Exception:
@@ -146,19 +150,25 @@ def log_facts(log_path: Path) -> LogFacts:
         if line.phase == "intent":
             if line.name == "turn.append" and isinstance(line.data, dict):
                 turn = line.data
+            elif line.name == "chat.post" and isinstance(line.data, dict):
+                posts[line.seq] = line.data
             continue
+        if line.name == "chat.post" and isinstance(line.data, str) and line.seq in posts:
+            post = posts[line.seq]  # posted (a deferred one answers a dict)
+            replies.append(Reply(text=str(post.get("text", "")), done=bool(post.get("done"))))
         items: Any = line.data if line.name == "mailbox.drain" else None
         if isinstance(line.data, dict):
             items = line.data.get("deferred", items)
         for item in items if isinstance(items, list) else ():
             if isinstance(item, dict) and item.get("kind") == "message":
                 messages.append(item)
-    return LogFacts(messages=messages, turn=turn)
+    return LogFacts(messages=messages, turn=turn, replies=replies)
 
 
 def minimal_turn(summary: RunSummary, stop: str, cause: str, facts: LogFacts | Path) -> TurnRecord:
     """The turn the host writes for a run whose loop could not write one: the messages it
-    took (``facts``, or read back from the log at that path) as its text and steering."""
+    took (``facts``, or read back from the log at that path) as its text and steering, and
+    the replies it posted."""
     if isinstance(facts, Path):
         facts = log_facts(facts)
     first, *rest = facts.messages or [{}]
@@ -170,6 +180,7 @@ def minimal_turn(summary: RunSummary, stop: str, cause: str, facts: LogFacts | P
         steering=tuple(
             Steering(text=str(m.get("text", "")), at=str(m.get("at", ""))) for m in rest
         ),
+        replies=tuple(facts.replies),
         created=summary.started,
         interrupted=True,
         model=summary.model,

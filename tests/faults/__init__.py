@@ -10,8 +10,11 @@ fault                                        tests
 server SIGKILLed before/after a model call,  ``test_crash_boundaries.py`` (real server, restart);
 a cell, the reply, the turn write            in process: ``tests/runtime/test_scenarios.py``
                                              ``::test_crash_recovery_writes_a_minimal_turn``
-steering message queued, then a crash        ``test_crash_boundaries.py`` (xfail until the
-                                             mailbox is durable)
+steering message queued, then a crash        ``test_crash_boundaries.py``; in process:
+                                             ``tests/runtime/test_durability.py``
+store locked / unwritable at any point       ``tests/runtime/test_durability.py``,
+                                             ``tests/server/test_store_faults.py``,
+                                             ``tests/store/test_file_faults.py``
 the hook itself; effect logs 0600            ``test_fault_hook.py``; ``tests/trace/test_log.py``
 provider 429 then success                    ``test_provider_faults.py``; transport:
                                              ``tests/llm/test_transport.py`` (retry-after forms,

@@ -32,9 +32,6 @@ pytestmark = pytest.mark.timeout(300)
 OPENING = "Please run the cell."
 REPLY = "All done."
 
-DURABLE_MAILBOX = "durable mailbox: integrator"
-TURN_FROM_LOG = "turn kept when the store fails (written from the log at restart): integrator"
-SUMMARY_FROM_TURN = "recover() marks a run interrupted although its turn is stored: integrator"
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +106,6 @@ BOUNDARIES = [
         "done",
         1,
         id="before-turn-write",
-        marks=pytest.mark.xfail(strict=True, reason=TURN_FROM_LOG),
     ),
     pytest.param("kill:after:turn.append", "done", 1, id="after-turn-write"),
 ]
@@ -148,7 +144,6 @@ def test_a_crash_at_a_boundary_loses_nothing_and_repeats_nothing(
     assert _lines(ran) == cell_runs  # nothing re-ran it later either
 
 
-@pytest.mark.xfail(strict=True, reason=DURABLE_MAILBOX)
 def test_a_steering_message_acknowledged_before_a_crash_is_delivered(
     server: FaultServer, fake: FakeProvider
 ) -> None:
@@ -183,7 +178,6 @@ def test_a_steering_message_acknowledged_before_a_crash_is_delivered(
     assert "Also mention the weather." in texts
 
 
-@pytest.mark.xfail(strict=True, reason=SUMMARY_FROM_TURN)
 def test_a_run_whose_turn_was_written_is_not_listed_as_interrupted(
     server: FaultServer, fake: FakeProvider
 ) -> None:

@@ -161,15 +161,6 @@ def test_a_cell_printing_the_servers_environment_leaks_nothing(server: Server) -
     assert_clean("the server's log", server.log.read_text(errors="replace"), server)
 
 
-@pytest.mark.xfail(
-    reason=(
-        "the agent kernel cannot send a lone surrogate: jupyter_client's json_packer raises "
-        "UnicodeEncodeError in the kernel, so the output (and the execute_reply holding it) "
-        "never leaves the kernel and the cell times out; needs a kernel-side packer that "
-        "repairs (kernel/*)"
-    ),
-    strict=False,
-)
 def test_a_cell_printing_a_lone_surrogate_ends_in_a_clean_turn(server: Server) -> None:
     server.fake.load([{"text": "Printing.", "cells": [SURROGATES]}, {"text": "Printed."}])
     with server.http() as client:
@@ -186,7 +177,8 @@ def test_a_cell_printing_a_lone_surrogate_ends_in_a_clean_turn(server: Server) -
         assert "lone \ufffd surrogate" in json.dumps(cell, ensure_ascii=False)
         notebook = client.get(f"agent/runs/{run_id}/notebook")
         assert notebook.status_code == 200
-        assert "a\ufffdb" in notebook.json()["cells"][-1]["outputs"][0]["text"]
+        outputs = [o for c in notebook.json()["cells"] for o in c.get("outputs", [])]
+        assert any("a\ufffdb" in str(o.get("text", "")) for o in outputs), outputs
 
 
 def test_a_failed_model_call_never_shows_the_key(server: Server) -> None:
