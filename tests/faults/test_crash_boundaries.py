@@ -33,7 +33,6 @@ OPENING = "Please run the cell."
 REPLY = "All done."
 
 
-
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeProvider]:
     with FakeProvider([]) as provider:
