@@ -392,8 +392,10 @@ class RunDriver:
             )
         except KernelDied as err:
             await self.kernel.replace_dead()
-            cell = CellResult(
-                cell_id=cell_id,
+            # What it printed before it died stays (the live output collected so far).
+            _, printed, _ = running.partial("error")
+            cell = replace(
+                CellResult.from_json(printed),
                 error=CellError(
                     ename="KernelDied",
                     evalue=f"{err}. A new kernel was started: earlier variables are gone.",

@@ -81,9 +81,13 @@ def _seconds(start: str, end: str) -> float:
 def test_a_kernel_killed_mid_cell_is_reported_and_replaced(
     server: FaultServer, fake: FakeProvider
 ) -> None:
-    code = "print('about to die')\nimport os\nos.kill(os.getpid(), 9)"
+    code = (
+        "print('about to die', flush=True)\n"
+        "import os, time\ntime.sleep(0.5)\nos.kill(os.getpid(), 9)"
+    )
     turn, result, digest, _ = _run_cell(server, fake, code)
     assert result["error"]["ename"] == "KernelDied"
+    assert "about to die" in json.dumps(result)  # what it printed before dying is kept
     assert "A new kernel was started" in result["error"]["evalue"]
     assert "KernelDied" in digest
     assert turn["llm"]["cells"] == 1
