@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,13 +45,13 @@ from traitlets import Bool, Float, Int, TraitError, validate
 from traitlets.config import LoggingConfigurable
 
 from jupyter_agent.core.events import RunEnd, RunStart
-from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.core.runstate import Ceilings
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import RunCancelled
 from jupyter_agent.runtime.driver import RunConfig, RunDriver, RunServices
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.recovery import queued_by_chat, recover_runs, status_of
+from jupyter_agent.runtime.run_opening import ActiveRun, NextRun, Opening, open_run, unstart
 from jupyter_agent.runtime.run_records import (
     durable_call,
     ended_summary,
@@ -60,7 +59,6 @@ from jupyter_agent.runtime.run_records import (
     store_call,
     with_counts,
 )
-from jupyter_agent.trace.log import EffectLog
 
 __all__ = ["ActiveRun", "BreakState", "RunManager"]
 
@@ -69,32 +67,6 @@ log = logging.getLogger(__name__)
 BreakState = Literal["breaking", "ended"]
 
 _DEFAULT = Ceilings()
-
-
-@dataclass(kw_only=True)
-class ActiveRun:
-    """A run in progress: its driver and the task running it."""
-
-    run_id: str
-    chat_id: str
-    driver: RunDriver
-    task: asyncio.Task[None]
-    soft_break: bool = False
-
-    @property
-    def closed(self) -> bool:
-        """True once the run takes no more mail (final reply posted, or broken)."""
-        return self.soft_break or self.driver.closed
-
-
-@dataclass(kw_only=True)
-class NextRun:
-    """A run reserved for a chat whose current run is closed: it starts when that ends."""
-
-    run_id: str
-    items: list[dict[str, Any]] = field(default_factory=list)
-    hard_break: bool = False
-    started: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class RunManager(LoggingConfigurable):
@@ -369,94 +341,38 @@ class RunManager(LoggingConfigurable):
     ) -> str:
         """Start a run with ``items`` (its first message opens it); under the chat's lock.
 
-        ``new``: the one item not stored yet (the message just sent, last of ``items``);
-        it is stored with the run, in one transaction, and forgotten if the run cannot
-        start.
+        ``new``: the one item not stored yet (see :func:`open_run`).
         """
-        first = next(i for i in items if i.get("kind") == "message")
-        view = first.get("view")
-        text = str(first.get("text", ""))
-        message_id = first.get("id") if isinstance(first.get("id"), str) else None
-        run_id = run_id or new_id("run")
-        config = self._config()
-        started = now_iso()
-        model = (config.tiers.get("codegen") or {}).get("model")
-        header = {
-            "run_id": run_id,
-            "chat_id": chat_id,
-            "program": PROGRAM,
-            "created": started,
-            "tiers": config.tiers,
-            "profile": model,
-        }
-        summary = RunSummary(
-            run_id=run_id,
-            chat_id=chat_id,
-            program=PROGRAM,
-            status="running",
-            started=started,
-            model=str(model) if model else None,
+        opening = await open_run(
+            self.services, self._config(), self.log_path, chat_id, items, run_id=run_id, new=new
         )
-        store = self.services.store
-        history = await asyncio.to_thread(store.list_turns, chat_id)
-        await asyncio.to_thread(store.open_run, summary, message=new)
         try:
-            effect_log = await asyncio.to_thread(EffectLog.create, self.log_path(run_id), header)
+            self._launch(opening)
         except Exception:
-            await self._unstart(summary, new, None)
-            raise
-        try:
-            self._launch(summary, effect_log, config, history, view, text, message_id)
-        except Exception:
-            await self._unstart(summary, new, effect_log)
+            await unstart(self.services, opening.summary, new, opening.effect_log)
             raise
         # Queued only once the run exists (its first drain comes after this returns).
         for item in items:
             self.services.mailbox.put(chat_id, item)
-        return run_id
+        return opening.summary.run_id
 
-    async def _unstart(
-        self,
-        summary: RunSummary,
-        message: dict[str, Any] | None,
-        effect_log: EffectLog | None,
-    ) -> None:
-        """A run that could not start: nothing ran, so it must not stay ``running`` (and a
-        message stored with it is taken back: the sender gets an error, not a run)."""
-        if effect_log is not None:
-            effect_log.close()
-        if message is not None:
-            await store_call(self.services.store.delete_mail, [str(message["id"])])
-        await store_call(
-            self.services.store.upsert_run,
-            ended_summary(summary, now_iso(), status="error", stop="error", cause="error"),
-        )
-
-    def _launch(
-        self,
-        summary: RunSummary,
-        effect_log: EffectLog,
-        config: RunConfig,
-        history: list[TurnRecord],
-        view: dict[str, Any] | None,
-        text: str,
-        message_id: str | None,
-    ) -> None:
-        run_id, chat_id, started = summary.run_id, summary.chat_id, summary.started
-        path = (view or {}).get("path")
-        cwd = str(Path(path).parent) if isinstance(path, str) and path else None
+    def _launch(self, opening: Opening) -> None:
+        summary = opening.summary
+        run_id, chat_id = summary.run_id, summary.chat_id
         driver = RunDriver(
             run_id=run_id,
             chat_id=chat_id,
-            log_=effect_log,
-            config=config,
-            history=history,
+            log_=opening.effect_log,
+            config=opening.config,
+            history=opening.history,
             services=self.services,
-            cwd=cwd,
+            cwd=opening.cwd,
         )
         # The opening message rides on run_start so every client shows it at once.
         self.services.events.publish(
-            chat_id, run_id, RunStart(started=started, text=text, message_id=message_id)
+            chat_id,
+            run_id,
+            RunStart(started=summary.started, text=opening.text, message_id=opening.message_id),
         )
         task = asyncio.get_running_loop().create_task(self._run(summary, driver))
         active = ActiveRun(run_id=run_id, chat_id=chat_id, driver=driver, task=task)
