@@ -126,6 +126,7 @@ class Parts:
             config=config,
         )
         self._started: asyncio.Task[None] | None = None
+        self._pool_started = False
         self._stopped = False
 
     @property
@@ -169,16 +170,21 @@ class Parts:
     async def start(self) -> None:
         """Start the pool and recover runs left running; idempotent (one start, shielded
         from a cancelled caller)."""
-        if self._started is None:
-            self._started = asyncio.ensure_future(self._start())
-        await asyncio.shield(self._started)
+        started = self._started
+        if started is None or (started.done() and started.exception() is not None):
+            # A start that failed (a store unavailable at boot) is tried again by the next
+            # caller, not kept failed until the server restarts.
+            started = self._started = asyncio.ensure_future(self._start())
+        await asyncio.shield(started)
 
     async def _start(self) -> None:
         for warning in self.admin.policy_warnings:
             self.server_log.warning("jupyter-agent: %s", warning)
         # Once, in the server's log: which tiers are ready, whether the demo runs.
         self.server_log.info("%s", self.tier_settings.readiness_line())
-        await self.pool.start()
+        if not self._pool_started:
+            await self.pool.start()
+            self._pool_started = True
         recovered = await self.manager.recover()
         if recovered:
             log.info("jupyter-agent: interrupted runs recovered: %d", len(recovered))

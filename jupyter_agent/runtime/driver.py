@@ -141,7 +141,7 @@ class RunDriver:
         self.closed = False  # see the module docstring
         self._performers = self._table()
         self._deferred: list[dict[str, Any]] = []  # mail taken at a hard break
-        self._taken: list[str] = []  # ids of the messages taken from the mailbox
+        self._taken: list[dict[str, Any]] = []  # the messages taken from the mailbox
         self._bubbles: list[str] = []  # in-cell bubbles of the cell in flight
 
     # --- control -----------------------------------------------------------------------
@@ -164,11 +164,25 @@ class RunDriver:
             self.closed = True
             self._deferred = self._take(self.services.mailbox.drain(self.chat_id))
 
-    def delivered(self) -> list[str]:
-        """Ids of the messages this run's turn holds (taken, and not left for the next
-        run): the durable mailbox forgets them with the turn."""
-        left = {item.get("id") for item in self._deferred}
-        return [message_id for message_id in self._taken if message_id not in left]
+    def held_by(self, turn: TurnRecord) -> tuple[list[str], list[dict[str, Any]]]:
+        """The messages this run took, split by what ``turn`` holds: (ids of those it holds
+        as its text or steering, the items it does not hold, oldest first).
+
+        Matched by text, one turn entry per message, so a path that kept only some of them
+        (a run that failed, a bad tier, mail a hard break took after the loop's last read)
+        never has the durable mailbox forget a message no turn holds.
+        """
+        texts: list[str] = [turn.user_text, *(s.text for s in turn.steering)]
+        held: list[str] = []
+        left: list[dict[str, Any]] = []
+        for item in self._taken:
+            text = str(item.get("text") or "")
+            if text in texts:
+                texts.remove(text)
+                held.append(str(item["id"]))
+            else:
+                left.append(item)
+        return held, left
 
     def take_deferred(self) -> list[dict[str, Any]]:
         """Mail a hard break took that the loop never read (for the next run); emptied."""
@@ -302,9 +316,8 @@ class RunDriver:
 
         async def turn_append(effect: Effect, seq: int) -> Outcome:
             turn = TurnRecord.from_json(effect.data)
-            await asyncio.to_thread(
-                self.services.store.append_turn, turn, delivered=self.delivered()
-            )
+            delivered, _left = self.held_by(turn)
+            await asyncio.to_thread(self.services.store.append_turn, turn, delivered=delivered)
             self.turn_written = True
             return {"ok": True}, None
 
@@ -332,7 +345,7 @@ class RunDriver:
             if item.get("kind") != "message":
                 continue
             if isinstance(item.get("id"), str):
-                self._taken.append(item["id"])
+                self._taken.append(item)
             if not self._opened:
                 self._opened = True
                 continue

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.core.turns import RunSummary, TurnRecord
+from jupyter_agent.exceptions import StoreUnavailable
 from jupyter_agent.runtime.ids import now_iso
 from jupyter_agent.runtime.run_records import (
     ended_summary,
@@ -45,46 +46,68 @@ def status_of(turn: TurnRecord) -> str:
 
 
 async def recover_runs(store: Any, log_path: Callable[[str], Path], *, skip: set[str]) -> list[str]:
-    """End every run left ``running`` (but those in ``skip``); returns their ids."""
+    """End every run left ``running`` (but those in ``skip``); returns their ids.
+
+    One run's failure (its chat deleted, a record that does not read) is logged and the
+    others go on; a store that is unavailable raises (the start is retried).
+    """
     left: list[RunSummary] = await asyncio.to_thread(store.runs_with_status, "running")
     recovered = []
     for summary in left:
         if summary.run_id in skip:
             continue
-        facts = await asyncio.to_thread(log_facts, log_path(summary.run_id))
-        stored = await asyncio.to_thread(store.get_turn_by_run, summary.run_id)
-        from_log = None
-        if stored is None and facts.turn is not None:
-            try:
-                from_log = TurnRecord.from_json(facts.turn)
-            except ValueError:
-                log.warning("run %s: its logged turn does not read back", summary.run_id)
-        turn = stored or from_log or minimal_turn(summary, "error", "restart", facts)
-        await asyncio.to_thread(store.append_turn, turn, delivered=facts.message_ids)
-        now = now_iso()
-        if from_log is not None or (stored is not None and not stored.interrupted):
-            ended = with_counts(
-                ended_summary(
-                    summary,
-                    now,
-                    status=status_of(turn),
-                    stop=turn.llm.stop_reason,
-                    cause=turn.llm.end_cause,
-                ),
-                turn,
-            )
-        else:
-            ended = ended_summary(summary, now, status="interrupted", stop="error", cause="restart")
-        await asyncio.to_thread(store.upsert_run, ended)
+        try:
+            await _recover_one(store, summary, log_path(summary.run_id))
+        except StoreUnavailable:
+            raise
+        except Exception:
+            log.exception("could not recover run %s", summary.run_id)
+            continue
         recovered.append(summary.run_id)
     return recovered
 
 
+async def _recover_one(store: Any, summary: RunSummary, path: Path) -> None:
+    facts = await asyncio.to_thread(log_facts, path)
+    stored = await asyncio.to_thread(store.get_turn_by_run, summary.run_id)
+    from_log = None
+    if stored is None and facts.turn is not None:
+        try:
+            from_log = TurnRecord.from_json(facts.turn)
+        except ValueError:
+            log.warning("run %s: its logged turn does not read back", summary.run_id)
+    turn = stored or from_log or minimal_turn(summary, "error", "restart", facts)
+    if await asyncio.to_thread(store.get_chat, summary.chat_id) is None:
+        # The chat was deleted: no turn to keep, and no mail for it to deliver.
+        await asyncio.to_thread(store.delete_mail, facts.message_ids)
+    else:
+        await asyncio.to_thread(store.append_turn, turn, delivered=facts.message_ids)
+    now = now_iso()
+    if from_log is not None or (stored is not None and not stored.interrupted):
+        ended = with_counts(
+            ended_summary(
+                summary,
+                now,
+                status=status_of(turn),
+                stop=turn.llm.stop_reason,
+                cause=turn.llm.end_cause,
+            ),
+            turn,
+        )
+    else:
+        ended = ended_summary(summary, now, status="interrupted", stop="error", cause="restart")
+    await asyncio.to_thread(store.upsert_run, ended)
+
+
 async def queued_by_chat(store: Any) -> dict[str, list[dict[str, Any]]]:
-    """The durable mailbox's messages, per chat, oldest first (mailbox items)."""
+    """The durable mailbox's messages, per chat, oldest first (mailbox items); those of a
+    deleted chat are forgotten."""
     queued: list[dict[str, Any]] = await asyncio.to_thread(store.queued_mail)
     chats: dict[str, list[dict[str, Any]]] = {}
     for item in queued:
         chat_id = str(item.pop("chat_id"))
         chats.setdefault(chat_id, []).append(item)
+    for chat_id in list(chats):
+        if await asyncio.to_thread(store.get_chat, chat_id) is None:  # deleted: nobody to answer
+            await asyncio.to_thread(store.delete_mail, [str(i["id"]) for i in chats.pop(chat_id)])
     return chats

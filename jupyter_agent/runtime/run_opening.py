@@ -19,6 +19,7 @@ from typing import Any
 
 from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.core.turns import RunSummary, TurnRecord
+from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.driver import RunConfig, RunDriver
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.run_parts import RunServices
@@ -86,8 +87,8 @@ async def open_run(
     """Write a new run's records; its first message in ``items`` opens it.
 
     ``new``: the one item not stored yet (the message just sent); it is stored with the
-    run, in one transaction. Raises what the store or the file system raised, with nothing
-    of the run left ``running`` and ``new`` not kept.
+    run, in one transaction. Raises NotFound when the chat is gone, else what the store or
+    the file system raised, with nothing of the run left ``running`` and ``new`` not kept.
     """
     first = next(i for i in items if i.get("kind") == "message")
     run_id = run_id or new_id("run")
@@ -111,7 +112,8 @@ async def open_run(
     )
     store = services.store
     history = await asyncio.to_thread(store.list_turns, chat_id)
-    await asyncio.to_thread(store.open_run, summary, message=new)
+    if not await asyncio.to_thread(store.open_run, summary, message=new):
+        raise NotFound(f"no chat {chat_id[:120]}")  # deleted meanwhile: nothing was stored
     try:
         effect_log = await asyncio.to_thread(EffectLog.create, log_path(run_id), header)
     except Exception:
@@ -138,9 +140,11 @@ async def unstart(
     """A run that could not start: nothing ran, so it must not stay ``running`` (and a
     message stored with it is taken back: the sender gets an error, not a run)."""
     if effect_log is not None:
-        effect_log.close()
+        # Nothing ran: the log holds its header only, and must not be left behind.
+        await asyncio.to_thread(effect_log.close)
+        await asyncio.to_thread(effect_log.path.unlink, missing_ok=True)
     if message is not None:
-        await store_call(services.store.delete_mail, [str(message["id"])])
+        await store_call(services.store.delete_mail, [str(message["id"])], attempts=3)
     await store_call(
         services.store.upsert_run,
         ended_summary(summary, now_iso(), status="error", stop="error", cause="error"),

@@ -47,7 +47,7 @@ from traitlets.config import LoggingConfigurable
 from jupyter_agent.core.events import RunEnd, RunStart
 from jupyter_agent.core.runstate import Ceilings
 from jupyter_agent.core.turns import RunSummary, TurnRecord
-from jupyter_agent.exceptions import RunCancelled
+from jupyter_agent.exceptions import NotFound, RunCancelled
 from jupyter_agent.runtime.driver import RunConfig, RunDriver, RunServices
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.recovery import queued_by_chat, recover_runs, status_of
@@ -55,6 +55,7 @@ from jupyter_agent.runtime.run_opening import ActiveRun, NextRun, Opening, open_
 from jupyter_agent.runtime.run_records import (
     durable_call,
     ended_summary,
+    log_facts,
     minimal_turn,
     store_call,
     with_counts,
@@ -209,17 +210,24 @@ class RunManager(LoggingConfigurable):
         async with self._lock(chat_id):
             active = self._active.get(chat_id)
             if active is None:
-                # Mail a failed start left behind goes first, as it came first.
+                # Mail a failed start left behind goes first, as it came first (and the run
+                # it was promised to, if any, is the one that starts).
                 mailbox = self.services.mailbox
                 items = [i for i in mailbox.drain(chat_id) if i.get("kind") != "break"]
+                nxt = self._next.get(chat_id)
+                earlier = [*items, *(nxt.items if nxt else ())]
                 try:
-                    run_id = await self._start(chat_id, [*items, item], new=item)
+                    run_id = await self._start(
+                        chat_id, [*earlier, item], run_id=nxt.run_id if nxt else None, new=item
+                    )
                 except BaseException:
                     for left in items:
                         mailbox.put(chat_id, left)
                     raise
+                self._reserved_started(chat_id, run_id)
                 return {"run_id": run_id, "routed": "run", "message_id": message_id}
-            await asyncio.to_thread(self.services.store.accept_message, chat_id, item)
+            if not await asyncio.to_thread(self.services.store.accept_message, chat_id, item):
+                raise NotFound(f"no chat {chat_id[:120]}")
             # The run cannot have ended meanwhile (its end takes this lock), but it may
             # have closed: decided now, with no await until the message is placed.
             if not active.closed:
@@ -276,7 +284,14 @@ class RunManager(LoggingConfigurable):
                 nxt.hard_break = True
             active = self._active.get(chat_id)
             if active is None:
-                return
+                lock = self._lock(chat_id)
+                if not lock.locked():
+                    return
+                # A hand-over (or a send starting a run) is under way: let it finish, then
+                # look again (the run it starts is broken at once, being reserved).
+                async with lock:
+                    pass
+                continue
             await active.driver.hard_break()
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
@@ -285,14 +300,19 @@ class RunManager(LoggingConfigurable):
             await asyncio.wait({active.task}, timeout=left)
 
     async def shutdown(self) -> None:
-        """Hard-break every run (and the runs reserved after them) and wait for them to end.
+        """Hard-break every run and wait for them to end; no run starts after this.
 
-        Store writes still retrying give up (the next start recovers them from the logs).
+        Store writes still retrying give up (the next start recovers them from the logs),
+        and mail for reserved runs stays in the durable mailbox for the next start.
         """
-        self._stopping = True
-        for _ in range(10):  # a reserved run starts when its predecessor ends: break it too
-            for nxt in self._next.values():
-                nxt.hard_break = True
+        self._stopping = True  # from here no run starts: queued mail waits in the store
+        for task in list(self._retries):
+            task.cancel()
+        for _ in range(10):
+            for lock in list(self._locks.values()):
+                if lock.locked():  # a send or a hand-over under way: let it finish
+                    async with lock:
+                        pass
             runs = list(self._by_run.values())
             if not runs:
                 return
@@ -384,96 +404,116 @@ class RunManager(LoggingConfigurable):
         store = self.services.store
         chat_id, run_id = summary.chat_id, summary.run_id
         turn: TurnRecord | None = None
+        ended_at = summary.started
         try:
-            turn = await driver.run()
-        except (Exception, RunCancelled):  # a bug must not wedge the chat: end the run
-            log.exception("run %s failed", run_id)
-        if turn is None:
-            turn = minimal_turn(summary, "error", "error", self.log_path(summary.run_id))
-        leftover = driver.take_deferred()
-        if leftover:
-            # Mail a hard break took that the loop never read: it starts the next run.
-            nxt = self._next.setdefault(chat_id, NextRun(run_id=new_id("run")))
-            nxt.items[:0] = leftover
-        stopping = self._is_stopping
-        written = driver.turn_written or await durable_call(
-            store.append_turn, turn, delivered=driver.delivered(), stopping=stopping
-        )
-        if not written and self._stopping:
-            # Left "running" on purpose: the next start writes the turn from the log.
-            self._active.pop(chat_id, None)
-            self._by_run.pop(run_id, None)
-            return
-        ended = ended_summary(
-            summary,
-            now_iso(),
-            status=status_of(turn),
-            stop=turn.llm.stop_reason,
-            cause=turn.llm.end_cause,
-        )
-        await durable_call(store.upsert_run, with_counts(ended, turn), stopping=stopping)
+            try:
+                turn = await driver.run()
+            except (Exception, RunCancelled):  # a bug must not wedge the chat: end the run
+                log.exception("run %s failed", run_id)
+            if turn is None:
+                facts = await asyncio.to_thread(log_facts, self.log_path(run_id))
+                turn = minimal_turn(summary, "error", "error", facts)
+            driver.take_deferred()
+            delivered, left = driver.held_by(turn)
+            if left:
+                # Mail this run took that its turn does not hold (a hard break took it
+                # after the loop's last read, or the run failed): the next run starts with it.
+                nxt = self._next.setdefault(chat_id, NextRun(run_id=new_id("run")))
+                nxt.items[:0] = left
+            written = driver.turn_written or await durable_call(
+                store.append_turn, turn, delivered=delivered, stopping=self._is_stopping
+            )
+            if written:
+                ended = ended_summary(
+                    summary,
+                    now_iso(),
+                    status=status_of(turn),
+                    stop=turn.llm.stop_reason,
+                    cause=turn.llm.end_cause,
+                )
+                ended_at = ended.ended or ended_at
+                await durable_call(
+                    store.upsert_run, with_counts(ended, turn), stopping=self._is_stopping
+                )
+            # Else left "running" on purpose: the next start writes the turn from the log.
+        finally:
+            await self._hand_over(summary, turn, ended_at)
+
+    async def _hand_over(self, summary: RunSummary, turn: TurnRecord | None, at: str) -> None:
+        """The run is gone: publish its end and start the next run of its chat, if any."""
+        chat_id, run_id = summary.chat_id, summary.run_id
         async with self._lock(chat_id):
             # Under the chat's lock: a message sent now waits, then finds this run gone
             # (and starts its own) or the next run started below.
             self._active.pop(chat_id, None)
             self._by_run.pop(run_id, None)
-            self.services.events.publish(
-                chat_id,
-                run_id,
-                RunEnd(
-                    stop_reason=turn.llm.stop_reason,
-                    end_cause=turn.llm.end_cause,
-                    turn=turn.to_json(),
-                ),
-            )
+            if turn is not None:
+                self.services.events.publish(
+                    chat_id,
+                    run_id,
+                    RunEnd(
+                        stop_reason=turn.llm.stop_reason,
+                        end_cause=turn.llm.end_cause,
+                        turn=turn.to_json(),
+                    ),
+                )
+            if self._stopping:
+                return
             if not await self._start_next(chat_id):
-                await store_call(store.touch_chat, chat_id, now=ended.ended, active_run_id=None)
+                await store_call(
+                    self.services.store.touch_chat, chat_id, now=at, active_run_id=None
+                )
 
     def _is_stopping(self) -> bool:
         return self._stopping
 
     async def _start_next(self, chat_id: str) -> bool:
         """Start the run reserved after the one that just ended, if any (under the chat's
-        lock). True if started; on a store failure the mail stays queued and a retry is
-        scheduled."""
+        lock). True if started; on a failure its mail stays reserved for it (the same run
+        id) and a retry is scheduled."""
         mailbox = self.services.mailbox
         mailbox.drop_breaks(chat_id)
         # Left over from a run that ended without draining them (a bug or a failed start):
         # they go first, as they came first.
         items = mailbox.drain(chat_id)
-        nxt = self._next.pop(chat_id, None)
+        nxt = self._next.get(chat_id)
         if nxt is not None:
             items.extend(nxt.items)
         if not any(i.get("kind") == "message" for i in items):
             if nxt is not None:
+                self._next.pop(chat_id, None)
                 nxt.started.set()
             return False
         try:
             new_run = await self._start(chat_id, items, run_id=nxt.run_id if nxt else None)
         except Exception:
             log.exception("could not start the next run of %s", chat_id)
-            for item in items:  # kept (they are stored too): a retry or a message starts them
-                mailbox.put(chat_id, item)
-            if nxt is not None:
-                nxt.started.set()
+            if nxt is None:
+                nxt = self._next[chat_id] = NextRun(run_id=new_id("run"))
+            nxt.items = items  # kept (and stored): a retry or the next message starts them
             if not self._stopping:
                 asyncio.get_running_loop().call_later(2.0, self._retry_start, chat_id)
             return False
-        if nxt is not None:
-            if nxt.hard_break:
-                self._by_run[new_run].driver.request_hard_break()
-            nxt.started.set()
+        self._reserved_started(chat_id, new_run)
         return True
 
+    def _reserved_started(self, chat_id: str, run_id: str) -> None:
+        """The chat's reserved run (if any) has started as ``run_id``."""
+        nxt = self._next.pop(chat_id, None)
+        if nxt is not None:
+            if nxt.hard_break:
+                self._by_run[run_id].driver.request_hard_break()
+            nxt.started.set()
+
     def _retry_start(self, chat_id: str) -> None:
-        """Try again to start a run for mail a failed start left queued."""
+        """Try again to start a reserved run whose start failed."""
 
         async def retry() -> None:
             async with self._lock(chat_id):
                 if chat_id not in self._active and not self._stopping:
                     await self._start_next(chat_id)
 
-        if not self._stopping and self.services.mailbox.first_message(chat_id) is not None:
+        if not self._stopping and chat_id in self._next and chat_id not in self._active:
             task = asyncio.ensure_future(retry())
             self._retries.add(task)
             task.add_done_callback(self._retries.discard)

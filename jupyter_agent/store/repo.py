@@ -93,6 +93,12 @@ _BUMP_CHAT: Final = (
     .values(updated=bindparam("b_at"))
 )
 
+
+def _chat_exists(conn: Any, chat_id: str) -> bool:
+    query = core_select(_CHATS.c.id).where(_CHATS.c.id == chat_id)
+    return conn.execute(query).first() is not None
+
+
 _SQLITE_TRANSIENT: Final = (
     "locked",
     "busy",
@@ -299,18 +305,26 @@ class Store:
 
     # --- the durable mailbox --------------------------------------------------------------
 
-    def accept_message(self, chat_id: str, item: Mapping[str, Any]) -> None:
+    def accept_message(self, chat_id: str, item: Mapping[str, Any]) -> bool:
         """Store a user message (a mailbox item with ``id`` and ``at``) before it is
-        acknowledged; a duplicate id is a StoreError."""
+        acknowledged; False (nothing stored) when the chat does not exist. A duplicate id
+        is a StoreError."""
         with self._write("cannot queue the message") as session:
-            session.connection().execute(_MAIL.insert(), mail_row(chat_id, item))
+            conn = session.connection()
+            if not _chat_exists(conn, chat_id):
+                return False
+            conn.execute(_MAIL.insert(), mail_row(chat_id, item))
+            return True
 
-    def open_run(self, run: RunSummary, *, message: Mapping[str, Any] | None = None) -> None:
+    def open_run(self, run: RunSummary, *, message: Mapping[str, Any] | None = None) -> bool:
         """Store the summary of a run that starts and make it its chat's active run (chat
         ``updated`` = ``run.started``); with ``message``, the user message opening it is
-        stored too (see :meth:`accept_message`). One transaction: all of it or nothing."""
+        stored too (see :meth:`accept_message`). One transaction: all of it or nothing;
+        False (nothing stored) when the chat does not exist."""
         with self._write("cannot start the run") as session:
             conn = session.connection()
+            if not _chat_exists(conn, run.chat_id):
+                return False
             if message is not None:
                 conn.execute(_MAIL.insert(), mail_row(run.chat_id, message))
             conn.execute(self._upsert_run_sql, run_values(run))
@@ -319,6 +333,7 @@ class Store:
                 .where(_CHATS.c.id == run.chat_id)
                 .values(updated=run.started, active_run_id=run.run_id)
             )
+            return True
 
     def queued_mail(self, chat_id: str | None = None) -> list[dict[str, Any]]:
         """The stored messages no stored turn holds yet, oldest first (ids are ULIDs), as

@@ -248,3 +248,53 @@ async def test_a_message_stored_with_a_run_that_never_logged_is_not_lost(agent: 
     assert final_text(turn) == "answered"
     assert agent.store.queued_mail() == []
     await second.shutdown()
+
+
+async def test_mail_a_hard_break_takes_is_kept_until_a_turn_holds_it(agent: Harness) -> None:
+    agent.fake.load([{"text": "one", "delay_s": 1.0}, {"text": "two"}])
+    chat = agent.new_chat()
+    first = await agent.manager.send(chat, text="first")
+    await agent.wait_requests(1)
+    second = await agent.manager.send(chat, text="second")
+    assert second["routed"] == "mailbox"
+    await agent.manager.break_run(first["run_id"], hard=True)
+    await agent.finish(first["run_id"])
+    deadline = time.monotonic() + 60
+    while agent.manager.active_run_id(chat) is not None or agent.store.queued_mail():
+        assert time.monotonic() < deadline, agent.store.queued_mail()
+        await asyncio.sleep(0.05)
+    turns = agent.store.list_turns(chat)
+    held = [t.user_text for t in turns] + [s.text for t in turns for s in t.steering]
+    assert sorted(held) == ["first", "second"]
+
+
+async def test_a_message_to_a_deleted_chat_is_refused_and_not_kept(agent: Harness) -> None:
+    from jupyter_agent.exceptions import NotFound
+
+    chat = agent.new_chat()
+    agent.store.delete_chat(chat)
+    with pytest.raises(NotFound, match="no chat"):
+        await agent.manager.send(chat, text="anyone?")
+    assert agent.store.queued_mail() == []
+    assert agent.store.list_runs()[0] == []
+
+
+async def test_recovery_goes_on_past_a_run_of_a_deleted_chat(agent: Harness) -> None:
+    gone, kept = agent.new_chat(), agent.new_chat()
+    for run_id, chat in (("run_A", gone), ("run_B", kept)):
+        agent.store.upsert_run(
+            RunSummary(
+                run_id=run_id,
+                chat_id=chat,
+                program="toolcaller@v2",
+                status="running",
+                started=now_iso(),
+            )
+        )
+    agent.store.delete_chat(gone)
+    assert sorted(await restarted(agent).recover()) == ["run_A", "run_B"]
+    for run_id in ("run_A", "run_B"):
+        summary = agent.store.get_run(run_id)
+        assert summary is not None
+        assert summary.status == "interrupted"
+    assert agent.store.get_turn_by_run("run_B") is not None
