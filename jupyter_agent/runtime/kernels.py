@@ -150,6 +150,8 @@ class KernelPool(LoggingConfigurable):
         # None until check(): whether the kernelspec uses the agent's provisioner
         self._planned: bool | None = None
         self._places: dict[str, KernelPlace] = {}
+        # Every kernel started and not yet shut down (warm or held by a run)
+        self._handles: dict[str, AgentKernelHandle] = {}
         self._warm: list[AgentKernelHandle] = []
         self._starting = 0
         self._fill_task: asyncio.Task[None] | None = None
@@ -259,6 +261,7 @@ class KernelPool(LoggingConfigurable):
         handle = AgentKernelHandle(
             self._km, str(kernel_id), liveness_interval_s=self.liveness_interval_s
         )
+        self._handles[handle.kernel_id] = handle
         try:
             await handle.connect()
         except BaseException:
@@ -350,6 +353,7 @@ class KernelPool(LoggingConfigurable):
         task.add_done_callback(self._closing.discard)
 
     async def _shutdown(self, handle: AgentKernelHandle) -> None:
+        self._handles.pop(handle.kernel_id, None)
         await handle.close()
         await self._shutdown_id(handle.kernel_id)
 
@@ -394,6 +398,7 @@ class KernelPool(LoggingConfigurable):
         await asyncio.gather(*(self._shutdown(h) for h in warm), *self._closing)
         # Kernels runs still hold (a run not ended by now), then anything of this
         # instance's tag: a server stop leaves no process behind.
+        await asyncio.gather(*(self._shutdown(h) for h in list(self._handles.values())))
         await asyncio.gather(*(self._shutdown_id(kid) for kid in list(self._places)))
         prefix = reaper.make_tag(self._key, self._instance, "")
         await asyncio.to_thread(reaper.reap, lambda tag: tag.startswith(prefix))

@@ -154,7 +154,8 @@ def check_sandbox(sandbox: Sandbox) -> None:
 
     ``bwrap``: the binary is on PATH and starts a process in new namespaces (a trial run
     of ``true``, about 10 ms). ``user:NAME``: NAME exists, is not the server's own user,
-    and the server may switch to it.
+    the server may switch to it, and NAME can run the kernel's Python (a trial import,
+    about 0.5 s).
     """
     if sandbox.kind == "none":
         return
@@ -204,6 +205,34 @@ def check_sandbox(sandbox: Sandbox) -> None:
         raise SandboxUnavailable(
             f"{TRAIT} = {str(sandbox)!r} but the server (uid {os.geteuid()}) may not switch "
             f"users; fix: {_fix(sandbox)}"
+        )
+    _check_user_runs_python(sandbox, entry)
+
+
+def _check_user_runs_python(sandbox: Sandbox, entry: pwd.struct_passwd) -> None:
+    # The kernel runs this interpreter as that user: it must be able to reach it (a
+    # Python under a 0700 home is not) and import the kernel.
+    try:
+        trial = subprocess.run(
+            [sys.executable, "-c", "import jupyter_agent.kernel"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd="/",
+            env={"PATH": os.environ.get("PATH", os.defpath), "HOME": "/"},
+            user=entry.pw_uid,
+            group=entry.pw_gid,
+            extra_groups=[],
+        )
+        failure = trial.stderr.strip().splitlines()[-1:] if trial.returncode else []
+    except (OSError, subprocess.SubprocessError) as exc:
+        failure = [str(exc)]
+    if failure:
+        raise SandboxUnavailable(
+            f"{TRAIT} = {str(sandbox)!r} but user {sandbox.user!r} cannot run the kernel's "
+            f"Python {sys.executable} ({failure[0]}); fix: install Python and jupyter-agent "
+            f"where that user can read them, or set {TRAIT} = 'none'"
         )
 
 
