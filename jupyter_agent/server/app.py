@@ -40,6 +40,7 @@ from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.runs import RunManager
+from jupyter_agent.runtime.sandbox import SandboxUnavailable
 from jupyter_agent.runtime.service import AgentService
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
 from jupyter_agent.server.handlers import default_handlers
@@ -330,10 +331,24 @@ class JupyterAgent(ExtensionApp):
         if old_names:  # logged once at start, with the key policy's warnings
             line = deprecation_line(type(self).__name__, old_names)
             admin = replace(admin, policy_warnings=(*admin.policy_warnings, line))
+        pool = KernelPool(
+            serverapp.kernel_manager,
+            parent=self,
+            config=config,
+            root_dir=serverapp.root_dir,
+            data_dir=self.agent_dir,
+            server_runtime_dir=serverapp.runtime_dir,
+        )
+        try:
+            pool.check()
+        except SandboxUnavailable as exc:
+            # Never a silent downgrade to unsandboxed kernels: the server does not start.
+            serverapp.log.critical("jupyter-agent: %s", exc)
+            raise SystemExit(f"jupyter-agent: {exc}") from None
         parts = assemble(
             admin=admin,
             store=Store(self.effective_db_url),
-            pool=KernelPool(serverapp.kernel_manager, parent=self, config=config),
+            pool=pool,
             transport=Transport(parent=self, config=config),
             data_dir=self.agent_dir,
             root_dir=serverapp.root_dir,

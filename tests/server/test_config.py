@@ -17,6 +17,7 @@ from jupyter_agent.core.runstate import Ceilings
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.runs import RunManager
+from jupyter_agent.runtime.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
 from jupyter_agent.server.app import JupyterAgent
 from jupyter_agent.server.config_aliases import MOVED
 from tests.server.helpers import call
@@ -27,6 +28,7 @@ NEW_TRAITS: list[tuple[str, str, Any]] = [
     ("KernelPool", "kernel_name", "python3"),
     ("KernelPool", "env_keep", ["KEEP_ME_TOKEN"]),
     ("KernelPool", "liveness_interval_s", 0.25),
+    ("KernelPool", "kernel_sandbox", "bwrap"),  # checked at start: skipped where unavailable
     ("Transport", "retry_after_cap_s", 7.0),
     ("Transport", "max_attempts", 2),
     ("Transport", "backoff_base_s", 0.1),
@@ -81,9 +83,22 @@ def test_every_part_trait_is_listed() -> None:
         assert listed == set(cls.class_own_traits(config=True)), section
 
 
+def _available(section: str, name: str, value: Any) -> list[pytest.MarkDecorator]:
+    if (section, name) != ("KernelPool", "kernel_sandbox"):
+        return []
+    try:
+        check_sandbox(parse_sandbox(value))
+    except SandboxUnavailable as exc:  # the server would refuse to start
+        return [pytest.mark.skip(reason=str(exc))]
+    return []
+
+
 @pytest.mark.parametrize(
     "parts_config",
-    [{section: {name: value}} for section, name, value in NEW_TRAITS],
+    [
+        pytest.param({section: {name: value}}, marks=_available(section, name, value))
+        for section, name, value in NEW_TRAITS
+    ],
     ids=[f"{section}.{name}" for section, name, _ in NEW_TRAITS],
 )
 def test_new_name_through_server_config(
