@@ -154,6 +154,7 @@ class KernelPool(LoggingConfigurable):
         self._handles: dict[str, AgentKernelHandle] = {}
         self._warm: list[AgentKernelHandle] = []
         self._starting = 0
+        self._start_slots = asyncio.Semaphore(max(1, min(4, os.cpu_count() or 1)))
         self._fill_task: asyncio.Task[None] | None = None
         self._keepalive_task: asyncio.Task[None] | None = None
         self._running = False
@@ -224,6 +225,13 @@ class KernelPool(LoggingConfigurable):
                     shutil.rmtree(folder, ignore_errors=True)
 
     async def _start_handle(self) -> AgentKernelHandle:
+        # At most one start per core at a time: a kernel launch blocks the event loop (the
+        # fork and exec, its sockets) and loads a core for about a second; 32 at once
+        # starved the server (agent/status p99 over a second).
+        async with self._start_slots:
+            return await self._start_one()
+
+    async def _start_one(self) -> AgentKernelHandle:
         if self._planned is None:
             await asyncio.to_thread(self.check)
         kernel_id = str(uuid.uuid4())
