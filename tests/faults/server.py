@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from jupyter_agent.client import AgentClient, ClientError
 from jupyter_agent.llm.fake import FakeProvider
 from jupyter_agent.trace.log import FAULT_ENV
+from tests.plugins.jupyter_dirs import jupyter_dirs, jupyter_env
 from tests.rest_stub import free_port
 
 __all__ = ["FaultServer", "wait_for"]
@@ -70,9 +71,7 @@ class FaultServer:
         self.base = base
         self.fake = fake
         self.env = dict(env or {})
-        self.dirs = {n: base / n for n in ("config", "data", "runtime", "ipython", "root")}
-        for folder in self.dirs.values():
-            folder.mkdir(parents=True, exist_ok=True)
+        self.dirs = jupyter_dirs(base)
         config = {
             # Only this extension: the others only cost start time here.
             "ServerApp": {
@@ -123,14 +122,7 @@ class FaultServer:
     def start(self, fault: str | None = None, timeout_s: float = 90) -> None:
         """Start the server (the hook set to ``fault``, if any) and wait until it answers."""
         assert self.proc is None or self.proc.poll() is not None, "already running"
-        env = {
-            **os.environ,
-            "JUPYTER_CONFIG_DIR": str(self.dirs["config"]),
-            "JUPYTER_DATA_DIR": str(self.dirs["data"]),
-            "JUPYTER_RUNTIME_DIR": str(self.dirs["runtime"]),
-            "IPYTHONDIR": str(self.dirs["ipython"]),
-            **self.env,
-        }
+        env = {**jupyter_env(self.dirs), **self.env}
         env.pop("JUPYTER_TOKEN", None)
         env.pop(FAULT_ENV, None)
         if fault is not None:

@@ -23,6 +23,7 @@ import pytest
 
 from jupyter_agent.client import AgentClient, ClientError
 from jupyter_agent.llm.fake import FakeProvider
+from tests.plugins.jupyter_dirs import jupyter_dirs, jupyter_env
 from tests.rest_stub import free_port
 
 __all__ = ["LiveServer", "live_run", "live_server", "live_server_run"]
@@ -44,9 +45,7 @@ def live_server(tmp_path_factory) -> Iterator[LiveServer]:
     Jupyter folders, the extension enabled, the fake provider as the codegen tier."""
     base = tmp_path_factory.mktemp("live")
     fake = FakeProvider({"steps": SCRIPT, "repeat": True}).start()
-    dirs = {name: base / name for name in ("config", "data", "runtime", "ipython", "root")}
-    for folder in dirs.values():
-        folder.mkdir()
+    dirs = jupyter_dirs(base)
     config = {
         "ServerApp": {"jpserver_extensions": {"jupyter_agent": True}},
         "JupyterAgent": {
@@ -61,13 +60,7 @@ def live_server(tmp_path_factory) -> Iterator[LiveServer]:
         },
     }
     (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
-        "JUPYTER_DATA_DIR": str(dirs["data"]),
-        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
-        "IPYTHONDIR": str(dirs["ipython"]),
-    }
+    env = jupyter_env(dirs)
     env.pop("JUPYTER_TOKEN", None)
     port, token = free_port(), secrets.token_hex(16)
     argv = [

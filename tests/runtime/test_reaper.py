@@ -24,6 +24,7 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from jupyter_agent.runtime import reaper
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.run_kernel import RunKernel
+from tests.plugins.jupyter_dirs import jupyter_dirs, jupyter_env
 from tests.rest_stub import free_port
 from tests.runtime.procs import (
     kill_all,
@@ -158,22 +159,14 @@ async def test_start_ends_what_a_crashed_instance_left(
 
 
 def _start_server(base: Path) -> tuple[subprocess.Popen[bytes], Path]:
-    dirs = {name: base / name for name in ("config", "data", "runtime", "ipython", "root")}
-    for folder in dirs.values():
-        folder.mkdir()
+    dirs = jupyter_dirs(base)
     config = {
         "ServerApp": {"jpserver_extensions": {"jupyter_agent": True}},
         "KernelPool": {"size": 1},
         "JupyterAgent": {"tiers": {"codegen": {"provider": "fake", "model": "m"}}},
     }
     (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
-        "JUPYTER_DATA_DIR": str(dirs["data"]),
-        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
-        "IPYTHONDIR": str(dirs["ipython"]),
-    }
+    env = jupyter_env(dirs)
     argv = [
         sys.executable,
         "-m",
