@@ -457,9 +457,8 @@ class RunManager(LoggingConfigurable):
                         turn=turn.to_json(),
                     ),
                 )
-            if self._stopping:
-                return
-            if not await self._start_next(chat_id):
+            # At a stop no run starts (queued mail waits in the store for the next start).
+            if self._stopping or not await self._start_next(chat_id):
                 await store_call(
                     self.services.store.touch_chat, chat_id, now=at, active_run_id=None
                 )
