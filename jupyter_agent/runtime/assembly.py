@@ -140,9 +140,16 @@ class Parts:
         values the kernel's filter removes (see :func:`known_secrets`)."""
         tiers = [*self.admin.tiers.values(), *self.user_settings.tiers().values()]
         refs = [str(t["api_key_ref"]) for t in tiers if t and t.get("api_key_ref")]
+        key_refs = [*refs, *self.admin.key_policy.refs()]
+        if isinstance(getattr(self.pool, "env_drop", None), set):
+            # A key's variable never reaches the kernel, even under a name no pattern of
+            # the filter catches (a transformed key would pass the scrubber).
+            self.pool.env_drop.update(
+                r.removeprefix("env:") for r in key_refs if r.startswith("env:")
+            )
         secrets = known_secrets(
             environ=self.environ,
-            key_refs=[*refs, *self.admin.key_policy.refs()],
+            key_refs=key_refs,
             server_token=server_token,
             # What the pool lets through reaches the kernel anyway: not a secret to it.
             keep=getattr(self.pool, "env_keep", None) or self.admin.kernel_env_keep,

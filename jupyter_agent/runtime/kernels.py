@@ -154,6 +154,8 @@ class KernelPool(LoggingConfigurable):
         self._handles: dict[str, AgentKernelHandle] = {}
         self._warm: list[AgentKernelHandle] = []
         self._starting = 0
+        self.env_drop: set[str] = set()
+        """Names credential references (``env:NAME``) point at: kept out of the kernel."""
         self._start_slots = asyncio.Semaphore(max(1, min(4, os.cpu_count() or 1)))
         self._fill_task: asyncio.Task[None] | None = None
         self._keepalive_task: asyncio.Task[None] | None = None
@@ -161,8 +163,12 @@ class KernelPool(LoggingConfigurable):
         self._closing: set[asyncio.Task[None]] = set()
 
     def kernel_env(self) -> dict[str, str]:
-        """The complete (filtered) environment kernels are launched with."""
-        return filter_env(os.environ if self._base_env is None else self._base_env, self.env_keep)
+        """The complete (filtered) environment kernels are launched with: never a variable
+        a credential reference names (:attr:`env_drop`), whatever its name looks like."""
+        env = filter_env(os.environ if self._base_env is None else self._base_env, self.env_keep)
+        for name in self.env_drop:
+            env.pop(name, None)
+        return env
 
     @property
     def sandbox(self) -> Sandbox:

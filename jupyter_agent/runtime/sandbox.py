@@ -280,9 +280,20 @@ def bwrap_prefix(
         args += ["--tmpfs", home]
         empty.append(home)
     for folder in _python_dirs():
-        if any(_inside(folder, e) for e in empty) and not _inside(folder, root):
+        # Never one that is, or holds, an emptied folder (a sys.path entry that is the
+        # server's cwd = home would bring the whole home back).
+        if (
+            any(_inside(folder, e) for e in empty)
+            and not any(_inside(e, folder) for e in empty)
+            and not _inside(folder, root)
+        ):
             args += ["--ro-bind", folder, folder]
     args += ["--bind", root, root]
+    # A root holding /proc, /dev or /tmp (root_dir "/") binds the host's back: mount them
+    # again over it.
+    for mount, flag in (("/proc", "--proc"), ("/dev", "--dev"), ("/tmp", "--tmpfs")):
+        if _inside(mount, root):
+            args += [flag, mount]
     for folder in sorted({os.path.realpath(h) for h in hidden}):
         if os.path.isdir(folder) and not _inside(root, folder):
             args += ["--tmpfs", folder]

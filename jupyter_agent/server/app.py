@@ -331,17 +331,17 @@ class JupyterAgent(ExtensionApp):
         if old_names:  # logged once at start, with the key policy's warnings
             line = deprecation_line(type(self).__name__, old_names)
             admin = replace(admin, policy_warnings=(*admin.policy_warnings, line))
-        pool = KernelPool(
-            serverapp.kernel_manager,
-            parent=self,
-            config=config,
-            root_dir=serverapp.root_dir,
-            data_dir=self.agent_dir,
-            server_runtime_dir=serverapp.runtime_dir,
-        )
         try:
+            pool = KernelPool(
+                serverapp.kernel_manager,
+                parent=self,
+                config=config,
+                root_dir=serverapp.root_dir,
+                data_dir=self.agent_dir,
+                server_runtime_dir=serverapp.runtime_dir,
+            )
             pool.check()
-        except SandboxUnavailable as exc:
+        except (SandboxUnavailable, TraitError) as exc:
             # Never a silent downgrade to unsandboxed kernels: the server does not start.
             serverapp.log.critical("jupyter-agent: %s", exc)
             raise SystemExit(f"jupyter-agent: {exc}") from None

@@ -326,3 +326,31 @@ def test_user_sandbox_refused_when_the_server_cannot_switch_users(throwaway_user
     )
     assert "may not switch users" in done.stdout, done.stderr
     assert "KernelPool.kernel_sandbox" in done.stdout
+
+
+def test_bwrap_mounts_proc_dev_and_tmp_again_over_a_root_of_slash(tmp_path):
+    place = sandbox.KernelPlace("k1", tmp_path, "tag")
+    args = sandbox.bwrap_prefix(place, root_dir="/", hidden=[], binary="bwrap")
+    bound = args.index("--bind")
+    assert args[bound : bound + 3] == ["--bind", "/", "/"]
+    after = args[bound + 3 :]
+    for flag, mount in (("--proc", "/proc"), ("--dev", "/dev"), ("--tmpfs", "/tmp")):
+        assert any(after[i : i + 2] == [flag, mount] for i in range(len(after))), (flag, after)
+
+
+def test_bwrap_never_binds_back_a_folder_holding_an_emptied_one(monkeypatch, tmp_path):
+    home = os.path.realpath(os.path.expanduser("~"))
+    monkeypatch.setattr(sys, "path", [home, *sys.path])  # `python -m` from the home folder
+    place = sandbox.KernelPlace("k1", tmp_path, "tag")
+    args = sandbox.bwrap_prefix(place, root_dir=str(tmp_path), hidden=[], binary="bwrap")
+    pairs = [args[i + 1] for i, a in enumerate(args) if a == "--ro-bind"]
+    assert home not in pairs
+    assert "/tmp" not in pairs
+
+
+def test_a_key_references_variable_never_reaches_the_kernel(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENROUTER", "sk-or-not-caught-by-a-name-pattern")
+    pool = KernelPool(AsyncMultiKernelManager(), size=0, root_dir=str(tmp_path))
+    assert "OPENROUTER" in pool.kernel_env()  # no pattern of the filter catches the name
+    pool.env_drop.add("OPENROUTER")  # what assembly does for every env: key reference
+    assert "OPENROUTER" not in pool.kernel_env()

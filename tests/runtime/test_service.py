@@ -197,3 +197,19 @@ async def test_settings_refusals_are_settings_errors(service: AgentService) -> N
     assert settings["overridden"] == ["codegen"]
     settings = await service.update_settings(tiers={"codegen": None})
     assert settings["overridden"] == []
+
+
+def test_the_pool_keeps_every_key_references_variable_out_of_the_kernel(tmp_path: Path) -> None:
+    tier = {"provider": "fake", "model": "m", "base_url": "http://127.0.0.1:9"}
+    admin = AdminConfig(
+        tiers={"codegen": {**tier, "api_key_ref": "env:MY_ROUTER"}},
+        db_url=f"sqlite:///{tmp_path / 'agent.sqlite'}",
+    )
+    pool = KernelPool(None, size=0, root_dir=str(tmp_path))
+    parts = assemble(
+        admin=admin, data_dir=tmp_path / "data", root_dir=str(tmp_path), pool=pool, environ={}
+    )
+    try:
+        assert "MY_ROUTER" in pool.env_drop
+    finally:
+        parts.store.close()
