@@ -25,7 +25,6 @@ from typing import Any, Final, TypeVar
 __all__ = [
     "REPLACEMENT",
     "StreamRepair",
-    "find_lone_surrogate",
     "has_lone_surrogate",
     "lone_surrogate",
     "repair",
@@ -158,13 +157,6 @@ def lone_surrogate(value: Any) -> tuple[str, str] | None:
     match = _SURROGATE.search(text)
     assert match is not None
     return _path(chain), f"\\u{ord(match.group(0)):04x}"
-
-
-def find_lone_surrogate(value: Any) -> str | None:
-    """The path of the first string in a JSON value holding a surrogate (see
-    :func:`lone_surrogate`), or None when all of it is valid Unicode."""
-    found = lone_surrogate(value)
-    return None if found is None else found[0]
 
 
 class StreamRepair:

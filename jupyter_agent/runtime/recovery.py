@@ -26,23 +26,11 @@ from typing import Any
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import StoreUnavailable
 from jupyter_agent.runtime.ids import now_iso
-from jupyter_agent.runtime.run_records import (
-    ended_summary,
-    log_facts,
-    minimal_turn,
-    with_counts,
-)
+from jupyter_agent.runtime.run_records import ended_by, ended_summary, log_facts, minimal_turn
 
-__all__ = ["queued_by_chat", "recover_runs", "status_of"]
+__all__ = ["queued_by_chat", "recover_runs"]
 
 log = logging.getLogger("jupyter_agent.runtime.runs")
-
-
-def status_of(turn: TurnRecord) -> str:
-    """The run status a turn's stop reason means."""
-    return {"done": "done", "wrapup": "done", "break_hard": "interrupted"}.get(
-        turn.llm.stop_reason, "error"
-    )
 
 
 async def recover_runs(store: Any, log_path: Callable[[str], Path], *, skip: set[str]) -> list[str]:
@@ -84,16 +72,7 @@ async def _recover_one(store: Any, summary: RunSummary, path: Path) -> None:
         await asyncio.to_thread(store.append_turn, turn, delivered=facts.message_ids)
     now = now_iso()
     if from_log is not None or (stored is not None and not stored.interrupted):
-        ended = with_counts(
-            ended_summary(
-                summary,
-                now,
-                status=status_of(turn),
-                stop=turn.llm.stop_reason,
-                cause=turn.llm.end_cause,
-            ),
-            turn,
-        )
+        ended = ended_by(summary, turn, now)
     else:
         ended = ended_summary(summary, now, status="interrupted", stop="error", cause="restart")
     await asyncio.to_thread(store.upsert_run, ended)

@@ -23,9 +23,11 @@ from jupyter_agent.trace.log import read_log
 __all__ = [
     "LogFacts",
     "durable_call",
+    "ended_by",
     "ended_summary",
     "log_facts",
     "minimal_turn",
+    "status_of",
     "store_call",
     "with_counts",
 ]
@@ -101,6 +103,22 @@ def ended_summary(
         stop_reason=stop,  # type: ignore[arg-type]
         end_cause=cause,  # type: ignore[arg-type]
     )
+
+
+def status_of(turn: TurnRecord) -> str:
+    """The run status a turn's stop reason means."""
+    return {"done": "done", "wrapup": "done", "break_hard": "interrupted"}.get(
+        turn.llm.stop_reason, "error"
+    )
+
+
+def ended_by(summary: RunSummary, turn: TurnRecord, now: str) -> RunSummary:
+    """The summary of a run that ended at ``now`` as its ``turn`` says (status, stop
+    reason, cause, model, counts, usage, cost)."""
+    ended = ended_summary(
+        summary, now, status=status_of(turn), stop=turn.llm.stop_reason, cause=turn.llm.end_cause
+    )
+    return with_counts(ended, turn)
 
 
 def with_counts(summary: RunSummary, turn: TurnRecord) -> RunSummary:

@@ -50,15 +50,14 @@ from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import NotFound, RunCancelled
 from jupyter_agent.runtime.driver import RunConfig, RunDriver, RunServices
 from jupyter_agent.runtime.ids import new_id, now_iso
-from jupyter_agent.runtime.recovery import queued_by_chat, recover_runs, status_of
+from jupyter_agent.runtime.recovery import queued_by_chat, recover_runs
 from jupyter_agent.runtime.run_opening import ActiveRun, NextRun, Opening, open_run, unstart
 from jupyter_agent.runtime.run_records import (
     durable_call,
-    ended_summary,
+    ended_by,
     log_facts,
     minimal_turn,
     store_call,
-    with_counts,
 )
 
 __all__ = ["ActiveRun", "BreakState", "RunManager"]
@@ -70,6 +69,16 @@ BreakState = Literal["breaking", "ended"]
 _DEFAULT = Ceilings()
 
 
+def _trait(kind: Callable[..., Any], default: Any, help_: str, **kw: Any) -> Any:
+    """A config trait of the manager (``c.RunManager.<name>``)."""
+    return kind(default, help=help_, **kw).tag(config=True)
+
+
+def _ceiling(kind: Callable[..., Any], name: str, what: str, **kw: Any) -> Any:
+    """A ceiling trait: :class:`Ceilings`' default, help ``Ceiling: <what>.``."""
+    return _trait(kind, getattr(_DEFAULT, name), f"Ceiling: {what}.", **kw)
+
+
 class RunManager(LoggingConfigurable):
     """Owns the runs of one server (see the module docstring).
 
@@ -78,65 +87,51 @@ class RunManager(LoggingConfigurable):
     The ceiling traits are given as keyword arguments or through ``config`` / ``parent``.
     """
 
-    max_model_calls = Int(
-        _DEFAULT.max_model_calls,
-        min=0,
-        help="Ceiling: model calls in one run before the agent must wrap up.",
-    ).tag(config=True)
-
-    max_cells = Int(
-        _DEFAULT.max_cells,
-        min=0,
-        help="Ceiling: cells run in one run before the agent must wrap up.",
-    ).tag(config=True)
-
-    max_wall_s = Float(
-        _DEFAULT.max_wall_s,
-        help="Ceiling: wall-clock seconds of one run before the agent must wrap up.",
-    ).tag(config=True)
-
-    max_cost_usd = Float(
-        _DEFAULT.max_cost_usd,
-        help="Ceiling: model cost of one run in USD before the agent must wrap up.",
-    ).tag(config=True)
-
-    cell_timeout_s = Float(
+    max_model_calls = _ceiling(
+        Int, "max_model_calls", "model calls in one run before the agent must wrap up", min=0
+    )
+    max_cells = _ceiling(
+        Int, "max_cells", "cells run in one run before the agent must wrap up", min=0
+    )
+    max_wall_s = _ceiling(
+        Float, "max_wall_s", "wall-clock seconds of one run before the agent must wrap up"
+    )
+    max_cost_usd = _ceiling(
+        Float, "max_cost_usd", "model cost of one run in USD before the agent must wrap up"
+    )
+    cell_timeout_s = _trait(
+        Float,
         _DEFAULT.cell_timeout_s,
-        help="Seconds one cell (or bash command) may run before it is interrupted.",
-    ).tag(config=True)
-
-    model_deadline_s = Float(
-        300.0, help="Deadline in seconds of one model call, retries included."
-    ).tag(config=True)
-
-    bash_enabled = Bool(
+        "Seconds one cell (or bash command) may run before it is interrupted.",
+    )
+    model_deadline_s = _trait(
+        Float, 300.0, "Deadline in seconds of one model call, retries included."
+    )
+    bash_enabled = _trait(
+        Bool,
         _DEFAULT.bash_enabled,
-        help="Offer the bash tool to the model (commands run on the kernel's host).",
-    ).tag(config=True)
-
-    history_budget_tokens = Int(
+        "Offer the bash tool to the model (commands run on the kernel's host).",
+    )
+    history_budget_tokens = _trait(
+        Int,
         _DEFAULT.history_budget_tokens,
+        "Tokens of the chat's earlier turns a run starts with (at most a quarter of the "
+        "model's context window; older turns are left out).",
         min=0,
-        help=(
-            "Tokens of the chat's earlier turns a run starts with (at most a quarter of "
-            "the model's context window; older turns are left out)."
-        ),
-    ).tag(config=True)
-
-    value_budget_tokens = Int(
+    )
+    value_budget_tokens = _trait(
+        Int,
         _DEFAULT.value_budget_tokens,
+        "Tokens one printed or last value may take in a cell's digest; a longer one "
+        "becomes a stub naming the call that returns it whole.",
         min=1,
-        help=(
-            "Tokens one printed or last value may take in a cell's digest; a longer one "
-            "becomes a stub naming the call that returns it whole."
-        ),
-    ).tag(config=True)
-
-    total_budget_tokens = Int(
+    )
+    total_budget_tokens = _trait(
+        Int,
         _DEFAULT.total_budget_tokens,
+        "Tokens one cell's digest (what the model reads of it) may take in all.",
         min=1,
-        help="Tokens one cell's digest (what the model reads of it) may take in all.",
-    ).tag(config=True)
+    )
 
     @validate("max_wall_s", "max_cost_usd", "cell_timeout_s", "model_deadline_s")
     def _validate_positive(self, proposal: Mapping[str, Any]) -> float:
@@ -346,10 +341,8 @@ class RunManager(LoggingConfigurable):
         return None
 
     def _lock(self, chat_id: str) -> asyncio.Lock:
-        lock = self._locks.get(chat_id)
-        if lock is None:
-            lock = self._locks[chat_id] = asyncio.Lock()
-        return lock
+        """The lock of the chat's sends and hand-overs (made at its first use)."""
+        return self._locks.setdefault(chat_id, asyncio.Lock())
 
     async def _start(
         self,
@@ -421,20 +414,12 @@ class RunManager(LoggingConfigurable):
                 nxt = self._next.setdefault(chat_id, NextRun(run_id=new_id("run")))
                 nxt.items[:0] = left
             written = driver.turn_written or await durable_call(
-                store.append_turn, turn, delivered=delivered, stopping=self._is_stopping
+                store.append_turn, turn, delivered=delivered, stopping=lambda: self._stopping
             )
             if written:
-                ended = ended_summary(
-                    summary,
-                    now_iso(),
-                    status=status_of(turn),
-                    stop=turn.llm.stop_reason,
-                    cause=turn.llm.end_cause,
-                )
+                ended = ended_by(summary, turn, now_iso())
                 ended_at = ended.ended or ended_at
-                await durable_call(
-                    store.upsert_run, with_counts(ended, turn), stopping=self._is_stopping
-                )
+                await durable_call(store.upsert_run, ended, stopping=lambda: self._stopping)
             # Else left "running" on purpose: the next start writes the turn from the log.
         finally:
             await self._hand_over(summary, turn, ended_at)
@@ -462,9 +447,6 @@ class RunManager(LoggingConfigurable):
                 await store_call(
                     self.services.store.touch_chat, chat_id, now=at, active_run_id=None
                 )
-
-    def _is_stopping(self) -> bool:
-        return self._stopping
 
     async def _start_next(self, chat_id: str) -> bool:
         """Start the run reserved after the one that just ended, if any (under the chat's

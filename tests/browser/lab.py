@@ -173,6 +173,18 @@ class LabServer:
         shutil.rmtree(self.dirs["runtime"], ignore_errors=True)
 
 
+#: Where the browser tests' screenshots go (printed as they are taken).
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
+
+
+def shot(page: Page, name: str) -> None:
+    """A screenshot of the page in :data:`ARTIFACTS`."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    print(f"screenshot: {path}")
+
+
 def open_lab(page: Page, lab: LabServer, path: str = "lab") -> None:
     """Open JupyterLab and wait until it is fully restored (no page-load race)."""
     page.goto(f"{lab.url}{path}?token={lab.token}")

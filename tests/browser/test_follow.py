@@ -10,24 +10,23 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from jupyter_agent.llm.fake import FakeProvider
 from tests.browser.lab import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     LabServer,
     new_chat,
-    open_lab,
     send_message,
     wait_restored,
 )
+
+VIEWPORT = {"width": 1300, "height": 800}
 
 pytestmark = [
     pytest.mark.browser,
@@ -37,23 +36,6 @@ pytestmark = [
     ),
     pytest.mark.timeout(180),
 ]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
-def page(browser: Browser, lab: LabServer) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1300, "height": 800})
-    pg = context.new_page()
-    open_lab(pg, lab)
-    yield pg
-    context.close()
 
 
 PNG_CELL = (

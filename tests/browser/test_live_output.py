@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from jupyter_agent.llm.fake import FakeProvider
 from tests.browser.lab import (
     CHROMIUM,
-    CHROMIUM_ARGS,
-    LabServer,
     new_chat,
-    open_lab,
     send_message,
+    shot,
     wait_restored,
 )
 
@@ -31,31 +28,11 @@ pytestmark = [
     pytest.mark.timeout(180),
 ]
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 
 TICKING = "import time\nfor i in range(5):\n    print('live-tick', i)\n    time.sleep(1)\n"
 STOPPABLE = (
     "import time\nprint('printed-before-the-stop')\nfor _ in range(600):\n    time.sleep(0.1)\n"
 )
-
-
-@pytest.fixture(scope="module")
-def page(lab: LabServer) -> Iterator[Page]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser: Browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        pg = context.new_page()
-        open_lab(pg, lab)
-        yield pg
-        context.close()
-        browser.close()
-
-
-def shot(page: Page, name: str) -> None:
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path))
-    print(f"screenshot: {path}")
 
 
 def test_live_output_shows_while_the_cell_runs(page: Page, fake: FakeProvider) -> None:

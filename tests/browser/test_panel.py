@@ -9,21 +9,20 @@ from __future__ import annotations
 import base64
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from jupyter_agent.llm.fake import FakeProvider
 from tests.browser.lab import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     LabServer,
     new_chat,
     open_lab,
     send_message,
+    shot,
     wait_restored,
 )
 
@@ -36,37 +35,6 @@ pytestmark = [
     ),
     pytest.mark.timeout(180),
 ]
-
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    print(f"\nbrowser test screenshots: {ARTIFACTS}")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
-def page(browser: Browser, lab: LabServer) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.console_errors = errors  # type: ignore[attr-defined]
-    open_lab(pg, lab)
-    yield pg
-    context.close()
-
-
-def shot(page: Page, name: str) -> None:
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path))
-    print(f"screenshot: {path}")
 
 
 def agent_errors(page: Page) -> list[str]:

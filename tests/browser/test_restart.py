@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect
 
 from jupyter_agent.llm.fake import FakeProvider
 from tests.browser.lab import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     LabServer,
     new_chat,
     open_lab,
     send_message,
+    shot,
 )
 
 pytestmark = [
@@ -34,24 +33,10 @@ pytestmark = [
     pytest.mark.timeout(240),
 ]
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 SLEEPY = "import time\ntime.sleep(3)\nprint('slept')"
 STOPPABLE = (
     "import time\nprint('printed-before-the-stop')\nfor _ in range(600):\n    time.sleep(0.1)\n"
 )
-
-
-@pytest.fixture(scope="module")
-def page(lab: LabServer) -> Iterator[Page]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser: Browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        pg = context.new_page()
-        open_lab(pg, lab)
-        yield pg
-        context.close()
-        browser.close()
 
 
 def chat_text(view: Locator) -> dict[str, object]:
@@ -96,7 +81,7 @@ def test_a_chat_renders_the_same_after_a_server_restart(
     expect(view.locator(".jp-agent-cell").last).to_have_class(re.compile(r"\bjp-mod-cancelled\b"))
     before = chat_text(view)
     assert "also say hi" in str(before["text"])
-    page.screenshot(path=str(ARTIFACTS / "restart-before.png"))
+    shot(page, "restart-before")
 
     lab.stop()
     lab.start()
@@ -115,7 +100,7 @@ def test_a_chat_renders_the_same_after_a_server_restart(
         arg=[chat_id, before["text"]],
         timeout=30000,
     )
-    page.screenshot(path=str(ARTIFACTS / "restart-after.png"))
+    shot(page, "restart-after")
     assert chat_text(restored) == before
     assert [u for u in requests if "/agent/runs/" in u and "full=1" in u]  # from the steps
     assert [u for u in requests if re.search(r"/notebook(\?|$)", u)] == []

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.messages import Message, Text, ToolResult
-from jupyter_agent.text import find_lone_surrogate, has_lone_surrogate
+from jupyter_agent.text import has_lone_surrogate, lone_surrogate
 
 from .e2e_support import Harness, canary
 
@@ -46,7 +46,7 @@ def log_strings_valid(text: str) -> None:
     JSON text inside a string: their ``\\ud83d`` is six valid characters there, decoded and
     repaired only when the adapter reads the arguments."""
     for line in text.splitlines():
-        assert find_lone_surrogate(json.loads(line)) is None, line[:300]
+        assert lone_surrogate(json.loads(line)) is None, line[:300]
     assert FFFD in text
 
 
@@ -76,7 +76,7 @@ async def test_a_half_emoji_is_repaired_in_text_and_arguments(
     second = await h.call(history, stream=stream)
     assert second.reply.text == "ok"
     sent = fake.requests[-1].json
-    assert find_lone_surrogate(sent) is None
+    assert lone_surrogate(sent) is None
     assert FFFD in json.dumps(sent, ensure_ascii=False)
     log_strings_valid(await h.close())
 

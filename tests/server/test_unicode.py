@@ -15,7 +15,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.text import find_lone_surrogate
+from jupyter_agent.text import lone_surrogate
 from tests.server.helpers import call, new_chat, refused, wait_turn
 
 HALF = "\ud83d"  # the high half of U+1F600
@@ -154,7 +154,7 @@ def test_a_reply_with_half_an_emoji_is_repaired_and_the_turn_kept(
     turn = wait_turn(fetch, spin, chat_id, run_id)
     assert turn["replies"][-1] == {"text": f"Done {FFFD} here.", "done": True}
     assert turn["llm"]["stopReason"] == "done"
-    assert find_lone_surrogate(turn) is None
+    assert lone_surrogate(turn) is None
     # The run is done and its turn is in the database (read back, not from memory).
     _, page = call(fetch, "agent", "runs")
     assert [(r["run_id"], r["status"]) for r in page["runs"]] == [(run_id, "done")]
@@ -169,7 +169,7 @@ def test_a_reply_with_half_an_emoji_is_repaired_and_the_turn_kept(
     assert cell["code"] == f"print('cut {FFFD}')"
     raw = fetch("agent", "runs", run_id, params={"log": "raw"}).body.decode("utf-8")
     for line in raw.splitlines():
-        assert find_lone_surrogate(json.loads(line)) is None
+        assert lone_surrogate(json.loads(line)) is None
     # The trace notebook exports and reads back.
     code, written = call(fetch, "agent", "runs", run_id, "notebook", method="POST", body={})
     assert code == 201
