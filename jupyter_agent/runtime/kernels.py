@@ -37,6 +37,7 @@ from jupyter_core.utils import ensure_async
 from traitlets import Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import LoggingConfigurable
 
+from jupyter_agent.exceptions import KernelDied
 from jupyter_agent.runtime import reaper
 from jupyter_agent.runtime.envfilter import filter_env
 from jupyter_agent.runtime.kernel_handle import AgentKernelHandle, AppHost
@@ -61,6 +62,8 @@ log = logging.getLogger(__name__)
 _KEEPALIVE_INTERVALS = 10
 # SIGTERM to SIGKILL, for a discarded kernel's leftover processes
 _REAP_GRACE_S = 1.0
+# A kernel that dies while starting is started again (a port taken between pick and bind)
+_START_ATTEMPTS = 3
 
 
 class KernelPool(LoggingConfigurable):
@@ -235,7 +238,17 @@ class KernelPool(LoggingConfigurable):
         # fork and exec, its sockets) and loads a core for about a second; 32 at once
         # starved the server (agent/status p99 over a second).
         async with self._start_slots:
-            return await self._start_one()
+            for attempt in range(_START_ATTEMPTS):
+                try:
+                    return await self._start_one()
+                except KernelDied:
+                    # Ports are picked free and bound by the kernel a moment later: another
+                    # process can take one in between ("Address already in use"), and the
+                    # kernel exits. A fresh start picks fresh ports.
+                    if attempt + 1 == _START_ATTEMPTS:
+                        raise
+                    log.warning("an agent kernel died while starting; starting another")
+            raise AssertionError("unreachable")
 
     async def _start_one(self) -> AgentKernelHandle:
         if self._planned is None:

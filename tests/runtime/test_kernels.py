@@ -72,6 +72,35 @@ async def test_size_zero_is_a_cold_start(kernel_manager: AsyncMultiKernelManager
         await pool.stop()
 
 
+async def test_a_kernel_dying_while_starting_is_started_again(
+    kernel_manager: AsyncMultiKernelManager, tmp_path
+):
+    """As when another process takes one of its ports between pick and bind: the kernel
+    exits before it answers, and the run gets a fresh one, not ``KernelDied``."""
+    real_start = kernel_manager.start_kernel
+    died: list[str] = []
+
+    async def start_then_kill_first(**kwargs):
+        kernel_id = await real_start(**kwargs)
+        if not died:
+            died.append(kernel_id)
+            kernel_manager.get_kernel(kernel_id).provisioner.process.kill()
+        return kernel_id
+
+    kernel_manager.start_kernel = start_then_kill_first  # type: ignore[method-assign]
+    pool = KernelPool(kernel_manager, size=0)
+    await pool.start()
+    try:
+        handle = await pool.acquire(cwd=str(tmp_path))
+        result = await handle.run_cell("c1", "1 + 1", timeout_s=30)
+        assert result.last is not None and result.last.repr.text == "2"
+        assert died and handle.kernel_id != died[0]
+        assert died[0] not in kernel_manager.list_kernel_ids()
+        await pool.discard(handle)
+    finally:
+        await pool.stop()
+
+
 @pytest.mark.parametrize("manager", ["jupyter_client", "jupyter_server"])
 async def test_kernel_env_is_filtered(monkeypatch, agent_kernelspec, tmp_path: Path, manager: str):
     for name, value in CANARIES.items():
