@@ -1,0 +1,132 @@
+"""A slow store never delays the rest of the server: every store call of a request runs
+off the event loop, so ``GET agent/status`` answers at once while a message, a chat list or
+a delete waits 500 ms per statement on the database (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+from tornado.httpclient import HTTPClientError
+
+from tests.server.conftest import agent_app
+from tests.server.helpers import call, new_chat
+
+DELAY_S = 0.5
+
+
+@pytest.fixture
+def jp_base_url() -> str:
+    return "/"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def agent_config(request: pytest.FixtureRequest) -> dict[str, Any]:
+    config: dict[str, Any] = {"pool_size": 0}
+    if request.param == "postgres":
+        config["db_url"] = str(request.getfixturevalue("pg_db_url"))
+    return config
+
+
+class SlowStore:
+    """Every statement the store runs first waits ``DELAY_S`` while :attr:`on`."""
+
+    def __init__(self, engine: Any) -> None:
+        self.on = False
+        self.statements = 0
+        self._engine = engine
+        event.listen(engine, "before_cursor_execute", self._wait)
+
+    def _wait(self, *_args: Any) -> None:
+        if self.on:
+            self.statements += 1
+            time.sleep(DELAY_S)  # in the thread the store runs in; on the loop it blocks all
+
+    def remove(self) -> None:
+        event.remove(self._engine, "before_cursor_execute", self._wait)
+
+
+@pytest.fixture
+def slow_store(jp_serverapp: Any, fetch: Any) -> Iterator[SlowStore]:
+    call(fetch, "agent", "chats")  # the service is started and its database made
+    slow = SlowStore(agent_app(jp_serverapp).service.store._engine)
+    try:
+        yield slow
+    finally:
+        slow.remove()
+
+
+def _status_while(jp_fetch: Any, loop: Any, request: Any) -> tuple[Any, list[float]]:
+    """Make ``request()`` (a fetch, started on the server's loop) and probe ``GET agent/status`` until it has answered."""
+
+    async def both() -> tuple[Any, list[float]]:
+        pending = asyncio.ensure_future(request())
+        latencies = []
+        while not pending.done():
+            t0 = time.monotonic()
+            await jp_fetch("agent", "status")
+            latencies.append(time.monotonic() - t0)
+            await asyncio.sleep(0.05)
+        try:
+            return await pending, latencies
+        except HTTPClientError as err:
+            return err, latencies
+
+    result: tuple[Any, list[float]] = loop.run_until_complete(both())
+    return result
+
+
+def _assert_not_delayed(latencies: list[float]) -> None:
+    # A store call on the loop would hold a status answer for a whole statement (500 ms).
+    assert len(latencies) >= 5, latencies
+    assert max(latencies) < DELAY_S * 0.8, latencies
+    assert statistics.median(latencies) < DELAY_S / 5, latencies
+
+
+def test_a_slow_store_does_not_delay_status(
+    fetch: Any, jp_fetch: Any, jp_asyncio_loop: Any, slow_store: SlowStore
+) -> None:
+    chat_id = new_chat(fetch)
+    slow_store.on = True
+    requests: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+        (("chats",), {"method": "POST", "body": b'{"title": "slow"}'}),
+        (("chats", chat_id, "messages"), {"method": "POST", "body": b'{"text": "hi"}'}),
+        (("chats",), {}),
+        (("chats", chat_id), {}),
+        (("runs",), {}),
+        (("chats", chat_id), {"method": "PATCH", "body": b'{"title": "renamed"}'}),
+    ]
+    for parts, kwargs in requests:
+        before = slow_store.statements
+        started = time.monotonic()
+        answer, latencies = _status_while(
+            jp_fetch, jp_asyncio_loop, lambda p=parts, k=kwargs: jp_fetch("agent", *p, **k)
+        )
+        took = time.monotonic() - started
+        assert not isinstance(answer, HTTPClientError), answer
+        assert answer.code in (200, 201, 202)
+        assert slow_store.statements > before  # the request did wait on the store
+        assert took >= DELAY_S
+        _assert_not_delayed(latencies)
+    slow_store.on = False
+    code, chat = call(fetch, "agent", "chats", chat_id)
+    assert code == 200
+    assert chat["title"] == "renamed"
+
+
+def test_a_slow_store_does_not_delay_status_during_a_delete(
+    fetch: Any, jp_fetch: Any, jp_asyncio_loop: Any, slow_store: SlowStore
+) -> None:
+    chat_id = new_chat(fetch)
+    slow_store.on = True
+    answer, latencies = _status_while(
+        jp_fetch, jp_asyncio_loop, lambda: jp_fetch("agent", "chats", chat_id, method="DELETE")
+    )
+    assert not isinstance(answer, HTTPClientError), answer
+    assert answer.code == 204
+    _assert_not_delayed(latencies)
