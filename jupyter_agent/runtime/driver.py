@@ -58,7 +58,7 @@ from jupyter_agent.core.events import (
     SteeringEvent,
 )
 from jupyter_agent.core.loop import toolcaller
-from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.effects import (
     APP_CALL,
     BASH_RUN,
@@ -89,6 +89,7 @@ from jupyter_agent.runtime.live_output import LiveCell
 from jupyter_agent.runtime.model_calls import perform
 from jupyter_agent.runtime.run_kernel import RunKernel
 from jupyter_agent.runtime.run_parts import RunConfig, RunServices
+from jupyter_agent.runtime.run_records import ended_by
 from jupyter_agent.trace.log import EffectLog
 
 __all__ = ["CANCELLABLE", "Outcome", "Performer", "RunConfig", "RunDriver", "RunServices"]
@@ -119,6 +120,7 @@ class RunDriver:
         services: RunServices,
         cwd: str | None = None,
         gen: EffectGen[TurnRecord] | None = None,
+        summary: RunSummary | None = None,
     ) -> None:
         self.run_id = run_id
         self.chat_id = chat_id
@@ -138,6 +140,9 @@ class RunDriver:
         self._tool_runs = 0  # cells and commands so far: a command's id is c<n>, as the loop's
         self._opened = False  # the first message taken is the run's opening one
         self.turn_written = False  # the run manager writes the turn again if this stays False
+        self._summary = summary
+        self.ended: RunSummary | None = None
+        """The run's end summary, once stored with its turn (one write: see turn.append)."""
         self.closed = False  # see the module docstring
         self._performers = self._table()
         self._deferred: list[dict[str, Any]] = []  # mail taken at a hard break
@@ -317,8 +322,14 @@ class RunDriver:
         async def turn_append(effect: Effect, seq: int) -> Outcome:
             turn = TurnRecord.from_json(effect.data)
             delivered, _left = self.held_by(turn)
-            await asyncio.to_thread(self.services.store.append_turn, turn, delivered=delivered)
+            # The run's end is stored with its turn: one transaction (and one sync) per
+            # end instead of three.
+            ended = ended_by(self._summary, turn, now_iso()) if self._summary else None
+            await asyncio.to_thread(
+                self.services.store.append_turn, turn, delivered=delivered, ended=ended
+            )
             self.turn_written = True
+            self.ended = ended
             return {"ok": True}, None
 
         return {

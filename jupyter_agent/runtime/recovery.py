@@ -65,17 +65,17 @@ async def _recover_one(store: Any, summary: RunSummary, path: Path) -> None:
         except ValueError:
             log.warning("run %s: its logged turn does not read back", summary.run_id)
     turn = stored or from_log or minimal_turn(summary, "error", "restart", facts)
-    if await asyncio.to_thread(store.get_chat, summary.chat_id) is None:
-        # The chat was deleted: no turn to keep, and no mail for it to deliver.
-        await asyncio.to_thread(store.delete_mail, facts.message_ids)
-    else:
-        await asyncio.to_thread(store.append_turn, turn, delivered=facts.message_ids)
     now = now_iso()
     if from_log is not None or (stored is not None and not stored.interrupted):
         ended = ended_by(summary, turn, now)
     else:
         ended = ended_summary(summary, now, status="interrupted", stop="error", cause="restart")
-    await asyncio.to_thread(store.upsert_run, ended)
+    if await asyncio.to_thread(store.get_chat, summary.chat_id) is None:
+        # The chat was deleted: no turn to keep, and no mail for it to deliver.
+        await asyncio.to_thread(store.delete_mail, facts.message_ids)
+        await asyncio.to_thread(store.upsert_run, ended)
+    else:
+        await asyncio.to_thread(store.append_turn, turn, delivered=facts.message_ids, ended=ended)
 
 
 async def queued_by_chat(store: Any) -> dict[str, list[dict[str, Any]]]:

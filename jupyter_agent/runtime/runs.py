@@ -380,6 +380,7 @@ class RunManager(LoggingConfigurable):
             history=opening.history,
             services=self.services,
             cwd=opening.cwd,
+            summary=summary,
         )
         # The opening message rides on run_start so every client shows it at once.
         self.services.events.publish(
@@ -398,6 +399,7 @@ class RunManager(LoggingConfigurable):
         chat_id, run_id = summary.chat_id, summary.run_id
         turn: TurnRecord | None = None
         ended_at = summary.started
+        written = False
         try:
             try:
                 turn = await driver.run()
@@ -413,19 +415,31 @@ class RunManager(LoggingConfigurable):
                 # after the loop's last read, or the run failed): the next run starts with it.
                 nxt = self._next.setdefault(chat_id, NextRun(run_id=new_id("run")))
                 nxt.items[:0] = left
-            written = driver.turn_written or await durable_call(
-                store.append_turn, turn, delivered=delivered, stopping=lambda: self._stopping
-            )
-            if written:
+            # The turn, the run's end summary and the chat's active run: one write.
+            ended = driver.ended
+            if ended is None:
                 ended = ended_by(summary, turn, now_iso())
-                ended_at = ended.ended or ended_at
-                await durable_call(store.upsert_run, ended, stopping=lambda: self._stopping)
-            # Else left "running" on purpose: the next start writes the turn from the log.
+                written = await durable_call(
+                    store.append_turn,
+                    turn,
+                    delivered=delivered,
+                    ended=ended,
+                    stopping=lambda: self._stopping,
+                )
+                # Else left "running" on purpose: the next start writes the turn from the log.
+                ended_at = (ended.ended or ended_at) if written else ended_at
+            else:
+                written, ended_at = True, ended.ended or ended_at
         finally:
-            await self._hand_over(summary, turn, ended_at)
+            await self._hand_over(summary, turn, ended_at, cleared=written)
 
-    async def _hand_over(self, summary: RunSummary, turn: TurnRecord | None, at: str) -> None:
-        """The run is gone: publish its end and start the next run of its chat, if any."""
+    async def _hand_over(
+        self, summary: RunSummary, turn: TurnRecord | None, at: str, *, cleared: bool
+    ) -> None:
+        """The run is gone: publish its end and start the next run of its chat, if any.
+
+        ``cleared``: the end's write already cleared the chat's active run in the store.
+        """
         chat_id, run_id = summary.chat_id, summary.run_id
         async with self._lock(chat_id):
             # Under the chat's lock: a message sent now waits, then finds this run gone
@@ -443,7 +457,8 @@ class RunManager(LoggingConfigurable):
                     ),
                 )
             # At a stop no run starts (queued mail waits in the store for the next start).
-            if self._stopping or not await self._start_next(chat_id):
+            started = not self._stopping and await self._start_next(chat_id)
+            if not started and not cleared:
                 await store_call(
                     self.services.store.touch_chat, chat_id, now=at, active_run_id=None
                 )

@@ -266,11 +266,21 @@ class Store:
 
     # --- turns ---------------------------------------------------------------------------
 
-    def append_turn(self, turn: TurnRecord, *, delivered: Sequence[str] = ()) -> bool:
+    def append_turn(
+        self,
+        turn: TurnRecord,
+        *,
+        delivered: Sequence[str] = (),
+        ended: RunSummary | None = None,
+    ) -> bool:
         """Store a turn and bump its chat's ``updated`` to ``turn.created`` (never back).
 
         ``delivered``: the ids of the queued messages the turn holds, deleted from the
         durable mailbox in the same transaction (also when the turn was already stored).
+        ``ended``: the summary of the run that ended with this turn, stored (replacing the
+        ``running`` one) in the same transaction, which also clears the chat's active run if
+        it is still this one and bumps ``updated`` to ``ended.ended``: a run's end is one
+        write, not three.
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
         wins) and False is returned. A turn for an unknown chat is a StoreError.
         """
@@ -283,6 +293,15 @@ class Store:
                 conn.execute(_BUMP_CHAT, {"b_chat": turn.chat_id, "b_at": turn.created})
             if delivered:
                 conn.execute(delete(_MAIL).where(_MAIL.c.id.in_(list(delivered))))
+            if ended is not None:
+                conn.execute(self._upsert_run_sql, run_values(ended))
+                conn.execute(
+                    update(_CHATS)
+                    .where(_CHATS.c.id == ended.chat_id, _CHATS.c.active_run_id == ended.run_id)
+                    .values(active_run_id=None)
+                )
+                if ended.ended:
+                    conn.execute(_BUMP_CHAT, {"b_chat": ended.chat_id, "b_at": ended.ended})
             return inserted
 
     def list_turns(self, chat_id: str) -> list[TurnRecord]:

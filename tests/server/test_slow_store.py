@@ -62,7 +62,8 @@ def slow_store(jp_serverapp: Any, fetch: Any) -> Iterator[SlowStore]:
 
 
 def _status_while(jp_fetch: Any, loop: Any, request: Any) -> tuple[Any, list[float]]:
-    """Make ``request()`` (a fetch, started on the server's loop) and probe ``GET agent/status`` until it has answered."""
+    """Make ``request()`` (a fetch, started on the server's loop) and probe
+    ``GET agent/status`` until it has answered."""
 
     async def both() -> tuple[Any, list[float]]:
         pending = asyncio.ensure_future(request())

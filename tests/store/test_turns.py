@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from sqlalchemy import create_engine, text
 
 from jupyter_agent.core.turns import TurnLLM, TurnRecord
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.store import Store
-from tests.store.factories import iso, make_turn
+from tests.store.factories import iso, make_run, make_turn
 
 
 @pytest.fixture
@@ -108,3 +110,25 @@ def test_queryable_columns_mirror_the_record(store: Store, db_url: str, chat: st
         "sys3",
         "id1",
     )
+
+
+def test_a_turn_with_its_runs_end_is_one_write(store: Store, chat: str) -> None:
+    running = make_run(7, chat_id=chat, status="running", run_id="run_000007")
+    assert store.open_run(running)
+    turn = replace(make_turn(7, chat_id=chat), run_id="run_000007")
+    ended = make_run(7, chat_id=chat, run_id="run_000007")
+    assert store.append_turn(turn, ended=ended) is True
+    assert store.get_run("run_000007") == ended
+    stored = store.get_chat(chat)
+    assert stored is not None
+    assert stored.active_run_id is None
+    assert stored.updated == max(turn.created, str(ended.ended))
+
+
+def test_a_runs_end_leaves_another_active_run_alone(store: Store, chat: str) -> None:
+    assert store.open_run(make_run(8, chat_id=chat, status="running", run_id="run_000008"))
+    turn = replace(make_turn(7, chat_id=chat), run_id="run_000007")
+    assert store.append_turn(turn, ended=make_run(7, chat_id=chat, run_id="run_000007"))
+    stored = store.get_chat(chat)
+    assert stored is not None
+    assert stored.active_run_id == "run_000008"
