@@ -95,7 +95,7 @@ class Parts:
         self.data_dir = Path(data_dir)
         self.root_dir = os.path.abspath(root_dir)
         self._environ = environ
-        self.events = EventBus()
+        self.events = EventBus(config=config)  # c.EventBus.tail_bytes, max_bytes
         self.mailbox = Mailbox()
         self.user_settings = UserSettings(self.data_dir / "settings.json")
         self.tier_settings = TierSettings(

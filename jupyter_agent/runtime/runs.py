@@ -456,6 +456,7 @@ class RunManager(LoggingConfigurable):
                         turn=turn.to_json(),
                     ),
                 )
+            self.services.events.end_run(chat_id, run_id)  # its events join the bounded tail
             # At a stop no run starts (queued mail waits in the store for the next start).
             started = not self._stopping and await self._start_next(chat_id)
             if not started and not cleared:

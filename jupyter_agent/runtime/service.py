@@ -231,13 +231,15 @@ class AgentService:
         return self._chat_json(chat)
 
     async def delete_chat(self, chat_id: str) -> None:
-        """``DELETE agent/chats/{id}``: hard-break its run, then delete it and its turns."""
+        """``DELETE agent/chats/{id}``: hard-break its run, then delete it, its turns and
+        its kept events."""
         await self._chat(chat_id)
         # Its run and any run reserved after it: broken, and nothing starts after them.
         await self.manager.stop_chat(chat_id)
         self.mailbox.drain(chat_id)
         if not await asyncio.to_thread(self.store.delete_chat, chat_id):
             raise _no_chat(chat_id)
+        self.events.forget(chat_id)  # catch-up of a deleted chat is a 404, never its events
 
     async def chat_notebook(self, chat_id: str) -> dict[str, Any]:
         """The whole chat as one notebook (runs without a log are left out)."""

@@ -3,9 +3,10 @@
 ``JupyterAgent`` is the ``ExtensionApp`` named ``jupyter_agent``. Every setting has a
 default and a ``help=`` (DESIGN section 3) and lives on the thing it configures: the app
 holds the tiers, the database, the REST limits and the key policy
-(``c.JupyterAgent.tiers``); the kernel pool, the transport and the run manager hold theirs
-(``c.KernelPool.size = 3``, ``c.Transport.retry_after_cap_s = 30``, ``c.RunManager.max_cells
-= 30``). One ``jupyter_server_config.py`` (or the command line: ``jupyter lab
+(``c.JupyterAgent.tiers``); the kernel pool, the transport, the run manager and the event
+bus hold theirs (``c.KernelPool.size = 3``, ``c.Transport.retry_after_cap_s = 30``,
+``c.RunManager.max_cells = 30``, ``c.EventBus.tail_bytes = 65536``). One
+``jupyter_server_config.py`` (or the command line: ``jupyter lab
 --RunManager.max_cells=30``) configures them all: the app passes its config to the parts.
 The old names of the moved settings (``c.JupyterAgent.pool_size``, ...) still work, with one
 deprecation line in the log (see :mod:`jupyter_agent.server.config_aliases`).
@@ -34,6 +35,7 @@ from traitlets.config import Config
 from jupyter_agent import __version__
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.assembly import AdminConfig, assemble
+from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.exports import DEFAULT_FOLDER, check_folder
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
@@ -79,7 +81,7 @@ class JupyterAgent(ExtensionApp):
     load_other_extensions = True
     # The parts configured by the same config file (listed by --help-all and the
     # generated config file).
-    classes = [*ExtensionApp.classes, KernelPool, Transport, RunManager]  # noqa: RUF012
+    classes = [*ExtensionApp.classes, KernelPool, Transport, RunManager, EventBus]  # noqa: RUF012
 
     tiers = Dict(
         default_value=DEFAULT_TIERS,

@@ -7,7 +7,9 @@ bad ``since`` 400 (``bad_since``), both before the upgrade, answered as every ag
 is (:class:`~jupyter_agent.server.base.AgentBase`: ``{message, reason}`` JSON).
 
 On open the socket sends the chat's kept events with a seq above ``since`` (what a
-reconnecting client missed), then every live event, one JSON text frame each. Each
+reconnecting client missed), then every live event, one JSON text frame each. When kept
+events above ``since`` were pruned (the bus keeps a bounded tail of ended runs: see
+:mod:`jupyter_agent.runtime.events`), a ``gap`` frame comes first (not an event: no seq). Each
 connected client gets every event. Messages from the client are ignored (sending goes
 through ``POST agent/chats/{id}/messages``).
 """
@@ -66,6 +68,9 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, AgentBase):
         stack = contextlib.ExitStack()
         queue = stack.enter_context(service.events.subscribe(self._chat_id))
         self._subscription = stack
+        gap = service.events.gap(self._chat_id, self._since)
+        if gap is not None:
+            self.write_message(json.dumps(gap))
         missed = service.events.since(self._chat_id, self._since)
         last = self._since
         for event in missed:

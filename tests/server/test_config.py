@@ -1,5 +1,6 @@
-"""Config on the parts: ``c.KernelPool.*``, ``c.Transport.*``, ``c.RunManager.*`` through a
-real server's config, the old ``c.JupyterAgent.*`` names as aliases, and the help text."""
+"""Config on the parts: ``c.KernelPool.*``, ``c.Transport.*``, ``c.RunManager.*``,
+``c.EventBus.*`` through a real server's config, the old ``c.JupyterAgent.*`` names as
+aliases, and the help text."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from traitlets.config import Config
 
 from jupyter_agent.core.runstate import Ceilings
 from jupyter_agent.llm.transport import Transport
+from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.runs import RunManager
 from jupyter_agent.runtime.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
@@ -44,9 +46,16 @@ NEW_TRAITS: list[tuple[str, str, Any]] = [
     ("RunManager", "history_budget_tokens", 1000),
     ("RunManager", "value_budget_tokens", 300),
     ("RunManager", "total_budget_tokens", 1500),
+    ("EventBus", "tail_bytes", 4096),
+    ("EventBus", "max_bytes", 1 << 20),
 ]
 
-PARTS = {"KernelPool": KernelPool, "Transport": Transport, "RunManager": RunManager}
+PARTS = {
+    "KernelPool": KernelPool,
+    "Transport": Transport,
+    "RunManager": RunManager,
+    "EventBus": EventBus,
+}
 
 
 @pytest.fixture
@@ -72,9 +81,8 @@ def jp_server_config(
 
 def part(service: Any, section: str) -> Any:
     """The service's instance of a part."""
-    return {"KernelPool": service.pool, "Transport": service.transport}.get(
-        section, service.manager
-    )
+    parts = {"KernelPool": service.pool, "Transport": service.transport, "EventBus": service.events}
+    return parts.get(section, service.manager)
 
 
 def test_every_part_trait_is_listed() -> None:
