@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from traitlets import Bool, Float, Int, TraitError, validate
-from traitlets.config import LoggingConfigurable
 
 from jupyter_agent.core.events import RunEnd, RunStart
 from jupyter_agent.core.runstate import Ceilings
@@ -50,6 +49,7 @@ from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import NotFound, RunCancelled
 from jupyter_agent.runtime.driver import RunConfig, RunDriver, RunServices
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.log_sync import LogSyncTraits
 from jupyter_agent.runtime.recovery import queued_by_chat, recover_runs
 from jupyter_agent.runtime.run_opening import ActiveRun, NextRun, Opening, open_run, unstart
 from jupyter_agent.runtime.run_records import (
@@ -79,12 +79,13 @@ def _ceiling(kind: Callable[..., Any], name: str, what: str, **kw: Any) -> Any:
     return _trait(kind, getattr(_DEFAULT, name), f"Ceiling: {what}.", **kw)
 
 
-class RunManager(LoggingConfigurable):
+class RunManager(LogSyncTraits):
     """Owns the runs of one server (see the module docstring).
 
     ``run_config`` gives the snapshot each new run starts with (its ``ceilings`` are
     usually this manager's :attr:`ceilings`); effect logs go in ``runs_dir``.
-    The ceiling traits are given as keyword arguments or through ``config`` / ``parent``.
+    The ceiling traits are given as keyword arguments or through ``config`` / ``parent``;
+    so are the effect logs' sync traits (``log_sync``, :mod:`~jupyter_agent.runtime.log_sync`).
     """
 
     max_model_calls = _ceiling(
@@ -310,10 +311,11 @@ class RunManager(LoggingConfigurable):
                         pass
             runs = list(self._by_run.values())
             if not runs:
-                return
+                break
             for run in runs:
                 await run.driver.hard_break()
             await asyncio.gather(*(r.task for r in runs), return_exceptions=True)
+        await asyncio.to_thread(self.close_log_syncer)  # the logs are closed (synced)
 
     async def recover(self) -> list[str]:
         """At a start: end the runs a crashed server left running (see
@@ -357,7 +359,14 @@ class RunManager(LoggingConfigurable):
         ``new``: the one item not stored yet (see :func:`open_run`).
         """
         opening = await open_run(
-            self.services, self._config(), self.log_path, chat_id, items, run_id=run_id, new=new
+            self.services,
+            self._config(),
+            self.log_path,
+            chat_id,
+            items,
+            run_id=run_id,
+            new=new,
+            syncer=self.log_syncer(),
         )
         try:
             self._launch(opening)
