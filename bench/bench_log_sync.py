@@ -38,7 +38,9 @@ INTERVAL_MS = 200
 
 def pair_costs(folder: Path, syncer: GroupSyncer | None, n: int) -> list[float]:
     out: list[float] = []
-    with EffectLog.create(folder / f"pairs-{time.monotonic_ns()}.jsonl", HEADER, syncer=syncer) as log:
+    with EffectLog.create(
+        folder / f"pairs-{time.monotonic_ns()}.jsonl", HEADER, syncer=syncer
+    ) as log:
         for _ in range(n):
             t0 = time.perf_counter()
             seq = log.intent(CELL)

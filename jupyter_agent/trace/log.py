@@ -64,8 +64,8 @@ from jupyter_agent.effects import (
     Result,
 )
 from jupyter_agent.trace.reader import (
-    LogLine,
     LoggedEffect,
+    LogLine,
     Phase,
     TraceFile,
     pair_effects,

@@ -26,7 +26,6 @@ __all__ = ["LogLine", "LoggedEffect", "Phase", "TraceFile", "pair_effects", "rea
 Phase = Literal["intent", "result"]
 
 
-
 @dataclass(frozen=True)
 class LogLine:
     """One intent or result line of an effect log."""

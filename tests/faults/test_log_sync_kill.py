@@ -93,7 +93,8 @@ def test_a_sigkill_mid_run_loses_no_intent_line_and_the_run_is_recovered(
     cell = effects["cell.run"]
     assert cell.data["code"] == code
     assert cell.result is None
-    assert trace.lines[-1].phase == "intent" and trace.lines[-1].name == "cell.run"
+    assert trace.lines[-1].phase == "intent"
+    assert trace.lines[-1].name == "cell.run"
     assert "turn.append" not in effects
 
     fake.load({"steps": [{"text": "(no model call was expected here)"}], "repeat": True})

@@ -44,9 +44,7 @@ async def test_which_intents_are_on_disk_before_their_effect(
 
     monkeypatch.setattr(os, "fdatasync", datasync, raising=False)
     agent.manager.log_sync = policy
-    agent.fake.load(
-        [{"text": "Let me compute.", "cells": ["print(6 * 7)"]}, {"text": "It is 42."}]
-    )
+    agent.fake.load([{"text": "Let me compute.", "cells": ["print(6 * 7)"]}, {"text": "It is 42."}])
     turn = await agent.ask(agent.new_chat(), "What is 6 times 7?")
     assert turn.llm.end_cause == "done"
     log_path = str(agent.manager.log_path(turn.run_id))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +38,7 @@ class Syncs:
 
 
 @pytest.fixture
-def syncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Syncs]:
+def syncs(monkeypatch: pytest.MonkeyPatch) -> Syncs:
     record = Syncs()
     real_datasync = getattr(os, "fdatasync", os.fsync)
     real_fsync = os.fsync
@@ -53,13 +53,13 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Syncs]:
 
     monkeypatch.setattr(os, "fdatasync", datasync, raising=False)
     monkeypatch.setattr(os, "fsync", fsync)
-    yield record
+    return record
 
 
 def _open(tmp_path: Path, syncs: Syncs, syncer: GroupSyncer | None) -> EffectLog:
     log = EffectLog.create(tmp_path / "run.jsonl", HEADER, syncer=syncer)
     syncs.path = log.path
-    assert syncs.fsyncs == 1  # the header is on disk before the run does anything
+    assert syncs.fsyncs == 2  # the header and its folder entry, before the run does anything
     return log
 
 
@@ -85,7 +85,7 @@ def test_effect_policy_syncs_an_outside_intent_before_intent_returns(
     assert syncs.calls == [(me, 4)]  # header, clock pair, the cell's intent: all on disk
     log.result(seq, CELL.name, {})
     log.close()
-    assert syncs.fsyncs == 2
+    assert syncs.fsyncs == 3  # and close
     assert not any(t.name == "effect-log-sync" for t in threading.enumerate())
 
 
@@ -145,9 +145,7 @@ def test_one_syncer_thread_for_many_logs_and_close_syncs_what_is_pending(
     tmp_path: Path, syncs: Syncs
 ) -> None:
     syncer = GroupSyncer(interval_ms=60_000)  # a round only at the first mark, then at close
-    logs = [
-        EffectLog.create(tmp_path / f"run{i}.jsonl", HEADER, syncer=syncer) for i in range(5)
-    ]
+    logs = [EffectLog.create(tmp_path / f"run{i}.jsonl", HEADER, syncer=syncer) for i in range(5)]
     syncs.path = logs[0].path
     seq = logs[0].intent(CLOCK)  # the first round starts at once
     _wait("the first round", lambda: len(syncs.by("effect-log-sync")) == 1)
