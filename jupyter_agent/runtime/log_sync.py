@@ -1,4 +1,4 @@
-"""The effect logs' fdatasync policy: two traits of the run manager and its group syncer.
+"""The effect logs' fdatasync policy: the run manager's two traits and the server's syncer.
 
 ``c.RunManager.log_sync`` (README "Durability"): under both policies every line is written
 to the OS before the effect it precedes (a SIGKILLed server loses none) and a run's end is
@@ -12,26 +12,28 @@ on disk before its turn is stored:
   ``log_sync_interval_ms``, so a power loss loses at most about that much of a run that
   has not ended.
 
-These traits are declared on a base class of :class:`~jupyter_agent.runtime.runs.RunManager`
-so they stay out of its ``ceilings`` (the manager's own traits, recorded in each log).
+The traits are made here and declared on :class:`~jupyter_agent.runtime.runs.RunManager`
+(which leaves :data:`LOG_SYNC_TRAITS` out of its ``ceilings``); :class:`ServerSyncer` is
+the manager's one :class:`~jupyter_agent.trace.syncer.GroupSyncer`.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Any, Final
 
 from traitlets import Enum, Int
-from traitlets.config import LoggingConfigurable
 
-from jupyter_agent.trace.log import SYNC_POLICIES, GroupSyncer, SyncPolicy
+from jupyter_agent.trace.log import SYNC_POLICIES, GroupSyncer
 
-__all__ = ["LogSyncTraits"]
+__all__ = ["LOG_SYNC_TRAITS", "ServerSyncer", "log_sync_interval_trait", "log_sync_trait"]
+
+LOG_SYNC_TRAITS: Final = frozenset({"log_sync", "log_sync_interval_ms"})
 
 
-class LogSyncTraits(LoggingConfigurable):
-    """The log sync traits (``c.RunManager.log_sync``) and the server's one syncer."""
-
-    log_sync = Enum(
+def log_sync_trait() -> Any:
+    """``RunManager.log_sync``: ``effect`` or ``group`` (the default)."""
+    return Enum(
         list(SYNC_POLICIES),
         default_value="group",
         help="When effect log lines reach the disk. 'effect': before every effect that "
@@ -39,35 +41,39 @@ class LogSyncTraits(LoggingConfigurable):
         "at most every log_sync_interval_ms and at the run's end (a killed server loses "
         "nothing; a power loss at most that window of a running run).",
     ).tag(config=True)
-    log_sync_interval_ms = Int(
+
+
+def log_sync_interval_trait() -> Any:
+    """``RunManager.log_sync_interval_ms``: the group syncer's interval."""
+    return Int(
         200,
         min=1,
         help="Under log_sync='group': the most milliseconds between two background syncs "
         "of the effect logs with new lines.",
     ).tag(config=True)
 
-    _syncer: GroupSyncer | None = None
-    _syncer_lock = threading.Lock()
 
-    @property
-    def log_policy(self) -> SyncPolicy:
-        """The policy new runs' logs get."""
-        return "effect" if self.log_sync == "effect" else "group"
+class ServerSyncer:
+    """The one group syncer of a server's runs, made at the first ``group`` run."""
 
-    def log_syncer(self) -> GroupSyncer | None:
-        """The syncer to create a new run's log with: None under ``effect``; under
-        ``group`` this server's one :class:`GroupSyncer` (made at its first use)."""
-        if self.log_policy == "effect":
+    def __init__(self) -> None:
+        self._syncer: GroupSyncer | None = None
+        self._lock = threading.Lock()
+
+    def for_new_log(self, policy: str, interval_ms: int) -> GroupSyncer | None:
+        """What a new run's log is created with: None under ``effect`` (it syncs itself),
+        else the server's syncer (its interval is the one given at its first use)."""
+        if policy == "effect":
             return None
-        with self._syncer_lock:
+        with self._lock:
             if self._syncer is None:
-                self._syncer = GroupSyncer(self.log_sync_interval_ms)
+                self._syncer = GroupSyncer(interval_ms)
             return self._syncer
 
-    def close_log_syncer(self) -> None:
-        """Sync what is pending and stop the syncer's thread (blocking: call it in a
-        worker thread). Logs still open then sync their own lines."""
-        with self._syncer_lock:
+    def close(self) -> None:
+        """Sync what is pending and stop the thread (blocking: call it in a worker thread).
+        Logs still open after this sync their own lines."""
+        with self._lock:
             syncer = self._syncer
         if syncer is not None:
             syncer.close()
