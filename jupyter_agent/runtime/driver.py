@@ -69,7 +69,6 @@ from jupyter_agent.effects import (
     HTTP_POST,
     ID_NEW,
     MAILBOX_DRAIN,
-    OUTSIDE_EFFECTS,
     TURN_APPEND,
     Effect,
     EffectGen,
@@ -225,9 +224,11 @@ class RunDriver:
             await self.kernel.release()
 
     async def log_intent(self, effect: Effect) -> int:
-        """Write the intent; for an effect reaching outside, make it durable first."""
+        """Write the intent (the OS has it before the effect starts); when the log's sync
+        policy wants it on disk first (an outside effect under ``effect``, the turn's
+        store under both), fdatasync in a worker thread, never on the event loop."""
         seq = self.log.intent(effect, durable=False)
-        if effect.name in OUTSIDE_EFFECTS:
+        if self.log.sync_before(effect.name):
             await asyncio.to_thread(self.log.sync)
         return seq
 

@@ -24,7 +24,7 @@ from jupyter_agent.runtime.driver import RunConfig, RunDriver
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.run_parts import RunServices
 from jupyter_agent.runtime.run_records import ended_summary, store_call
-from jupyter_agent.trace.log import EffectLog
+from jupyter_agent.trace.log import EffectLog, GroupSyncer
 
 __all__ = ["ActiveRun", "NextRun", "Opening", "open_run", "unstart"]
 
@@ -83,12 +83,14 @@ async def open_run(
     *,
     run_id: str | None = None,
     new: dict[str, Any] | None = None,
+    syncer: GroupSyncer | None = None,
 ) -> Opening:
     """Write a new run's records; its first message in ``items`` opens it.
 
     ``new``: the one item not stored yet (the message just sent); it is stored with the
     run, in one transaction. Raises NotFound when the chat is gone, else what the store or
     the file system raised, with nothing of the run left ``running`` and ``new`` not kept.
+    ``syncer``: the log's sync policy (see :meth:`EffectLog.create`; None: ``effect``).
     """
     first = next(i for i in items if i.get("kind") == "message")
     run_id = run_id or new_id("run")
@@ -115,7 +117,9 @@ async def open_run(
     if not await asyncio.to_thread(store.open_run, summary, message=new):
         raise NotFound(f"no chat {chat_id[:120]}")  # deleted meanwhile: nothing was stored
     try:
-        effect_log = await asyncio.to_thread(EffectLog.create, log_path(run_id), header)
+        effect_log = await asyncio.to_thread(
+            EffectLog.create, log_path(run_id), header, syncer=syncer
+        )
     except Exception:
         await unstart(services, summary, new, None)
         raise

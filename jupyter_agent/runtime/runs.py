@@ -48,6 +48,7 @@ from jupyter_agent.core.events import RunEnd, RunStart
 from jupyter_agent.core.runstate import Ceilings
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import NotFound, RunCancelled
+from jupyter_agent.runtime import log_sync as logsync
 from jupyter_agent.runtime.driver import RunConfig, RunDriver, RunServices
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.recovery import queued_by_chat, recover_runs
@@ -84,7 +85,8 @@ class RunManager(LoggingConfigurable):
 
     ``run_config`` gives the snapshot each new run starts with (its ``ceilings`` are
     usually this manager's :attr:`ceilings`); effect logs go in ``runs_dir``.
-    The ceiling traits are given as keyword arguments or through ``config`` / ``parent``.
+    The ceiling traits are given as keyword arguments or through ``config`` / ``parent``;
+    so are the effect logs' sync traits (``log_sync``: :mod:`~jupyter_agent.runtime.log_sync`).
     """
 
     max_model_calls = _ceiling(
@@ -133,6 +135,9 @@ class RunManager(LoggingConfigurable):
         min=1,
     )
 
+    log_sync = logsync.log_sync_trait()
+    log_sync_interval_ms = logsync.log_sync_interval_trait()
+
     @validate("max_wall_s", "max_cost_usd", "cell_timeout_s", "model_deadline_s")
     def _validate_positive(self, proposal: Mapping[str, Any]) -> float:
         """Durations and budgets must be positive."""
@@ -146,7 +151,8 @@ class RunManager(LoggingConfigurable):
     @property
     def ceilings(self) -> dict[str, Any]:
         """The ``ceilings`` config value of a new run: each ceiling trait's value."""
-        return {name: getattr(self, name) for name in RunManager.class_own_traits(config=True)}
+        traits = RunManager.class_own_traits(config=True)
+        return {name: getattr(self, name) for name in traits if name not in logsync.LOG_SYNC_TRAITS}
 
     def __init__(
         self,
@@ -167,6 +173,7 @@ class RunManager(LoggingConfigurable):
         self._locks: dict[str, asyncio.Lock] = {}  # chat id -> its sends and hand-overs
         self._stopping = False
         self._retries: set[asyncio.Task[None]] = set()
+        self._syncer = logsync.ServerSyncer()
 
     # --- queries ---------------------------------------------------------------------
 
@@ -310,10 +317,11 @@ class RunManager(LoggingConfigurable):
                         pass
             runs = list(self._by_run.values())
             if not runs:
-                return
+                break
             for run in runs:
                 await run.driver.hard_break()
             await asyncio.gather(*(r.task for r in runs), return_exceptions=True)
+        await asyncio.to_thread(self._syncer.close)  # the runs' logs are closed (synced)
 
     async def recover(self) -> list[str]:
         """At a start: end the runs a crashed server left running (see
@@ -357,7 +365,14 @@ class RunManager(LoggingConfigurable):
         ``new``: the one item not stored yet (see :func:`open_run`).
         """
         opening = await open_run(
-            self.services, self._config(), self.log_path, chat_id, items, run_id=run_id, new=new
+            self.services,
+            self._config(),
+            self.log_path,
+            chat_id,
+            items,
+            run_id=run_id,
+            new=new,
+            syncer=self._syncer.for_new_log(self.log_sync, self.log_sync_interval_ms),
         )
         try:
             self._launch(opening)

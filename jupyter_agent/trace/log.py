@@ -13,18 +13,27 @@ Contracts:
 - ``seq`` counts effects from 1 in the order their intents are written; a result line
   repeats its intent's seq and name. A nested effect (an ``app.call`` the host performs while
   a cell runs) carries ``parent``: the seq of that ``cell.run``.
-- Durability (group commit): every line is written with one ``write`` call (never a half
-  line from this process) and is visible to readers at once; the file is fsynced before
-  :meth:`EffectLog.intent` returns for an effect in :data:`OUTSIDE_EFFECTS` (so everything
-  before it, and the intent itself, is on disk before the effect reaches outside the
-  process), and on close. Results and in-process intents become durable at the next fsync.
+- Durability: every line is written with one ``write`` call (never a half line from this
+  process) before the effect it precedes, so it is with the OS (and visible to readers) at
+  once: a killed process (SIGKILL, a crash) loses no line. When lines reach the disk (power
+  loss) follows the log's :data:`SyncPolicy`, fixed at :meth:`EffectLog.create`:
+
+  - ``effect`` (no syncer given): the file is fdatasynced before :meth:`EffectLog.intent`
+    returns for an effect in :data:`OUTSIDE_EFFECTS`, so everything before it and the intent
+    itself is on disk before the effect reaches outside the process;
+  - ``group`` (a :class:`~jupyter_agent.trace.syncer.GroupSyncer` given): no write waits for
+    the disk, except the intent of a run's end (:data:`RUN_END_EFFECTS`: ``turn.append``,
+    the turn being stored); the syncer's thread syncs the log's new lines at most every
+    ``interval_ms``.
+
+  In both, the header is fsynced at creation and the whole file at :meth:`EffectLog.close`.
 - Data must be JSON-serialisable: :class:`TypeError` is raised before anything is written.
 - No credential is ever written: an ``http.post`` intent whose ``headers`` hold a
   credential-like header (``authorization``, ``x-api-key``, ...) is refused with
   :class:`ValueError`. The transport adds the credential after the intent was recorded.
 - Safe to call from concurrent asyncio tasks and from other threads (one lock).
-- :func:`read_log` tolerates a truncated last line (a crash mid-write) and reports it; any
-  other damage is a :class:`TraceError` naming the line number.
+- Reading is :mod:`jupyter_agent.trace.reader` (:func:`read_log`, :func:`pair_effects`),
+  re-exported here.
 - The file is created with mode 0600 (only its owner reads a run's record).
 - Fault injection, for tests only (``docs/fault-injection.md``): the environment variable
   :data:`FAULT_ENV` (read once, at import) set to ``kill:before:NAME[:N]`` or
@@ -40,22 +49,42 @@ import os
 import signal
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
 
-from jupyter_agent.effects import EFFECT_NAMES, HTTP_POST, OUTSIDE_EFFECTS, Effect, Result
-from jupyter_agent.exceptions import TraceError
+from jupyter_agent.effects import (
+    EFFECT_NAMES,
+    HTTP_POST,
+    OUTSIDE_EFFECTS,
+    TURN_APPEND,
+    Effect,
+    Result,
+)
+from jupyter_agent.trace.reader import (
+    LoggedEffect,
+    LogLine,
+    Phase,
+    TraceFile,
+    pair_effects,
+    read_log,
+)
+from jupyter_agent.trace.syncer import GroupSyncer
 
 __all__ = [
     "FAULT_ENV",
     "LOG_VERSION",
     "PROGRAM",
+    "RUN_END_EFFECTS",
+    "SYNC_POLICIES",
     "EffectLog",
+    "GroupSyncer",
     "LogLine",
     "LoggedEffect",
+    "Phase",
+    "SyncPolicy",
     "TraceFile",
     "now_iso",
     "pair_effects",
@@ -65,7 +94,10 @@ __all__ = [
 PROGRAM: Final = "toolcaller@v2"  # the same as core.loop.PROGRAM (trace has no core import)
 LOG_VERSION: Final = 1
 
-Phase = Literal["intent", "result"]
+SyncPolicy = Literal["effect", "group"]
+SYNC_POLICIES: Final[tuple[SyncPolicy, ...]] = ("effect", "group")
+# The run's end: its intent is on disk before the turn is stored, under every policy.
+RUN_END_EFFECTS: Final = frozenset({TURN_APPEND})
 
 # Header names that carry a credential; matched case-insensitively, also as substrings.
 _SECRET_HEADER_EXACT: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
@@ -169,16 +201,21 @@ def _check_no_credential(effect: Effect) -> None:
 class EffectLog:
     """An append-only JSONL effect log, open for writing. Make one with :meth:`create`."""
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, syncer: GroupSyncer | None = None) -> None:
         """Internal: use :meth:`create`."""
         self._path = path
         self._fd: int | None = fd
-        self._lock = threading.Lock()
+        self._syncer = syncer
+        self._lock = threading.Lock()  # writes; never held by a background sync
+        self._sync_lock = threading.Lock()  # syncs and close; taken before _lock, never after
+        self._dirty = False  # lines written since the last sync
         self._seq = 0
         self._pending: dict[int, str] = {}  # seq -> name of intents without a result yet
 
     @classmethod
-    def create(cls, path: Path | str, header: Mapping[str, Any]) -> EffectLog:
+    def create(
+        cls, path: Path | str, header: Mapping[str, Any], *, syncer: GroupSyncer | None = None
+    ) -> EffectLog:
         """Create a new log at ``path`` (parent folders too) and write its header line.
 
         The header line is ``{"kind": "header", "version": 1, **header}``; ``header`` holds
@@ -186,6 +223,8 @@ class EffectLog:
         file (FileExistsError): a run's log is written once. The file's mode is 0600
         whatever the umask. The file and its folder entry
         are fsynced so the log exists on disk before the run does anything.
+        ``syncer``: the ``group`` sync policy, synced by that syncer's thread; None: the
+        ``effect`` policy (module docstring).
         """
         target = Path(path)
         line = {"kind": "header", "version": LOG_VERSION}
@@ -193,7 +232,7 @@ class EffectLog:
         data = _dumps(line)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        log = cls(target, fd)
+        log = cls(target, fd, syncer)
         try:
             if hasattr(os, "fchmod"):
                 os.fchmod(fd, 0o600)  # exactly: the umask may only have narrowed it
@@ -211,6 +250,11 @@ class EffectLog:
         return self._path
 
     @property
+    def policy(self) -> SyncPolicy:
+        """When lines reach the disk: ``effect`` or ``group`` (module docstring)."""
+        return "effect" if self._syncer is None else "group"
+
+    @property
     def last_seq(self) -> int:
         """The seq of the newest intent (0 before the first)."""
         return self._seq
@@ -220,16 +264,25 @@ class EffectLog:
         """True once :meth:`close` ran."""
         return self._fd is None
 
+    def sync_before(self, name: str) -> bool:
+        """Whether the intent of an effect called ``name`` must be on disk before it runs:
+        an outside effect under ``effect``, the run's end (:data:`RUN_END_EFFECTS`) under
+        both policies."""
+        if name in RUN_END_EFFECTS:
+            return True
+        return self._syncer is None and name in OUTSIDE_EFFECTS
+
     def intent(self, effect: Effect, *, t: str | None = None, durable: bool = True) -> int:
         """Append the intent line of ``effect`` and return its new seq (1, 2, 3, ...).
 
-        For an effect in OUTSIDE_EFFECTS the file is fsynced before this returns, so the
-        intent is on disk before the effect happens. With ``durable=False`` the caller
-        takes that duty: it must call :meth:`sync` before performing the effect (an async
-        driver does so in a worker thread, so a slow disk never blocks its event loop).
+        When :meth:`sync_before` says so, the file is fdatasynced before this returns, so
+        the intent is on disk before the effect happens. With ``durable=False`` the caller
+        takes that duty: it must call :meth:`sync` before performing such an effect (an
+        async driver does so in a worker thread, so a slow disk never blocks its event
+        loop). Other lines are left to the policy (the group syncer, or the next sync).
         """
         _check_no_credential(effect)
-        outside = effect.name in OUTSIDE_EFFECTS
+        inline = durable and self.sync_before(effect.name)
         with self._lock:
             fd = self._require_open()
             seq = self._seq + 1
@@ -242,12 +295,12 @@ class EffectLog:
             }
             if effect.parent is not None:
                 line["parent"] = effect.parent
-            data = _dumps(line)
-            self._write(data)
+            self._append(_dumps(line))
             self._seq = seq
             self._pending[seq] = effect.name
-            if outside and durable:
+            if inline:
                 _datasync(fd)
+                self._dirty = False
             if _FAULT is not None:
                 _fault_point("before", effect.name, fd)
         return seq
@@ -264,7 +317,7 @@ class EffectLog:
         """Append the result line of effect ``seq`` and return it as a :class:`Result`.
 
         ``seq`` must be an intent of this log without a result yet, and ``name`` its name
-        (ValueError otherwise). Only flushed: it becomes durable at the next fsync.
+        (ValueError otherwise). Never synced here: it becomes durable at the next sync.
         """
         err = dict(error) if error is not None else None
         with self._lock:
@@ -283,23 +336,39 @@ class EffectLog:
             }
             if err is not None:
                 line["error"] = err
-            self._write(_dumps(line))
+            self._append(_dumps(line))
             del self._pending[seq]
             if _FAULT is not None:
                 _fault_point("after", name, fd)
         return Result(seq=seq, name=name, data=data, error=err)
 
     def sync(self) -> None:
-        """Make every line written so far durable (fsync)."""
-        with self._lock:
-            _datasync(self._require_open())
+        """Make every line written so far durable (fdatasync); ValueError once closed."""
+        with self._sync_lock:
+            with self._lock:
+                fd = self._require_open()
+                self._dirty = False
+            _datasync(fd)
+
+    def sync_if_dirty(self) -> bool:
+        """For the group syncer: :meth:`sync` when lines were written since the last sync
+        and the log is open; True if it synced. Writers never wait for this fdatasync."""
+        with self._sync_lock:
+            with self._lock:
+                fd = self._fd
+                if fd is None or not self._dirty:
+                    return False
+                self._dirty = False  # lines written during the sync mark the log again
+            _datasync(fd)  # the fd stays open: close() takes _sync_lock first
+            return True
 
     def close(self) -> None:
         """Fsync and close the file; closing twice is harmless."""
-        with self._lock:
+        with self._sync_lock, self._lock:
             fd, self._fd = self._fd, None
             if fd is None:
                 return
+            self._dirty = False
             try:
                 os.fsync(fd)
             finally:
@@ -322,11 +391,22 @@ class EffectLog:
         return self._fd
 
     def _write(self, data: bytes) -> None:
+        """Write ``data`` whole (the caller holds the lock)."""
         fd = self._require_open()
         view = memoryview(data)
         while view:
             n = os.write(fd, view)
             view = view[n:]
+
+    def _append(self, data: bytes) -> None:
+        """Write a line; under ``group``, tell the syncer the first time the log holds
+        unsynced lines (the caller holds the lock)."""
+        self._write(data)
+        if not self._dirty:
+            self._dirty = True
+            if self._syncer is not None and not self._syncer.mark(self):
+                _datasync(self._require_open())  # the syncer has stopped: sync here
+                self._dirty = False
 
 
 def _datasync(fd: int) -> None:
@@ -346,150 +426,3 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(dfd)
-
-
-# --- reading --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LogLine:
-    """One intent or result line of an effect log."""
-
-    seq: int
-    phase: Phase
-    name: str
-    data: Any
-    t: str
-    parent: int | None = None
-    error: dict[str, Any] | None = None
-
-    def to_result(self) -> Result:
-        """A result line as the :class:`Result` the loop received."""
-        return Result(seq=self.seq, name=self.name, data=self.data, error=self.error)
-
-
-@dataclass(frozen=True)
-class TraceFile:
-    """A parsed effect log: its header, its lines in file order, and whether the last
-    line was cut short (a crash mid-write; that line is dropped)."""
-
-    header: dict[str, Any]
-    lines: list[LogLine] = field(default_factory=list)
-    truncated: bool = False
-
-    @property
-    def run_id(self) -> str | None:
-        """The run id named by the header, when any."""
-        value = self.header.get("run_id")
-        return value if isinstance(value, str) else None
-
-
-@dataclass(frozen=True)
-class LoggedEffect:
-    """One effect: its intent line and its result line (None when the run stopped first)."""
-
-    intent: LogLine
-    result: LogLine | None
-
-    @property
-    def seq(self) -> int:
-        return self.intent.seq
-
-    @property
-    def name(self) -> str:
-        return self.intent.name
-
-    @property
-    def data(self) -> Any:
-        """The intent's data (what was asked)."""
-        return self.intent.data
-
-    @property
-    def parent(self) -> int | None:
-        return self.intent.parent
-
-
-def _parse_line(obj: Any, lineno: int) -> LogLine:
-    if not isinstance(obj, dict):
-        raise TraceError(f"line {lineno}: not a JSON object")
-    seq, phase, name, t = obj.get("seq"), obj.get("phase"), obj.get("name"), obj.get("t")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise TraceError(f"line {lineno}: bad seq {seq!r}")
-    if phase not in ("intent", "result"):
-        raise TraceError(f"line {lineno}: bad phase {phase!r}")
-    if not isinstance(name, str) or name not in EFFECT_NAMES:
-        raise TraceError(f"line {lineno}: unknown effect name {name!r}")
-    if not isinstance(t, str):
-        raise TraceError(f"line {lineno}: bad time {t!r}")
-    if "data" not in obj:
-        raise TraceError(f"line {lineno}: no data")
-    parent = obj.get("parent")
-    if parent is not None and (not isinstance(parent, int) or isinstance(parent, bool)):
-        raise TraceError(f"line {lineno}: bad parent {parent!r}")
-    error = obj.get("error")
-    if error is not None and not isinstance(error, dict):
-        raise TraceError(f"line {lineno}: bad error {error!r}")
-    return LogLine(seq, phase, name, obj["data"], t, parent, error)
-
-
-def read_log(path: Path | str) -> TraceFile:
-    """Read an effect log written by :class:`EffectLog`.
-
-    A last line without its newline that does not parse is dropped and reported as
-    ``truncated``. Anything else that is wrong (an unparsable or malformed line, seqs out
-    of order, a result without its intent or with another name, a missing header) raises
-    :class:`TraceError` naming the 1-based line number.
-    """
-    raw = Path(path).read_bytes()
-    chunks = raw.split(b"\n")
-    ends_clean = chunks[-1] == b""
-    if ends_clean:
-        chunks.pop()
-    truncated = False
-    header: dict[str, Any] | None = None
-    lines: list[LogLine] = []
-    last_seq = 0
-    pending: dict[int, str] = {}
-    for index, chunk in enumerate(chunks):
-        lineno = index + 1
-        is_last = index == len(chunks) - 1
-        try:
-            obj = json.loads(chunk)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-            if is_last and not ends_clean and header is not None:
-                truncated = True
-                break
-            raise TraceError(f"line {lineno}: not valid JSON ({exc})") from None
-        if header is None:
-            if not isinstance(obj, dict) or obj.get("kind") != "header":
-                raise TraceError(f"line {lineno}: expected the header line")
-            header = obj
-            continue
-        line = _parse_line(obj, lineno)
-        if line.phase == "intent":
-            if line.seq != last_seq + 1:
-                raise TraceError(f"line {lineno}: intent seq {line.seq} after {last_seq}")
-            last_seq = line.seq
-            pending[line.seq] = line.name
-        else:
-            expected = pending.pop(line.seq, None)
-            if expected is None:
-                raise TraceError(f"line {lineno}: result for seq {line.seq} without an intent")
-            if expected != line.name:
-                raise TraceError(
-                    f"line {lineno}: result {line.name!r} for a {expected!r} intent"
-                    f" (seq {line.seq})"
-                )
-        lines.append(line)
-    if header is None:
-        raise TraceError("line 1: the log has no header")
-    return TraceFile(header=header, lines=lines, truncated=truncated)
-
-
-def pair_effects(trace: TraceFile) -> list[LoggedEffect]:
-    """Every effect of the log, intent joined to its result, in seq order."""
-    intents: dict[int, LogLine] = {}
-    results: dict[int, LogLine] = {}
-    for line in trace.lines:
-        (intents if line.phase == "intent" else results)[line.seq] = line
-    return [LoggedEffect(intents[seq], results.get(seq)) for seq in sorted(intents)]

@@ -48,6 +48,8 @@ NEW_TRAITS: list[tuple[str, str, Any]] = [
     ("RunManager", "total_budget_tokens", 1500),
     ("EventBus", "tail_bytes", 4096),
     ("EventBus", "max_bytes", 1 << 20),
+    ("RunManager", "log_sync", "effect"),
+    ("RunManager", "log_sync_interval_ms", 50),
 ]
 
 PARTS = {
@@ -129,6 +131,8 @@ def test_run_ceilings_reach_settings_and_runs(fetch: Any, agent_service: Any) ->
     assert settings["ceilings"]["bash_enabled"] is False
     assert agent_service.run_config().ceilings == agent_service.manager.ceilings
     assert agent_service.run_config().ceilings["max_cells"] == 9
+    # The log's sync policy is the server's, not a run's: never recorded as a ceiling.
+    assert not {"log_sync", "log_sync_interval_ms"} & set(settings["ceilings"])
 
 
 ALIASES = {
