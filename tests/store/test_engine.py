@@ -143,17 +143,30 @@ def test_concurrent_thread_writers(tmp_path: Path) -> None:
             store.close()
 
 
+# Each write is retried on StoreUnavailable as the server's run path does (durable_call):
+# on a loaded machine a writer can wait past the 5 s busy timeout; what must never happen
+# is another error, a lost write or a corrupt file.
 _WRITER = """
-import sys
+import sys, time
+from jupyter_agent.exceptions import StoreUnavailable
 from jupyter_agent.store import Store
 from tests.store.factories import make_run, make_turn
 store = Store(sys.argv[1])
 k = int(sys.argv[2])
+
+def retried(fn, *args, **kw):
+    for attempt in range(10):
+        try:
+            return fn(*args, **kw)
+        except StoreUnavailable:
+            time.sleep(0.1 * attempt)
+    return fn(*args, **kw)
+
 for i in range(60):
-    store.append_turn(make_turn(k * 1000 + i))
-    store.upsert_run(make_run(k * 1000 + i))
-    store.rename_chat("chat_01A", f"writer {k}", now="2024-01-01T00:00:00.000Z")
-    store.prune_runs(older_than="2000-01-01T00:00:00.000Z")
+    retried(store.append_turn, make_turn(k * 1000 + i))
+    retried(store.upsert_run, make_run(k * 1000 + i))
+    retried(store.rename_chat, "chat_01A", f"writer {k}", now="2024-01-01T00:00:00.000Z")
+    retried(store.prune_runs, older_than="2000-01-01T00:00:00.000Z")
 store.close()
 """
 
