@@ -20,7 +20,7 @@ from tests.runtime.harness import Harness, close_harness, make_harness
 
 pytestmark = pytest.mark.timeout(300)
 
-BUDGET = 400  # tokens: a few of these turns (~70 tokens each) and the omission line
+BUDGET = 150  # tokens: a few of these turns (~30 tokens each) and the omission line
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ async def test_a_long_chats_logs_stay_bounded_and_v2_still_replays(
         run_ids[n] = turn.run_id
         sizes[n] = agent.manager.log_path(turn.run_id).stat().st_size
     # Bounded: message 100's log is about message 10's (the window holds the same few turns).
-    assert sizes[100] <= sizes[10] * 1.05, sizes
+    assert sizes[100] <= sizes[10] * 1.02, sizes
     assert sizes[10] > sizes[1]  # the history is in the log, up to the budget
     trace = agent.trace(run_ids[100])
     assert trace.header["program"] == PROGRAM == "toolcaller@v3"
@@ -105,6 +105,8 @@ async def test_a_long_chats_logs_stay_bounded_and_v2_still_replays(
     asked, whole = history_result(old_trace)
     assert asked == {"key": "history"}
     assert whole == stored  # every earlier turn, in the log
-    assert agent.manager.log_path(old.run_id).stat().st_size > sizes[100] * 5
+    # What the bound saves: v2's history line holds all 100 turns, v3's a few.
+    assert len(json.dumps(whole)) > 10 * len(json.dumps(window))
+    assert agent.manager.log_path(old.run_id).stat().st_size > sizes[100] * 3
     outcome = verify_run(agent.manager.log_path(old.run_id))
     assert outcome.identical, outcome.message
