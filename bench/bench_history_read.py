@@ -63,7 +63,9 @@ async def chat_runs(km: Any, tmp: Path, program: str, budget: int, messages: int
     return {"walls": walls, "sizes": sizes}
 
 
-def read_times(tmp: Path, counts: tuple[int, ...]) -> list[tuple[int, float, float, float, int, int]]:
+def read_times(
+    tmp: Path, counts: tuple[int, ...]
+) -> list[tuple[int, float, float, float, int, int]]:
     """(turns, v2 ms, v3 ms default budget, v3 ms small budget, v2 bytes, v3 bytes)."""
     from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
     from jupyter_agent.messages import Usage
@@ -93,10 +95,10 @@ def read_times(tmp: Path, counts: tuple[int, ...]) -> list[tuple[int, float, flo
                 )
             )
 
-        def v2() -> str:
+        def v2(store: Store = store) -> str:
             return json.dumps([t.to_json() for t in store.list_turns("chat_B")])
 
-        def v3(budget: int) -> str:
+        def v3(budget: int, store: Store = store) -> str:
             return json.dumps(store.read_window("chat_B", budget_tokens=budget).to_json())
 
         rows.append(

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_agent.exceptions import StoreUnavailable
-
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber

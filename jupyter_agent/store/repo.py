@@ -56,6 +56,7 @@ from sqlmodel import Session, col, select
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.core.window import HistoryWindow
 from jupyter_agent.exceptions import StoreError, StoreUnavailable
+from jupyter_agent.store import turn_queries
 from jupyter_agent.store.engine import (
     WRITE_OPTION,
     create_store_engine,
@@ -64,7 +65,6 @@ from jupyter_agent.store.engine import (
     scrub,
 )
 from jupyter_agent.store.filters import program_filter
-from jupyter_agent.store import turn_queries
 from jupyter_agent.store.migrations import migrate
 from jupyter_agent.store.rows import (
     RUN_COLUMNS,

@@ -11,7 +11,7 @@ from typing import Any
 from jupyter_agent.core.loop import program
 from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 from jupyter_agent.core.window import HistoryWindow, tail_size, turn_tokens
-from tests.core.test_loop_step import NOW, TIER, Stepper, configured, reply, text
+from tests.core.test_loop_step import NOW, Stepper, configured, reply, text
 
 HELLO = {"kind": "message", "text": "what next?", "at": NOW}
 
@@ -42,10 +42,14 @@ def first_request(
 
 
 def test_v3_asks_for_the_window_with_the_budget_v2_cut_to() -> None:
-    asked, _ = first_request("toolcaller@v3", {"turns": [], "omitted": 0}, {"history_budget_tokens": 777})
+    asked, _ = first_request(
+        "toolcaller@v3", {"turns": [], "omitted": 0}, {"history_budget_tokens": 777}
+    )
     assert asked == {"key": "history", "budget_tokens": 777}
     # The profile's context window / 4 bounds it too (claude-sonnet-4-5: 200k -> 50k).
-    asked, _ = first_request("toolcaller@v3", {"turns": [], "omitted": 0}, {"history_budget_tokens": 10**9})
+    asked, _ = first_request(
+        "toolcaller@v3", {"turns": [], "omitted": 0}, {"history_budget_tokens": 10**9}
+    )
     assert asked == {"key": "history", "budget_tokens": 50_000}
     asked, _ = first_request("toolcaller@v2", [])
     assert asked == {"key": "history"}  # v2 unchanged: the whole chat
@@ -56,7 +60,8 @@ def test_v3_builds_the_prompt_v2_builds_from_the_whole_chat() -> None:
     budget = 500
     costs = [turn_tokens(t) for t in reversed(chat)]
     keep = tail_size(costs, budget, complete=True)
-    assert keep is not None and 0 < keep < len(chat)
+    assert keep is not None
+    assert 0 < keep < len(chat)
     window = HistoryWindow(turns=tuple(chat[-keep:]), omitted=len(chat) - keep)
     ceilings = {"history_budget_tokens": budget}
     _, v2 = first_request("toolcaller@v2", [t.to_json() for t in chat], ceilings)
@@ -80,4 +85,8 @@ def test_v3_ends_the_run_saying_so_when_the_history_cannot_be_read() -> None:
     assert s.returned
     turn = s.value
     assert isinstance(turn, TurnRecord)
-    assert (turn.user_text, turn.llm.stop_reason, turn.llm.model_calls) == ("what next?", "error", 0)
+    assert (turn.user_text, turn.llm.stop_reason, turn.llm.model_calls) == (
+        "what next?",
+        "error",
+        0,
+    )

@@ -63,7 +63,8 @@ def test_the_tail_builds_the_same_window_as_the_whole_chat(seed: int) -> None:
 def test_an_over_long_newest_turn_is_the_one_turn_kept_and_clipped_alike() -> None:
     turns = [turn(1, 10), turn(2, 10), turn(3, 5000)]
     window = tail_window(turns, 300)
-    assert [t.id for t in window.turns] == ["turn_0003"] and window.omitted == 2
+    assert [t.id for t in window.turns] == ["turn_0003"]
+    assert window.omitted == 2
     built = from_tail(window, 300)
     assert built == boot_window(turns, budget_tokens=300)
     assert "cut to fit" in built.messages[-1].text

@@ -61,9 +61,7 @@ def test_ties_in_created_page_by_id(store: Store, chat: str) -> None:
     assert window.omitted == 0
     budget = sum(turn_tokens(t) for t in store.list_turns(chat)[-12:]) + 24
     window = store.read_window(chat, budget_tokens=budget)  # past the first batch
-    assert [t.id for t in window.turns] == [
-        f"turn_{n:06d}" for n in range(count - 11, count + 1)
-    ]
+    assert [t.id for t in window.turns] == [f"turn_{n:06d}" for n in range(count - 11, count + 1)]
     assert window.omitted == count - 12
 
 
@@ -85,11 +83,12 @@ def test_rows_read_do_not_grow_with_the_chat(store: Store, chat: str) -> None:
         if "agent_turns" in statement and "count(" not in statement.lower():
             fetched.append(1)
 
-    engine = store._engine  # noqa: SLF001 - the statements this call sends
+    engine = store._engine
     event.listen(engine, "after_cursor_execute", count_rows)
     try:
         window = store.read_window(chat, budget_tokens=per_turn * 3 + 30)
     finally:
         event.remove(engine, "after_cursor_execute", count_rows)
-    assert len(window.turns) == 3 and window.omitted == 117
+    assert len(window.turns) == 3
+    assert window.omitted == 117
     assert len(fetched) == 1  # one batch of FIRST_BATCH rows held the window
