@@ -65,6 +65,7 @@ def read_window(conn: Any, chat_id: str, *, budget_tokens: int) -> HistoryWindow
     costs: list[int] = []
     batch = FIRST_BATCH
     keep: int | None = 0 if budget_tokens <= 0 else None
+    complete = False
     while keep is None:
         query = core_select(c.record, c.created, c.id).where(c.chat_id == chat_id)
         if keys:
@@ -75,9 +76,12 @@ def read_window(conn: Any, chat_id: str, *, budget_tokens: int) -> HistoryWindow
             newest.append(turn)
             keys.append((created, turn_id))
             costs.append(turn_tokens(turn))
-        keep = tail_size(costs, budget_tokens, complete=len(rows) < batch)
+        complete = len(rows) < batch
+        keep = tail_size(costs, budget_tokens, complete=complete)
         batch = min(batch * 2, MAX_BATCH)
     kept = newest[:keep]
+    if complete:  # every turn was read: the older ones are those not kept
+        return HistoryWindow(turns=tuple(reversed(kept)), omitted=len(newest) - keep)
     count = core_select(func.count()).select_from(_TURNS).where(c.chat_id == chat_id)
     if kept:
         count = count.where(_before(*keys[keep - 1]))
