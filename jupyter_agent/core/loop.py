@@ -1,10 +1,16 @@
-"""The toolcaller loop (``toolcaller@v2``): one conversation turn as a pure state machine.
+"""The toolcaller loop (``toolcaller@v3``): one conversation turn as a pure state machine.
 
 Versions (a log replays with the version its header names, :data:`PROGRAMS`):
 
 - ``toolcaller@v1``: the first.
 - ``toolcaller@v2``: a model call that failed (after the transport's retries) counts in
   the turn's ``modelCalls``, and the failure reply says how many attempts were made.
+- ``toolcaller@v3``: the history is read as the window, not as the whole chat:
+  ``config.get`` ``{key: "history", budget_tokens}`` is answered with only the newest
+  turns that budget keeps and the count of the older ones (a
+  :class:`~jupyter_agent.core.window.HistoryWindow`), so a run's log does not grow with
+  the chat; the prompt is the one v2 builds for the same chat. A history that cannot be
+  read ends the run ``error``, saying so (v2 went on without it).
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
 values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
@@ -33,7 +39,8 @@ The cycle (the seed's "The tools: run_cell and bash")::
   result's ``bubbles`` and join the turn's replies (done false) in order.
 - Ceilings (model calls, cells, wall time, cost) end the run through the same wrap-up.
 - Everything the loop depends on arrives through effects: ``config.get`` keys ``ceilings``,
-  ``spaces``, ``history`` (the chat's previous turn records), ``llm.tier.*`` and
+  ``spaces``, ``history`` (v1/v2: the chat's previous turn records; v3: its window),
+  ``llm.tier.*`` and
   ``llm.profile.*``; ``clock.now``; ``id.new``; ``mailbox.drain`` (the first drain holds
   the message that started the run).
 """
@@ -57,6 +64,7 @@ from jupyter_agent.core.loop_steps import (
     post,
     post_final,
     provider_failure_text,
+    read_history,
     run_tools,
     take_cancel_detail,
     take_steering,
@@ -87,9 +95,9 @@ __all__ = [
 ]
 
 #: The version new runs use.
-PROGRAM = "toolcaller@v2"
+PROGRAM = "toolcaller@v3"
 #: Every version this code replays, by its recorded name.
-PROGRAMS: Final = {"toolcaller@v1": 1, "toolcaller@v2": 2}
+PROGRAMS: Final = {"toolcaller@v1": 1, "toolcaller@v2": 2, "toolcaller@v3": 3}
 
 
 @dataclass(kw_only=True)
@@ -124,12 +132,14 @@ def program(name: str, run_id: str, chat_id: str) -> EffectGen[TurnRecord]:
     return toolcaller(run_id, chat_id, version=version)
 
 
-def toolcaller(run_id: str, chat_id: str, *, version: int = 2) -> EffectGen[TurnRecord]:
+def toolcaller(
+    run_id: str, chat_id: str, *, version: int = PROGRAMS[PROGRAM]
+) -> EffectGen[TurnRecord]:
     """Run one turn of chat ``chat_id`` as run ``run_id``; return the turn record.
 
     ``version``: the program version's behaviour (see the module docstring).
     """
-    turn = yield from setup(run_id, chat_id)
+    turn = yield from setup(run_id, chat_id, version=version)
     if isinstance(turn, TurnRecord):  # it ended before the first model call
         return turn
     try:
@@ -153,8 +163,12 @@ def toolcaller(run_id: str, chat_id: str, *, version: int = 2) -> EffectGen[Turn
         return (yield from turn.finish("error", "error"))
 
 
-def setup(run_id: str, chat_id: str) -> EffectGen[Turn | TurnRecord]:
+def setup(
+    run_id: str, chat_id: str, *, version: int = PROGRAMS[PROGRAM]
+) -> EffectGen[Turn | TurnRecord]:
     """Read config, the tier, history and the opening drain; build the prompt.
+
+    ``version``: 3 reads the history as its window (see the module docstring).
 
     Returns the :class:`Turn` to step, or the turn record of a run that ended here (a bad
     tier, a hard break before the first model call, nothing to answer).
@@ -177,7 +191,23 @@ def setup(run_id: str, chat_id: str) -> EffectGen[Turn | TurnRecord]:
             take_cancel_detail(state, cancel)
         return (yield from finish(run_id, chat_id, state, spaces, text, "error", "error"))
     state.model = tier.model
-    history = [TurnRecord.from_json(t) for t in ((yield from config("history")) or [])]
+    budget = min(ceilings.history_budget_tokens, tier.profile.context_window // 4)
+    if version >= 3:
+        window = yield from read_history(budget)
+        if window is None:
+            # Answering without the chat's context would mislead: say so and end.
+            inbox = read_items((yield from drain()))
+            text = inbox.messages[0].text if inbox.messages else ""
+            state.steering.extend(m.steering() for m in inbox.messages[1:])
+            try:
+                yield from post_final(state, "The chat's earlier turns could not be read.")
+            except RunCancelled as cancel:
+                take_cancel_detail(state, cancel)
+            return (yield from finish(run_id, chat_id, state, spaces, text, "error", "error"))
+        history, older = list(window.turns), window.omitted
+    else:
+        history = [TurnRecord.from_json(t) for t in ((yield from config("history")) or [])]
+        older = 0
     inbox = read_items((yield from drain()))
     if inbox.hard_break or not inbox.messages:
         # Broken before it began, or nothing to answer: end with a minimal turn (that still
@@ -207,8 +237,8 @@ def setup(run_id: str, chat_id: str) -> EffectGen[Turn | TurnRecord]:
         "system": system.fingerprint_system,
         "identity": system.fingerprint_identity,
     }
-    budget = min(ceilings.history_budget_tokens, tier.profile.context_window // 4)
-    messages: list[Message] = list(boot_window(history, budget_tokens=budget).messages)
+    shown = boot_window(history, budget_tokens=budget, older=older, first_position=older + 1)
+    messages: list[Message] = list(shown.messages)
     for item in inbox.messages:
         add_user(
             messages, user_message(item.text, at=item.at, view=item.view, attachments=item.files)

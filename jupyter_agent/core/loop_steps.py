@@ -1,4 +1,4 @@
-"""The steps the ``toolcaller@v1`` program is built from (see :mod:`jupyter_agent.core.loop`).
+"""The steps the ``toolcaller`` programs are built from (see :mod:`jupyter_agent.core.loop`).
 
 Each step is a small pure generator (or a plain function on the run's state): reading
 config and the clock, draining the mailbox, posting replies (with the host's deferral of a
@@ -18,6 +18,7 @@ from jupyter_agent.core.inbox import Inbox, read_items
 from jupyter_agent.core.prompt import user_message
 from jupyter_agent.core.runstate import Ceilings, RunState, seconds_between
 from jupyter_agent.core.turns import EndCause, Reply, StopReason, TurnLLM, TurnRecord
+from jupyter_agent.core.window import HistoryWindow
 from jupyter_agent.effects import (
     BASH_RUN,
     CELL_RUN,
@@ -50,6 +51,7 @@ __all__ = [
     "post",
     "post_final",
     "provider_failure_text",
+    "read_history",
     "run_tool",
     "run_tools",
     "take_cancel_detail",
@@ -80,6 +82,15 @@ def now() -> EffectGen[str]:
 def config(key: str) -> EffectGen[Any]:
     result = yield Effect(name=CONFIG_GET, data={"key": key})
     return result.data
+
+
+def read_history(budget_tokens: int) -> EffectGen[HistoryWindow | None]:
+    """The chat's history as its boot window of ``budget_tokens`` (``toolcaller@v3``):
+    ``config.get`` ``{key: "history", budget_tokens}``; None when the host could not read it."""
+    result = yield Effect(name=CONFIG_GET, data={"key": "history", "budget_tokens": budget_tokens})
+    if result.error is not None:
+        return None
+    return HistoryWindow.from_json(result.data)
 
 
 def drain() -> EffectGen[list[Any]]:

@@ -18,19 +18,33 @@ in the chat; ``turns[0]`` is at position ``first_position`` (1 unless the caller
 tail of the chat). The messages start with a user message and alternate roles; they end
 with an assistant message when at least one turn is shown in full. The caller passes
 ``budget_tokens = min(configured, context_window // 4)``.
+
+The window in O(window) (``toolcaller@v3``): the store reads only the newest turns the
+window can use, :func:`tail_size` deciding from their costs (:func:`turn_tokens`, newest
+first) how many :func:`boot_window` keeps, and hands them back as a :class:`HistoryWindow`
+(those turns and the count of the older ones). ``boot_window(w.turns, older=w.omitted,
+first_position=w.omitted + 1)`` then builds exactly the window the whole list would give.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from jupyter_agent.core.tokens import chars_for_tokens, count_tokens
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.messages import Message, Text
 
-__all__ = ["ChunkSummary", "Window", "boot_window", "render_turn"]
+__all__ = [
+    "ChunkSummary",
+    "HistoryWindow",
+    "Window",
+    "boot_window",
+    "render_turn",
+    "tail_size",
+    "turn_tokens",
+]
 
 _OMISSION_RESERVE = 24  # tokens kept free for the "N earlier turns" line
 
@@ -68,6 +82,58 @@ def render_turn(turn: TurnRecord) -> tuple[str, str]:
     elif not assistant:
         assistant = "[no reply was sent in this turn]"
     return user, assistant
+
+
+def turn_tokens(turn: TurnRecord) -> int:
+    """What one earlier turn costs of the budget in full (its :func:`render_turn` texts)."""
+    user, assistant = render_turn(turn)
+    return count_tokens(user) + count_tokens(assistant)
+
+
+def tail_size(costs: Sequence[int], budget_tokens: int, *, complete: bool) -> int | None:
+    """How many of the newest turns :func:`boot_window` keeps (in full or clipped).
+
+    ``costs``: the :func:`turn_tokens` of the chat's newest turns, newest first;
+    ``complete``: they are all of the chat's turns. None when that cannot be told yet
+    (every cost so far fits: the caller reads older turns and asks again).
+    """
+    if budget_tokens <= 0 or not costs:
+        return 0 if complete or budget_tokens <= 0 else None
+    used = 0
+    for cost in costs:
+        used += cost
+        if used > budget_tokens:
+            break
+    else:
+        return len(costs) if complete else None
+    # Not all fit: as boot_window, keep room for the omission line; a newest turn too long
+    # even for that is kept, to be clipped.
+    return max(1, _select_costs(costs, max(0, budget_tokens - _OMISSION_RESERVE))[0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistoryWindow:
+    """The history a ``toolcaller@v3`` run reads: the newest turns its window can use
+    (oldest first) and how many older turns there are (``omitted``).
+
+    JSON: ``{"turns": [turn records], "omitted": N}``; readers ignore keys they do not
+    know, so later versions may add some (summaries: ``chunks``).
+    """
+
+    turns: tuple[TurnRecord, ...] = ()
+    omitted: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"turns": [t.to_json() for t in self.turns], "omitted": self.omitted}
+
+    @classmethod
+    def from_json(cls, data: Any) -> HistoryWindow:
+        """The window of a recorded result (None or a non-object: an empty one)."""
+        if not isinstance(data, dict):
+            return cls()
+        turns = tuple(TurnRecord.from_json(t) for t in data.get("turns") or ())
+        omitted = data.get("omitted")
+        return cls(turns=turns, omitted=omitted if isinstance(omitted, int) else 0)
 
 
 def _clip(text: str, tokens: int) -> str:
@@ -143,10 +209,15 @@ def _select(
     budget: int,
 ) -> tuple[int, int]:
     """How many of the newest turns fit ``budget`` in full, and their tokens."""
+    costs = [count_tokens(user) + count_tokens(assistant) for user, assistant in rendered]
+    return _select_costs(costs[::-1], budget)
+
+
+def _select_costs(costs: Sequence[int], budget: int) -> tuple[int, int]:
+    """How many of the leading ``costs`` (newest first) fit ``budget``, and their sum."""
     used = 0
     kept = 0
-    for user, assistant in reversed(rendered):
-        cost = count_tokens(user) + count_tokens(assistant)
+    for cost in costs:
         if used + cost > budget:
             break
         used += cost
@@ -160,14 +231,19 @@ def boot_window(
     budget_tokens: int,
     chunks: Sequence[ChunkSummary] = (),
     first_position: int = 1,
+    older: int = 0,
 ) -> Window:
-    """The chat's earlier turns as messages within ``budget_tokens`` (see module docstring)."""
+    """The chat's earlier turns as messages within ``budget_tokens`` (see module docstring).
+
+    ``older``: how many turns of the chat precede ``turns[0]`` and were not passed (a
+    :class:`HistoryWindow`'s ``omitted``); they count as not shown.
+    """
     if not turns or budget_tokens <= 0:
         return Window()
     rendered = [render_turn(t) for t in turns]
     kept, used = _select(rendered, budget_tokens)
     clipped: tuple[str, str] | None = None
-    if kept < len(rendered):
+    if kept < len(rendered) or older:
         # Older material follows: keep room for the omission line.
         kept, used = _select(rendered, max(0, budget_tokens - _OMISSION_RESERVE))
         if kept == 0:
@@ -179,12 +255,12 @@ def boot_window(
 
     older_count = len(rendered) - kept
     lead: list[str] = []
-    if older_count:
+    if older_count or older:
         newest_older = first_position + older_count - 1
         summaries, s_used, uncovered = _pick_summaries(
             chunks, newest_older, budget_tokens - used - _OMISSION_RESERVE
         )
-        omitted = uncovered - first_position + 1
+        omitted = uncovered - first_position + 1 + older
         if omitted > 0:
             lead.append(_omission(omitted))
         lead += [_summary_text(c) for c in summaries]

@@ -57,7 +57,7 @@ from jupyter_agent.core.events import (
     Retry,
     SteeringEvent,
 )
-from jupyter_agent.core.loop import toolcaller
+from jupyter_agent.core.loop import PROGRAM, program
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.effects import (
     APP_CALL,
@@ -87,7 +87,7 @@ from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.live_output import LiveCell
 from jupyter_agent.runtime.model_calls import perform
 from jupyter_agent.runtime.run_kernel import RunKernel
-from jupyter_agent.runtime.run_parts import RunConfig, RunServices
+from jupyter_agent.runtime.run_parts import RunConfig, RunServices, read_history
 from jupyter_agent.runtime.run_records import ended_by
 from jupyter_agent.trace.log import EffectLog
 
@@ -115,19 +115,20 @@ class RunDriver:
         chat_id: str,
         log_: EffectLog,
         config: RunConfig,
-        history: list[TurnRecord],
         services: RunServices,
         cwd: str | None = None,
+        program_name: str = PROGRAM,
         gen: EffectGen[TurnRecord] | None = None,
         summary: RunSummary | None = None,
     ) -> None:
+        """``program_name``: the program the run's log header names (a key of
+        :data:`~jupyter_agent.core.loop.PROGRAMS`); ``gen`` replaces it (tests)."""
         self.run_id = run_id
         self.chat_id = chat_id
         self.log = log_
         self.config = config
-        self.history = [t.to_json() for t in history]
         self.services = services
-        self._gen = gen if gen is not None else toolcaller(run_id, chat_id)
+        self._gen = gen if gen is not None else program(program_name, run_id, chat_id)
         self._hard = False
         self._inflight: asyncio.Task[tuple[Any, dict[str, Any] | None]] | None = None
         self._inflight_name: str | None = None
@@ -135,7 +136,7 @@ class RunDriver:
         self._running: RunningCell | None = None
         # Exactly the loop's options, from the config values the loop reads: the digest in
         # cell_end (and in the recorded result) is the one the model reads.
-        self._digest_options = digest_options_from_config(lambda key: config.get(key, []))
+        self._digest_options = digest_options_from_config(config.get)
         self._tool_runs = 0  # cells and commands so far: a command's id is c<n>, as the loop's
         self._opened = False  # the first message taken is the run's opening one
         self.turn_written = False  # the run manager writes the turn again if this stays False
@@ -293,7 +294,10 @@ class RunDriver:
         """Which performer answers which effect of the catalogue."""
 
         async def config_get(effect: Effect, seq: int) -> Outcome:
-            return self.config.get(str(effect.data.get("key")), self.history), None
+            if effect.data.get("key") == "history":
+                budget = effect.data.get("budget_tokens")
+                return await read_history(self.services.store, self.chat_id, budget), None
+            return self.config.get(str(effect.data.get("key"))), None
 
         async def clock_now(effect: Effect, seq: int) -> Outcome:
             return now_iso(), None

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.core.loop import PROGRAM
-from jupyter_agent.core.turns import RunSummary, TurnRecord
+from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.driver import RunConfig, RunDriver
 from jupyter_agent.runtime.ids import new_id, now_iso
@@ -62,7 +62,6 @@ class Opening:
     summary: RunSummary
     effect_log: EffectLog
     config: RunConfig
-    history: list[TurnRecord]
     view: dict[str, Any] | None
     text: str
     message_id: str | None
@@ -113,7 +112,7 @@ async def open_run(
         model=str(model) if model else None,
     )
     store = services.store
-    history = await asyncio.to_thread(store.list_turns, chat_id)
+    # The chat's history is not read here: the run reads its window through an effect.
     if not await asyncio.to_thread(store.open_run, summary, message=new):
         raise NotFound(f"no chat {chat_id[:120]}")  # deleted meanwhile: nothing was stored
     try:
@@ -128,7 +127,6 @@ async def open_run(
         summary=summary,
         effect_log=effect_log,
         config=config,
-        history=history,
         view=first.get("view"),
         text=str(first.get("text", "")),
         message_id=message_id if isinstance(message_id, str) else None,

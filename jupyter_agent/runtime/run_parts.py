@@ -2,19 +2,24 @@
 
 :class:`RunConfig` is what the loop reads through ``config.get`` (taken at the run's
 start, so a replay never reads today's settings); :class:`RunServices` are owned by the
-run manager and shared by its runs.
+run manager and shared by its runs; :func:`read_history` answers ``config.get``
+``history`` from the store.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_agent.exceptions import StoreUnavailable
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 
-__all__ = ["RunConfig", "RunServices", "ScrubbingPool"]
+__all__ = ["RunConfig", "RunServices", "ScrubbingPool", "read_history"]
+
+_HISTORY_ATTEMPTS = 3  # reads a store that is briefly unavailable gets
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,14 +36,13 @@ class RunConfig:
     spaces: dict[str, Any]
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def get(self, key: str, history: list[dict[str, Any]]) -> Any:
-        """The value of a ``config.get`` key (None when unknown)."""
+    def get(self, key: str) -> Any:
+        """The value of a ``config.get`` key (None when unknown). ``history`` is not config:
+        it is read from the store (:func:`read_history`)."""
         if key == "ceilings":
             return self.ceilings
         if key == "spaces":
             return self.spaces
-        if key == "history":
-            return history
         if key.startswith("llm.tier."):
             name = key.removeprefix("llm.tier.")
             return self.tiers.get(name) or (
@@ -79,3 +83,28 @@ class ScrubbingPool:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.pool, name)
+
+
+async def read_history(store: Any, chat_id: str, budget_tokens: object) -> Any:
+    """The result of ``config.get`` ``history``: the chat's earlier turns, read from
+    ``store`` in a worker thread (never on the event loop).
+
+    With an int ``budget_tokens`` (``toolcaller@v3``): only the window that budget keeps,
+    as :class:`~jupyter_agent.core.window.HistoryWindow` JSON, in O(window) rows. Without
+    (v1, v2): every turn record, oldest first. A store still unavailable after a few
+    tries raises (the loop gets the error).
+    """
+    for attempt in range(1, _HISTORY_ATTEMPTS + 1):
+        try:
+            if isinstance(budget_tokens, int) and not isinstance(budget_tokens, bool):
+                window = await asyncio.to_thread(
+                    store.read_window, chat_id, budget_tokens=budget_tokens
+                )
+                return window.to_json()
+            turns = await asyncio.to_thread(store.list_turns, chat_id)
+            return [t.to_json() for t in turns]
+        except StoreUnavailable:
+            if attempt == _HISTORY_ATTEMPTS:
+                raise
+            await asyncio.sleep(0.2 * attempt)
+    raise AssertionError("unreachable")

@@ -392,7 +392,7 @@ class RunManager(LoggingConfigurable):
             chat_id=chat_id,
             log_=opening.effect_log,
             config=opening.config,
-            history=opening.history,
+            program_name=opening.summary.program,
             services=self.services,
             cwd=opening.cwd,
             summary=summary,

@@ -45,7 +45,7 @@ def test_the_driver_digests_with_the_loops_options(model: str) -> None:
     loops = digest_options(
         Ceilings.from_json(config.ceilings), config.spaces, vision=tier.profile.vision
     )
-    assert digest_options_from_config(lambda key: config.get(key, [])) == loops
+    assert digest_options_from_config(config.get) == loops
     assert loops.value_budget_tokens == 123
     assert loops.home == "/home/me"
     assert loops.vision is (model == "claude-sonnet-4-5")

@@ -21,14 +21,14 @@ def config(**kw: Any) -> RunConfig:
 
 def test_get_answers_each_key() -> None:
     cfg = config(ceilings={"max_cells": 3}, spaces={"home": "/h"}, profiles={"m": {"vision": 1}})
-    assert cfg.get("ceilings", []) == {"max_cells": 3}
-    assert cfg.get("spaces", []) == {"home": "/h"}
-    assert cfg.get("history", [{"id": "t"}]) == [{"id": "t"}]
-    assert cfg.get("llm.tier.codegen", []) == TIER
-    assert cfg.get("llm.tier.vision", []) == TIER  # falls back to codegen
-    assert cfg.get("llm.tier.other", []) is None
-    assert cfg.get("llm.profile.m", []) == {"vision": 1}
-    assert cfg.get("unknown", []) is None
+    assert cfg.get("ceilings") == {"max_cells": 3}
+    assert cfg.get("spaces") == {"home": "/h"}
+    assert cfg.get("history") is None  # not config: the driver reads it from the store
+    assert cfg.get("llm.tier.codegen") == TIER
+    assert cfg.get("llm.tier.vision") == TIER  # falls back to codegen
+    assert cfg.get("llm.tier.other") is None
+    assert cfg.get("llm.profile.m") == {"vision": 1}
+    assert cfg.get("unknown") is None
 
 
 def test_driver_digest_options_are_what_it_built_by_hand() -> None:
@@ -41,7 +41,6 @@ def test_driver_digest_options_are_what_it_built_by_hand() -> None:
         chat_id="chat_1",
         log_=None,  # type: ignore[arg-type]
         config=cfg,
-        history=[],
         # Services nothing uses here: the driver is built, never run.
         services=RunServices(
             transport=None, pool=None, store=None, mailbox=Mailbox(), events=EventBus(), root_dir=""

@@ -6,7 +6,7 @@ import json
 
 from jupyter_agent.core.cells import BashResult, Value
 from jupyter_agent.effects import Effect
-from jupyter_agent.trace.log import read_log
+from jupyter_agent.trace.log import PROGRAM, read_log
 from jupyter_agent.trace.show import CUT_MARK, MAX_ITEMS, MAX_STRING, bound, show_run
 from tests.trace.logs_support import (
     LogWriter,
@@ -26,7 +26,7 @@ def test_steps_of_a_full_run(tmp_path):
     assert json.loads(json.dumps(body)) == body
     assert body["run_id"] == "run_01NB"
     assert body["chat_id"] == "chat_01NB"
-    assert body["program"] == "toolcaller@v2"
+    assert body["program"] == PROGRAM
     assert body["turn"] == turn.to_json()  # from the log's turn.append
     types = [s["type"] for s in body["steps"]]
     assert [t for t in types if t not in ("model_call",)] == [
