@@ -209,6 +209,7 @@ class EffectLog:
         self._lock = threading.Lock()  # writes; never held by a background sync
         self._sync_lock = threading.Lock()  # syncs and close; taken before _lock, never after
         self._dirty = False  # lines written since the last sync
+        self._dir_pending = False  # under group: the folder entry is not synced yet
         self._seq = 0
         self._pending: dict[int, str] = {}  # seq -> name of intents without a result yet
 
@@ -221,8 +222,11 @@ class EffectLog:
         The header line is ``{"kind": "header", "version": 1, **header}``; ``header`` holds
         run_id, chat_id, program, profile, tiers, created. Refuses to overwrite an existing
         file (FileExistsError): a run's log is written once. The file's mode is 0600
-        whatever the umask. The file and its folder entry
-        are fsynced so the log exists on disk before the run does anything.
+        whatever the umask. Under ``effect`` the file and its folder entry are fsynced so
+        the log exists on disk before the run does anything; under ``group`` the header is
+        written to the OS (a killed server keeps it) and the syncer's next round, or the
+        close, makes the file and its folder entry durable (a power loss may lose a log
+        created in the last interval, as any line of it: recovery takes a missing log).
         ``syncer``: the ``group`` sync policy, synced by that syncer's thread; None: the
         ``effect`` policy (module docstring).
         """
@@ -236,9 +240,13 @@ class EffectLog:
         try:
             if hasattr(os, "fchmod"):
                 os.fchmod(fd, 0o600)  # exactly: the umask may only have narrowed it
-            log._write(data)
-            os.fsync(fd)
-            _fsync_dir(target.parent)
+            if syncer is None:
+                log._write(data)
+                os.fsync(fd)
+                _fsync_dir(target.parent)
+            else:
+                log._dir_pending = True
+                log._append(data)  # synced off the run's path, with its folder entry
         except BaseException:
             log.close()
             raise
@@ -359,7 +367,10 @@ class EffectLog:
                 if fd is None or not self._dirty:
                     return False
                 self._dirty = False  # lines written during the sync mark the log again
+                new_entry, self._dir_pending = self._dir_pending, False
             _datasync(fd)  # the fd stays open: close() takes _sync_lock first
+            if new_entry:
+                _fsync_dir(self._path.parent)
             return True
 
     def close(self) -> None:
@@ -369,10 +380,13 @@ class EffectLog:
             if fd is None:
                 return
             self._dirty = False
+            new_entry, self._dir_pending = self._dir_pending, False
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            if new_entry:
+                _fsync_dir(self._path.parent)
 
     def __enter__(self) -> EffectLog:
         return self

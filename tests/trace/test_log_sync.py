@@ -59,7 +59,15 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> Syncs:
 def _open(tmp_path: Path, syncs: Syncs, syncer: GroupSyncer | None) -> EffectLog:
     log = EffectLog.create(tmp_path / "run.jsonl", HEADER, syncer=syncer)
     syncs.path = log.path
-    assert syncs.fsyncs == 2  # the header and its folder entry, before the run does anything
+    if syncer is None:
+        assert syncs.fsyncs == 2  # the header and its folder entry, before the run does anything
+    else:
+        # Written to the OS only; the syncer makes the file and its folder entry durable.
+        assert syncs.fsyncs == 0
+        assert syncs.calls == []
+        _wait("the header's background sync", lambda: syncs.fsyncs == 1)
+        assert syncs.by("effect-log-sync") == [1]
+        syncs.fsyncs = 0
     return log
 
 
@@ -145,10 +153,13 @@ def test_one_syncer_thread_for_many_logs_and_close_syncs_what_is_pending(
     tmp_path: Path, syncs: Syncs
 ) -> None:
     syncer = GroupSyncer(interval_ms=60_000)  # a round only at the first mark, then at close
-    logs = [EffectLog.create(tmp_path / f"run{i}.jsonl", HEADER, syncer=syncer) for i in range(5)]
-    syncs.path = logs[0].path
-    seq = logs[0].intent(CLOCK)  # the first round starts at once
+    syncs.path = tmp_path / "run0.jsonl"
+    first = EffectLog.create(syncs.path, HEADER, syncer=syncer)  # the first round: at once
     _wait("the first round", lambda: len(syncs.by("effect-log-sync")) == 1)
+    logs = [first] + [
+        EffectLog.create(tmp_path / f"run{i}.jsonl", HEADER, syncer=syncer) for i in range(1, 5)
+    ]
+    seq = logs[0].intent(CLOCK)
     for log in logs:
         log.intent(CELL)
     threads = [t for t in threading.enumerate() if t.name == "effect-log-sync"]
