@@ -261,10 +261,17 @@ class KernelPool(LoggingConfigurable):
         """Start kernels for the waiting acquires and (``warm``) up to the warm target.
 
         At most one start per core runs; a finished start kicks again, so the pool refills
-        several kernels at once and waiters are served first.
+        several kernels at once and waiters are served first. Waiters' starts begin at
+        once; warm refills after a pause in acquires (a burst's runs go first).
         """
         want = len(self._waiters)
-        if warm and self._running and time.monotonic() >= self._retry_at:
+        now = time.monotonic()
+        last = self._demand.last_acquire
+        # Warm refills wait for a pause in acquires (one liveness interval): two kernel
+        # starts load both cores of a small machine for a second, which doubled the
+        # latency of a burst's runs when they started amid it.
+        quiet = last is None or now - last >= self.liveness_interval_s
+        if warm and self._running and quiet and now >= self._retry_at:
             want += max(0, self._demand.target - len(self._warm))
         while len(self._starting) < min(want, self._slots):
             task = asyncio.create_task(self._start_kernel())
@@ -337,9 +344,9 @@ class KernelPool(LoggingConfigurable):
 
         With none warm the call waits in line: the first kernel to finish starting goes to
         the oldest waiter, and the wait grows the pool (up to ``pool_max``). A failed start
-        raises here. The warm refill starts at the next liveness tick, not now: launching a
-        kernel blocks the event loop for a few ms and loads a core for a second, which
-        would land on the run's first cell.
+        raises here. The warm refill starts at a liveness tick once acquires paused for one
+        interval, not now: launching a kernel blocks the event loop for a few ms and loads
+        a core for a second, which would land on the run's first cell (and a burst's).
         """
         handle = await self._take()
         self._touch(handle.kernel_id)
