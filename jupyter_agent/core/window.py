@@ -44,6 +44,7 @@ __all__ = [
     "render_turn",
     "tail_size",
     "turn_tokens",
+    "window_record",
 ]
 
 _OMISSION_RESERVE = 24  # tokens kept free for the "N earlier turns" line
@@ -116,24 +117,43 @@ class HistoryWindow:
     """The history a ``toolcaller@v3`` run reads: the newest turns its window can use
     (oldest first) and how many older turns there are (``omitted``).
 
-    JSON: ``{"turns": [turn records], "omitted": N}``; readers ignore keys they do not
-    know, so later versions may add some (summaries: ``chunks``).
+    JSON: ``{"turns": [window records], "omitted": N}``; readers ignore keys they do not
+    know, so later versions may add some (summaries: ``chunks``). A window record is a turn
+    record holding only what the window renders (``id``, ``userText``, ``steering``,
+    ``replies``, ``interrupted``, ``created``, ``llm.stopReason``, ``llm.endCause``): the
+    ids of its chat and run, its model, usage, cost and fingerprints (about four fifths of
+    a short turn's record) would only grow the run's log.
     """
 
     turns: tuple[TurnRecord, ...] = ()
     omitted: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"turns": [t.to_json() for t in self.turns], "omitted": self.omitted}
+        return {"turns": [window_record(t) for t in self.turns], "omitted": self.omitted}
 
     @classmethod
     def from_json(cls, data: Any) -> HistoryWindow:
         """The window of a recorded result (None or a non-object: an empty one)."""
         if not isinstance(data, dict):
             return cls()
-        turns = tuple(TurnRecord.from_json(t) for t in data.get("turns") or ())
+        turns = tuple(
+            TurnRecord.from_json({"chat_id": "", "run_id": "", **t})
+            for t in data.get("turns") or ()
+        )
         omitted = data.get("omitted")
         return cls(turns=turns, omitted=omitted if isinstance(omitted, int) else 0)
+
+
+_WINDOW_KEYS = ("id", "userText", "steering", "replies", "interrupted", "created")
+
+
+def window_record(turn: TurnRecord) -> dict[str, Any]:
+    """The JSON of ``turn`` reduced to what :func:`render_turn` reads (see HistoryWindow)."""
+    full = turn.to_json()
+    record = {key: full[key] for key in _WINDOW_KEYS}
+    llm = full["llm"]
+    record["llm"] = {"stopReason": llm["stopReason"], "endCause": llm["endCause"]}
+    return record
 
 
 def _clip(text: str, tokens: int) -> str:
