@@ -13,8 +13,8 @@ Prints:
   slowest over a single code turn (goal <= 2x);
 - message 1 vs message 100 of one chat, chat-only turns (median of messages 1-5 vs
   96-100; goal <= 1.2x) and the runs' log sizes at message 1, 10 and 100;
-- the server's RSS before and after 1,000 chat-only runs over 50 chats (goal: growth
-  under 10 MB);
+- the server's RSS before and after 1,000 chat-only runs over 50 chats, after 200 warm-up
+  runs, some chats deleted and made again (goal: growth under 10 MB);
 - cold start: spawning the server to the first reply (goal < 2 s);
 - a profile: where a chat turn's time goes inside the server (the effect log's timestamps:
   model call, log, store, and the rest), from the logs of the runs above.
@@ -224,8 +224,10 @@ def main(n: int = 40) -> None:
 
         assert agent.server.proc is not None
         pid = agent.server.proc.pid
-        rss_before = _rss_kb(pid)
         chats = [agent.chat() for _ in range(50)]
+        for i in range(200):  # warm-up: caches and the heap's first high-water mark
+            agent.turn(chats[i % 50])
+        rss_before = _rss_kb(pid)
         for i in range(1000):
             agent.turn(chats[i % 50])
             if i % 200 == 199 and agent.client is not None:  # some chats go away
