@@ -392,9 +392,7 @@ class AgentKernelHandle:
         )
         self._client = client
         await self._wait_ready()
-        # The first agent cell of a fresh kernel is ~40 ms slower than the next: pay it
-        # here, while the kernel waits in the pool (no count, history or values left).
-        await self._op("pass", {"op": "warmup"}, _READY_TIMEOUT_S)
+        # No warm-up here (connect's): this runs under the handle's lock, mid-cell.
         if self._cwd is not None:
             msg_id = self._send("", {"op": "chdir", "path": self._cwd}, silent=True)
             await self._await_reply(msg_id, 30.0)
