@@ -65,7 +65,8 @@ def test_one_classify_call_then_chunk_store() -> None:
     prompt = prompt_text(body)
     for item in job()["items"]:
         assert item in prompt
-    assert '<turn n="1">' in prompt and '<turn n="3">' in prompt
+    assert '<turn n="1">' in prompt
+    assert '<turn n="3">' in prompt
     assert f"at most {BUDGET_TOKENS[1]} tokens" in prompt
     store = s.answer("chunk.store", {"stored": True})
     assert store.data == {
@@ -78,8 +79,11 @@ def test_one_classify_call_then_chunk_store() -> None:
     assert s.returned
     outcome = s.value
     assert isinstance(outcome, HistoryOutcome)
-    assert outcome.ok and outcome.stored and outcome.model_calls == 1
-    assert outcome.usage.input_tokens == 10 and outcome.usage.output_tokens == 2
+    assert outcome.ok
+    assert outcome.stored
+    assert outcome.model_calls == 1
+    assert outcome.usage.input_tokens == 10
+    assert outcome.usage.output_tokens == 2
 
 
 def test_falls_back_to_codegen_when_classify_cannot_be_used() -> None:
@@ -90,7 +94,8 @@ def test_falls_back_to_codegen_when_classify_cannot_be_used() -> None:
     post = s.answer("http.post", reply(text("summary")))
     assert post.data["json"]["model"] == "claude-sonnet-4-5"
     assert s.answer("chunk.store", {"stored": False}).data["model"] == "claude-sonnet-4-5"
-    assert s.value.ok and not s.value.stored  # already there: still a success
+    assert s.value.ok
+    assert not s.value.stored
 
 
 def test_no_tier_is_an_error_and_stores_nothing() -> None:
@@ -98,7 +103,8 @@ def test_no_tier_is_an_error_and_stores_nothing() -> None:
     s.answer("config.get", None)
     s.answer("config.get", None)  # codegen neither
     assert s.returned
-    assert not s.value.ok and "no tier" in (s.value.error or "")
+    assert not s.value.ok
+    assert "no tier" in (s.value.error or "")
 
 
 def test_a_failed_call_is_an_error_and_stores_nothing() -> None:
@@ -111,7 +117,9 @@ def test_a_failed_call_is_an_error_and_stores_nothing() -> None:
         error={"type": "ProviderStatusError", "message": "provider answered 503", "status": 503},
     )
     assert s.returned  # no chunk.store asked
-    assert not s.value.ok and s.value.model_calls == 1 and "503" in (s.value.error or "")
+    assert not s.value.ok
+    assert s.value.model_calls == 1
+    assert "503" in (s.value.error or "")
 
 
 def test_an_empty_reply_is_an_error() -> None:
@@ -119,7 +127,8 @@ def test_an_empty_reply_is_an_error() -> None:
     s.answer("config.get", CLASSIFY)
     s.answer("config.get", None)
     s.answer("http.post", reply(text("   ")))
-    assert s.returned and not s.value.ok
+    assert s.returned
+    assert not s.value.ok
 
 
 def test_level_2_merges_level_1_summaries() -> None:
@@ -129,7 +138,8 @@ def test_level_2_merges_level_1_summaries() -> None:
     s.answer("config.get", None)
     post = s.answer("http.post", reply(text("merged")))
     prompt = prompt_text(post.data["json"])
-    assert '<summary turns="1-10">' in prompt and '<summary turns="41-50">' in prompt
+    assert '<summary turns="1-10">' in prompt
+    assert '<summary turns="41-50">' in prompt
     assert all(item in prompt for item in items)
     assert f"at most {BUDGET_TOKENS[2]} tokens" in prompt
     assert s.answer("chunk.store", {"stored": True}).data["level"] == 2
@@ -146,7 +156,8 @@ def test_without_a_history_skill_the_default_prompt_is_used() -> None:
 def test_a_bad_job_asks_nothing_more() -> None:
     s = Stepper(make(HISTORY_PROGRAM, "run_h", "chat_1"))
     s.answer("config.get", {"level": 3})
-    assert s.returned and not s.value.ok
+    assert s.returned
+    assert not s.value.ok
 
 
 def test_the_history_skill_is_not_in_the_chat_system_prompt() -> None:
@@ -159,5 +170,6 @@ def test_the_history_skill_is_not_in_the_chat_system_prompt() -> None:
             agent_space="/s", chat_id="chat_1", agent_name="agent", installed_apps=()
         ),
     ).text
-    assert "OTHER" in system and "CORE" in system
+    assert "OTHER" in system
+    assert "CORE" in system
     assert "KEEP THE GOALS" not in system

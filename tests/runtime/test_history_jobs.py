@@ -100,16 +100,21 @@ async def test_ten_turns_get_two_level_1_summaries_from_classify(
     # The first request holds the five turns of the first chunk and the _history skill.
     body = fake.requests[0].json
     prompt = "".join(b["text"] for b in body["messages"][0]["content"])
-    assert "remember the number 111" in prompt and "remember the number 555" in prompt
+    assert "remember the number 111" in prompt
+    assert "remember the number 555" in prompt
     assert "remember the number 666" not in prompt
     assert "goals" in "".join(b["text"] for b in body["system"])
     assert s.status() == {"pending": 0, "failing": 0, "last_error": None}
     # Each summary is a run of its own: listed, logged, shown, costed, replayable.
     runs, _ = store.list_runs(program="history")
-    assert len(runs) == 2 and {r.run_id for r in runs} == {c.run_id for c in chunks}
+    assert len(runs) == 2
+    assert {r.run_id for r in runs} == {c.run_id for c in chunks}
     for run in runs:
-        assert run.program == HISTORY_PROGRAM and run.status == "done"
-        assert run.chat_id == chat_id and run.model == CLASSIFY_MODEL and run.model_calls == 1
+        assert run.program == HISTORY_PROGRAM
+        assert run.status == "done"
+        assert run.chat_id == chat_id
+        assert run.model == CLASSIFY_MODEL
+        assert run.model_calls == 1
         assert run.usage.output_tokens > 0
         trace = read_log(tmp_path / "runs" / f"{run.run_id}.jsonl")
         assert trace.header["program"] == HISTORY_PROGRAM
@@ -153,7 +158,8 @@ async def test_level_2_from_level_1_summaries(
     spans = [(c.level, c.first_turn, c.last_turn) for c in store.list_chunks(chat_id)]
     assert spans == [(1, 1, 2), (1, 3, 4), (2, 1, 4)]
     last = "".join(b["text"] for b in fake.requests[-1].json["messages"][0]["content"])
-    assert '<summary turns="1-2">' in last and '<summary turns="3-4">' in last
+    assert '<summary turns="1-2">' in last
+    assert '<summary turns="3-4">' in last
 
 
 async def test_a_provider_failure_is_retried_and_loses_no_turn(
@@ -177,11 +183,13 @@ async def test_a_provider_failure_is_retried_and_loses_no_turn(
             assert asyncio.get_running_loop().time() < deadline
             await asyncio.sleep(0.02)
         status = s.status()
-        assert status["pending"] == 1 and status["failing"] == 1
+        assert status["pending"] == 1
+        assert status["failing"] == 1
         assert "401" in status["last_error"]
         assert store.list_chunks(chat_id) == []
         failed, _ = store.list_runs(program="history")
-        assert failed and all(r.status == "error" for r in failed)
+        assert failed
+        assert all(r.status == "error" for r in failed)
         fake.load({"steps": [{"text": "back: 111 noted"}], "repeat": True})  # the provider is back
         await asyncio.wait_for(s.idle(), 20)
     finally:
@@ -207,7 +215,8 @@ async def test_a_restart_resumes_pending_spans(
         await asyncio.wait_for(s.idle(), 30)
     finally:
         await stop(s)
-    assert len(store.list_chunks(chat_id)) == 2 and store.list_chunks(other) == []
+    assert len(store.list_chunks(chat_id)) == 2
+    assert store.list_chunks(other) == []
 
 
 async def test_a_run_cut_by_stop_is_made_again_later(

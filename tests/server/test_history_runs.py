@@ -52,19 +52,24 @@ def test_a_closed_chunk_gets_a_listed_history_run(
             break
         spin(0.05)
     (run,) = runs
-    assert run["program"] == "history@v1" and run["chat_id"] == chat_id
-    assert run["status"] == "done" and run["model"] == CLASSIFY
+    assert run["program"] == "history@v1"
+    assert run["chat_id"] == chat_id
+    assert run["status"] == "done"
+    assert run["model"] == CLASSIFY
     _, toolcallers = call(fetch, "agent", "runs", params={"program": "toolcaller"})
     assert "history@v1" not in {r["program"] for r in toolcallers["runs"]}
     assert [r.json["model"] for r in fake.requests] == [CODEGEN, CODEGEN, CLASSIFY]
     summary_prompt = str(fake.requests[-1].json["messages"])
-    assert "4,200 EUR" in summary_prompt and "plan.xlsx" in summary_prompt
+    assert "4,200 EUR" in summary_prompt
+    assert "plan.xlsx" in summary_prompt
     _, detail = call(fetch, "agent", "runs", run["run_id"])
-    assert detail["program"] == "history@v1" and detail["turn"] is None
+    assert detail["program"] == "history@v1"
+    assert detail["turn"] is None
     assert detail["effects"][-1]["name"] == "chunk.store"
     assert detail["effects"][-1]["result"] == {"stored": True}
     _, stats = call(fetch, "agent", "runs", run["run_id"], "stats")
-    assert stats["totals"]["calls"] == 1 and stats["calls"][0]["tier"] == "classify"
+    assert stats["totals"]["calls"] == 1
+    assert stats["calls"][0]["tier"] == "classify"
     assert verify_run(agent_service.manager.log_path(run["run_id"])).identical
     _, status = call(fetch, "agent", "status")
     assert status["history"] == {"pending": 0, "failing": 0, "last_error": None}
