@@ -239,3 +239,33 @@ async def test_a_run_cut_by_stop_is_made_again_later(
     finally:
         await stop(again)
     assert [c.text for c in store.list_chunks(chat_id)] == ["made after the restart"]
+
+
+async def test_trace_show_stats_and_replay_of_a_summary_run_from_the_cli(
+    store: Store, tmp_path: Path, fake_provider: Any, capsys: Any
+) -> None:
+    from jupyter_agent.cli import main
+
+    fake = fake_provider({"steps": [{"text": "- budget 4,200 EUR"}], "repeat": True})
+    chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso()).id
+    s = scheduler(store, tmp_path, config_of(fake.base_url, tmp_path))
+    try:
+        add_turns(store, chat_id, 1, 5)
+        s.kick(chat_id)
+        await asyncio.wait_for(s.idle(), 30)
+    finally:
+        await stop(s)
+    (run,) = store.list_runs(program="history@v1")[0]
+    path = str(tmp_path / "runs" / f"{run.run_id}.jsonl")
+    capsys.readouterr()
+    assert main(["trace", "show", path]) == 0
+    out = capsys.readouterr().out
+    assert "summary of turns 1-5 (level 1)" in out
+    assert "- budget 4,200 EUR" in out
+    assert "no turn record" not in out
+    assert main(["trace", "show", path, "--stats"]) == 0
+    out = capsys.readouterr().out
+    assert "classify" in out
+    assert CLASSIFY_MODEL in out
+    assert main(["replay", path]) == 0
+    assert "identical" in capsys.readouterr().out
