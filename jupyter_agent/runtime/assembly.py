@@ -128,15 +128,13 @@ class Parts:
             runs_dir=self.data_dir / "runs",
             config=config,
         )
-        # Summaries of closed chunks, kicked after each turn (the layout: the manager's
-        # traits once it has them; core.chunks' defaults until then).
+        # Summaries of closed chunks, kicked after each turn; their layout is the run
+        # config's ``history_layout``, the one the chat's window reads.
         self.history = HistoryScheduler(
             store=store,
             transport=transport,
             run_config=self.history_config,
             runs_dir=self.manager.runs_dir,
-            chunk_turns=int(getattr(self.manager, "chunk_turns", 10)),
-            l2_chunks=int(getattr(self.manager, "l2_chunks", 5)),
         )
         services.after_turn = self.history.kick
         self._started: asyncio.Task[None] | None = None

@@ -87,7 +87,8 @@ class HistoryScheduler:
 
     ``run_config`` gives the snapshot each summary run starts with (the tiers that are
     ready now); logs go in ``runs_dir``; ``chunk_turns`` and ``l2_chunks`` are the chunk
-    layout (``core.chunks``).
+    layout (``core.chunks``); None (each): the run config's ``history_layout`` (the one
+    the chat's window uses), else 10 and 5.
     """
 
     def __init__(
@@ -97,13 +98,13 @@ class HistoryScheduler:
         transport: Any,
         run_config: Callable[[], RunConfig],
         runs_dir: Path,
-        chunk_turns: int = 10,
-        l2_chunks: int = 5,
+        chunk_turns: int | None = None,
+        l2_chunks: int | None = None,
         max_concurrent: int = 1,
         first_backoff_s: float = 5.0,
         max_backoff_s: float = 300.0,
     ) -> None:
-        if chunk_turns < 1 or l2_chunks < 1 or max_concurrent < 1:
+        if min(chunk_turns or 1, l2_chunks or 1, max_concurrent) < 1:
             raise ValueError("chunk_turns, l2_chunks and max_concurrent must be >= 1")
         self.store = store
         self.transport = transport
@@ -178,10 +179,19 @@ class HistoryScheduler:
 
     # --- internals -------------------------------------------------------------------
 
+    def _layout(self, config: RunConfig) -> tuple[int, int]:
+        """``(chunk_turns, l2_chunks)``: this scheduler's, else the run config's, else 10, 5."""
+        layout = config.get("history_layout")
+        layout = layout if isinstance(layout, dict) else {}
+        turns = self.chunk_turns or int(layout.get("chunk_turns") or 10)
+        chunks = self.l2_chunks or int(layout.get("l2_chunks") or 5)
+        return turns, chunks
+
     def _due_chats(self) -> dict[str, int]:
         due: dict[str, int] = {}
+        chunk_turns, l2_chunks = self._layout(self._config())
         for chat in self.store.list_chats():
-            spans = self.store.pending_spans(chat.id, self.chunk_turns, self.l2_chunks)
+            spans = self.store.pending_spans(chat.id, chunk_turns, l2_chunks)
             if spans:
                 due[chat.id] = len(spans)
         return due
@@ -206,8 +216,11 @@ class HistoryScheduler:
                 self._again.discard(chat_id)
                 span: ChunkSpan | None = None
                 try:
+                    # The config (read from disk: off the loop) of this pass's run, if any.
+                    config = await asyncio.to_thread(self._config)
+                    chunk_turns, l2_chunks = self._layout(config)
                     spans = await asyncio.to_thread(
-                        self.store.pending_spans, chat_id, self.chunk_turns, self.l2_chunks
+                        self.store.pending_spans, chat_id, chunk_turns, l2_chunks
                     )
                     self._pending[chat_id] = len(spans)
                     if not spans:
@@ -216,7 +229,7 @@ class HistoryScheduler:
                             continue
                         return
                     span = spans[0]
-                    error = await self._one(chat_id, span)
+                    error = await self._one(chat_id, span, config)
                 except asyncio.CancelledError:
                     raise
                 except Exception as err:  # the store, or a bug: retried like a provider
@@ -235,7 +248,7 @@ class HistoryScheduler:
             if not self._pending.get(chat_id):
                 self._pending.pop(chat_id, None)
 
-    async def _one(self, chat_id: str, span: ChunkSpan) -> str | None:
+    async def _one(self, chat_id: str, span: ChunkSpan, config: RunConfig) -> str | None:
         """Make one span's summary; None when it is stored, else the failure."""
         job = await asyncio.to_thread(build_job, self.store, chat_id, span)
         if self._slots is None:
@@ -245,7 +258,7 @@ class HistoryScheduler:
                 job=job,
                 store=self.store,
                 transport=self.transport,
-                config=self._config(),
+                config=config,
                 runs_dir=self.runs_dir,
             )
         self.runs_made += 1
