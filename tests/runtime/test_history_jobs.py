@@ -269,3 +269,35 @@ async def test_trace_show_stats_and_replay_of_a_summary_run_from_the_cli(
     assert CLASSIFY_MODEL in out
     assert main(["replay", path]) == 0
     assert "identical" in capsys.readouterr().out
+
+
+async def test_no_ready_tier_is_failing_until_one_is_configured(
+    store: Store, tmp_path: Path, fake_provider: Any
+) -> None:
+    fake = fake_provider({"steps": [{"text": "made once a tier is ready"}], "repeat": True})
+    chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso()).id
+    add_turns(store, chat_id, 1, 5)
+    ready: dict[str, dict[str, Any]] = {}  # what the server has ready: nothing yet
+    s = scheduler(
+        store,
+        tmp_path,
+        lambda: RunConfig(tiers=dict(ready), ceilings={}, spaces={}),
+        first_backoff_s=0.2,
+        max_backoff_s=0.2,
+    )
+    try:
+        s.kick(chat_id)
+        deadline = asyncio.get_running_loop().time() + 20
+        while s.status()["failing"] == 0:
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.02)
+        status = s.status()
+        assert status["pending"] == 1
+        assert "no tier can summarise" in status["last_error"]
+        assert fake.requests == []
+        ready.update(tiers(fake.base_url, classify=False))  # the admin sets a key
+        await asyncio.wait_for(s.idle(), 20)
+    finally:
+        await stop(s)
+    assert [c.text for c in store.list_chunks(chat_id)] == ["made once a tier is ready"]
+    assert s.status()["failing"] == 0

@@ -73,3 +73,14 @@ def test_a_closed_chunk_gets_a_listed_history_run(
     assert verify_run(agent_service.manager.log_path(run["run_id"])).identical
     _, status = call(fetch, "agent", "status")
     assert status["history"] == {"pending": 0, "failing": 0, "last_error": None}
+
+
+@pytest.mark.parametrize("agent_config", [{"pool_size": 0}])
+def test_the_demo_model_never_summarises(
+    agent_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert agent_service.is_demo()
+    assert "codegen" in agent_service.run_config().tiers  # chat runs get the demo model
+    assert agent_service.parts.history_config().tiers == {}  # summaries wait for a real tier
