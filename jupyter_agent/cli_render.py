@@ -101,10 +101,29 @@ def _head(body: dict[str, Any], console: Console) -> None:
             f"  tokens {_tokens(llm.get('usage'))}  cost {_cost(llm.get('cost'))}"
             f"  {turn.get('durationMs')} ms"
         )
+    elif str(body.get("program") or "").startswith("history@"):
+        _summary_head(body, console)
     else:
         console.print("(no turn record: the run did not finish)")
     if body.get("truncated"):
         console.print("[yellow]the log's last line was cut short[/yellow]")
+
+
+def _summary_head(body: dict[str, Any], console: Console) -> None:
+    """A summary run (``history@v1``) has no turn: its span, and the summary it stored."""
+    span = (body.get("header") or {}).get("span") or {}
+    console.print(
+        f"summary of turns {span.get('first_turn')}-{span.get('last_turn')}"
+        f" (level {span.get('level')})"
+    )
+    stores = [e for e in body.get("effects") or [] if e.get("name") == "chunk.store"]
+    if not stores:
+        console.print("(no summary stored: the run failed or was cut)")
+        return
+    intent, result = stores[-1].get("intent") or {}, stores[-1].get("result") or {}
+    kept = "stored" if result.get("stored") else "already stored by an earlier run"
+    console.print(f"model {escape(str(intent.get('model')))}  {kept}")
+    console.print(_indent(escape(str(intent.get("text") or ""))))
 
 
 def _indent(text: str, prefix: str = "    ") -> str:

@@ -18,6 +18,9 @@ The catalogue (DESIGN section 3), as ``name: intent data -> result data``:
 - ``app.call``: ``{app, method, args}`` with ``parent`` -> the value, or an error
 - ``chat.post``: ``{text, done}`` -> a message id
 - ``turn.append``: a turn record -> ``{"ok": true}``
+- ``chunk.store``: ``{level, first_turn, last_turn, text, model}`` -> ``{"stored": bool}``
+  (``history@v1``: a summary of the run's chat; idempotent, the first write of a span
+  wins and a later one answers ``stored: false``)
 
 A failed effect has ``error`` set (a JSON object with at least ``type`` and ``message``);
 an effect cancelled by a hard break has data ``{"cancelled": "break_hard"}``.
@@ -34,6 +37,7 @@ __all__ = [
     "BASH_RUN",
     "CELL_RUN",
     "CHAT_POST",
+    "CHUNK_STORE",
     "CLOCK_NOW",
     "CONFIG_GET",
     "EFFECT_NAMES",
@@ -57,6 +61,7 @@ BASH_RUN: Final = "bash.run"
 APP_CALL: Final = "app.call"
 CHAT_POST: Final = "chat.post"
 TURN_APPEND: Final = "turn.append"
+CHUNK_STORE: Final = "chunk.store"
 
 EFFECT_NAMES: Final = frozenset(
     {
@@ -70,12 +75,13 @@ EFFECT_NAMES: Final = frozenset(
         APP_CALL,
         CHAT_POST,
         TURN_APPEND,
+        CHUNK_STORE,
     }
 )
 
 # Effects that reach outside the process: the log is fsynced before each of them.
 OUTSIDE_EFFECTS: Final = frozenset(
-    {HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST, TURN_APPEND}
+    {HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST, TURN_APPEND, CHUNK_STORE}
 )
 
 

@@ -10,7 +10,9 @@ The spaces reach the loop as the value of ``config.get {"key": "spaces"}`` (see
 :func:`build_system` composes, in this order (the seed's "Prompt assembly"):
 
 1. the identity: ``_soul``, first and verbatim;
-2. the system skills: ``_core``, ``_any``, ``_memory``, then the other ``_*`` files by name;
+2. the system skills: ``_core``, ``_any``, ``_memory``, then the other ``_*`` files by name
+   (but the skills of other programs, :data:`PROGRAM_SKILLS`: ``_history`` is the prompt of
+   ``history@v1``, not something the chat agent reads);
 3. the user skills: one line each (name, summary, where to read it), never their text;
 4. the tools: each tool's description, then the in-cell apps (doc, one line per method);
 5. ``tool_prompt``: text-mode tool instructions from an adapter, when any;
@@ -35,6 +37,7 @@ from jupyter_agent.messages import File, Message, Part, Text
 from jupyter_agent.tools import ToolSpec
 
 __all__ = [
+    "PROGRAM_SKILLS",
     "RuntimeContext",
     "SystemPrompt",
     "build_system",
@@ -43,6 +46,8 @@ __all__ = [
 ]
 
 _SYSTEM_SKILL_ORDER = ("_core", "_any", "_memory")
+#: Space files that are the prompts of other programs, never in the chat's system prompt.
+PROGRAM_SKILLS = frozenset({"_history"})
 _SUMMARY_MAX = 160
 _SELECTION_MAX = 2000
 
@@ -108,7 +113,9 @@ def _cut(text: str) -> str:
 def _system_skills(files: Mapping[str, str]) -> list[str]:
     names = [n for n in _SYSTEM_SKILL_ORDER if n in files]
     names += sorted(
-        n for n in files if n.startswith("_") and n not in (*_SYSTEM_SKILL_ORDER, "_soul")
+        n
+        for n in files
+        if n.startswith("_") and n not in (*_SYSTEM_SKILL_ORDER, "_soul", *PROGRAM_SKILLS)
     )
     return [files[n].strip("\n") for n in names if files[n].strip()]
 

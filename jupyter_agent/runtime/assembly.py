@@ -4,13 +4,15 @@ life cycle.
 :func:`assemble` builds :class:`Parts` from an :class:`AdminConfig` (the ``JupyterAgent``
 traits as one value) and the objects the Jupyter server lends (its store, kernel pool,
 transport, contents manager): the event bus, the mailbox, the user's settings and the
-effective tiers, contents access, the notebook writer, the demo model and the run manager.
-Nothing here answers a request: that is the façade's (:mod:`.service`).
+effective tiers, contents access, the notebook writer, the demo model, the run manager and
+the history scheduler (chunk summaries, made in the background after each turn). Nothing
+here answers a request: that is the façade's (:mod:`.service`).
 
 Construction is synchronous (the server's loop may not run yet); :meth:`Parts.start`
 (idempotent, shielded) logs the admin's warnings and which tiers are ready, starts the
-pool and recovers runs left running; :meth:`Parts.stop` (idempotent) ends everything, in
-the order that loses nothing: runs, pool, transport, store, demo.
+pool, recovers runs left running and resumes the summaries left pending; :meth:`Parts.stop`
+(idempotent) ends everything, in the order that loses nothing: summaries, runs, pool,
+transport, store, demo.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from jupyter_agent.runtime.demo import DemoModel
 from jupyter_agent.runtime.driver import RunConfig, RunServices
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.exports import DEFAULT_FOLDER, NotebookWriter
+from jupyter_agent.runtime.history_jobs import HistoryScheduler
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.mailbox import Mailbox
@@ -125,6 +128,15 @@ class Parts:
             runs_dir=self.data_dir / "runs",
             config=config,
         )
+        # Summaries of closed chunks, kicked after each turn; their layout is the run
+        # config's ``history_layout``, the one the chat's window reads.
+        self.history = HistoryScheduler(
+            store=store,
+            transport=transport,
+            run_config=self.history_config,
+            runs_dir=self.manager.runs_dir,
+        )
+        services.after_turn = self.history.kick
         self._started: asyncio.Task[None] | None = None
         self._pool_started = False
         self._stopped = False
@@ -172,6 +184,16 @@ class Parts:
             tiers=tiers, ceilings=self.manager.ceilings, spaces=spaces, profiles=profiles
         )
 
+    def history_config(self) -> RunConfig:
+        """The snapshot a summary run starts with: :meth:`run_config`'s, but never the demo
+        model (a canned summary would be stored for good): with no ready codegen tier
+        there is no tier to summarise with, and the scheduler retries later."""
+        config = self.run_config()
+        if not self.tier_settings.ready_tiers()[1]:
+            return config
+        tiers = {name: tier for name, tier in config.tiers.items() if name != "codegen"}
+        return replace(config, tiers=tiers)
+
     # --- life cycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -195,6 +217,10 @@ class Parts:
         recovered = await self.manager.recover()
         if recovered:
             log.info("jupyter-agent: interrupted runs recovered: %d", len(recovered))
+        try:
+            await self.history.resume()
+        except Exception:  # summaries are not the server's start: they are retried at kicks
+            log.exception("jupyter-agent: could not resume the pending summaries")
 
     async def stop(self) -> None:
         """Break every run, stop the pool, close the transport, the store and the demo."""
@@ -202,6 +228,7 @@ class Parts:
             return
         self._stopped = True
         try:
+            await self.history.stop()
             await self.manager.shutdown()
         finally:
             try:

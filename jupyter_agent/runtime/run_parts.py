@@ -9,6 +9,7 @@ run manager and shared by its runs; :func:`read_history` answers ``config.get``
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,9 @@ class RunServices:
     root_dir: str
     #: Cleans what the run's kernels send (the pool's handles already apply it).
     scrubber: Scrubber = NO_SECRETS
+    #: Called with the chat's id when one of its runs has ended (its turn stored): the
+    #: history scheduler's ``kick``. Synchronous and non-blocking; a no-op by default.
+    after_turn: Callable[[str], None] = field(default=lambda chat_id: None)
 
 
 class ScrubbingPool:

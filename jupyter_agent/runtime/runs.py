@@ -472,6 +472,7 @@ class RunManager(LoggingConfigurable):
                     ),
                 )
             self.services.events.end_run(chat_id, run_id)  # its events join the bounded tail
+            self.services.after_turn(chat_id)  # summaries it made due: in the background
             # At a stop no run starts (queued mail waits in the store for the next start).
             started = not self._stopping and await self._start_next(chat_id)
             if not started and not cleared:

@@ -144,9 +144,11 @@ class AgentService:
         return self.tier_settings.effective()
 
     def status(self) -> dict[str, Any]:
-        """``GET agent/status``: ``{version, tiers, demo}``; each tier ``{provider, model,
-        ready, key_set, reason}``."""
-        return self.tier_settings.status()
+        """``GET agent/status``: ``{version, tiers, demo, history}``; each tier ``{provider,
+        model, ready, key_set, reason}``; ``history``: ``{pending, failing, last_error}`` of
+        the chunk summaries (:meth:`HistoryScheduler.status
+        <jupyter_agent.runtime.history_jobs.HistoryScheduler.status>`)."""
+        return {**self.tier_settings.status(), "history": self.parts.history.status()}
 
     def readiness_line(self) -> str:
         """The one log line saying which tiers are ready and whether the demo runs."""
@@ -154,7 +156,7 @@ class AgentService:
 
     def is_demo(self) -> bool:
         """True when codegen cannot run, so runs use the demo model."""
-        return bool(self.status()["demo"])
+        return bool(self.tier_settings.status()["demo"])
 
     def settings(self) -> dict[str, Any]:
         """``GET agent/settings``: the effective settings, readiness and key policy

@@ -1,9 +1,12 @@
-"""Replay a recorded run of the loop and check it is identical.
+"""Replay a recorded run of a program and check it is identical.
 
-:func:`replay_run` feeds :func:`~jupyter_agent.core.loop.toolcaller` from a run's log (no
-model, no kernel): every effect the loop asks for must match the log one by one, and the
-turn record it produces must equal the recorded one (the ``turn.append`` intent). Any
-difference raises :class:`~jupyter_agent.exceptions.NondeterminismError` naming the seq.
+:func:`replay_run` feeds the program its log's header names (any of
+:data:`jupyter_agent.core.programs.PROGRAMS`: the toolcaller loop, the history program)
+from the run's log (no model, no kernel): every effect the program asks for must match the
+log one by one, and for the loop the turn record it produces must equal the recorded one
+(the ``turn.append`` intent; a history run's summary is its ``chunk.store`` intent, compared
+like every effect). Any difference raises
+:class:`~jupyter_agent.exceptions.NondeterminismError` naming the seq.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.codec import dump_dict
-from jupyter_agent.core.loop import PROGRAMS, program
+from jupyter_agent.core.history_program import HistoryOutcome
+from jupyter_agent.core.programs import PROGRAMS, make
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.exceptions import NondeterminismError, TraceError
 from jupyter_agent.trace.log import TraceFile, read_log
@@ -44,19 +48,22 @@ def _recorded_turn(trace: TraceFile) -> tuple[int, dict[str, Any]] | None:
     return None
 
 
-def replay_run(trace: TraceFile) -> TurnRecord:
-    """Replay the loop of a recorded run; returns the turn it produced (see module doc)."""
+def replay_run(trace: TraceFile) -> TurnRecord | HistoryOutcome:
+    """Replay the program of a recorded run; returns what it produced: the loop's turn, the
+    history program's outcome (see the module docstring)."""
     name = trace.header.get("program")
     if name not in PROGRAMS:
         raise TraceError(f"cannot replay program {name!r}: this code has {', '.join(PROGRAMS)}")
     run_id, chat_id = trace.header.get("run_id"), trace.header.get("chat_id")
     if not isinstance(run_id, str) or not isinstance(chat_id, str):
         raise TraceError("the log header names no run_id / chat_id")
-    turn = replay(program(str(name), run_id, chat_id), trace)
+    produced: TurnRecord | HistoryOutcome = replay(make(str(name), run_id, chat_id), trace)
+    if not isinstance(produced, TurnRecord):
+        return produced
     recorded = _recorded_turn(trace)
-    if recorded is not None and turn.to_json() != recorded[1]:
-        raise NondeterminismError(recorded[0], recorded[1], turn.to_json())
-    return turn
+    if recorded is not None and produced.to_json() != recorded[1]:
+        raise NondeterminismError(recorded[0], recorded[1], produced.to_json())
+    return produced
 
 
 def verify_run(source: TraceFile | Path | str) -> ReplayOutcome:

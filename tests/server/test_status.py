@@ -52,7 +52,9 @@ def get_status(fetch: Any, **kwargs: Any) -> dict[str, Any]:
 @pytest.mark.usefixtures("no_keys")
 def test_status_shape_and_demo_without_key(fetch: Any, jp_serverapp: Any) -> None:
     status = get_status(fetch)
-    assert set(status) == {"version", "tiers", "demo"}
+    assert set(status) == {"version", "tiers", "demo", "history"}
+    # The chunk summaries: nothing due, nothing failing (issue 14).
+    assert status["history"] == {"pending": 0, "failing": 0, "last_error": None}
     assert status["version"] == jupyter_agent.__version__
     assert status["demo"] is True
     # codegen is the configured default; classify and vision fall back to it.

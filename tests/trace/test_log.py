@@ -119,6 +119,7 @@ def test_fsync_before_each_outside_intent(tmp_path, monkeypatch):
         Effect(name="app.call", data={"app": "chat", "method": "post", "args": {}}, parent=6),
         Effect(name="chat.post", data={"text": "hi", "done": True}),
         Effect(name="turn.append", data={"id": "t"}),
+        Effect(name="chunk.store", data={"level": 1, "first_turn": 1, "last_turn": 10}),
     ]
     assert {e.name for e in outside} == set(OUTSIDE_EFFECTS)
     for n, effect in enumerate(outside, start=1):
