@@ -115,21 +115,36 @@ def tail_size(costs: Sequence[int], budget_tokens: int, *, complete: bool) -> in
 @dataclass(frozen=True, kw_only=True)
 class HistoryWindow:
     """The history a ``toolcaller@v3`` run reads: the newest turns its window can use
-    (oldest first) and how many older turns there are (``omitted``).
+    (oldest first), how many older turns there are (``omitted``), and the chunk summaries
+    of positions before those turns the window may use (``chunks``, oldest first).
 
-    JSON: ``{"turns": [window records], "omitted": N}``; readers ignore keys they do not
-    know, so later versions may add some (summaries: ``chunks``). A window record is a turn
-    record holding only what the window renders (``id``, ``userText``, ``steering``,
-    ``replies``, ``interrupted``, ``created``, ``llm.stopReason``, ``llm.endCause``): the
-    ids of its chat and run, its model, usage, cost and fingerprints (about four fifths of
-    a short turn's record) would only grow the run's log.
+    JSON: ``{"turns": [window records], "omitted": N, "chunks": [{level, first_turn,
+    last_turn, text}]}``; readers ignore keys they do not know, and a result without
+    ``chunks`` (a log recorded before issue 14) reads as no summaries. A window record is
+    a turn record holding only what the window renders (``id``, ``userText``,
+    ``steering``, ``replies``, ``interrupted``, ``created``, ``llm.stopReason``,
+    ``llm.endCause``): the ids of its chat and run, its model, usage, cost and fingerprints
+    (about four fifths of a short turn's record) would only grow the run's log.
     """
 
     turns: tuple[TurnRecord, ...] = ()
     omitted: int = 0
+    chunks: tuple[ChunkSummary, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"turns": [window_record(t) for t in self.turns], "omitted": self.omitted}
+        return {
+            "turns": [window_record(t) for t in self.turns],
+            "omitted": self.omitted,
+            "chunks": [
+                {
+                    "level": c.level,
+                    "first_turn": c.first_turn,
+                    "last_turn": c.last_turn,
+                    "text": c.text,
+                }
+                for c in self.chunks
+            ],
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> HistoryWindow:
@@ -141,7 +156,20 @@ class HistoryWindow:
             for t in data.get("turns") or ()
         )
         omitted = data.get("omitted")
-        return cls(turns=turns, omitted=omitted if isinstance(omitted, int) else 0)
+        chunks = tuple(
+            ChunkSummary(
+                level=2 if c.get("level") == 2 else 1,
+                first_turn=c["first_turn"],
+                last_turn=c["last_turn"],
+                text=str(c.get("text") or ""),
+            )
+            for c in data.get("chunks") or ()
+            # An item this version cannot read is dropped: it only costs resolution.
+            if isinstance(c, dict)
+            and isinstance(c.get("first_turn"), int)
+            and isinstance(c.get("last_turn"), int)
+        )
+        return cls(turns=turns, omitted=omitted if isinstance(omitted, int) else 0, chunks=chunks)
 
 
 _WINDOW_KEYS = ("id", "userText", "steering", "replies", "interrupted", "created")

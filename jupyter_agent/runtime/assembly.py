@@ -69,6 +69,8 @@ class AdminConfig:
     pool_size: int = 2
     kernel_env_keep: tuple[str, ...] = ()
     retry_after_cap_s: float = 60.0
+    #: Per-model profile overrides, as profile fields (:mod:`.admin_profiles`).
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class Parts:
@@ -175,10 +177,10 @@ class Parts:
         not ready, the demo model takes its place.
         """
         tiers, demo = self.tier_settings.ready_tiers()
-        profiles: dict[str, dict[str, Any]] = {}
+        profiles = {model: dict(fields) for model, fields in self.admin.profiles.items()}
         if demo:
             tiers["codegen"] = self.demo.tier()
-            profiles = self.demo.profiles()
+            profiles.update(self.demo.profiles())
         spaces = load_spaces(data_dir=self.data_dir, root_dir=Path(self.root_dir))
         return RunConfig(
             tiers=tiers, ceilings=self.manager.ceilings, spaces=spaces, profiles=profiles

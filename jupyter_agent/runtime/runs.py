@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 BreakState = Literal["breaking", "ended"]
 
 _DEFAULT = Ceilings()
+_NOT_CEILINGS = logsync.LOG_SYNC_TRAITS | {"chunk_turns", "l2_chunks"}
 
 
 def _trait(kind: Callable[..., Any], default: Any, help_: str, **kw: Any) -> Any:
@@ -137,6 +138,10 @@ class RunManager(LoggingConfigurable):
 
     log_sync = logsync.log_sync_trait()
     log_sync_interval_ms = logsync.log_sync_interval_trait()
+    # The chunk layout of chats' history (issue 14; not ceilings: runs read it as
+    # ``history_layout``). A change applies to new summaries; stored ones are kept.
+    chunk_turns = _trait(Int, 10, "Turns per level-1 chunk of a chat's history.", min=1)
+    l2_chunks = _trait(Int, 5, "Level-1 chunks per level-2 chunk of the history.", min=2)
 
     @validate("max_wall_s", "max_cost_usd", "cell_timeout_s", "model_deadline_s")
     def _validate_positive(self, proposal: Mapping[str, Any]) -> float:
@@ -152,7 +157,7 @@ class RunManager(LoggingConfigurable):
     def ceilings(self) -> dict[str, Any]:
         """The ``ceilings`` config value of a new run: each ceiling trait's value."""
         traits = RunManager.class_own_traits(config=True)
-        return {name: getattr(self, name) for name in traits if name not in logsync.LOG_SYNC_TRAITS}
+        return {name: getattr(self, name) for name in traits if name not in _NOT_CEILINGS}
 
     def __init__(
         self,

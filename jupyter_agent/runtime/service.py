@@ -222,6 +222,16 @@ class AgentService:
         body["turns"] = [t.to_json() for t in turns]
         return body
 
+    async def chat_history(self, chat_id: str) -> dict[str, Any]:
+        """``GET agent/chats/{id}/history``: ``{"chunks": [...], "pending": N}``, the chat's
+        stored summaries in (level, first_turn) order and how many closed spans of the
+        configured layout have none yet; ``NotFound`` for an unknown chat."""
+        await self._chat(chat_id)
+        layout = (self.manager.chunk_turns, self.manager.l2_chunks)
+        chunks = await asyncio.to_thread(self.store.list_chunks, chat_id)
+        pending = await asyncio.to_thread(self.store.pending_spans, chat_id, *layout)
+        return {"chunks": [c.to_json() for c in chunks], "pending": len(pending)}
+
     async def rename_chat(self, chat_id: str, *, title: str) -> dict[str, Any]:
         """``PATCH agent/chats/{id}``: the renamed chat."""
         clean = self._title(title)

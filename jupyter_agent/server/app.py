@@ -34,6 +34,7 @@ from traitlets.config import Config
 
 from jupyter_agent import __version__
 from jupyter_agent.llm.transport import Transport
+from jupyter_agent.runtime.admin_profiles import admin_profiles
 from jupyter_agent.runtime.assembly import AdminConfig, assemble
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.exports import DEFAULT_FOLDER, check_folder
@@ -212,6 +213,24 @@ class JupyterAgent(ExtensionApp):
         except ValueError as exc:
             raise TraitError(f"JupyterAgent.trace_dir: {exc}") from None
 
+    profiles = Dict(
+        {},
+        help=(
+            "Per-model overrides of the model's profile, by model name: context_window, "
+            "max_output, tool_mode (native, fenced, xml), prices ({in, out, cache_read, "
+            "cache_write}: USD per million tokens), e.g. to describe a local model."
+        ),
+    ).tag(config=True)
+
+    @validate("profiles")
+    def _validate_profiles(self, proposal: Mapping[str, Any]) -> dict[str, Any]:
+        """Only the known keys, with good values (:func:`.admin_profiles.admin_profiles`)."""
+        try:
+            admin_profiles(proposal["value"])
+        except ValueError as exc:
+            raise TraitError(f"JupyterAgent.{exc}") from None
+        return dict(proposal["value"])
+
     @validate("tiers")
     def _validate_tiers(self, proposal: Mapping[str, Any]) -> dict[str, Any]:
         """Reject a tier that is not a dict naming its provider and model as strings."""
@@ -304,6 +323,7 @@ class JupyterAgent(ExtensionApp):
             version=__version__,
             trace_dir=self.trace_dir,
             db_url=self.effective_db_url,
+            profiles=admin_profiles(self.profiles),
         )
 
     def parts_config(self) -> tuple[Config, list[str]]:

@@ -2,7 +2,7 @@
 
 Routes are listed in ``default_handlers`` (patterns relative to the server's base URL);
 ``JupyterAgent.initialize_handlers`` registers them. Handlers live by subject:
-:mod:`.handlers_chats` (chats, messages), :mod:`.handlers_runs` (runs, break),
+:mod:`.handlers_chats` (chats, history, messages), :mod:`.handlers_runs` (runs, break),
 :mod:`.websocket` (the events socket); status and settings are here. See
 :mod:`.base` for authentication, authorization and errors, :mod:`.parse` for turning
 bodies and queries into the service's typed arguments.
@@ -17,6 +17,7 @@ from jupyter_agent.server import parse
 from jupyter_agent.server.base import AUTH_RESOURCE, AgentHandler, authorized_execute
 from jupyter_agent.server.handlers_chats import (
     ChatHandler,
+    ChatHistoryHandler,
     ChatNotebookHandler,
     ChatsHandler,
     MessagesHandler,
@@ -84,6 +85,7 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (r"/agent/chats", ChatsHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}", ChatHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}/notebook", ChatNotebookHandler),
+    (rf"/agent/chats/{_ID.format('chat_id')}/history", ChatHistoryHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}/messages", MessagesHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}/events", EventsSocket),
     (r"/agent/runs", RunsHandler),

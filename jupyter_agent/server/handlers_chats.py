@@ -1,5 +1,5 @@
-"""Chat routes: ``agent/chats``, ``agent/chats/{id}``, its notebook (read or exported) and
-its messages.
+"""Chat routes: ``agent/chats``, ``agent/chats/{id}``, its notebook (read or exported), its
+history's summaries and its messages.
 
 Thin: each method authenticates, authorizes, parses the JSON body into typed arguments
 (:mod:`.parse`) and calls the :class:`~jupyter_agent.runtime.service.AgentService`; its
@@ -14,7 +14,13 @@ from tornado import web
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
-__all__ = ["ChatHandler", "ChatNotebookHandler", "ChatsHandler", "MessagesHandler"]
+__all__ = [
+    "ChatHandler",
+    "ChatHistoryHandler",
+    "ChatNotebookHandler",
+    "ChatsHandler",
+    "MessagesHandler",
+]
 
 
 class ChatsHandler(AgentHandler):
@@ -72,6 +78,17 @@ class ChatHandler(AgentHandler):
         await service.delete_chat(chat_id)
         self.set_status(204)
         self.finish()
+
+
+class ChatHistoryHandler(AgentHandler):
+    """``GET agent/chats/{id}/history``: ``{"chunks": [...], "pending": N}``."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, chat_id: str) -> None:
+        """The chat's stored chunk summaries and how many are still to be made."""
+        service = await self.service()
+        self.finish_json(await service.chat_history(chat_id))
 
 
 class ChatNotebookHandler(AgentHandler):

@@ -1,6 +1,7 @@
-"""The Store's chunk methods (issue 14): summaries of chunks of a chat's turns, and turns by
-position. A mixin of :class:`~jupyter_agent.store.repo.Store`, kept apart so each module
-stays small; the queries are :mod:`jupyter_agent.store.chunk_queries`.
+"""The Store's history methods (issue 14): summaries of chunks of a chat's turns, turns by
+position, and the window a run reads. A mixin of :class:`~jupyter_agent.store.repo.Store`,
+kept apart so each module stays small; the queries are
+:mod:`jupyter_agent.store.chunk_queries` and :mod:`jupyter_agent.store.turn_queries`.
 
 Positions are 1-based in the chat's turn order (:mod:`jupyter_agent.core.chunks`).
 """
@@ -12,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from jupyter_agent.core.chunks import ChunkSpan, StoredChunk
 from jupyter_agent.core.turns import TurnRecord
-from jupyter_agent.store import chunk_queries
+from jupyter_agent.core.window import HistoryWindow
+from jupyter_agent.store import chunk_queries, turn_queries
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -21,7 +23,7 @@ __all__ = ["ChunkMethods"]
 
 
 class ChunkMethods:
-    """Chunk summaries and turn positions; the Store provides its sessions."""
+    """Chunk summaries, turn positions, history windows; the Store provides its sessions."""
 
     if TYPE_CHECKING:
 
@@ -58,4 +60,18 @@ class ChunkMethods:
         with self._read("cannot read the chat's chunks") as session:
             return chunk_queries.pending_spans(
                 session.connection(), chat_id, chunk_turns, l2_chunks
+            )
+
+    def read_window(
+        self, chat_id: str, *, budget_tokens: int, chunk_turns: int = 10, l2_chunks: int = 5
+    ) -> HistoryWindow:
+        """The chat's history a boot window of ``budget_tokens`` can use, in O(window) rows:
+        newest turns, older count, summaries (:func:`.turn_queries.read_window`)."""
+        with self._read("cannot read the chat's history") as session:
+            return turn_queries.read_window(
+                session.connection(),
+                chat_id,
+                budget_tokens=budget_tokens,
+                chunk_turns=chunk_turns,
+                l2_chunks=l2_chunks,
             )

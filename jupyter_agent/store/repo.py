@@ -23,9 +23,9 @@ Decisions worth knowing:
   ``toolcaller@v1`` and ``toolcaller@v2``, not ``toolcaller2@v1``) or ``name@vN`` (that
   version only), matched case-sensitively on both backends
   (:func:`~jupyter_agent.store.filters.program_filter`).
-- ``read_window`` reads only the newest turns a boot window can use, plus one count of
-  the older ones (:mod:`jupyter_agent.store.turn_queries`): a run's history costs
-  O(window), however long the chat.
+- ``read_window`` reads only the newest turns a boot window can use, one count of the
+  older ones and the summaries it can use (:mod:`jupyter_agent.store.turn_queries`): a
+  run's history costs O(window), however long the chat.
 - ``prune_runs`` never deletes a run whose status is still ``running``.
 - The durable mailbox: ``accept_message`` stores a user message before the server
   acknowledges it (``open_run`` stores the message opening a run with that run);
@@ -54,7 +54,6 @@ from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from jupyter_agent.core.turns import RunSummary, TurnRecord
-from jupyter_agent.core.window import HistoryWindow
 from jupyter_agent.exceptions import StoreError, StoreUnavailable
 from jupyter_agent.store import chunk_queries, turn_queries
 from jupyter_agent.store.chunk_store import ChunkMethods
@@ -316,14 +315,6 @@ class Store(ChunkMethods):
         """The chat's turns, oldest first (by ``created``, then id)."""
         with self._read("cannot list turns") as session:
             return turn_queries.list_turns(session.connection(), chat_id)
-
-    def read_window(self, chat_id: str, *, budget_tokens: int) -> HistoryWindow:
-        """The newest turns a boot window of ``budget_tokens`` keeps (oldest first) and the
-        count of the older ones, read in O(window) rows (:func:`.turn_queries.read_window`)."""
-        with self._read("cannot read the chat's history") as session:
-            return turn_queries.read_window(
-                session.connection(), chat_id, budget_tokens=budget_tokens
-            )
 
     def get_turn_by_run(self, run_id: str) -> TurnRecord | None:
         """The turn a run wrote, or None."""

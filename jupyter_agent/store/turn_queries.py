@@ -4,15 +4,18 @@ Functions on a SQLAlchemy Core connection (the :class:`~jupyter_agent.store.repo
 opens it and maps failures); portable Core only, the same on SQLite and PostgreSQL. Turns
 are ordered by ``(created, id)``, the index ``ix_agent_turns_chat (chat_id, created, id)``.
 
-:func:`read_window` costs O(window), not O(chat): it reads the chat's turns newest first
-in small keyset-paged batches (each an index range scan) until
-:func:`~jupyter_agent.core.window.tail_size` can tell how many the boot window keeps, then
-counts the older ones with one ``count(*)`` over the same index.
+:func:`read_window` costs O(window), not O(chat). Its raw tail (:func:`read_tail`) reads
+the chat's turns newest first in small keyset-paged batches (each an index range scan)
+until :func:`~jupyter_agent.core.window.tail_size` can tell how many the boot window keeps,
+then counts the older ones with one ``count(*)`` over the same index. The summaries of the
+positions before the tail, in the budget the tail leaves, are then read newest first in
+batches too (:func:`~jupyter_agent.store.chunk_queries.window_summaries`).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Final
 
 from sqlalchemy import ColumnElement, and_, func, or_
@@ -20,14 +23,27 @@ from sqlalchemy import select as core_select
 
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.core.window import HistoryWindow, tail_size, turn_tokens
+from jupyter_agent.store.chunk_queries import window_summaries
 from jupyter_agent.store.tables import AgentTurnRow
 
-__all__ = ["FIRST_BATCH", "MAX_BATCH", "list_turns", "read_window", "turn_by_run"]
+__all__ = [
+    "FIRST_BATCH",
+    "MAX_BATCH",
+    "OMISSION_RESERVE",
+    "Tail",
+    "list_turns",
+    "read_tail",
+    "read_window",
+    "turn_by_run",
+]
 
 _TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
 #: Rows of the first batch :func:`read_window` reads; each next one doubles, to MAX_BATCH.
 FIRST_BATCH: Final = 8
 MAX_BATCH: Final = 256
+#: Tokens the boot window keeps free for its omission line when older material follows
+#: (``core.window._OMISSION_RESERVE``): the summaries' budget is what is left after it.
+OMISSION_RESERVE: Final = 24
 
 
 def list_turns(conn: Any, chat_id: str) -> list[TurnRecord]:
@@ -56,9 +72,24 @@ def _before(created: str, turn_id: str) -> ColumnElement[bool]:
     )
 
 
-def read_window(conn: Any, chat_id: str, *, budget_tokens: int) -> HistoryWindow:
-    """The newest turns the chat's boot window of ``budget_tokens`` keeps, oldest first,
-    and the count of the older ones (see the module docstring)."""
+@dataclass(frozen=True)
+class Tail:
+    """The raw turns a window keeps (oldest first), how many older turns precede them, and
+    what they cost of the budget (their :func:`turn_tokens`)."""
+
+    turns: tuple[TurnRecord, ...]
+    omitted: int
+    tokens: int
+
+
+def read_tail(
+    conn: Any, chat_id: str, *, budget_tokens: int, chunk_turns: int, l2_chunks: int
+) -> Tail:
+    """The newest turns the chat's boot window of ``budget_tokens`` keeps in full (or the
+    newest alone, to be clipped), and the count of the older ones. ``chunk_turns`` and
+    ``l2_chunks`` are the chunk layout, for a selection anchored at chunk boundaries; this
+    one keeps the newest turns that fit and does not need them."""
+    del chunk_turns, l2_chunks
     c = _TURNS.c
     newest: list[TurnRecord] = []  # newest first
     keys: list[tuple[str, str]] = []  # their (created, id) columns, for the keyset
@@ -79,11 +110,27 @@ def read_window(conn: Any, chat_id: str, *, budget_tokens: int) -> HistoryWindow
         complete = len(rows) < batch
         keep = tail_size(costs, budget_tokens, complete=complete)
         batch = min(batch * 2, MAX_BATCH)
-    kept = newest[:keep]
+    kept = tuple(reversed(newest[:keep]))
+    used = sum(costs[:keep])
     if complete:  # every turn was read: the older ones are those not kept
-        return HistoryWindow(turns=tuple(reversed(kept)), omitted=len(newest) - keep)
+        return Tail(kept, len(newest) - keep, used)
     count = core_select(func.count()).select_from(_TURNS).where(c.chat_id == chat_id)
     if kept:
         count = count.where(_before(*keys[keep - 1]))
-    omitted = int(conn.execute(count).scalar() or 0)
-    return HistoryWindow(turns=tuple(reversed(kept)), omitted=omitted)
+    return Tail(kept, int(conn.execute(count).scalar() or 0), used)
+
+
+def read_window(
+    conn: Any, chat_id: str, *, budget_tokens: int, chunk_turns: int = 10, l2_chunks: int = 5
+) -> HistoryWindow:
+    """The chat's raw tail (:func:`read_tail`), the count of the turns before it, and the
+    stored summaries of those turns the rest of the budget can use (see the module
+    docstring): level-1 going back from the tail, then level-2 from where level-1 stops."""
+    tail = read_tail(
+        conn, chat_id, budget_tokens=budget_tokens, chunk_turns=chunk_turns, l2_chunks=l2_chunks
+    )
+    if tail.omitted == 0:
+        return HistoryWindow(turns=tail.turns)
+    left = budget_tokens - tail.tokens - OMISSION_RESERVE
+    chunks = window_summaries(conn, chat_id, position=tail.omitted, budget_tokens=left)
+    return HistoryWindow(turns=tail.turns, omitted=tail.omitted, chunks=chunks)

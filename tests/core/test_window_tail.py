@@ -3,6 +3,7 @@ the window the whole chat gives (``toolcaller@v3`` reads only that tail)."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -100,18 +101,27 @@ def test_tail_size_asks_for_more_while_everything_read_fits() -> None:
     assert tail_size([500], 100, complete=False) == 1  # kept, to be clipped
 
 
-def test_history_window_json_holds_what_the_window_renders_and_ignores_later_keys() -> None:
-    window = HistoryWindow(turns=(turn(1, 3), turn(2, 3)), omitted=7)
+def test_history_window_json_round_trips_and_ignores_later_keys() -> None:
+    chunks = (ChunkSummary(2, 1, 50, "early: x = 42"), ChunkSummary(1, 51, 60, "then é→π"))
+    window = HistoryWindow(turns=(turn(1, 3), turn(2, 3)), omitted=70, chunks=chunks)
     data = window.to_json()
-    assert list(data) == ["turns", "omitted"]
-    back = HistoryWindow.from_json(data)
-    assert back.omitted == 7
+    assert list(data) == ["turns", "omitted", "chunks"]
+    first = {"level": 2, "first_turn": 1, "last_turn": 50, "text": "early: x = 42"}
+    assert data["chunks"][0] == first
+    back = HistoryWindow.from_json(json.loads(json.dumps(data)))
+    assert (back.omitted, back.chunks) == (70, chunks)
     assert [render_turn(t) for t in back.turns] == [render_turn(t) for t in window.turns]
-    assert [t.id for t in back.turns] == [t.id for t in window.turns]
-    # Only what the window renders: no chat or run id, usage, cost or fingerprints.
+    # Window records: only what the window renders (no chat or run id, usage, cost...).
     assert set(data["turns"][0]) == {
         "id", "userText", "steering", "replies", "interrupted", "created", "llm",
     }  # fmt: skip
     assert set(data["turns"][0]["llm"]) == {"stopReason", "endCause"}
-    assert HistoryWindow.from_json({**data, "chunks": [{"level": 1}]}) == back
+    window = back
+    assert HistoryWindow.from_json({**data, "later": [1]}) == window
+    # A result recorded before issue 14 (no chunks) replays as a window without summaries.
+    old = {"turns": data["turns"], "omitted": 70}
+    assert HistoryWindow.from_json(old) == HistoryWindow(turns=window.turns, omitted=70)
+    # An item it cannot read is dropped, not fatal.
+    mixed = {**data, "chunks": [{"level": 1}, "x", *data["chunks"]]}
+    assert HistoryWindow.from_json(mixed) == window
     assert HistoryWindow.from_json(None) == HistoryWindow()

@@ -52,6 +52,8 @@ NEW_TRAITS: list[tuple[str, str, Any]] = [
     ("EventBus", "max_bytes", 1 << 20),
     ("RunManager", "log_sync", "effect"),
     ("RunManager", "log_sync_interval_ms", 50),
+    ("RunManager", "chunk_turns", 4),
+    ("RunManager", "l2_chunks", 3),
 ]
 
 PARTS = {
@@ -272,6 +274,8 @@ def test_defaults_match_the_old_traits_and_ceilings(tmp_path: Path) -> None:
         (RunManager, {"max_wall_s": 0.0}),
         (RunManager, {"max_cells": -1}),
         (RunManager, {"cell_timeout_s": -5.0}),
+        (RunManager, {"chunk_turns": 0}),
+        (RunManager, {"l2_chunks": 1}),
         (Transport, {"retry_after_cap_s": 0.0}),
         (Transport, {"max_attempts": 0}),
     ],

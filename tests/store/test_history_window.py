@@ -66,10 +66,15 @@ def test_ties_in_created_page_by_id(store: Store, chat: str) -> None:
 
 
 def test_an_empty_or_unknown_chat(store: Store, chat: str) -> None:
-    assert store.read_window(chat, budget_tokens=1000).to_json() == {"turns": [], "omitted": 0}
+    assert store.read_window(chat, budget_tokens=1000).to_json() == {
+        "turns": [],
+        "omitted": 0,
+        "chunks": [],
+    }
     assert store.read_window("chat_none", budget_tokens=1000).to_json() == {
         "turns": [],
         "omitted": 0,
+        "chunks": [],
     }
 
 
