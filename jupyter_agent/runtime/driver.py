@@ -142,6 +142,7 @@ class RunDriver:
         self.turn_written = False  # the run manager writes the turn again if this stays False
         self._summary = summary
         self.ended: RunSummary | None = None
+        self.stored_turn: TurnRecord | None = None  # the turn stored with self.ended
         """The run's end summary, once stored with its turn (one write: see turn.append)."""
         self.closed = False  # see the module docstring
         self._performers = self._table()
@@ -221,8 +222,10 @@ class RunDriver:
             # However the loop ended, the run takes no more mail from here (synchronously,
             # before the awaits below): later messages are answered with the next run.
             self.closed = True
-            await asyncio.to_thread(self.log.close)
-            await self.kernel.release()
+            try:
+                await asyncio.to_thread(self.log.close)
+            finally:
+                await self.kernel.release()
 
     async def log_intent(self, effect: Effect) -> int:
         """Write the intent (the OS has it before the effect starts); when the log's sync
@@ -335,6 +338,7 @@ class RunDriver:
             )
             self.turn_written = True
             self.ended = ended
+            self.stored_turn = turn
             return {"ok": True}, None
 
         return {

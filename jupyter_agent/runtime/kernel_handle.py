@@ -58,6 +58,7 @@ OutputSink = Callable[[dict[str, Any]], None]
 
 log = logging.getLogger(__name__)
 
+_WARMUP_TIMEOUT_S = 10.0
 _READY_TIMEOUT_S = 60.0
 _INTERRUPT_GRACE_S = 2.0
 _OP_GRACE_S = 10.0
@@ -111,7 +112,13 @@ class AgentKernelHandle:
         await self._wait_ready()
         # The first agent cell of a fresh kernel is ~40 ms slower than the next: pay it
         # here, while the kernel waits in the pool (no count, history or values left).
-        await self._op("pass", {"op": "warmup"}, _READY_TIMEOUT_S)
+        # Only a speed-up: a kernel that cannot (an older kernel package) still starts.
+        try:
+            await self._op("pass", {"op": "warmup"}, _WARMUP_TIMEOUT_S)
+        except KernelDied:
+            raise
+        except KernelError:
+            log.debug("kernel %s: no warm-up", self.kernel_id, exc_info=True)
 
     def _on_restart(self) -> None:
         self._died = True

@@ -63,6 +63,8 @@ log = logging.getLogger(__name__)
 _KEEPALIVE_INTERVALS = 10
 # After a failed start, warm refills wait this long (a failing start must not spin)
 _RETRY_S = 1.0
+# Warm refills held back by a burst start anyway after this many liveness intervals
+_MAX_DEFER_INTERVALS = 4
 
 
 class KernelPool(LoggingConfigurable):
@@ -188,6 +190,8 @@ class KernelPool(LoggingConfigurable):
         self._starting: set[asyncio.Task[None]] = set()
         self._slots = start_slots()
         self._retry_at = 0.0
+        self._warm_deferred_since: float | None = None  # warm refills held back since
+        self._stopped = False
         self.env_drop: set[str] = set()
         """Names credential references (``env:NAME``) point at: kept out of the kernel."""
         self._keepalive_task: asyncio.Task[None] | None = None
@@ -271,7 +275,20 @@ class KernelPool(LoggingConfigurable):
         # starts load both cores of a small machine for a second, which doubled the
         # latency of a burst's runs when they started amid it.
         quiet = last is None or now - last >= self.liveness_interval_s
-        if warm and self._running and quiet and now >= self._retry_at:
+        # ... but not for ever: under steady load (an acquire every interval) the pool
+        # would never refill and every run would wait for a cold start.
+        starved = self._warm_deferred_since is not None and (
+            now - self._warm_deferred_since >= _MAX_DEFER_INTERVALS * self.liveness_interval_s
+        )
+        short = self._demand.target > len(self._warm)
+        if short and not quiet and self._warm_deferred_since is None:
+            self._warm_deferred_since = now
+        if not short:
+            self._warm_deferred_since = None
+        if self._stopped:
+            return  # nothing starts after stop(): a start now would outlive the pool
+        if warm and self._running and (quiet or starved) and now >= self._retry_at:
+            self._warm_deferred_since = None
             want += max(0, self._demand.target - len(self._warm))
         while len(self._starting) < min(want, self._slots):
             task = asyncio.create_task(self._start_kernel())
@@ -316,13 +333,19 @@ class KernelPool(LoggingConfigurable):
         while self._running:
             await asyncio.sleep(self.liveness_interval_s)
             touch = time.monotonic() - last_touch >= _KEEPALIVE_INTERVALS * self.liveness_interval_s
-            for handle in list(self._warm):
-                if not await handle.is_alive():
-                    self._warm.remove(handle)
-                    await self._shutdown(handle)
-                    continue
-                if touch:
-                    self._touch(handle.kernel_id)
+            try:
+                for handle in list(self._warm):
+                    alive = await handle.is_alive()
+                    if handle not in self._warm:
+                        continue  # taken by a run meanwhile: the run checks it itself
+                    if not alive:
+                        self._warm.remove(handle)
+                        await self._shutdown(handle)
+                        continue
+                    if touch:
+                        self._touch(handle.kernel_id)
+            except Exception:  # a failed tick must not end refills and shrinking for good
+                log.warning("the kernel pool's keepalive tick failed", exc_info=True)
             if touch:
                 last_touch = time.monotonic()
             if self._demand.shrink(time.monotonic(), waiting=len(self._waiters)):
@@ -359,9 +382,16 @@ class KernelPool(LoggingConfigurable):
         return handle
 
     async def _take(self) -> AgentKernelHandle:
+        if self._stopped:
+            raise KernelError("the kernel pool stopped")
         while self._warm:
             candidate = self._warm.pop(0)
-            if await candidate.is_alive():
+            try:
+                alive = await candidate.is_alive()
+            except asyncio.CancelledError:
+                self._warm.insert(0, candidate)  # a run cancelled while taking it
+                raise
+            if alive:
                 self._demand.acquired(time.monotonic(), waited=False)
                 return candidate
             await self._shutdown(candidate)
@@ -401,11 +431,12 @@ class KernelPool(LoggingConfigurable):
         Runs still waiting for a kernel get :class:`KernelError`.
         """
         self._running = False
+        self._stopped = True
         while self._waiters.fail(KernelError("the kernel pool stopped")):
             pass
         if self._keepalive_task is not None:
             self._keepalive_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._keepalive_task
         if self._starting:
             # Let kernel starts in progress finish (each is then shut down): cancelling

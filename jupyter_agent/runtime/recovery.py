@@ -75,7 +75,9 @@ async def _recover_one(store: Any, summary: RunSummary, path: Path) -> None:
         await asyncio.to_thread(store.delete_mail, facts.message_ids)
         await asyncio.to_thread(store.upsert_run, ended)
     else:
-        await asyncio.to_thread(store.append_turn, turn, delivered=facts.message_ids, ended=ended)
+        await asyncio.to_thread(
+            store.append_turn, turn, delivered=facts.message_ids, ended=ended, bump_to_end=False
+        )
 
 
 async def queued_by_chat(store: Any) -> dict[str, list[dict[str, Any]]]:

@@ -53,10 +53,16 @@ class RunKernel:
         self._task = None
 
     async def release(self) -> None:
-        """At the run's end: let a start in progress finish, then discard in the background."""
+        """At the run's end: discard its kernel in the background. A kernel still awaited
+        (the run ended, say by a hard break, while it waited in the pool's line) is not
+        waited for: the wait is cancelled, which the pool takes back safely (a kernel
+        handed over meanwhile goes to the next waiter or back to the pool; a start itself
+        is never cancelled, it is the pool's task, not this one)."""
         task = self._task
         if task is None:
             return
+        if self.current is None and not task.done():
+            task.cancel()
         try:
             handle = await task
         except (asyncio.CancelledError, Exception):

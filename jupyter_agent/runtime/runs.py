@@ -425,6 +425,8 @@ class RunManager(LoggingConfigurable):
                 turn = await driver.run()
             except (Exception, RunCancelled):  # a bug must not wedge the chat: end the run
                 log.exception("run %s failed", run_id)
+            if turn is None and driver.stored_turn is not None:
+                turn = driver.stored_turn  # stored, then the run failed (its log's close)
             if turn is None:
                 facts = await asyncio.to_thread(log_facts, self.log_path(run_id))
                 turn = minimal_turn(summary, "error", "error", facts)

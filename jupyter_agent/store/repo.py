@@ -279,6 +279,7 @@ class Store(ChunkMethods):
         *,
         delivered: Sequence[str] = (),
         ended: RunSummary | None = None,
+        bump_to_end: bool = True,
     ) -> bool:
         """Store a turn and bump its chat's ``updated`` to ``turn.created`` (never back).
 
@@ -286,8 +287,9 @@ class Store(ChunkMethods):
         durable mailbox in the same transaction (also when the turn was already stored).
         ``ended``: the summary of the run that ended with this turn, stored (replacing the
         ``running`` one) in the same transaction, which also clears the chat's active run if
-        it is still this one and bumps ``updated`` to ``ended.ended``: a run's end is one
-        write, not three.
+        it is still this one and (``bump_to_end``) bumps ``updated`` to ``ended.ended``: a
+        run's end is one write, not three. Recovery passes ``bump_to_end=False``: a run
+        ended by a restart must not move its chat to the top of the list.
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
         wins) and False is returned. A turn for an unknown chat is a StoreError.
         """
@@ -307,7 +309,7 @@ class Store(ChunkMethods):
                     .where(_CHATS.c.id == ended.chat_id, _CHATS.c.active_run_id == ended.run_id)
                     .values(active_run_id=None)
                 )
-                if ended.ended:
+                if ended.ended and bump_to_end:
                     conn.execute(_BUMP_CHAT, {"b_chat": ended.chat_id, "b_at": ended.ended})
             return inserted
 

@@ -21,7 +21,7 @@ Contracts:
   - ``effect`` (no syncer given): the file is fdatasynced before :meth:`EffectLog.intent`
     returns for an effect in :data:`OUTSIDE_EFFECTS`, so everything before it and the intent
     itself is on disk before the effect reaches outside the process;
-  - ``group`` (a :class:`~jupyter_agent.trace.syncer.GroupSyncer` given): no write waits for
+  - ``run`` (a :class:`~jupyter_agent.trace.syncer.GroupSyncer` given): no write waits for
     the disk, except the intent of a run's end (:data:`RUN_END_EFFECTS`: ``turn.append``,
     the turn being stored); the syncer's thread syncs the log's new lines at most every
     ``interval_ms``.
@@ -94,8 +94,8 @@ __all__ = [
 PROGRAM: Final = "toolcaller@v3"  # the same as core.loop.PROGRAM (trace has no core import)
 LOG_VERSION: Final = 1
 
-SyncPolicy = Literal["effect", "group"]
-SYNC_POLICIES: Final[tuple[SyncPolicy, ...]] = ("effect", "group")
+SyncPolicy = Literal["effect", "run"]
+SYNC_POLICIES: Final[tuple[SyncPolicy, ...]] = ("effect", "run")
 # The run's end: its intent is on disk before the turn is stored, under every policy.
 RUN_END_EFFECTS: Final = frozenset({TURN_APPEND})
 
@@ -209,7 +209,8 @@ class EffectLog:
         self._lock = threading.Lock()  # writes; never held by a background sync
         self._sync_lock = threading.Lock()  # syncs and close; taken before _lock, never after
         self._dirty = False  # lines written since the last sync
-        self._dir_pending = False  # under group: the folder entry is not synced yet
+        self._dir_pending = False  # under run: the folder entry is not synced yet
+        self._sync_error: OSError | None = None  # a failed background sync, not yet raised
         self._seq = 0
         self._pending: dict[int, str] = {}  # seq -> name of intents without a result yet
 
@@ -223,11 +224,11 @@ class EffectLog:
         run_id, chat_id, program, profile, tiers, created. Refuses to overwrite an existing
         file (FileExistsError): a run's log is written once. The file's mode is 0600
         whatever the umask. Under ``effect`` the file and its folder entry are fsynced so
-        the log exists on disk before the run does anything; under ``group`` the header is
+        the log exists on disk before the run does anything; under ``run`` the header is
         written to the OS (a killed server keeps it) and the syncer's next round, or the
         close, makes the file and its folder entry durable (a power loss may lose a log
         created in the last interval, as any line of it: recovery takes a missing log).
-        ``syncer``: the ``group`` sync policy, synced by that syncer's thread; None: the
+        ``syncer``: the ``run`` sync policy, synced by that syncer's thread; None: the
         ``effect`` policy (module docstring).
         """
         target = Path(path)
@@ -259,8 +260,8 @@ class EffectLog:
 
     @property
     def policy(self) -> SyncPolicy:
-        """When lines reach the disk: ``effect`` or ``group`` (module docstring)."""
-        return "effect" if self._syncer is None else "group"
+        """When lines reach the disk: ``effect`` or ``run`` (module docstring)."""
+        return "effect" if self._syncer is None else "run"
 
     @property
     def last_seq(self) -> int:
@@ -307,8 +308,14 @@ class EffectLog:
             self._seq = seq
             self._pending[seq] = effect.name
             if inline:
-                _datasync(fd)
                 self._dirty = False
+                new_entry, self._dir_pending = self._dir_pending, False
+                failed, self._sync_error = self._sync_error, None
+                if failed is not None:
+                    raise failed  # see sync()
+                _datasync(fd)
+                if new_entry:
+                    _fsync_dir(self._path.parent)
             if _FAULT is not None:
                 _fault_point("before", effect.name, fd)
         return seq
@@ -356,7 +363,15 @@ class EffectLog:
             with self._lock:
                 fd = self._require_open()
                 self._dirty = False
+                new_entry, self._dir_pending = self._dir_pending, False
+                failed, self._sync_error = self._sync_error, None
+            if failed is not None:
+                # A background sync of these lines failed: Linux reports a writeback error
+                # once per file, so this fdatasync could succeed on lost data. Say so.
+                raise failed
             _datasync(fd)
+            if new_entry:
+                _fsync_dir(self._path.parent)
 
     def sync_if_dirty(self) -> bool:
         """For the group syncer: :meth:`sync` when lines were written since the last sync
@@ -368,9 +383,14 @@ class EffectLog:
                     return False
                 self._dirty = False  # lines written during the sync mark the log again
                 new_entry, self._dir_pending = self._dir_pending, False
-            _datasync(fd)  # the fd stays open: close() takes _sync_lock first
-            if new_entry:
-                _fsync_dir(self._path.parent)
+            try:
+                _datasync(fd)  # the fd stays open: close() takes _sync_lock first
+                if new_entry:
+                    _fsync_dir(self._path.parent)
+            except OSError as exc:
+                with self._lock:
+                    self._sync_error = exc  # raised by the run's own next sync or close
+                raise
             return True
 
     def close(self) -> None:
@@ -381,12 +401,15 @@ class EffectLog:
                 return
             self._dirty = False
             new_entry, self._dir_pending = self._dir_pending, False
+            failed, self._sync_error = self._sync_error, None
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
             if new_entry:
                 _fsync_dir(self._path.parent)
+            if failed is not None:
+                raise failed
 
     def __enter__(self) -> EffectLog:
         return self
@@ -413,7 +436,7 @@ class EffectLog:
             view = view[n:]
 
     def _append(self, data: bytes) -> None:
-        """Write a line; under ``group``, tell the syncer the first time the log holds
+        """Write a line; under ``run``, tell the syncer the first time the log holds
         unsynced lines (the caller holds the lock)."""
         self._write(data)
         if not self._dirty:

@@ -1,10 +1,10 @@
-"""A server under the default ``group`` log sync, SIGKILLed mid-run, loses no intent line.
+"""A server under the default ``run`` log sync, SIGKILLed mid-run, loses no intent line.
 
 The run: a model call (``http.post``) asks for a cell that sleeps; while it sleeps the
 test SIGKILLs the server (no fault hook: the kill comes from outside, as the OOM killer or
 a crash would). The background sync interval is set far beyond the test's length, so the
 lines written after the syncer's first round are with the OS only, never fdatasynced: what
-the log holds is what ``group`` promises a killed server keeps. After a restart the run is
+the log holds is what ``run`` promises a killed server keeps. After a restart the run is
 recovered as ``restart`` and its cell is not run again.
 """
 
@@ -34,7 +34,7 @@ def fake() -> Iterator[FakeProvider]:
 
 @pytest.fixture
 def server(tmp_path: Path, fake: FakeProvider) -> Iterator[FaultServer]:
-    # log_sync is left at its default (group); only the interval is stretched.
+    # log_sync is left at its default (run); only the interval is stretched.
     srv = FaultServer(
         tmp_path / "srv", fake, config={"RunManager": {"log_sync_interval_ms": 600_000}}
     )

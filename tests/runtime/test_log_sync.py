@@ -1,8 +1,8 @@
 """A real run under each ``RunManager.log_sync`` policy: which effects wait for the disk.
 
 ``effect``: every intent of an outside effect is fdatasynced before the effect starts.
-``group``: only the run's end (``turn.append``) waits; the rest is synced by the server's
-background syncer thread. Never on the event loop's thread.
+``run`` (alias ``group``): only the run's end (``turn.append``) waits; the rest is synced by
+the server's background syncer thread. Never on the event loop's thread.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> Asyn
     await close_harness(harness)
 
 
-@pytest.mark.parametrize("policy", ["effect", "group"])
+@pytest.mark.parametrize("policy", ["effect", "run", "group"])
 async def test_which_intents_are_on_disk_before_their_effect(
     agent: Harness, policy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -100,7 +100,7 @@ def test_effect_policy_syncs_an_outside_intent_before_intent_returns(
 def test_group_policy_never_syncs_on_the_writers_path(tmp_path: Path, syncs: Syncs) -> None:
     syncer = GroupSyncer(interval_ms=50)
     log = _open(tmp_path, syncs, syncer)
-    assert log.policy == "group"
+    assert log.policy == "run"
     assert [n for n in sorted(OUTSIDE_EFFECTS) if log.sync_before(n)] == ["turn.append"]
     me = threading.current_thread().name
     for _ in range(20):
@@ -184,3 +184,44 @@ def test_a_closed_log_is_skipped_by_the_syncer(tmp_path: Path, syncs: Syncs) -> 
     syncer.close()
     with pytest.raises(ValueError, match="interval_ms"):
         GroupSyncer(interval_ms=0)
+
+
+def test_the_runs_end_sync_makes_a_new_logs_folder_entry_durable(
+    tmp_path: Path, syncs: Syncs
+) -> None:
+    syncer = GroupSyncer(interval_ms=60_000)  # one round at the first mark, then none
+    syncs.path = tmp_path / "first.jsonl"
+    first = EffectLog.create(syncs.path, HEADER, syncer=syncer)
+    _wait("the first round", lambda: syncs.fsyncs == 1)
+    log = EffectLog.create(tmp_path / "run.jsonl", HEADER, syncer=syncer)
+    syncs.path = log.path
+    before = syncs.fsyncs
+    log.intent(TURN)  # the run's end: synced now, not in a minute
+    assert syncs.by(threading.current_thread().name) == [2]
+    assert syncs.fsyncs == before + 1  # and the new file's folder entry with it
+    log.close()
+    first.close()
+    syncer.close()
+
+
+def test_a_failed_background_sync_is_raised_by_the_runs_own_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = getattr(os, "fdatasync", os.fsync)
+    failures: list[str] = []
+
+    def flaky(fd: int) -> None:
+        if threading.current_thread().name == "effect-log-sync" and not failures:
+            failures.append("EIO")
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", flaky, raising=False)
+    syncer = GroupSyncer(interval_ms=10)
+    log = EffectLog.create(tmp_path / "run.jsonl", HEADER, syncer=syncer)
+    _wait("the failed background sync", lambda: bool(failures))
+    time.sleep(0.05)
+    with pytest.raises(OSError, match="Input/output error"):
+        log.intent(TURN)  # its turn must not be stored as if the log were on disk
+    log.close()
+    syncer.close()
