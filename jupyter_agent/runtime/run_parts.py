@@ -35,12 +35,18 @@ class RunConfig:
     ceilings: dict[str, Any]
     spaces: dict[str, Any]
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``{chunk_turns, l2_chunks}``: how the chat's history is chunked (RunManager traits).
+    history_layout: dict[str, int] = field(
+        default_factory=lambda: {"chunk_turns": 10, "l2_chunks": 5}
+    )
 
     def get(self, key: str) -> Any:
         """The value of a ``config.get`` key (None when unknown). ``history`` is not config:
         it is read from the store (:func:`read_history`)."""
         if key == "ceilings":
             return self.ceilings
+        if key == "history_layout":
+            return dict(self.history_layout)
         if key == "spaces":
             return self.spaces
         if key.startswith("llm.tier."):
@@ -85,20 +91,26 @@ class ScrubbingPool:
         return getattr(self.pool, name)
 
 
-async def read_history(store: Any, chat_id: str, budget_tokens: object) -> Any:
+async def read_history(
+    store: Any, chat_id: str, budget_tokens: object, layout: object = None
+) -> Any:
     """The result of ``config.get`` ``history``: the chat's earlier turns, read from
     ``store`` in a worker thread (never on the event loop).
 
     With an int ``budget_tokens`` (``toolcaller@v3``): only the window that budget keeps,
-    as :class:`~jupyter_agent.core.window.HistoryWindow` JSON, in O(window) rows. Without
-    (v1, v2): every turn record, oldest first. A store still unavailable after a few
+    as :class:`~jupyter_agent.core.window.HistoryWindow` JSON, in O(window) rows; with a
+    ``layout`` (``{chunk_turns, l2_chunks}``, issue 14) by the anchored rule, with the
+    chunk summaries it uses. Without a budget (v1, v2): every turn record, oldest first. A store still unavailable after a few
     tries raises (the loop gets the error).
     """
     for attempt in range(1, _HISTORY_ATTEMPTS + 1):
         try:
             if isinstance(budget_tokens, int) and not isinstance(budget_tokens, bool):
+                extra: dict[str, int] = {}
+                if isinstance(layout, dict):
+                    extra = {k: v for k, v in layout.items() if isinstance(v, int)}
                 window = await asyncio.to_thread(
-                    store.read_window, chat_id, budget_tokens=budget_tokens
+                    store.read_window, chat_id, budget_tokens=budget_tokens, **extra
                 )
                 return window.to_json()
             turns = await asyncio.to_thread(store.list_turns, chat_id)
