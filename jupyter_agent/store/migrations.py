@@ -18,6 +18,8 @@ History:
    for crash recovery's "runs left running" query.
 3. ``agent_mail``: the durable mailbox (a user message is stored before it is
    acknowledged, and deleted in the transaction that stores the turn holding it).
+4. ``agent_chunks``: the stored summaries of chunks of a chat's turns (issue 14), one per
+   (chat, level, first turn), deleted with their chat.
 
 Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
 never derived from the current table models, so an old step keeps building the old schema.
@@ -152,10 +154,33 @@ def _v3(conn: Connection) -> None:
         conn.execute(text(statement))
 
 
+_V4_SQL: Final = (
+    """CREATE TABLE agent_chunks (
+        id TEXT PRIMARY KEY,
+        chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+        level INTEGER NOT NULL,
+        first_turn INTEGER NOT NULL,
+        last_turn INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        model TEXT,
+        created TEXT NOT NULL,
+        CONSTRAINT uq_agent_chunks_span UNIQUE (chat_id, level, first_turn)
+    )""",
+    "CREATE INDEX ix_agent_chunks_chat ON agent_chunks (chat_id, level, last_turn)",
+)
+
+
+def _v4(conn: Connection) -> None:
+    for statement in _V4_SQL:
+        conn.execute(text(statement))
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "chats, agent_turns, agent_runs, schema_version", _v1),
     Migration(2, "end_cause on turns and runs (backfilled); index on run status", _v2),
     Migration(3, "agent_mail: the durable mailbox", _v3),
+    Migration(4, "agent_chunks: summaries of chunks of a chat's turns", _v4),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -13,8 +13,8 @@ server that cannot be reached or times out a lock) is its subclass
 
 Decisions worth knowing:
 
-- ``delete_chat`` deletes the chat and its turns; its run summaries stay (traces outlive
-  chats) and keep the deleted chat's id, so ``trace ls`` still lists them.
+- ``delete_chat`` deletes the chat, its turns and its chunk summaries; its run summaries
+  stay (traces outlive chats) and keep the deleted chat's id, so ``trace ls`` still lists them.
 - ``append_turn`` is idempotent on the turn's id and keeps one turn per run: the first write
   for a run wins and later ones (a replayed or recovered write) are ignored. It returns
   whether it inserted.
@@ -56,7 +56,8 @@ from sqlmodel import Session, col, select
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.core.window import HistoryWindow
 from jupyter_agent.exceptions import StoreError, StoreUnavailable
-from jupyter_agent.store import turn_queries
+from jupyter_agent.store import chunk_queries, turn_queries
+from jupyter_agent.store.chunk_store import ChunkMethods
 from jupyter_agent.store.engine import (
     WRITE_OPTION,
     create_store_engine,
@@ -116,8 +117,9 @@ _SQLITE_LOCKS: dict[str, threading.Lock] = {}
 _SQLITE_LOCKS_GUARD = threading.Lock()
 
 
-class Store:
-    """The agent database at ``url`` (``sqlite:///path`` or ``postgresql://...``).
+class Store(ChunkMethods):
+    """The agent database at ``url`` (``sqlite:///path`` or ``postgresql://...``); its
+    chunk methods are :class:`~.chunk_store.ChunkMethods`.
 
     Opening it creates the SQLite file's folder and runs pending migrations; a bad URL or an
     unreachable server raises StoreError.
@@ -252,8 +254,9 @@ class Store:
             return chat(row)
 
     def delete_chat(self, chat_id: str) -> bool:
-        """Delete the chat and its turns (run summaries stay); False when it did not exist."""
+        """Delete the chat, its turns and chunks (runs stay); False when it did not exist."""
         with self._write("cannot delete the chat") as session:
+            chunk_queries.delete_chunks(session.connection(), chat_id)
             session.exec(delete(AgentTurnRow).where(col(AgentTurnRow.chat_id) == chat_id))
             session.exec(delete(AgentMailRow).where(col(AgentMailRow.chat_id) == chat_id))
             result = session.exec(delete(ChatRow).where(col(ChatRow.id) == chat_id))

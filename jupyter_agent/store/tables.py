@@ -22,16 +22,27 @@ Tables:
     the durable mailbox: one row per user message acknowledged and not yet held by a
     stored turn (``item`` is the mailbox item as JSON text). No foreign key: deleting a
     chat deletes its mail explicitly.
+``agent_chunks``
+    one stored summary per (chat, level, first turn position) (since v4; see
+    :mod:`jupyter_agent.core.chunks`): the first write wins, a chunk's content never
+    changes. Deleting a chat deletes its chunks (explicitly, and by the foreign key).
 ``schema_version``
     one row per applied migration; the schema's version is ``MAX(version)``.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Float, ForeignKey, Index, Text
+from sqlalchemy import BigInteger, Column, Float, ForeignKey, Index, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-__all__ = ["AgentMailRow", "AgentRunRow", "AgentTurnRow", "ChatRow", "SchemaVersionRow"]
+__all__ = [
+    "AgentChunkRow",
+    "AgentMailRow",
+    "AgentRunRow",
+    "AgentTurnRow",
+    "ChatRow",
+    "SchemaVersionRow",
+]
 
 
 def _text(*, nullable: bool = False, index: bool = False) -> Column[str]:
@@ -122,6 +133,28 @@ class AgentMailRow(SQLModel, table=True):
     chat_id: str = Field(sa_column=_text())
     created: str = Field(sa_column=_text())
     item: str = Field(sa_column=_text())
+
+
+class AgentChunkRow(SQLModel, table=True):
+    """``agent_chunks``: a summary of turns ``first_turn``..``last_turn`` at ``level``."""
+
+    __tablename__ = "agent_chunks"
+    __table_args__ = (
+        UniqueConstraint("chat_id", "level", "first_turn", name="uq_agent_chunks_span"),
+        Index("ix_agent_chunks_chat", "chat_id", "level", "last_turn"),
+    )
+
+    id: str = Field(sa_column=Column(Text, primary_key=True))
+    chat_id: str = Field(
+        sa_column=Column(Text, ForeignKey("chats.id", ondelete="CASCADE"), nullable=False)
+    )
+    level: int = Field(sa_column=Column(Integer, nullable=False))
+    first_turn: int = Field(sa_column=Column(Integer, nullable=False))
+    last_turn: int = Field(sa_column=Column(Integer, nullable=False))
+    text: str = Field(sa_column=_text())
+    run_id: str = Field(sa_column=_text())
+    model: str | None = Field(default=None, sa_column=_text(nullable=True))
+    created: str = Field(sa_column=_text())
 
 
 class SchemaVersionRow(SQLModel, table=True):

@@ -67,6 +67,7 @@ def test_fresh_database_reaches_latest(db_url: str, raw: Engine) -> None:
 
 def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
     assert set(tables.__all__) == {
+        "AgentChunkRow",
         "AgentMailRow",
         "AgentRunRow",
         "AgentTurnRow",
@@ -75,7 +76,8 @@ def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
     }
     Store(db_url).close()
     inspector = inspect(raw)
-    for name in ("chats", "agent_turns", "agent_runs", "agent_mail", "schema_version"):
+    names = ("chats", "agent_turns", "agent_runs", "agent_mail", "agent_chunks", "schema_version")
+    for name in names:
         table = SQLModel.metadata.tables[name]
         columns = {c["name"] for c in inspector.get_columns(table.name)}
         assert columns == {c.name for c in table.columns}, table.name

@@ -1,0 +1,61 @@
+"""The Store's chunk methods (issue 14): summaries of chunks of a chat's turns, and turns by
+position. A mixin of :class:`~jupyter_agent.store.repo.Store`, kept apart so each module
+stays small; the queries are :mod:`jupyter_agent.store.chunk_queries`.
+
+Positions are 1-based in the chat's turn order (:mod:`jupyter_agent.core.chunks`).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from jupyter_agent.core.chunks import ChunkSpan, StoredChunk
+from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.store import chunk_queries
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+__all__ = ["ChunkMethods"]
+
+
+class ChunkMethods:
+    """Chunk summaries and turn positions; the Store provides its sessions."""
+
+    if TYPE_CHECKING:
+
+        def _read(self, what: str) -> AbstractContextManager[Session]: ...
+        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+
+    def add_chunk(self, chunk: StoredChunk) -> bool:
+        """Store a chunk's summary. Idempotent: the first write for (chat, level,
+        first_turn) wins and False is returned for a later one. StoreError for an unknown
+        chat (or a span that is not one)."""
+        with self._write("cannot store the chunk") as session:
+            return chunk_queries.add_chunk(session.connection(), chunk)
+
+    def list_chunks(self, chat_id: str) -> list[StoredChunk]:
+        """The chat's stored summaries, in (level, first_turn) order."""
+        with self._read("cannot list the chat's chunks") as session:
+            return chunk_queries.list_chunks(session.connection(), chat_id)
+
+    def turn_count(self, chat_id: str) -> int:
+        """How many turns the chat has (0 for an unknown chat)."""
+        with self._read("cannot count the chat's turns") as session:
+            return chunk_queries.turn_count(session.connection(), chat_id)
+
+    def turns_at(self, chat_id: str, first_turn: int, last_turn: int) -> list[TurnRecord]:
+        """The turns at positions ``first_turn``..``last_turn`` (inclusive), oldest first,
+        read in O(range) rows; fewer where the chat is shorter. ValueError for a range
+        that is not one (``first_turn < 1`` or ``last_turn < first_turn``)."""
+        with self._read("cannot read the chat's turns") as session:
+            return chunk_queries.turns_at(session.connection(), chat_id, first_turn, last_turn)
+
+    def pending_spans(self, chat_id: str, chunk_turns: int, l2_chunks: int) -> list[ChunkSpan]:
+        """The chat's closed spans that have no stored summary yet, oldest first, level 1
+        before level 2 (:func:`~jupyter_agent.core.chunks.closed_spans`)."""
+        with self._read("cannot read the chat's chunks") as session:
+            return chunk_queries.pending_spans(
+                session.connection(), chat_id, chunk_turns, l2_chunks
+            )

@@ -1,0 +1,139 @@
+"""The Store's chunk summaries and turn positions (issue 14), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import event
+
+from jupyter_agent.core.chunks import ChunkSpan, StoredChunk
+from jupyter_agent.exceptions import StoreError
+from jupyter_agent.store import Store
+from tests.store.factories import iso, make_turn
+
+CHAT = "chat_01A"
+
+
+def chunk(level: int, first: int, last: int, *, text: str = "", chat_id: str = CHAT) -> StoredChunk:
+    return StoredChunk(
+        chat_id=chat_id,
+        level=level,  # type: ignore[arg-type]
+        first_turn=first,
+        last_turn=last,
+        text=text or f"L{level} summary of {first}-{last}: é→π 🚀",
+        run_id=f"run_h{level}_{first:04d}",
+        model="claude-test" if level == 1 else None,
+        created=iso(1000 + first),
+    )
+
+
+@pytest.fixture
+def chat(store: Store) -> str:
+    store.create_chat(chat_id=CHAT, title="t", now=iso(0))
+    store.create_chat(chat_id="chat_01B", title="other", now=iso(0))
+    return CHAT
+
+
+def test_add_chunk_round_trips_and_the_first_write_wins(store: Store, chat: str) -> None:
+    l2 = chunk(2, 1, 50)
+    firsts = [chunk(1, 11, 20), l2, chunk(1, 1, 10)]
+    assert [store.add_chunk(c) for c in firsts] == [True, True, True]
+    # A second summary of the same span (a retried run) is ignored, whatever it says.
+    assert store.add_chunk(chunk(1, 1, 10, text="another text")) is False
+    assert store.add_chunk(chunk(2, 1, 50, text="another")) is False
+    assert store.list_chunks(chat) == [chunk(1, 1, 10), chunk(1, 11, 20), l2]
+    assert store.list_chunks("chat_01B") == []
+    assert chunk(1, 1, 10).to_json() == {
+        "level": 1,
+        "first_turn": 1,
+        "last_turn": 10,
+        "text": "L1 summary of 1-10: é→π 🚀",
+        "run_id": "run_h1_0001",
+        "created": iso(1001),
+    }
+
+
+def test_add_chunk_refuses_an_unknown_chat_or_a_bad_span(store: Store, chat: str) -> None:
+    with pytest.raises(StoreError, match="no chat"):
+        store.add_chunk(chunk(1, 1, 10, chat_id="chat_none"))
+    for bad in (chunk(1, 0, 10), chunk(1, 10, 9), chunk(3, 1, 10)):
+        with pytest.raises(StoreError, match="not a chunk span"):
+            store.add_chunk(bad)
+    assert store.list_chunks(chat) == []
+
+
+def test_a_lone_surrogate_in_a_summary_is_stored_repaired(store: Store, chat: str) -> None:
+    assert store.add_chunk(chunk(1, 1, 10, text="bad \ud800 text"))
+    assert store.list_chunks(chat)[0].text == "bad \ufffd text"
+
+
+def test_turn_count_and_turns_at_follow_turn_order(store: Store, chat: str) -> None:
+    assert store.turn_count(chat) == 0
+    assert store.turns_at(chat, 1, 10) == []
+    for n in (5, 1, 3, 2, 4, *range(6, 26)):  # stored out of order: positions follow `created`
+        store.append_turn(make_turn(n, chat_id=chat))
+    store.append_turn(make_turn(99, chat_id="chat_01B"))
+    # Ties in `created` are ordered by id, as every turn read orders them.
+    store.append_turn(make_turn(27, chat_id=chat, created=iso(26), turn_id="turn_b"))
+    store.append_turn(make_turn(26, chat_id=chat, created=iso(26), turn_id="turn_a"))
+    assert store.turn_count(chat) == 27
+    assert store.turn_count("chat_none") == 0
+    ids = [t.id for t in store.list_turns(chat)]
+    assert [t.id for t in store.turns_at(chat, 1, 10)] == ids[0:10]
+    assert [t.id for t in store.turns_at(chat, 11, 20)] == ids[10:20]
+    assert [t.id for t in store.turns_at(chat, 21, 30)] == ids[20:27]  # past the end: fewer
+    assert [t.id for t in store.turns_at(chat, 26, 27)] == ["turn_a", "turn_b"]
+    assert store.turns_at(chat, 7, 7) == [make_turn(7, chat_id=chat)]  # the record itself
+    assert store.turns_at(chat, 40, 50) == []
+    for first, last in ((0, 3), (5, 4)):
+        with pytest.raises(ValueError, match="not a range"):
+            store.turns_at(chat, first, last)
+
+
+def test_turns_at_reads_only_its_range(store: Store, chat: str) -> None:
+    for n in range(1, 121):
+        store.append_turn(make_turn(n, chat_id=chat))
+    rows: list[int] = []
+
+    def count_rows(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        if "agent_turns" in statement and "record" in statement:
+            rows.append(-1)
+
+    engine = store._engine
+    event.listen(engine, "after_cursor_execute", count_rows)
+    try:
+        got = store.turns_at(chat, 101, 110)
+    finally:
+        event.remove(engine, "after_cursor_execute", count_rows)
+    assert [t.id for t in got] == [f"turn_{n:06d}" for n in range(101, 111)]
+    assert len(rows) == 1  # one statement, LIMIT 10 OFFSET 100
+
+
+def test_pending_spans_from_the_stored_chunks(store: Store, chat: str) -> None:
+    for n in range(1, 24):
+        store.append_turn(make_turn(n, chat_id=chat))
+    assert store.pending_spans(chat, 10, 2) == [ChunkSpan(1, 1, 10), ChunkSpan(1, 11, 20)]
+    store.add_chunk(chunk(1, 1, 10))
+    assert store.pending_spans(chat, 10, 2) == [ChunkSpan(1, 11, 20)]
+    store.add_chunk(chunk(1, 11, 20))
+    # Both level-1 summaries of level-2 chunk 0 exist: it is due now.
+    assert store.pending_spans(chat, 10, 2) == [ChunkSpan(2, 1, 20)]
+    store.add_chunk(chunk(2, 1, 20))
+    assert store.pending_spans(chat, 10, 2) == []
+    assert store.pending_spans(chat, 5, 2) == [
+        ChunkSpan(1, 6, 10),
+        ChunkSpan(1, 16, 20),
+    ]
+    assert store.pending_spans("chat_01B", 10, 5) == []
+
+
+def test_deleting_a_chat_deletes_its_chunks_only(store: Store, chat: str) -> None:
+    store.add_chunk(chunk(1, 1, 10))
+    store.add_chunk(chunk(2, 1, 50))
+    store.add_chunk(chunk(1, 1, 10, chat_id="chat_01B"))
+    assert store.delete_chat(chat) is True
+    assert store.list_chunks(chat) == []
+    assert store.list_chunks("chat_01B") == [chunk(1, 1, 10, chat_id="chat_01B")]
+    # The chat can come back under its id with no summaries left over.
+    store.create_chat(chat_id=chat, title="again", now=iso(5))
+    assert store.list_chunks(chat) == []
+    assert store.add_chunk(chunk(1, 1, 10, text="new")) is True
