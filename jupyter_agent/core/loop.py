@@ -60,7 +60,6 @@ from jupyter_agent.core.loop_steps import (
     count,
     drain,
     finish,
-    history_layout,
     now,
     post,
     post_final,
@@ -198,8 +197,7 @@ def setup(
     budget = min(ceilings.history_budget_tokens, tier.profile.context_window // 4)
     layout: dict[str, int] | None = None
     if version >= 3:
-        layout = yield from history_layout()
-        window = yield from read_history(budget, layout)
+        window = yield from read_history(budget)
         if window is None:
             # Answering without the chat's context would mislead: say so and end.
             inbox = read_items((yield from drain()))
@@ -211,6 +209,7 @@ def setup(
                 take_cancel_detail(state, cancel)
             return (yield from finish(run_id, chat_id, state, spaces, text, "error", "error"))
         history, older, chunks = list(window.turns), window.omitted, window.chunks
+        layout = window.layout
     else:
         history = [TurnRecord.from_json(t) for t in ((yield from config("history")) or [])]
         older, chunks = 0, ()

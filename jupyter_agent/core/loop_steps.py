@@ -39,7 +39,6 @@ from jupyter_agent.messages import Message, Text, ToolCall, ToolResult, usage_fr
 from jupyter_agent.tools import ToolSpec
 
 __all__ = [
-    "DEFAULT_LAYOUT",
     "WRAPUP_PROMPTS",
     "add_user",
     "close_open_calls",
@@ -52,7 +51,6 @@ __all__ = [
     "post",
     "post_final",
     "provider_failure_text",
-    "history_layout",
     "read_history",
     "run_tool",
     "run_tools",
@@ -76,10 +74,6 @@ _WRAPUP_TAIL = (
 )
 
 
-#: The chunk layout of a host that does not say (the traits' defaults).
-DEFAULT_LAYOUT: dict[str, int] = {"chunk_turns": 10, "l2_chunks": 5}
-
-
 def now() -> EffectGen[str]:
     result = yield Effect(name=CLOCK_NOW, data={})
     return str(result.data)
@@ -90,30 +84,10 @@ def config(key: str) -> EffectGen[Any]:
     return result.data
 
 
-def history_layout() -> EffectGen[dict[str, int]]:
-    """``config.get`` ``history_layout``: ``{chunk_turns, l2_chunks}`` (a missing or
-    malformed value: :data:`DEFAULT_LAYOUT`'s)."""
-    value = yield from config("history_layout")
-    layout = dict(DEFAULT_LAYOUT)
-    if isinstance(value, dict):
-        for key in layout:
-            v = value.get(key)
-            if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
-                layout[key] = v
-    return layout
-
-
-def read_history(
-    budget_tokens: int, layout: dict[str, int] | None = None
-) -> EffectGen[HistoryWindow | None]:
+def read_history(budget_tokens: int) -> EffectGen[HistoryWindow | None]:
     """The chat's history as its boot window of ``budget_tokens`` (``toolcaller@v3``):
-    ``config.get`` ``{key: "history", budget_tokens}`` (with ``layout``, the chat's
-    ``{chunk_turns, l2_chunks}``: the anchored window with its summaries); None when the
-    host could not read it."""
-    data: dict[str, Any] = {"key": "history", "budget_tokens": budget_tokens}
-    if layout is not None:
-        data["layout"] = layout
-    result = yield Effect(name=CONFIG_GET, data=data)
+    ``config.get`` ``{key: "history", budget_tokens}``; None when the host could not read it."""
+    result = yield Effect(name=CONFIG_GET, data={"key": "history", "budget_tokens": budget_tokens})
     if result.error is not None:
         return None
     return HistoryWindow.from_json(result.data)

@@ -177,9 +177,11 @@ def anchor(
     counted = 0  # positions turn_count .. turn_count - counted + 1 are summed in raw
     while boundary >= 1:
         need = turn_count - boundary + 1
-        if need > len(costs) and not complete:
-            return None
-        while counted < min(need, len(costs)):
+        if need > len(costs):
+            if not complete:
+                return None
+            break  # a tail was passed: boundaries before it are not this caller's to judge
+        while counted < need:
             raw += costs[counted]
             counted += 1
         if raw > budget_tokens:
@@ -206,13 +208,16 @@ class HistoryWindow:
     positions before those turns the window may use (``chunks``, oldest first).
 
     JSON: ``{"turns": [turn records], "omitted": N, "chunks": [{level, first_turn,
-    last_turn, text}]}`` (``chunks`` absent when empty); readers ignore keys they do not
-    know, so later versions may add some.
+    last_turn, text}], "layout": {chunk_turns, l2_chunks}}`` (``chunks`` absent when empty,
+    ``layout`` absent from hosts before issue 14: then the sliding rule); readers ignore
+    keys they do not know, so later versions may add some.
     """
 
     turns: tuple[TurnRecord, ...] = ()
     omitted: int = 0
     chunks: tuple[ChunkSummary, ...] = ()
+    #: ``{chunk_turns, l2_chunks}`` of the host (issue 14): the window is anchored.
+    layout: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"turns": [t.to_json() for t in self.turns], "omitted": self.omitted}
@@ -226,6 +231,8 @@ class HistoryWindow:
                 }
                 for c in self.chunks
             ]
+        if self.layout is not None:
+            out["layout"] = dict(self.layout)
         return out
 
     @classmethod
@@ -236,7 +243,22 @@ class HistoryWindow:
         turns = tuple(TurnRecord.from_json(t) for t in data.get("turns") or ())
         omitted = data.get("omitted")
         chunks = tuple(c for c in map(_chunk_from_json, data.get("chunks") or ()) if c)
-        return cls(turns=turns, omitted=omitted if isinstance(omitted, int) else 0, chunks=chunks)
+        return cls(
+            turns=turns,
+            omitted=omitted if isinstance(omitted, int) else 0,
+            chunks=chunks,
+            layout=_layout_from_json(data.get("layout")),
+        )
+
+
+def _layout_from_json(data: Any) -> dict[str, int] | None:
+    """``{chunk_turns, l2_chunks}`` of a recorded window (None when absent or unreadable)."""
+    if not isinstance(data, dict):
+        return None
+    layout = {k: data.get(k) for k in ("chunk_turns", "l2_chunks")}
+    if all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in layout.values()):
+        return {k: int(v) for k, v in layout.items() if isinstance(v, int)}
+    return None
 
 
 def _chunk_from_json(data: Any) -> ChunkSummary | None:

@@ -295,7 +295,7 @@ class RunDriver:
 
         async def config_get(effect: Effect, seq: int) -> Outcome:
             if effect.data.get("key") == "history":
-                budget, layout = effect.data.get("budget_tokens"), effect.data.get("layout")
+                budget, layout = effect.data.get("budget_tokens"), self.config.history_layout
                 return await read_history(self.services.store, self.chat_id, budget, layout), None
             return self.config.get(str(effect.data.get("key"))), None
 
