@@ -189,7 +189,7 @@ def profile(logs: list[Path]) -> dict[str, float]:
 def main(n: int = 40) -> None:
     base = Path(tempfile.mkdtemp(prefix="bench-hot-"))
     fake = FakeProvider({"steps": CHAT, "repeat": True}).start()
-    agent = Agent(base / "a", fake, {"KernelPool": {"size": 2, "max": 8}})
+    agent = Agent(base / "a", fake, {"KernelPool": {"size": 2, "pool_max": 8}})
     try:
         cold = agent.start()
         chat_floor, code_floor = floors(fake, n)

@@ -65,6 +65,7 @@ __all__ = [
     "render_turn",
     "tail_size",
     "turn_tokens",
+    "window_record",
 ]
 
 _OMISSION_RESERVE = 24  # tokens kept free for the "N earlier turns" line
@@ -207,10 +208,14 @@ class HistoryWindow:
     (oldest first), how many older turns there are (``omitted``) and the summaries of
     positions before those turns the window may use (``chunks``, oldest first).
 
-    JSON: ``{"turns": [turn records], "omitted": N, "chunks": [{level, first_turn,
+    JSON: ``{"turns": [window records], "omitted": N, "chunks": [{level, first_turn,
     last_turn, text}], "layout": {chunk_turns, l2_chunks}}`` (``chunks`` absent when empty,
     ``layout`` absent from hosts before issue 14: then the sliding rule); readers ignore
-    keys they do not know, so later versions may add some.
+    keys they do not know, so later versions may add some. A window record is a turn
+    record holding only what the window renders (``id``, ``userText``, ``steering``,
+    ``replies``, ``interrupted``, ``created``, ``llm.stopReason``, ``llm.endCause``): the
+    ids of its chat and run, its model, usage, cost and fingerprints (about four fifths of
+    a short turn's record) would only grow the run's log.
     """
 
     turns: tuple[TurnRecord, ...] = ()
@@ -220,7 +225,10 @@ class HistoryWindow:
     layout: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"turns": [t.to_json() for t in self.turns], "omitted": self.omitted}
+        out: dict[str, Any] = {
+            "turns": [window_record(t) for t in self.turns],
+            "omitted": self.omitted,
+        }
         if self.chunks:
             out["chunks"] = [
                 {
@@ -240,7 +248,10 @@ class HistoryWindow:
         """The window of a recorded result (None or a non-object: an empty one)."""
         if not isinstance(data, dict):
             return cls()
-        turns = tuple(TurnRecord.from_json(t) for t in data.get("turns") or ())
+        turns = tuple(
+            TurnRecord.from_json({"chat_id": "", "run_id": "", **t})
+            for t in data.get("turns") or ()
+        )
         omitted = data.get("omitted")
         chunks = tuple(c for c in map(_chunk_from_json, data.get("chunks") or ()) if c)
         return cls(
@@ -271,6 +282,18 @@ def _chunk_from_json(data: Any) -> ChunkSummary | None:
     return ChunkSummary(
         level=2 if data.get("level") == 2 else 1, first_turn=first, last_turn=last, text=text
     )
+
+
+_WINDOW_KEYS = ("id", "userText", "steering", "replies", "interrupted", "created")
+
+
+def window_record(turn: TurnRecord) -> dict[str, Any]:
+    """The JSON of ``turn`` reduced to what :func:`render_turn` reads (see HistoryWindow)."""
+    full = turn.to_json()
+    record = {key: full[key] for key in _WINDOW_KEYS}
+    llm = full["llm"]
+    record["llm"] = {"stopReason": llm["stopReason"], "endCause": llm["endCause"]}
+    return record
 
 
 def _clip(text: str, tokens: int) -> str:

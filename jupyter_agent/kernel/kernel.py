@@ -59,6 +59,7 @@ __all__ = ["AgentDisplayHook", "AgentKernel", "AgentShell", "InputNotAvailable"]
 _STDIN_CONNECT_S = 10.0
 # How often buffered stdout/stderr goes out on iopub (ipykernel's default is 0.2 s): the
 # panel shows a running cell's output live, and 50 ms keeps that prompt at 20 messages/s.
+_WARMUP = "_warmup"  # the warm-up cell's name: never a model's cell id (c1, c2, ...)
 _FLUSH_INTERVAL_S = 0.05
 
 
@@ -248,6 +249,8 @@ class AgentKernel(IPythonKernel):
         if op == "chdir":
             assert isinstance(agent, dict)
             return self._do_chdir(str(agent["path"]))
+        if op == "warmup":
+            return await self._do_warmup()
         if op != "cell":
             result: dict[str, Any] = await super().do_execute(  # type: ignore[no-untyped-call]
                 code,
@@ -318,6 +321,15 @@ class AgentKernel(IPythonKernel):
         self.values.store(name, cap.prints, last=cap.last_obj, has_last=cap.has_last)
         reply["jupyter_agent"] = result.to_json()
         return reply
+
+    async def _do_warmup(self) -> dict[str, Any]:
+        """Run an empty agent cell through the whole capture path, leaving no trace (no
+        execution count, no history, no values): the first agent cell of a fresh kernel
+        took ~40 ms more than the next (first use of the display hook, capture, history
+        machinery), on the run's path; a pool kernel pays it while it waits instead."""
+        reply = await self._do_agent_cell(_WARMUP, "pass", False, False, False, None, None)
+        self.values.forget(_WARMUP)
+        return self._op_reply({"warm": reply.get("status") == "ok"})
 
     def _op_reply(self, payload: dict[str, Any]) -> dict[str, Any]:
         return {

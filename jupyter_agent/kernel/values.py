@@ -40,6 +40,10 @@ class Values:
         """Keep a finished cell's values (the kernel calls this; a re-used id replaces)."""
         self._cells[cell_id] = _CellValues(prints=list(prints), last=last if has_last else _MISSING)
 
+    def forget(self, cell_id: str) -> None:
+        """Drop a cell's values (the kernel's own warm-up cell leaves none)."""
+        self._cells.pop(cell_id, None)
+
     def get(self, cell_id: str, index: int | str = "last") -> Any:
         """Printed value ``index`` (1-based) of ``cell_id``, or its last value for ``"last"``."""
         cell = self._cells.get(cell_id)

@@ -97,7 +97,8 @@ class AgentKernelHandle:
 
     # -- connection -------------------------------------------------------------------------
     async def connect(self) -> None:
-        """Open the shell and stdin channels and wait until the kernel answers."""
+        """Open the shell and stdin channels, wait until the kernel answers and warm its
+        cell path up."""
         km = self._km.get_kernel(self.kernel_id)
         with contextlib.suppress(Exception):  # jupyter_server's auto-restart: the run is gone
             km.add_restart_callback(self._on_restart, "restart")
@@ -108,6 +109,9 @@ class AgentKernelHandle:
         )
         self._client = client
         await self._wait_ready()
+        # The first agent cell of a fresh kernel is ~40 ms slower than the next: pay it
+        # here, while the kernel waits in the pool (no count, history or values left).
+        await self._op("pass", {"op": "warmup"}, _READY_TIMEOUT_S)
 
     def _on_restart(self) -> None:
         self._died = True
@@ -388,6 +392,9 @@ class AgentKernelHandle:
         )
         self._client = client
         await self._wait_ready()
+        # The first agent cell of a fresh kernel is ~40 ms slower than the next: pay it
+        # here, while the kernel waits in the pool (no count, history or values left).
+        await self._op("pass", {"op": "warmup"}, _READY_TIMEOUT_S)
         if self._cwd is not None:
             msg_id = self._send("", {"op": "chdir", "path": self._cwd}, silent=True)
             await self._await_reply(msg_id, 30.0)

@@ -1,7 +1,12 @@
 """The warm pool of agent kernels: started ahead through the server's kernel manager.
 
-N kernels wait ready; a run takes one (moved to its working folder before its first cell)
-and the pool refills in the background; a run's kernel is never reused. Pool kernels keep
+``size`` kernels wait ready; a run takes one at its first cell (moved to its working
+folder first: :mod:`jupyter_agent.runtime.run_kernel`) and the pool refills in the
+background, several starts at once (one per core); a run's kernel is never reused. Under a
+burst (runs find the pool empty) the pool grows, up to ``pool_max`` warm kernels, and
+shrinks back to ``size`` after ``pool_idle_s`` without a run taking one
+(:mod:`jupyter_agent.runtime.pool_growth`); a run waiting for a kernel takes the first that
+becomes ready. Pool kernels keep
 their ``last_activity`` fresh so the server's culler leaves them alone, and a dead or culled
 one is replaced. The kernel manager is received as an object (see
 :mod:`jupyter_agent.runtime.kernel_handle`); kernels start with the filtered environment of
@@ -15,7 +20,8 @@ ends all of them (:mod:`jupyter_agent.runtime.reaper`), a pool stop ends every p
 this server's kernels, and a pool start ends those a crashed earlier run left behind.
 
 :class:`KernelPool` is configurable (``c.KernelPool.size = 3`` in a
-``jupyter_server_config.py``); the extension app passes it the server's config.
+``jupyter_server_config.py``); the extension app passes it the server's config. Launching
+and ending kernels is :mod:`jupyter_agent.runtime.kernel_starts`.
 """
 
 from __future__ import annotations
@@ -24,34 +30,29 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 import time
-import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from jupyter_core.paths import jupyter_runtime_dir
-from jupyter_core.utils import ensure_async
-from traitlets import Float, Int, List, TraitError, Unicode, validate
+from traitlets import Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import LoggingConfigurable
 
-from jupyter_agent.exceptions import KernelDied
-from jupyter_agent.runtime import reaper
+from jupyter_agent.exceptions import KernelError
 from jupyter_agent.runtime.envfilter import filter_env
 from jupyter_agent.runtime.kernel_handle import AgentKernelHandle, AppHost
+from jupyter_agent.runtime.kernel_starts import KernelStarts, start_slots
 from jupyter_agent.runtime.paths import agent_data_dir
-from jupyter_agent.runtime.provisioner import LAUNCH_KEY, PROVISIONER_NAME
+from jupyter_agent.runtime.pool_growth import Demand, Waiters
+from jupyter_agent.runtime.provisioner import PROVISIONER_NAME
 from jupyter_agent.runtime.sandbox import (
     TRAIT,
-    KernelPlace,
     Sandbox,
     SandboxUnavailable,
     check_sandbox,
-    kernels_base,
     parse_sandbox,
-    prepare_launch,
 )
 
 __all__ = ["AgentKernelHandle", "AppHost", "KernelPool"]
@@ -60,10 +61,8 @@ log = logging.getLogger(__name__)
 
 # last_activity is refreshed every this many liveness intervals (5 s by default)
 _KEEPALIVE_INTERVALS = 10
-# SIGTERM to SIGKILL, for a discarded kernel's leftover processes
-_REAP_GRACE_S = 1.0
-# A kernel that dies while starting is started again (a port taken between pick and bind)
-_START_ATTEMPTS = 3
+# After a failed start, warm refills wait this long (a failing start must not spin)
+_RETRY_S = 1.0
 
 
 class KernelPool(LoggingConfigurable):
@@ -83,6 +82,25 @@ class KernelPool(LoggingConfigurable):
         2,
         min=0,
         help="Number of warm agent kernels kept ready for new runs (0: start on demand).",
+    ).tag(config=True)
+
+    pool_max = Int(
+        min=0,
+        help=(
+            "Most warm agent kernels the pool keeps after a burst (runs finding the pool "
+            "empty grow it by one each, up to this), until pool_idle_s pass without a run "
+            "taking one. At least size; default max(size, 4), or 0 when size is 0."
+        ),
+    ).tag(config=True)
+
+    @default("pool_max")
+    def _default_pool_max(self) -> int:
+        return max(self.size, 4) if self.size else 0
+
+    pool_idle_s = Float(
+        60.0,
+        min=0.0,
+        help="Seconds without a run taking a kernel after which a grown pool shrinks to size.",
     ).tag(config=True)
 
     kernel_name = Unicode("jupyter-agent", help="Kernelspec the agent's kernels start from.").tag(
@@ -141,26 +159,37 @@ class KernelPool(LoggingConfigurable):
         **traits: Any,
     ) -> None:
         super().__init__(**traits)
+        if self.pool_max < self.size:
+            raise TraitError(
+                f"KernelPool.pool_max ({self.pool_max}) is below KernelPool.size "
+                f"({self.size}): the most warm kernels cannot be fewer than the usual "
+                "number; raise pool_max or lower size"
+            )
         self._km = kernel_manager
         self._base_env = base_env
         self._root_dir = os.path.abspath(root_dir or os.getcwd())
         self._data_dir = data_dir or agent_data_dir()
-        self._server_runtime_dir = server_runtime_dir or jupyter_runtime_dir()
-        self._key = reaper.server_key(self._root_dir)
-        self._instance = reaper.instance_id()
         self._sandbox: Sandbox = parse_sandbox(self.kernel_sandbox)
-        self._base = kernels_base(self._data_dir, self._key, self._instance, self._sandbox)
+        self._starts = KernelStarts(
+            kernel_manager,
+            root_dir=self._root_dir,
+            data_dir=self._data_dir,
+            server_runtime_dir=server_runtime_dir or jupyter_runtime_dir(),
+            sandbox=self._sandbox,
+        )
+        self._base = self._starts.base
+        self._places = self._starts.places
         # None until check(): whether the kernelspec uses the agent's provisioner
         self._planned: bool | None = None
-        self._places: dict[str, KernelPlace] = {}
-        # Every kernel started and not yet shut down (warm or held by a run)
-        self._handles: dict[str, AgentKernelHandle] = {}
         self._warm: list[AgentKernelHandle] = []
-        self._starting = 0
+        self._waiters: Waiters[AgentKernelHandle] = Waiters()
+        self._demand = Demand(self.size, self.pool_max, self.pool_idle_s)
+        # Kernel starts in progress (never cancelled half way), at most one per core
+        self._starting: set[asyncio.Task[None]] = set()
+        self._slots = start_slots()
+        self._retry_at = 0.0
         self.env_drop: set[str] = set()
         """Names credential references (``env:NAME``) point at: kept out of the kernel."""
-        self._start_slots = asyncio.Semaphore(max(1, min(4, os.cpu_count() or 1)))
-        self._fill_task: asyncio.Task[None] | None = None
         self._keepalive_task: asyncio.Task[None] | None = None
         self._running = False
         self._closing: set[asyncio.Task[None]] = set()
@@ -215,106 +244,72 @@ class KernelPool(LoggingConfigurable):
         provisioner = (getattr(spec, "metadata", None) or {}).get("kernel_provisioner") or {}
         return bool(provisioner.get("provisioner_name") == PROVISIONER_NAME)
 
+    @property
+    def warm_target(self) -> int:
+        """How many kernels the pool keeps warm now: ``size``, more after a burst."""
+        return self._demand.target
+
     async def start(self) -> None:
         """End what a crashed earlier run of this server left, then start filling the pool
         in the background and keeping its kernels fresh."""
-        await asyncio.to_thread(self._reap_leftovers)
+        await asyncio.to_thread(self._starts.reap_leftovers)
         self._running = True
         self._kick_fill()
         self._keepalive_task = asyncio.create_task(self._keepalive())
 
-    def _reap_leftovers(self) -> None:
-        ended = reaper.reap_orphans(self._key)
-        if ended:
-            log.warning("ended %d process(es) left by an earlier agent kernel", len(ended))
-        # The kernel dirs of instances of this server that no longer run.
-        with contextlib.suppress(OSError):
-            for folder in self._base.parent.iterdir():
-                if folder.name != self._instance and not reaper.instance_alive(folder.name):
-                    shutil.rmtree(folder, ignore_errors=True)
+    def _kick_fill(self, *, warm: bool = True) -> None:
+        """Start kernels for the waiting acquires and (``warm``) up to the warm target.
 
-    async def _start_handle(self) -> AgentKernelHandle:
-        # At most one start per core at a time: a kernel launch blocks the event loop (the
-        # fork and exec, its sockets) and loads a core for about a second; 32 at once
-        # starved the server (agent/status p99 over a second).
-        async with self._start_slots:
-            for attempt in range(_START_ATTEMPTS):
-                try:
-                    return await self._start_one()
-                except KernelDied:
-                    # Ports are picked free and bound by the kernel a moment later: another
-                    # process can take one in between ("Address already in use"), and the
-                    # kernel exits. A fresh start picks fresh ports.
-                    if attempt + 1 == _START_ATTEMPTS:
-                        raise
-                    log.warning("an agent kernel died while starting; starting another")
-            raise AssertionError("unreachable")
+        At most one start per core runs; a finished start kicks again, so the pool refills
+        several kernels at once and waiters are served first. Waiters' starts begin at
+        once; warm refills after a pause in acquires (a burst's runs go first).
+        """
+        want = len(self._waiters)
+        now = time.monotonic()
+        last = self._demand.last_acquire
+        # Warm refills wait for a pause in acquires (one liveness interval): two kernel
+        # starts load both cores of a small machine for a second, which doubled the
+        # latency of a burst's runs when they started amid it.
+        quiet = last is None or now - last >= self.liveness_interval_s
+        if warm and self._running and quiet and now >= self._retry_at:
+            want += max(0, self._demand.target - len(self._warm))
+        while len(self._starting) < min(want, self._slots):
+            task = asyncio.create_task(self._start_kernel())
+            self._starting.add(task)
+            task.add_done_callback(self._started)
 
-    async def _start_one(self) -> AgentKernelHandle:
-        if self._planned is None:
-            await asyncio.to_thread(self.check)
-        kernel_id = str(uuid.uuid4())
-        env = self.kernel_env()
-        launch: dict[str, Any] = {}
-        if self._planned:
-            place = KernelPlace(
-                kernel_id, self._base, reaper.make_tag(self._key, self._instance, kernel_id)
-            )
-            self._places[kernel_id] = place
-            hidden = [self._server_runtime_dir, str(self._data_dir)]
-            try:
-                plan, extra = await asyncio.to_thread(
-                    prepare_launch, place, self._sandbox, root_dir=self._root_dir, hidden=hidden
-                )
-            except BaseException:
-                await self._end_processes(kernel_id, None)
-                raise
-            env.update(extra)
-            launch[LAUNCH_KEY] = plan.to_json()
-            if self._sandbox.kind != "none":
-                launch["cwd"] = self._root_dir  # the server's cwd may be hidden or closed
+    def _started(self, task: asyncio.Task[None]) -> None:
+        self._starting.discard(task)
+        if not task.cancelled():
+            self._kick_fill()
+
+    async def _start_kernel(self) -> None:
         try:
-            kernel_id = await ensure_async(
-                self._km.start_kernel(
-                    kernel_name=self.kernel_name, env=env, kernel_id=kernel_id, **launch
-                )
+            if self._planned is None:
+                await asyncio.to_thread(self.check)
+            assert self._planned is not None
+            handle = await self._starts.start(
+                kernel_name=self.kernel_name,
+                env=self.kernel_env(),
+                planned=self._planned,
+                liveness_interval_s=self.liveness_interval_s,
             )
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await ensure_async(self._km.shutdown_kernel(kernel_id, now=True))
-            await self._end_processes(kernel_id, None)
-            raise
-        kernel_id = str(kernel_id)
-        handle = AgentKernelHandle(
-            self._km, str(kernel_id), liveness_interval_s=self.liveness_interval_s
-        )
-        self._handles[handle.kernel_id] = handle
-        try:
-            await handle.connect()
-        except BaseException:
-            await self._shutdown(handle)
-            raise
-        return handle
+        except Exception as exc:
+            log.warning("starting an agent kernel failed", exc_info=True)
+            self._retry_at = time.monotonic() + _RETRY_S
+            # The run waiting longest gets the error, as a cold start of its own would.
+            self._waiters.fail(exc)
+            return
+        self._deliver(handle)
 
-    def _kick_fill(self) -> None:
-        if self._running and (self._fill_task is None or self._fill_task.done()):
-            self._fill_task = asyncio.create_task(self._fill())
-
-    async def _fill(self) -> None:
-        while self._running and len(self._warm) + self._starting < self.size:
-            self._starting += 1
-            try:
-                handle = await self._start_handle()
-            except Exception:
-                log.warning("starting a pool kernel failed", exc_info=True)
-                await asyncio.sleep(1.0)  # a failing start must not spin
-                continue
-            finally:
-                self._starting -= 1
-            if self._running:
-                self._warm.append(handle)
-            else:
-                await self._shutdown(handle)
+    def _deliver(self, handle: AgentKernelHandle) -> None:
+        """A fresh kernel: to the oldest waiter, else warm (or shut down if not needed)."""
+        if self._waiters.give(handle):
+            return
+        if self._running and len(self._warm) < self._demand.target:
+            self._warm.append(handle)
+        else:
+            self._shutdown_soon(handle)
 
     async def _keepalive(self) -> None:
         last_touch = 0.0
@@ -330,6 +325,11 @@ class KernelPool(LoggingConfigurable):
                     self._touch(handle.kernel_id)
             if touch:
                 last_touch = time.monotonic()
+            if self._demand.shrink(time.monotonic(), waiting=len(self._waiters)):
+                target = self._demand.target
+                extra, self._warm = self._warm[target:], self._warm[:target]
+                for handle in extra:
+                    self._shutdown_soon(handle)
             self._kick_fill()
 
     def _touch(self, kernel_id: str) -> None:
@@ -340,23 +340,15 @@ class KernelPool(LoggingConfigurable):
                 km.last_activity = datetime.now(timezone.utc)
 
     async def acquire(self, *, cwd: str | None) -> AgentKernelHandle:
-        """A warm kernel (a cold start when none is), moved to ``cwd``; the pool refills.
+        """A warm kernel (else the first that becomes ready), moved to ``cwd``.
 
-        The refill starts at the next liveness tick, not now: launching a kernel blocks the
-        event loop for a few ms and loads a core for a second, which would land on the
-        run's first model call and cell.
+        With none warm the call waits in line: the first kernel to finish starting goes to
+        the oldest waiter, and the wait grows the pool (up to ``pool_max``). A failed start
+        raises here. The warm refill starts at a liveness tick once acquires paused for one
+        interval, not now: launching a kernel blocks the event loop for a few ms and loads
+        a core for a second, which would land on the run's first cell (and a burst's).
         """
-        handle = None
-        while self._warm:
-            candidate = self._warm.pop(0)
-            if await candidate.is_alive():
-                handle = candidate
-                break
-            await self._shutdown(candidate)
-        if not self._running or self._keepalive_task is None:
-            self._kick_fill()
-        if handle is None:
-            handle = await self._start_handle()
+        handle = await self._take()
         self._touch(handle.kernel_id)
         if cwd is not None and handle.cwd != os.path.abspath(cwd):
             try:
@@ -365,6 +357,24 @@ class KernelPool(LoggingConfigurable):
                 await self.discard(handle)
                 raise
         return handle
+
+    async def _take(self) -> AgentKernelHandle:
+        while self._warm:
+            candidate = self._warm.pop(0)
+            if await candidate.is_alive():
+                self._demand.acquired(time.monotonic(), waited=False)
+                return candidate
+            await self._shutdown(candidate)
+        self._demand.acquired(time.monotonic(), waited=True)
+        future = self._waiters.add()
+        self._kick_fill(warm=False)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # Cancelled after a kernel was handed over: it is unused, give it on.
+            if future.done() and not future.cancelled() and future.exception() is None:
+                self._deliver(future.result())
+            raise
 
     async def discard(self, handle: AgentKernelHandle) -> None:
         """Shut the run's kernel down."""
@@ -375,72 +385,36 @@ class KernelPool(LoggingConfigurable):
 
         :meth:`stop` waits for these shutdowns, so no kernel outlives the pool.
         """
+        self._shutdown_soon(handle)
+
+    def _shutdown_soon(self, handle: AgentKernelHandle) -> None:
         task = asyncio.create_task(self._shutdown(handle))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
     async def _shutdown(self, handle: AgentKernelHandle) -> None:
-        self._handles.pop(handle.kernel_id, None)
-        await handle.close()
-        await self._shutdown_id(handle.kernel_id)
-
-    async def _shutdown_id(self, kernel_id: str) -> None:
-        pgid = self._pgid(kernel_id)
-        with contextlib.suppress(Exception):
-            await ensure_async(self._km.shutdown_kernel(kernel_id, now=True))
-        await self._end_processes(kernel_id, pgid)
-
-    def _pgid(self, kernel_id: str) -> int | None:
-        # The launcher starts each kernel in its own session: its group is its pid.
-        try:
-            pgid = self._km.get_kernel(kernel_id).provisioner.pgid
-        except Exception:
-            return None
-        return pgid if isinstance(pgid, int) else None
-
-    async def _end_processes(self, kernel_id: str, pgid: int | None) -> None:
-        """End every process carrying the kernel's tag (and its group); remove its dirs."""
-        place = self._places.pop(kernel_id, None)
-        if place is None:
-            return
-        try:
-            await asyncio.to_thread(_reap_place, place, pgid)
-        except Exception:
-            log.warning("ending the processes of kernel %s failed", kernel_id, exc_info=True)
+        await self._starts.shutdown(handle)
 
     async def stop(self) -> None:
-        """Stop filling and shut the warm kernels down."""
+        """Stop filling and shut every kernel down (warm, starting, or still held by a run).
+
+        Runs still waiting for a kernel get :class:`KernelError`.
+        """
         self._running = False
+        while self._waiters.fail(KernelError("the kernel pool stopped")):
+            pass
         if self._keepalive_task is not None:
             self._keepalive_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._keepalive_task
-        if self._fill_task is not None:
-            # Let a kernel start in progress finish (the fill then shuts it down): cancelling
+        if self._starting:
+            # Let kernel starts in progress finish (each is then shut down): cancelling
             # mid-start leaves a half-registered kernel in the manager.
+            pending = asyncio.gather(*self._starting, return_exceptions=True)
             with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
-                await asyncio.wait_for(asyncio.shield(self._fill_task), 60)
-            self._fill_task.cancel()
+                await asyncio.wait_for(asyncio.shield(pending), 60)
         warm, self._warm = self._warm, []
         await asyncio.gather(*(self._shutdown(h) for h in warm), *self._closing)
         # Kernels runs still hold (a run not ended by now), then anything of this
         # instance's tag: a server stop leaves no process behind.
-        await asyncio.gather(*(self._shutdown(h) for h in list(self._handles.values())))
-        await asyncio.gather(*(self._shutdown_id(kid) for kid in list(self._places)))
-        prefix = reaper.make_tag(self._key, self._instance, "")
-        await asyncio.to_thread(reaper.reap, lambda tag: tag.startswith(prefix))
-        await asyncio.to_thread(shutil.rmtree, self._base, True)
-
-
-def _reap_place(place: KernelPlace, pgid: int | None) -> None:
-    start = time.monotonic()
-    ended = reaper.reap(
-        lambda tag: tag == place.tag, pgids=[pgid] if pgid else [], grace_s=_REAP_GRACE_S
-    )
-    shutil.rmtree(place.kernel_dir, ignore_errors=True)
-    log.debug(
-        "kernel %s: %d leftover process(es) ended in %.3f s",
-        place.kernel_id,
-        len(ended),
-        time.monotonic() - start,
-    )
+        await self._starts.end_all()

@@ -63,6 +63,9 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, AgentBase):
     def open(self, *args: Any, **kwargs: Any) -> None:
         """Subscribe first, then send the missed events, then pump live ones."""
         super().open()
+        # Events are small frames sent in bursts (a reply, then run_end): with Nagle's
+        # algorithm each waited for the client's delayed ACK of the one before (~40 ms).
+        self.set_nodelay(True)
         service = self.agent.service
         assert service is not None
         stack = contextlib.ExitStack()

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.core.loop import PROGRAM, program
+from jupyter_agent.core.window import window_record
 from jupyter_agent.effects import Result
 from jupyter_agent.runtime import run_opening
 from jupyter_agent.trace.log import TraceFile, pair_effects
@@ -87,7 +88,9 @@ async def test_a_long_chats_logs_stay_bounded_and_v2_still_replays(
     assert 1 < len(window["turns"]) < 10
     assert window["omitted"] == 99 - len(window["turns"])
     stored = [t.to_json() for t in agent.store.list_turns(chat)]
-    assert window["turns"] == stored[99 - len(window["turns"]) : 99]  # the newest, oldest first
+    newest = agent.store.list_turns(chat)[99 - len(window["turns"]) : 99]
+    # The newest turns, oldest first, as window records (what the window renders)
+    assert window["turns"] == [window_record(t) for t in newest]
     assert verify_run(agent.manager.log_path(run_ids[100])).identical
 
     # The prompt is v2's for the same chat: v2 given the whole chat asks the same call.

@@ -248,3 +248,16 @@ async def test_a_kernel_reports_its_folder_so_acquire_can_skip_the_chdir(
         assert handle.cwd == str(tmp_path)
     finally:
         await pool.discard(handle)
+
+
+async def test_the_warm_up_leaves_no_trace_and_the_first_cell_is_warm(
+    agent_kernel: AgentKernelHandle,
+):
+    """connect() ran an empty agent cell: no execution count, history or values left."""
+    code = (
+        "ip = get_ipython()\n"
+        "print(ip.execution_count, len(ip.history_manager.input_hist_raw), values.cells())"
+    )
+    result = await agent_kernel.run_cell("c1", code, timeout_s=30)
+    assert [p.text for p in result.prints] == ["1 2 []"]
+    assert result.execution_count == 1

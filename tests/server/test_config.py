@@ -27,6 +27,8 @@ from tests.server.helpers import call
 #: (class, trait, a value that is not its default): every new trait of the parts.
 NEW_TRAITS: list[tuple[str, str, Any]] = [
     ("KernelPool", "size", 0),
+    ("KernelPool", "pool_max", 6),
+    ("KernelPool", "pool_idle_s", 5.0),
     ("KernelPool", "kernel_name", "python3"),
     ("KernelPool", "env_keep", ["KEEP_ME_TOKEN"]),
     ("KernelPool", "liveness_interval_s", 0.25),
