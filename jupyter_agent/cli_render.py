@@ -18,7 +18,15 @@ from rich.table import Table
 
 from jupyter_agent.trace.show import bound
 
-__all__ = ["PIPE_WIDTH", "plural", "render_ls", "render_show", "render_stats", "shown"]
+__all__ = [
+    "PIPE_WIDTH",
+    "plural",
+    "render_ls",
+    "render_show",
+    "render_stats",
+    "shown",
+    "window_line",
+]
 
 PIPE_WIDTH: Final = 200
 _SHOWN_CHARS: Final = 4000
@@ -89,6 +97,20 @@ def render_ls(runs: list[dict[str, Any]], next_cursor: str | None = None) -> Non
         console.print(f"(more: --before {escape(next_cursor)})")
 
 
+def window_line(window: Any) -> str | None:
+    """The turn's ``llm.window`` as ``history: 12 turns, 3 L1, 1 L2, 40 omitted, 1.8k
+    tokens`` (the panel's turn footer says the same), or None when the record has none."""
+    if not isinstance(window, dict):
+        return None
+    tokens = int(window.get("tokens") or 0)
+    amount = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+    return (
+        f"history: {plural(int(window.get('raw') or 0), 'turn')},"
+        f" {window.get('l1') or 0} L1, {window.get('l2') or 0} L2,"
+        f" {window.get('omitted') or 0} omitted, {amount} tokens"
+    )
+
+
 def _head(body: dict[str, Any], console: Console) -> None:
     console.print(f"[bold]run[/bold] {escape(str(body.get('run_id')))}", end="  ")
     console.print(f"chat {escape(str(body.get('chat_id')))}  {escape(str(body.get('program')))}")
@@ -101,6 +123,9 @@ def _head(body: dict[str, Any], console: Console) -> None:
             f"  tokens {_tokens(llm.get('usage'))}  cost {_cost(llm.get('cost'))}"
             f"  {turn.get('durationMs')} ms"
         )
+        line = window_line(llm.get("window"))
+        if line:
+            console.print(escape(line))
     elif str(body.get("program") or "").startswith("history@"):
         _summary_head(body, console)
     else:

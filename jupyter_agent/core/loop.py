@@ -73,7 +73,7 @@ from jupyter_agent.core.loop_steps import (
 )
 from jupyter_agent.core.prompt import RuntimeContext, build_system, user_message
 from jupyter_agent.core.runstate import Ceilings, RunState
-from jupyter_agent.core.turns import EndCause, StopReason, TurnRecord
+from jupyter_agent.core.turns import EndCause, StopReason, TurnRecord, TurnWindow
 from jupyter_agent.core.window import boot_window
 from jupyter_agent.effects import EffectGen
 from jupyter_agent.exceptions import ConfigError, ProviderError, RunCancelled
@@ -115,6 +115,9 @@ class Turn:
     options: DigestOptions
     user_text: str
     messages: list[Message] = field(default_factory=list)
+    #: ``messages[:history_len]`` is the boot window: the stable prefix a provider's
+    #: prompt cache can keep (0: not marked, as v1/v2 sent it).
+    history_len: int = 0
 
     def finish(self, stop: StopReason, cause: EndCause) -> EffectGen[TurnRecord]:
         """Write this turn's record (see :func:`~jupyter_agent.core.loop_steps.finish`)."""
@@ -192,6 +195,7 @@ def setup(
         return (yield from finish(run_id, chat_id, state, spaces, text, "error", "error"))
     state.model = tier.model
     budget = min(ceilings.history_budget_tokens, tier.profile.context_window // 4)
+    layout: dict[str, int] | None = None
     if version >= 3:
         window = yield from read_history(budget)
         if window is None:
@@ -204,10 +208,11 @@ def setup(
             except RunCancelled as cancel:
                 take_cancel_detail(state, cancel)
             return (yield from finish(run_id, chat_id, state, spaces, text, "error", "error"))
-        history, older = list(window.turns), window.omitted
+        history, older, chunks = list(window.turns), window.omitted, window.chunks
+        layout = window.layout
     else:
         history = [TurnRecord.from_json(t) for t in ((yield from config("history")) or [])]
-        older = 0
+        older, chunks = 0, ()
     inbox = read_items((yield from drain()))
     if inbox.hard_break or not inbox.messages:
         # Broken before it began, or nothing to answer: end with a minimal turn (that still
@@ -237,7 +242,22 @@ def setup(
         "system": system.fingerprint_system,
         "identity": system.fingerprint_identity,
     }
-    shown = boot_window(history, budget_tokens=budget, older=older, first_position=older + 1)
+    shown = boot_window(
+        history,
+        budget_tokens=budget,
+        older=older,
+        first_position=older + 1,
+        chunks=chunks,
+        chunk_turns=None if layout is None else layout["chunk_turns"],
+    )
+    if layout is not None:
+        state.window = TurnWindow(
+            raw=shown.turns_included,
+            l1=shown.l1,
+            l2=shown.l2,
+            omitted=shown.omitted,
+            tokens=shown.tokens,
+        )
     messages: list[Message] = list(shown.messages)
     for item in inbox.messages:
         add_user(
@@ -256,6 +276,7 @@ def setup(
         options=options,
         user_text=opening.text,
         messages=messages,
+        history_len=len(shown.messages) if layout is not None else 0,
     )
 
 
@@ -276,7 +297,9 @@ def step(turn: Turn, *, drain_first: bool) -> EffectGen[EndCause | None]:
     ceiling = state.ceiling_hit(turn.ceilings, (yield from now()))
     if ceiling is not None:
         return ceiling
-    result = yield from chat(messages, system=turn.system, tier=turn.tier, tools=turn.tools)
+    result = yield from chat(
+        messages, system=turn.system, tier=turn.tier, tools=turn.tools, history=turn.history_len
+    )
     count(state, result)
     reply = result.reply
     messages.append(reply.as_message())

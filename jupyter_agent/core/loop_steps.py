@@ -285,6 +285,7 @@ def finish(
             usage=state.usage,
             cost=state.cost,
             fingerprints=dict(state.fingerprints),
+            window=state.window,
         ),
     )
     yield Effect(name=TURN_APPEND, data=turn.to_json())

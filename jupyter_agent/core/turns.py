@@ -6,7 +6,12 @@
      fromAgent, traceRef, interrupted, created, durationMs, model,
      llm: {stopReason, endCause, modelCalls, cells,
            usage: {in, out, cacheRead, cacheWrite, reasoning}, cost,
-           fingerprints: {system, identity}}}
+           fingerprints: {system, identity},
+           window: {raw, l1, l2, omitted, tokens}}}
+
+``llm.window`` (``toolcaller@v3``, issue 14) says what the boot window held: raw turns,
+level-1 and level-2 summaries, turns named by the omission line, and its tokens; it is
+absent in older records (and in runs that ended before building a window).
 
 ``stopReason`` is one of ``done``, ``wrapup``, ``break_hard``, ``error``; ``endCause`` one
 of :data:`END_CAUSES`. :class:`RunSummary` is the one ``agent_runs`` row per run.
@@ -20,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from jupyter_agent.codec import camel_case, dump_dict, load
+from jupyter_agent.codec import OMIT_NONE, camel_case, dump_dict, load
 from jupyter_agent.messages import Usage
 
 __all__ = [
@@ -33,6 +38,7 @@ __all__ = [
     "StopReason",
     "TurnLLM",
     "TurnRecord",
+    "TurnWindow",
 ]
 
 StopReason = Literal["done", "wrapup", "break_hard", "error"]
@@ -87,6 +93,21 @@ class Reply:
         return dump_dict(self)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TurnWindow:
+    """What a turn's boot window held (``llm.window``): ``raw`` turns in full, ``l1`` and
+    ``l2`` summaries, ``omitted`` turns named by the omission line, ``tokens`` in all."""
+
+    raw: int = 0
+    l1: int = 0
+    l2: int = 0
+    omitted: int = 0
+    tokens: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return dump_dict(self)
+
+
 @camel_case
 @dataclass(frozen=True, kw_only=True)
 class TurnLLM:
@@ -99,6 +120,7 @@ class TurnLLM:
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None
     fingerprints: dict[str, str] = field(default_factory=dict)
+    window: TurnWindow | None = field(default=None, metadata=OMIT_NONE)
 
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)

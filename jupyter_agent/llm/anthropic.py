@@ -12,9 +12,11 @@
   types, and images for a model without vision, become a short text note.
 - Consecutive messages of one role are merged (the API wants alternation), tool_result
   blocks first in a user turn; empty text is dropped (the API refuses it).
-- Prompt caching: ``cache_control`` on the system block and on the last block of the two
-  newest user turns (3 breakpoints; the API allows 4). Tools precede the system block in
-  the cache prefix, so they are cached with it.
+- Prompt caching: ``cache_control`` on the system block, on the last block of the chat's
+  earlier turns (``params.history``: the prefix that stays the same from turn to turn,
+  issue 14) and on the last block of the two newest user turns (at most 4 breakpoints, the
+  API's limit). Tools precede the system block in the cache prefix, so they are cached
+  with it.
 - Thinking per profile: ``off``; ``budget`` -> ``{"type": "enabled", "budget_tokens"}``
   (at least 1024 and below ``max_tokens``; skipped when ``max_tokens`` leaves no room);
   ``adaptive`` -> ``{"type": "adaptive"}``.
@@ -79,7 +81,7 @@ def build_request(params: RequestParams) -> RequestSpec:
     body: dict[str, Any] = {"model": tier.model, "max_tokens": limit}
     if params.system:
         body["system"] = [{"type": "text", "text": params.system, "cache_control": dict(_CACHE)}]
-    body["messages"] = _wire_messages(params.messages, profile)
+    body["messages"] = _wire_messages(params.messages, profile, history=params.history)
     if params.tools:
         body["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema}
@@ -180,21 +182,31 @@ def _blocks(msg: Message, profile: Profile) -> list[dict[str, Any]]:
     return out
 
 
-def _wire_messages(messages: Sequence[Message], profile: Profile) -> list[dict[str, Any]]:
+def _wire_messages(
+    messages: Sequence[Message], profile: Profile, *, history: int = 0
+) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
-    for msg in messages:
+    history_end: tuple[int, int] | None = None  # (wire item, block) of the history's end
+    for i, msg in enumerate(messages):
         blocks = _blocks(msg, profile)
-        if not blocks:
-            continue
-        if wire and wire[-1]["role"] == msg.role:
-            wire[-1]["content"].extend(blocks)
-        else:
-            wire.append({"role": msg.role, "content": blocks})
+        if blocks:
+            if wire and wire[-1]["role"] == msg.role:
+                wire[-1]["content"].extend(blocks)
+            else:
+                wire.append({"role": msg.role, "content": blocks})
+        if i == history - 1 and wire:
+            history_end = (len(wire) - 1, len(wire[-1]["content"]) - 1)
     for item in wire:
         if item["role"] == "user":  # tool results must open the user turn that answers
             item["content"].sort(key=lambda b: b["type"] != "tool_result")
+    if history_end is not None:
+        _mark(wire[history_end[0]]["content"], history_end[1])
     _mark_cache(wire)
     return wire
+
+
+def _mark(content: list[dict[str, Any]], index: int) -> None:
+    content[index] = {**content[index], "cache_control": dict(_CACHE)}
 
 
 def _mark_cache(wire: list[dict[str, Any]]) -> None:
@@ -204,8 +216,7 @@ def _mark_cache(wire: list[dict[str, Any]]) -> None:
             break
         if item["role"] != "user":
             continue
-        last = item["content"][-1]
-        item["content"][-1] = {**last, "cache_control": dict(_CACHE)}
+        _mark(item["content"], -1)
         marked += 1
 
 

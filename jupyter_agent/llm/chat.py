@@ -164,8 +164,12 @@ def chat(
     stream: bool = True,
     max_tokens: int | None = None,
     tool_choice_none: bool = False,
+    history: int = 0,
 ) -> EffectGen[ChatResult]:
-    """One model call: at most two ``config.get`` effects, then exactly one ``http.post``."""
+    """One model call: at most two ``config.get`` effects, then exactly one ``http.post``.
+
+    ``history``: how many leading ``messages`` are the stable history prefix
+    (:class:`~.spec.RequestParams`)."""
     if isinstance(tier, str):
         tier = yield from resolve_tier(tier)
     spec = build_request(
@@ -177,6 +181,7 @@ def chat(
             stream=stream,
             max_tokens=max_tokens,
             tool_choice_none=tool_choice_none,
+            history=history,
         )
     )
     result = yield Effect(name=HTTP_POST, data=spec.to_intent())

@@ -18,8 +18,13 @@ Bearer`` for OpenAI) gets 401; a thinking block / reasoning item sent back alter
 ``invalid_request_error``. Neither consumes a step. Every request is recorded in
 ``requests`` (path, headers as received, JSON body, wire, step index).
 
-Command line: ``python -m jupyter_agent.llm.fake --port 0 --script FILE`` prints the base
-URL and serves until killed.
+Prompt caching is emulated when asked (``FakeProvider(..., prefix_cache=True)`` or the
+script's ``"prefix_cache": true``): each answered request's usage reports as cache reads the
+longest prefix of it answered before for the same model and chat
+(:mod:`jupyter_agent.llm.fake_cache`), the rest as input tokens.
+
+Command line: ``python -m jupyter_agent.llm.fake --port 0 --script FILE [--prefix-cache]``
+prints the base URL and serves until killed.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from types import TracebackType
 from typing import Any
 
 from jupyter_agent.llm import fake_sse
+from jupyter_agent.llm.fake_cache import PrefixCache
 from jupyter_agent.llm import fake_wire as wire_fmt
 from jupyter_agent.llm.fake_script import Script, Step, parse_script, turn_position
 
@@ -125,8 +131,11 @@ class FakeProvider:
         expect_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        prefix_cache: bool = False,
     ) -> None:
         self._script = parse_script(script)
+        self._prefix_cache = prefix_cache
+        self._cache = PrefixCache()
         self._expect_key = expect_key
         self._host, self._port = host, port
         self._lock = threading.Lock()
@@ -316,7 +325,10 @@ class FakeProvider:
             h.send_chunk(b'data: {"id": "broken", "choices": [\n\n')
             h.send_chunk(b"")
             return
-        plan = wire_fmt.make_plan(step, body)
+        cached = None
+        if self._prefix_cache or self._script.prefix_cache:
+            cached = self._cache.serve(wire, body)
+        plan = wire_fmt.make_plan(step, body, cache_read=cached)
         if not stream:
             return h.send_json(200, wire_fmt.render_json(wire, plan, body, self.signer))
         frames = fake_sse.render_stream(wire, plan, body, self.signer)
@@ -353,8 +365,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--script", required=True, help="the JSON script file")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--prefix-cache", action="store_true", help="emulate prompt caching")
     args = parser.parse_args(argv)
-    fake = FakeProvider(Path(args.script), host=args.host, port=args.port).start()
+    fake = FakeProvider(
+        Path(args.script), host=args.host, port=args.port, prefix_cache=args.prefix_cache
+    ).start()
     print(fake.base_url, flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

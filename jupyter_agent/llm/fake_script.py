@@ -91,12 +91,15 @@ class Script:
     With ``per_turn`` each conversation turn plays the script from its first step: the step
     answered is the number of model replies in the request since its last plain user message
     (see :func:`turn_position`), not the number of requests served, so concurrent
-    conversations never share (or interleave) steps.
+    conversations never share (or interleave) steps. With ``prefix_cache`` the replies'
+    usage reports the request's longest prefix answered before as cache reads.
     """
 
     steps: tuple[Step, ...]
     repeat: bool = False
     per_turn: bool = False
+    #: Emulate prompt caching (:mod:`jupyter_agent.llm.fake_cache`): report ``cache_read``.
+    prefix_cache: bool = False
 
 
 def _fail(index: int, name: str, problem: str) -> ConfigError:
@@ -234,14 +237,16 @@ def parse_script(source: Script | list[Any] | dict[str, Any] | str | Path) -> Sc
             data = json.loads(data)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"fake script is not valid JSON: {exc}") from exc
-    repeat = per_turn = False
+    repeat = per_turn = prefix_cache = False
     if isinstance(data, dict):
-        unknown = set(data) - {"steps", "repeat", "per_turn"}
+        unknown = set(data) - {"steps", "repeat", "per_turn", "prefix_cache"}
         if unknown:
             raise ConfigError(f"fake script: unknown top-level field {sorted(unknown)[0]!r}")
         repeat = data.get("repeat", False)
         per_turn = data.get("per_turn", False)
-        for name, flag in (("repeat", repeat), ("per_turn", per_turn)):
+        prefix_cache = data.get("prefix_cache", False)
+        flags = (("repeat", repeat), ("per_turn", per_turn), ("prefix_cache", prefix_cache))
+        for name, flag in flags:
             if not isinstance(flag, bool):
                 raise ConfigError(f"fake script: field {name!r} must be true or false")
         data = data.get("steps")
@@ -250,7 +255,7 @@ def parse_script(source: Script | list[Any] | dict[str, Any] | str | Path) -> Sc
     if repeat and not data:
         raise ConfigError("fake script: a repeating script needs at least one step")
     steps = tuple(parse_step(i, s) for i, s in enumerate(data))
-    return Script(steps=steps, repeat=repeat, per_turn=per_turn)
+    return Script(steps=steps, repeat=repeat, per_turn=per_turn, prefix_cache=prefix_cache)
 
 
 def turn_position(wire: str, body: dict[str, Any]) -> int:

@@ -105,8 +105,13 @@ def _tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
 
-def make_plan(step: Step, request: dict[str, Any]) -> Plan:
-    """The blocks of ``step``; usage defaults are computed from the request and reply size."""
+def make_plan(step: Step, request: dict[str, Any], *, cache_read: int | None = None) -> Plan:
+    """The blocks of ``step``; usage defaults are computed from the request and reply size.
+
+    ``cache_read`` (prefix caching emulated, :mod:`~jupyter_agent.llm.fake_cache`): the
+    request's tokens read from the cache; they are reported as ``cache_read`` and taken off
+    ``in``, unless the step's ``usage`` gives ``in`` or ``cache_read`` itself (a scripted
+    usage wins)."""
     blocks: list[tuple[str, Any, Any]] = []
     if step.thinking:
         blocks.append(("thinking", step.thinking, None))
@@ -134,6 +139,9 @@ def make_plan(step: Step, request: dict[str, Any]) -> Plan:
         "cache_write": 0,
         "reasoning": _tokens(step.thinking) if step.thinking else 0,
     }
+    if cache_read is not None and not {"in", "cache_read"} & set(step.usage):
+        usage["cache_read"] = min(cache_read, usage["in"])
+        usage["in"] -= usage["cache_read"]
     usage.update(step.usage)
     return Plan(tuple(blocks), step.effective_stop, usage, str(request.get("model", "fake")))
 

@@ -45,6 +45,9 @@ class RequestParams:
     ``tools`` are offered to the model; with ``tool_choice_none`` they are only declared
     (the history names them) and may not be called. ``max_tokens`` None means the profile's
     ``max_output``. ``stream`` asks the provider to stream (the transport assembles it).
+    ``history``: ``messages[:history]`` are the chat's earlier turns, the prefix that stays
+    the same from one turn to the next (an adapter may end a cache breakpoint there; 0:
+    not marked).
     """
 
     messages: Sequence[Message]
@@ -54,6 +57,7 @@ class RequestParams:
     stream: bool = True
     max_tokens: int | None = None
     tool_choice_none: bool = False
+    history: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

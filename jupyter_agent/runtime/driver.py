@@ -298,8 +298,8 @@ class RunDriver:
 
         async def config_get(effect: Effect, seq: int) -> Outcome:
             if effect.data.get("key") == "history":
-                budget = effect.data.get("budget_tokens")
-                return await read_history(self.services.store, self.chat_id, budget), None
+                budget, layout = effect.data.get("budget_tokens"), self.config.history_layout
+                return await read_history(self.services.store, self.chat_id, budget, layout), None
             return self.config.get(str(effect.data.get("key"))), None
 
         async def clock_now(effect: Effect, seq: int) -> Outcome:

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_agent.core.window import ChunkSummary, HistoryWindow, tail_size, turn_tokens
 from jupyter_agent.exceptions import StoreUnavailable
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 
-__all__ = ["RunConfig", "RunServices", "ScrubbingPool", "read_history"]
+__all__ = ["RunConfig", "RunServices", "ScrubbingPool", "read_anchored", "read_history"]
 
 _HISTORY_ATTEMPTS = 3  # reads a store that is briefly unavailable gets
 
@@ -36,12 +37,18 @@ class RunConfig:
     ceilings: dict[str, Any]
     spaces: dict[str, Any]
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``{chunk_turns, l2_chunks}``: how the chat's history is chunked (RunManager traits).
+    history_layout: dict[str, int] = field(
+        default_factory=lambda: {"chunk_turns": 10, "l2_chunks": 5}
+    )
 
     def get(self, key: str) -> Any:
         """The value of a ``config.get`` key (None when unknown). ``history`` is not config:
         it is read from the store (:func:`read_history`)."""
         if key == "ceilings":
             return self.ceilings
+        if key == "history_layout":
+            return dict(self.history_layout)
         if key == "spaces":
             return self.spaces
         if key.startswith("llm.tier."):
@@ -89,21 +96,29 @@ class ScrubbingPool:
         return getattr(self.pool, name)
 
 
-async def read_history(store: Any, chat_id: str, budget_tokens: object) -> Any:
+async def read_history(
+    store: Any, chat_id: str, budget_tokens: object, layout: object = None
+) -> Any:
     """The result of ``config.get`` ``history``: the chat's earlier turns, read from
     ``store`` in a worker thread (never on the event loop).
 
     With an int ``budget_tokens`` (``toolcaller@v3``): only the window that budget keeps,
-    as :class:`~jupyter_agent.core.window.HistoryWindow` JSON, in O(window) rows. Without
-    (v1, v2): every turn record, oldest first. A store still unavailable after a few
-    tries raises (the loop gets the error).
+    as :class:`~jupyter_agent.core.window.HistoryWindow` JSON, in O(window) rows; with a
+    ``layout`` (``{chunk_turns, l2_chunks}``, issue 14) by the anchored rule, with the
+    chunk summaries it uses. Without a budget (v1, v2): every turn record, oldest first.
+    A store still unavailable after a few tries raises (the loop gets the error).
     """
     for attempt in range(1, _HISTORY_ATTEMPTS + 1):
         try:
             if isinstance(budget_tokens, int) and not isinstance(budget_tokens, bool):
-                window = await asyncio.to_thread(
-                    store.read_window, chat_id, budget_tokens=budget_tokens
-                )
+                if isinstance(layout, dict):
+                    window = await asyncio.to_thread(
+                        read_anchored, store, chat_id, budget_tokens, dict(layout)
+                    )
+                else:
+                    window = await asyncio.to_thread(
+                        store.read_window, chat_id, budget_tokens=budget_tokens
+                    )
                 return window.to_json()
             turns = await asyncio.to_thread(store.list_turns, chat_id)
             return [t.to_json() for t in turns]
@@ -112,3 +127,41 @@ async def read_history(store: Any, chat_id: str, budget_tokens: object) -> Any:
                 raise
             await asyncio.sleep(0.2 * attempt)
     raise AssertionError("unreachable")
+
+
+def read_anchored(
+    store: Any, chat_id: str, budget_tokens: int, layout: dict[str, int]
+) -> HistoryWindow:
+    """The anchored window's history (blocking; see :mod:`jupyter_agent.core.window`): the
+    chat's summaries, then its newest turns in doubling batches until
+    :func:`~jupyter_agent.core.window.tail_size` can tell how many the window keeps.
+    O(window) turns (and the chat's summary rows, a tenth of its turns by default)."""
+    count = store.turn_count(chat_id)
+    chunks = tuple(
+        ChunkSummary(level=c.level, first_turn=c.first_turn, last_turn=c.last_turn, text=c.text)
+        for c in store.list_chunks(chat_id)
+    )
+    chunk_turns = int(layout.get("chunk_turns") or 10)
+    newest: list[Any] = []  # oldest first: positions count - len(newest) + 1 .. count
+    batch = 8
+    while True:
+        complete = len(newest) >= count
+        costs = [turn_tokens(t) for t in reversed(newest)]
+        keep = tail_size(
+            costs,
+            budget_tokens,
+            complete=complete,
+            turn_count=count,
+            chunk_turns=chunk_turns,
+            chunks=chunks,
+        )
+        if keep is not None:
+            break
+        last = count - len(newest)
+        first = max(1, last - batch + 1)
+        newest = [*store.turns_at(chat_id, first, last), *newest]
+        batch = min(batch * 2, 256)
+    kept = newest[len(newest) - keep :] if keep else []
+    return HistoryWindow(
+        turns=tuple(kept), omitted=count - len(kept), chunks=chunks, layout=dict(layout)
+    )

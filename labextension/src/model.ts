@@ -76,7 +76,21 @@ export interface ITurnRecord {
     usage: IUsage;
     cost: number | null;
     fingerprints?: { [key: string]: string };
+    /** What the turn's boot window held (issue 14; absent in older records). */
+    window?: ITurnWindow;
   };
+}
+
+/**
+ * `llm.window` of a turn record: the raw turns shown in full, the level-1 and level-2
+ * chunk summaries, the turns the omission line names, and the window's tokens.
+ */
+export interface ITurnWindow {
+  raw: number;
+  l1: number;
+  l2: number;
+  omitted: number;
+  tokens: number;
 }
 
 /** A cell the agent ran (python) or a command (bash). */
@@ -197,6 +211,30 @@ export function turnStats(turn: ITurnRecord): string[] {
     parts.push(turn.model);
   }
   return parts;
+}
+
+/**
+ * The turn footer's history figure: `history: 12 turns, 3 L1, 1 L2, 40 omitted, 1.8k
+ * tokens` (as `jupyter agent trace show` prints it) and a title explaining it; null when
+ * the record says nothing about its window.
+ */
+export function turnWindow(turn: ITurnRecord): { text: string; title: string } | null {
+  const w = turn.llm?.window;
+  if (!w) {
+    return null;
+  }
+  const tokens = w.tokens >= 1000 ? `${(w.tokens / 1000).toFixed(1)}k` : String(w.tokens || 0);
+  const raw = w.raw || 0;
+  return {
+    text:
+      `history: ${raw} turn${raw === 1 ? '' : 's'}, ${w.l1 || 0} L1, ${w.l2 || 0} L2, ` +
+      `${w.omitted || 0} omitted, ${tokens} tokens`,
+    title:
+      'What the model saw of this chat’s earlier turns: the newest turns in full, then ' +
+      'level-1 summaries (one per chunk of turns), then level-2 summaries (one per run of ' +
+      'chunks), older first; "omitted" counts the turns no summary covered (not shown). ' +
+      'Tokens: the size of that history in the prompt.'
+  };
 }
 
 function fmtCount(n: number | undefined): string {

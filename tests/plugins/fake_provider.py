@@ -1,6 +1,6 @@
 """The ``fake_provider`` fixture: start a scripted fake model provider on loopback.
 
-``fake = fake_provider(script, expect_key=None)`` starts a
+``fake = fake_provider(script, expect_key=None, prefix_cache=False)`` starts a
 :class:`~jupyter_agent.llm.fake.FakeProvider` (see ``docs/fake-script.md``) and stops it at
 teardown. Anthropic base URL: ``fake.base_url``; OpenAI base URL: ``fake.base_url + "/v1"``.
 """
@@ -27,8 +27,9 @@ def fake_provider() -> Iterator[FakeFactory]:
         script: Script | list[Any] | dict[str, Any] | str | Path,
         *,
         expect_key: str | None = None,
+        prefix_cache: bool = False,
     ) -> FakeProvider:
-        fake = FakeProvider(script, expect_key=expect_key).start()
+        fake = FakeProvider(script, expect_key=expect_key, prefix_cache=prefix_cache).start()
         started.append(fake)
         return fake
 

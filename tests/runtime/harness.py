@@ -45,14 +45,18 @@ class Harness:
     spaces: dict[str, Any] = field(default_factory=dict)
     tier: dict[str, Any] | None = None
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``{chunk_turns, l2_chunks}`` (None: RunConfig's default)
+    history_layout: dict[str, int] | None = None
 
     def config(self) -> RunConfig:
         tier = self.tier or {"provider": "fake", "model": MODEL, "base_url": self.fake.base_url}
+        layout = {} if self.history_layout is None else {"history_layout": self.history_layout}
         return RunConfig(
             tiers={"codegen": tier},
             ceilings=dict(self.ceilings),
             spaces=self.spaces,
             profiles=dict(self.profiles),
+            **layout,
         )
 
     def new_chat(self, title: str = "test") -> str:

@@ -1,7 +1,8 @@
 /**
  * The widget of one run (one turn): the person's message, the run's items in order,
  * the text being streamed, a provider retry, the final reply and the turn's footer
- * (how it ended, tokens, cost, cells, duration, model, "Open trace as notebook").
+ * (how it ended, tokens, cost, cells, duration, model, the history window it held,
+ * "Open trace as notebook").
  */
 import { Panel, Widget } from '@lumino/widgets';
 
@@ -9,7 +10,8 @@ import {
   describeEnd,
   IRunState,
   RunItem,
-  turnStats
+  turnStats,
+  turnWindow
 } from '../model';
 import { button, CellWidget, IItemContext, MarkdownWidget, TextWidget } from './items';
 
@@ -148,6 +150,14 @@ export class RunWidget extends Panel {
       stats.className = 'jp-agent-stats';
       stats.textContent = turnStats(run.turn).join(' · ');
       node.appendChild(stats);
+      const held = turnWindow(run.turn);
+      if (held) {
+        const history = document.createElement('span');
+        history.className = 'jp-agent-stats jp-agent-window';
+        history.textContent = held.text;
+        history.title = held.title;
+        node.appendChild(history);
+      }
     }
     node.appendChild(
       button(
