@@ -26,7 +26,7 @@ from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.core.window import ChunkSummary
 
 # The line the boot window renders a summary as, so a summary costs what it will cost there.
-from jupyter_agent.core.window import summary_text as summary_line
+from jupyter_agent.core.window_pick import summary_text as summary_line
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.store.rows import valid
