@@ -196,6 +196,7 @@ def setup(
     state.model = tier.model
     budget = min(ceilings.history_budget_tokens, tier.profile.context_window // 4)
     layout: dict[str, int] | None = None
+    anchor_at: int | None = None
     if version >= 3:
         window = yield from read_history(budget)
         if window is None:
@@ -209,7 +210,7 @@ def setup(
                 take_cancel_detail(state, cancel)
             return (yield from finish(run_id, chat_id, state, spaces, text, "error", "error"))
         history, older, chunks = list(window.turns), window.omitted, window.chunks
-        layout = window.layout
+        layout, anchor_at = window.layout, window.anchor
     else:
         history = [TurnRecord.from_json(t) for t in ((yield from config("history")) or [])]
         older, chunks = 0, ()
@@ -249,6 +250,7 @@ def setup(
         first_position=older + 1,
         chunks=chunks,
         chunk_turns=None if layout is None else layout["chunk_turns"],
+        anchor_at=anchor_at,
     )
     if layout is not None:
         state.window = TurnWindow(

@@ -84,6 +84,9 @@ class Window:
     l1: int = 0
     l2: int = 0
     omitted: int = 0
+    #: The summaries shown, oldest first: picking again from just these gives them again,
+    #: so a host can record only these (a run's log does not grow with the chat).
+    summaries: tuple[ChunkSummary, ...] = ()
 
 
 def render_turn(turn: TurnRecord) -> tuple[str, str]:
@@ -223,6 +226,9 @@ class HistoryWindow:
     chunks: tuple[ChunkSummary, ...] = ()
     #: ``{chunk_turns, l2_chunks}`` of the host (issue 14): the window is anchored.
     layout: dict[str, int] | None = None
+    #: With ``layout``: the first raw position the host chose (0: the sliding rule), over
+    #: all of the chat's summaries; ``chunks`` then holds only the ones shown.
+    anchor: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -241,6 +247,8 @@ class HistoryWindow:
             ]
         if self.layout is not None:
             out["layout"] = dict(self.layout)
+        if self.anchor is not None:
+            out["anchor"] = self.anchor
         return out
 
     @classmethod
@@ -254,11 +262,13 @@ class HistoryWindow:
         )
         omitted = data.get("omitted")
         chunks = tuple(c for c in map(_chunk_from_json, data.get("chunks") or ()) if c)
+        anchor = data.get("anchor")
         return cls(
             turns=turns,
             omitted=omitted if isinstance(omitted, int) else 0,
             chunks=chunks,
             layout=_layout_from_json(data.get("layout")),
+            anchor=anchor if isinstance(anchor, int) and not isinstance(anchor, bool) else None,
         )
 
 
@@ -338,17 +348,23 @@ def boot_window(
     first_position: int = 1,
     older: int = 0,
     chunk_turns: int | None = None,
+    anchor_at: int | None = None,
 ) -> Window:
     """The chat's earlier turns as messages within ``budget_tokens`` (see module docstring).
 
     ``older``: how many turns of the chat precede ``turns[0]`` and were not passed (a
     :class:`HistoryWindow`'s ``omitted``); they count as not shown. ``chunk_turns``: use
-    the anchored rule with chunks of that many turns.
+    the anchored rule with chunks of that many turns. ``anchor_at``: the first raw
+    position the host already chose by that rule over all of the chat's summaries (0: the
+    sliding rule), as :class:`HistoryWindow` records it; not chosen again from ``chunks``,
+    which may then be only the summaries shown.
     """
     if not turns or budget_tokens <= 0:
         return Window()
     if chunk_turns is not None:
-        anchored = _anchored(turns, budget_tokens, chunks, first_position, older, chunk_turns)
+        anchored = _anchored(
+            turns, budget_tokens, chunks, first_position, older, chunk_turns, anchor_at
+        )
         if anchored is not None:
             return anchored
     rendered = [render_turn(t) for t in turns]
@@ -367,6 +383,7 @@ def boot_window(
     older_count = len(rendered) - kept
     lead: list[str] = []
     counts = (0, 0, 0)
+    summaries: list[ChunkSummary] = []
     if older_count or older:
         newest_older = first_position + older_count - 1
         summaries, s_used, uncovered = pick_summaries(
@@ -378,7 +395,7 @@ def boot_window(
     shown = rendered[len(rendered) - kept :]
     if clipped is not None:
         shown = [clipped]
-    return _window(shown, lead, kept, separate=False, counts=counts)
+    return _window(shown, lead, kept, separate=False, counts=counts, summaries=summaries)
 
 
 def _window(
@@ -388,6 +405,7 @@ def _window(
     *,
     separate: bool,
     counts: tuple[int, int, int],
+    summaries: Sequence[ChunkSummary] = (),
 ) -> Window:
     """The messages of ``shown`` turns, ``lead`` ahead of the first user text (as its own
     part when ``separate``)."""
@@ -406,7 +424,13 @@ def _window(
     tokens = sum(count_tokens(m.text) for m in messages)
     l1, l2, omitted = counts
     return Window(
-        messages=messages, turns_included=kept, tokens=tokens, l1=l1, l2=l2, omitted=omitted
+        messages=messages,
+        turns_included=kept,
+        tokens=tokens,
+        l1=l1,
+        l2=l2,
+        omitted=omitted,
+        summaries=tuple(summaries),
     )
 
 
@@ -417,11 +441,14 @@ def _anchored(
     first_position: int,
     older: int,
     chunk_turns: int,
+    anchor_at: int | None = None,
 ) -> Window | None:
     """The window by the anchored rule; None when the sliding rule applies."""
     count = first_position - 1 + len(turns)
     costs = [turn_tokens(t) for t in reversed(turns)]
-    start = anchor(count, costs, budget, chunk_turns=chunk_turns, chunks=chunks, complete=True)
+    start = anchor_at
+    if start is None:
+        start = anchor(count, costs, budget, chunk_turns=chunk_turns, chunks=chunks)
     if not start:
         return None
     # A caller passing fewer turns than the rule keeps gets those (never an IndexError).
@@ -429,13 +456,14 @@ def _anchored(
     shown = [render_turn(t) for t in turns[start - first_position :]]
     lead: list[str] = []
     counts = (0, 0, 0)
+    summaries: list[ChunkSummary] = []
     if start > 1:
         share = budget // SUMMARY_SHARE
         summaries, _, uncovered = pick_summaries(
             chunks, start - 1, max(0, share - _OMISSION_RESERVE)
         )
         lead, counts = _lead(summaries, uncovered - first_position + 1 + older)
-    return _window(shown, lead, len(shown), separate=True, counts=counts)
+    return _window(shown, lead, len(shown), separate=True, counts=counts, summaries=summaries)
 
 
 def _lead(

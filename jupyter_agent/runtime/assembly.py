@@ -182,8 +182,13 @@ class Parts:
             tiers["codegen"] = self.demo.tier()
             profiles.update(self.demo.profiles())
         spaces = load_spaces(data_dir=self.data_dir, root_dir=Path(self.root_dir))
+        layout = {"chunk_turns": self.manager.chunk_turns, "l2_chunks": self.manager.l2_chunks}
         return RunConfig(
-            tiers=tiers, ceilings=self.manager.ceilings, spaces=spaces, profiles=profiles
+            tiers=tiers,
+            ceilings=self.manager.ceilings,
+            spaces=spaces,
+            profiles=profiles,
+            history_layout=layout,
         )
 
     def history_config(self) -> RunConfig:

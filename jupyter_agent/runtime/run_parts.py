@@ -13,7 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_agent.core.window import ChunkSummary, HistoryWindow, tail_size, turn_tokens
+from jupyter_agent.core.window import (
+    ChunkSummary,
+    HistoryWindow,
+    anchor,
+    boot_window,
+    tail_size,
+    turn_tokens,
+)
 from jupyter_agent.exceptions import StoreUnavailable
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.mailbox import Mailbox
@@ -162,6 +169,34 @@ def read_anchored(
         newest = [*store.turns_at(chat_id, first, last), *newest]
         batch = min(batch * 2, 256)
     kept = newest[len(newest) - keep :] if keep else []
+    omitted = count - len(kept)
+    # The anchor chosen over all of the summaries (0: the sliding rule), recorded: the
+    # run's window must not choose again from only the summaries recorded below.
+    start = anchor(
+        count,
+        [turn_tokens(t) for t in reversed(newest)],
+        budget_tokens,
+        chunk_turns=chunk_turns,
+        chunks=chunks,
+        complete=len(newest) >= count,
+    )
+    anchor_at = start if start is not None and budget_tokens > 0 else 0
+    # Only the summaries this window shows go in the answer (and so in the run's log):
+    # picking again from them gives them again (see Window.summaries), and all of a long
+    # chat's summaries would make every run's log grow with the chat.
+    shown = boot_window(
+        kept,
+        budget_tokens=budget_tokens,
+        chunks=chunks,
+        first_position=omitted + 1,
+        older=omitted,
+        chunk_turns=chunk_turns,
+        anchor_at=anchor_at,
+    )
     return HistoryWindow(
-        turns=tuple(kept), omitted=count - len(kept), chunks=chunks, layout=dict(layout)
+        turns=tuple(kept),
+        omitted=omitted,
+        chunks=shown.summaries,
+        layout=dict(layout),
+        anchor=anchor_at,
     )
