@@ -44,8 +44,7 @@ async def _two_calls(h: Harness, stream: bool) -> tuple[Any, Any]:
     ask = Message(role="user", parts=(Text(text="what is in data.csv? " * 20),))
     first = await h.call([ask], stream=stream, system=SYSTEM)
     results = tuple(
-        ToolResult(call_id=c.id, content=(Text(text="a,b\n1,2"),))
-        for c in first.reply.tool_calls
+        ToolResult(call_id=c.id, content=(Text(text="a,b\n1,2"),)) for c in first.reply.tool_calls
     )
     history = [ask, first.reply.as_message(), Message(role="user", parts=results)]
     second = await h.call(history, stream=stream, system=SYSTEM)
