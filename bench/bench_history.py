@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import math
 import os
@@ -206,9 +207,10 @@ async def cache_runs(tmp: Path, turns: int) -> None:
     steady = [0, 0]  # cache read, input (read + not read)
     rolled = [0, 0]
     rolls = 0
-    for prev, turn in zip(records, records[1:], strict=False):
+    for prev, turn in itertools.pairwise(records):
         u, w, p = turn.llm.usage, turn.llm.window, prev.llm.window
-        assert w is not None and p is not None
+        assert w is not None
+        assert p is not None
         roll = w.raw <= p.raw  # the anchor moved to a later chunk boundary
         rolls += roll
         into = rolled if roll else steady

@@ -43,6 +43,15 @@ def pick_summaries(
     picked: list[ChunkSummary] = []
     level = 1
     uncovered = 0
+    costs: dict[ChunkSummary, int] = {}  # each summary's cost, counted once per call
+
+    def cost(chunk: ChunkSummary) -> int:
+        found = costs.get(chunk)
+        if found is None:
+            found = costs[chunk] = count_tokens(summary_text(chunk))
+        return found
+
+    total = 0  # summary_cost(picked), kept up to date rather than recounted per step
     while position >= 1:
         choice: ChunkSummary | None = None
         covered = False
@@ -53,8 +62,9 @@ def pick_summaries(
             covered = True
             # A level-2 summary supersedes the level-1 summaries it spans.
             kept = [c for c in picked if not _inside(c, candidate)]
-            if summary_cost(kept) + summary_cost([candidate]) <= budget:
-                choice, picked, level = candidate, kept, want
+            kept_cost = total - sum(cost(c) for c in picked if _inside(c, candidate))
+            if kept_cost + cost(candidate) <= budget:
+                choice, picked, level, total = candidate, kept, want, kept_cost
                 break
         if choice is None:
             if covered:  # the budget is full
@@ -66,10 +76,11 @@ def pick_summaries(
             position = nxt
             continue
         picked.append(choice)
+        total += cost(choice)
         position = choice.first_turn - 1
     uncovered += max(0, position)  # what the full budget left uncovered
     picked.reverse()
-    return picked, summary_cost(picked), uncovered
+    return picked, total, uncovered
 
 
 def _covering(chunks: Sequence[ChunkSummary], level: int, position: int) -> ChunkSummary | None:

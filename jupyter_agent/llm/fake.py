@@ -43,8 +43,8 @@ from types import TracebackType
 from typing import Any
 
 from jupyter_agent.llm import fake_sse
-from jupyter_agent.llm.fake_cache import PrefixCache
 from jupyter_agent.llm import fake_wire as wire_fmt
+from jupyter_agent.llm.fake_cache import PrefixCache
 from jupyter_agent.llm.fake_script import Script, Step, parse_script, turn_position
 
 __all__ = ["FakeProvider", "RecordedRequest", "main"]

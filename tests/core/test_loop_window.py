@@ -29,17 +29,21 @@ def run_to_the_end(name: str, history: Any) -> tuple[dict[str, Any], dict[str, A
     while s.effect is not None and s.effect.name != "turn.append":
         s.answer(s.effect.name, answers.get(s.effect.name))
     appended = s.answer("turn.append", {"ok": True})
-    assert s.returned and isinstance(s.value, TurnRecord)
+    assert s.returned
+    assert isinstance(s.value, TurnRecord)
     assert s.value.to_json() == appended.data
     return post.data, appended.data
 
 
 def test_v3_records_the_window_it_sent() -> None:
     chat = [earlier(n) for n in range(1, 61)]
-    chunks = tuple(
-        ChunkSummary(level=1, first_turn=f, last_turn=f + 9, text=f"turns {f}+ were about x")
-        for f in range(1, 51, 10)
-    ) + (ChunkSummary(level=2, first_turn=1, last_turn=50, text="the first fifty turns"),)
+    chunks = (
+        *tuple(
+            ChunkSummary(level=1, first_turn=f, last_turn=f + 9, text=f"turns {f}+ were about x")
+            for f in range(1, 51, 10)
+        ),
+        ChunkSummary(level=2, first_turn=1, last_turn=50, text="the first fifty turns"),
+    )
     window = HistoryWindow(turns=tuple(chat[-15:]), omitted=45, chunks=chunks, layout=LAYOUT)
     post, turn = run_to_the_end("toolcaller@v3", window.to_json())
     got = turn["llm"]["window"]

@@ -45,8 +45,10 @@ async def test_cache_reads_hold_the_stable_prefix_and_drop_at_a_roll_over(
     assert read_share(second) >= 0.8, second.llm.usage
     windows = [t.llm.window for t in turns]
     assert all(w is not None for w in windows)
-    assert windows[0] is not None and windows[0].raw == 0
-    assert windows[1] is not None and (windows[1].raw, windows[1].omitted) == (1, 0)
+    assert windows[0] is not None
+    assert windows[0].raw == 0
+    assert windows[1] is not None
+    assert (windows[1].raw, windows[1].omitted) == (1, 0)
     assert windows[1].tokens > 0
     # A roll-over: the anchor moved to a later chunk boundary, the omission line grew.
     rolled = [
@@ -64,4 +66,5 @@ async def test_cache_reads_hold_the_stable_prefix_and_drop_at_a_roll_over(
         assert read_share(turns[n]) >= 0.8, (n, turns[n].llm.usage)
     # The turn record as stored carries the window.
     stored = agent.store.get_turn_by_run(turns[-1].run_id)
-    assert stored is not None and stored.to_json()["llm"]["window"] == windows[-1].to_json()
+    assert stored is not None
+    assert stored.to_json()["llm"]["window"] == windows[-1].to_json()
