@@ -8,6 +8,8 @@ spans); positions no summary covers are counted and skipped. :func:`summary_text
 
 from __future__ import annotations
 
+import bisect
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -43,6 +45,7 @@ def pick_summaries(
     picked: list[ChunkSummary] = []
     level = 1
     uncovered = 0
+    index = _index(tuple(chunks))
     costs: dict[ChunkSummary, int] = {}  # each summary's cost, counted once per call
 
     def cost(chunk: ChunkSummary) -> int:
@@ -56,7 +59,7 @@ def pick_summaries(
         choice: ChunkSummary | None = None
         covered = False
         for want in (1, 2) if level == 1 else (2,):
-            candidate = _covering(chunks, want, position)
+            candidate = index.covering(want, position)
             if candidate is None:
                 continue
             covered = True
@@ -70,8 +73,7 @@ def pick_summaries(
             if covered:  # the budget is full
                 break
             # A gap (a summary not made yet): skip to the newest summary before it.
-            before = [c.last_turn for c in chunks if c.level >= level and c.last_turn < position]
-            nxt = max(before, default=0)
+            nxt = index.last_before(level, position)
             uncovered += position - nxt
             position = nxt
             continue
@@ -83,15 +85,47 @@ def pick_summaries(
     return picked, total, uncovered
 
 
-def _covering(chunks: Sequence[ChunkSummary], level: int, position: int) -> ChunkSummary | None:
-    """The ``level`` summary covering ``position`` reaching furthest back (the most with one)."""
-    best: ChunkSummary | None = None
-    for c in chunks:
-        if not (c.level == level and c.first_turn <= position <= c.last_turn):
-            continue
-        if best is None or (c.first_turn, -c.last_turn) < (best.first_turn, -best.last_turn):
-            best = c
-    return best
+class _Index:
+    """The summaries of one call sorted for O(log n) lookups (the window asks for the same
+    ones at every chunk boundary it tries: a linear scan made a 10,000-turn chat's prompt
+    take seconds)."""
+
+    def __init__(self, chunks: tuple[ChunkSummary, ...]) -> None:
+        self._by_level: dict[int, tuple[list[int], list[int], list[ChunkSummary]]] = {}
+        for level in (1, 2):
+            # Reaching furthest back first: (first_turn, -last_turn), the tie-break of
+            # covering(); spans of one level may overlap (a changed chunk_turns).
+            mine = sorted(
+                (c for c in chunks if c.level == level), key=lambda c: (c.first_turn, -c.last_turn)
+            )
+            reach: list[int] = []  # running max of last_turn: monotone, so bisectable
+            for c in mine:
+                reach.append(max(c.last_turn, reach[-1] if reach else 0))
+            self._by_level[level] = ([c.first_turn for c in mine], reach, mine)
+        # last_turn of every summary of level >= L, sorted: for skipping gaps.
+        self._ends = {
+            level: sorted(c.last_turn for c in chunks if c.level >= level) for level in (1, 2)
+        }
+
+    def covering(self, level: int, position: int) -> ChunkSummary | None:
+        """The ``level`` summary covering ``position`` reaching furthest back."""
+        firsts, reach, mine = self._by_level.get(level, ([], [], []))
+        # The first (by first_turn) whose last_turn reaches position, if it starts by then.
+        i = bisect.bisect_left(reach, position)
+        if i < len(mine) and firsts[i] <= position:
+            return mine[i]
+        return None
+
+    def last_before(self, level: int, position: int) -> int:
+        """The newest last_turn before ``position`` of a summary of ``level`` or above."""
+        ends = self._ends.get(level, [])
+        i = bisect.bisect_left(ends, position)
+        return ends[i - 1] if i else 0
+
+
+@functools.lru_cache(maxsize=8)
+def _index(chunks: tuple[ChunkSummary, ...]) -> _Index:
+    return _Index(chunks)
 
 
 def _inside(inner: ChunkSummary, outer: ChunkSummary) -> bool:

@@ -7,8 +7,8 @@ Turn positions are 1-based in the chat's turn order ``(created, id)``
 (:mod:`jupyter_agent.core.chunks`); :func:`turns_at` reads a range of them with
 ``LIMIT``/``OFFSET`` over the index ``ix_agent_turns_chat``. Summaries are read by
 ``(chat_id, level, first_turn)``, the index of the unique constraint
-``uq_agent_chunks_span``: :func:`window_summaries` pages each level newest first from a
-position back, so a window's summaries cost O(window) rows however long the chat.
+``uq_agent_chunks_span``. A run's window reads all of a chat's summaries (a tenth of its
+turns by default, one indexed range scan) and records only those it shows.
 """
 
 from __future__ import annotations
@@ -20,13 +20,10 @@ from sqlalchemy import func
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from jupyter_agent.core.chunks import ChunkSpan, Level, StoredChunk, closed_spans
-from jupyter_agent.core.tokens import count_tokens
+from jupyter_agent.core.chunks import ChunkSpan, StoredChunk, closed_spans
 from jupyter_agent.core.turns import TurnRecord
-from jupyter_agent.core.window import ChunkSummary
 
 # The line the boot window renders a summary as, so a summary costs what it will cost there.
-from jupyter_agent.core.window_pick import summary_text as summary_line
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.store.rows import valid
@@ -37,15 +34,10 @@ __all__ = [
     "delete_chunks",
     "list_chunks",
     "pending_spans",
-    "SUMMARY_BATCH",
-    "covering",
     "turn_count",
     "turns_at",
-    "window_summaries",
 ]
 
-#: Rows of the first batch of summaries :func:`window_summaries` reads per level; doubling.
-SUMMARY_BATCH: Final = 8
 
 _CHUNKS: Final = AgentChunkRow.metadata.tables["agent_chunks"]
 _TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
@@ -117,53 +109,6 @@ def list_chunks(conn: Any, chat_id: str) -> list[StoredChunk]:
         .order_by(_CHUNKS.c.level, _CHUNKS.c.first_turn)
     )
     return [_chunk(row) for row in conn.execute(query)]
-
-
-def covering(conn: Any, chat_id: str, level: Level, position: int, limit: int) -> list[StoredChunk]:
-    """At most ``limit`` summaries of ``level`` starting at or before ``position``, the
-    latest start first: one index range scan."""
-    c = _CHUNKS.c
-    query = (
-        core_select(*_COLUMNS)
-        .where(c.chat_id == chat_id, c.level == level, c.first_turn <= position)
-        .order_by(c.first_turn.desc())
-        .limit(limit)
-    )
-    return [_chunk(row) for row in conn.execute(query)]
-
-
-def window_summaries(
-    conn: Any, chat_id: str, *, position: int, budget_tokens: int
-) -> tuple[ChunkSummary, ...]:
-    """The summaries a boot window may show for positions ``position`` and older, oldest
-    first, in O(what the budget holds) rows.
-
-    Level-1 summaries are read going back from ``position``, newest first, each covering
-    the newest position not yet covered, until one would take their rendered cost past
-    ``budget_tokens`` or none covers it (a summary not made yet); level-2 summaries are
-    then read the same way from that position, within the whole budget (a level-2 summary
-    replaces the level-1 summaries it spans). The boot window picks from these.
-    """
-    found: list[ChunkSummary] = []
-    levels: tuple[Level, ...] = (1, 2)
-    for level in levels:
-        used = 0
-        batch = SUMMARY_BATCH
-        going = budget_tokens > 0 and position >= 1
-        while going:
-            rows = covering(conn, chat_id, level, position, batch)
-            going = len(rows) == batch
-            for chunk in rows:
-                summary = ChunkSummary(chunk.level, chunk.first_turn, chunk.last_turn, chunk.text)
-                used += count_tokens(summary_line(summary))
-                if chunk.last_turn < position or used > budget_tokens:
-                    going = False  # a gap, or the budget is full: the next level goes on
-                    break
-                found.append(summary)
-                position = chunk.first_turn - 1
-            going = going and position >= 1
-            batch = min(batch * 2, SUMMARY_BATCH * 8)
-    return tuple(sorted(found, key=lambda c: (c.first_turn, c.level)))
 
 
 def turn_count(conn: Any, chat_id: str) -> int:

@@ -7,9 +7,10 @@ are ordered by ``(created, id)``, the index ``ix_agent_turns_chat (chat_id, crea
 :func:`read_window` costs O(window), not O(chat). Its raw tail (:func:`read_tail`) reads
 the chat's turns newest first in small keyset-paged batches (each an index range scan)
 until :func:`~jupyter_agent.core.window.tail_size` can tell how many the boot window keeps,
-then counts the older ones with one ``count(*)`` over the same index. The summaries of the
-positions before the tail, in the budget the tail leaves, are then read newest first in
-batches too (:func:`~jupyter_agent.store.chunk_queries.window_summaries`).
+then counts the older ones with one ``count(*)`` over the same index. It holds no chunk
+summaries: that is the window of ``toolcaller@v3`` without a layout (the sliding rule of
+logs recorded before issue 14); runs since read the anchored window with its summaries
+(:func:`jupyter_agent.runtime.run_parts.read_anchored`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from sqlalchemy import select as core_select
 
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.core.window import HistoryWindow, tail_size, turn_tokens
-from jupyter_agent.store.chunk_queries import window_summaries
 from jupyter_agent.store.tables import AgentTurnRow
 
 __all__ = [
@@ -129,8 +129,4 @@ def read_window(
     tail = read_tail(
         conn, chat_id, budget_tokens=budget_tokens, chunk_turns=chunk_turns, l2_chunks=l2_chunks
     )
-    if tail.omitted == 0:
-        return HistoryWindow(turns=tail.turns)
-    left = budget_tokens - tail.tokens - OMISSION_RESERVE
-    chunks = window_summaries(conn, chat_id, position=tail.omitted, budget_tokens=left)
-    return HistoryWindow(turns=tail.turns, omitted=tail.omitted, chunks=chunks)
+    return HistoryWindow(turns=tail.turns, omitted=tail.omitted)

@@ -58,7 +58,8 @@ def test_the_answer_holds_only_what_the_window_shows(tmp_path: Path) -> None:
                 first_position=recorded.omitted + 1, older=recorded.omitted,
                 chunk_turns=chunk_turns, anchor_at=recorded.anchor,
             )  # fmt: skip
-            # ... (as the loop builds it: core/loop.py passes the recorded anchor) is the window of the whole chat with every summary it has.
+            # ... (as core/loop.py builds it, with the recorded anchor) is the window of the
+            # whole chat with every summary it has.
             every = _all_summaries(store)
             whole = boot_window(
                 store.list_turns(CHAT), budget_tokens=budget, chunks=every,

@@ -69,12 +69,10 @@ def test_an_empty_or_unknown_chat(store: Store, chat: str) -> None:
     assert store.read_window(chat, budget_tokens=1000).to_json() == {
         "turns": [],
         "omitted": 0,
-        "chunks": [],
     }
     assert store.read_window("chat_none", budget_tokens=1000).to_json() == {
         "turns": [],
         "omitted": 0,
-        "chunks": [],
     }
 
 
