@@ -108,6 +108,7 @@ def build_prompt(store: Any, chat: str, budget: int, tier: Any) -> tuple[dict[st
         first_position=window.omitted + 1,
         chunks=window.chunks,
         chunk_turns=LAYOUT["chunk_turns"],
+        anchor_at=window.anchor,
     )
     ask = Message(role="user", parts=(Text(text="And the mean by region?"),))
     params = RequestParams(

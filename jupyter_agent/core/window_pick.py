@@ -63,10 +63,16 @@ def pick_summaries(
             if candidate is None:
                 continue
             covered = True
-            # A level-2 summary supersedes the level-1 summaries it spans.
-            kept = [c for c in picked if not _inside(c, candidate)]
-            kept_cost = total - sum(cost(c) for c in picked if _inside(c, candidate))
+            # A level-2 summary supersedes the level-1 summaries it spans. picked runs
+            # newest first, so those can only be at its end (the oldest picked so far).
+            inside = 0
+            for c in reversed(picked):
+                if c.first_turn > candidate.last_turn or not _inside(c, candidate):
+                    break
+                inside += 1
+            kept_cost = total - sum(cost(c) for c in picked[len(picked) - inside :])
             if kept_cost + cost(candidate) <= budget:
+                kept = picked[: len(picked) - inside]
                 choice, picked, level, total = candidate, kept, want, kept_cost
                 break
         if choice is None:

@@ -150,10 +150,21 @@ def read_anchored(
     )
     chunk_turns = int(layout.get("chunk_turns") or 10)
     newest: list[Any] = []  # oldest first: positions count - len(newest) + 1 .. count
+    costs: list[int] = []  # their turn_tokens, newest first
     batch = 8
     while True:
         complete = len(newest) >= count
-        costs = [turn_tokens(t) for t in reversed(newest)]
+        # Every rule keeps at most the turns that fit the budget (and one more to clip):
+        # read until they no longer fit, then decide once (deciding per batch re-ran the
+        # summary pick at every chunk boundary for every batch).
+        if not complete and sum(costs) <= budget_tokens:
+            last = count - len(newest)
+            first = max(1, last - batch + 1)
+            read = store.turns_at(chat_id, first, last)
+            newest = [*read, *newest]
+            costs.extend(turn_tokens(t) for t in reversed(read))
+            batch = min(batch * 2, 256)
+            continue
         keep = tail_size(
             costs,
             budget_tokens,
@@ -164,17 +175,20 @@ def read_anchored(
         )
         if keep is not None:
             break
+        # Undecided: a chunk boundary lies just past the turns read (at most a batch more).
         last = count - len(newest)
-        first = max(1, last - batch + 1)
-        newest = [*store.turns_at(chat_id, first, last), *newest]
-        batch = min(batch * 2, 256)
+        if last < 1:
+            raise AssertionError("tail_size undecided over the whole chat")
+        read = store.turns_at(chat_id, max(1, last - batch + 1), last)
+        newest = [*read, *newest]
+        costs.extend(turn_tokens(t) for t in reversed(read))
     kept = newest[len(newest) - keep :] if keep else []
     omitted = count - len(kept)
     # The anchor chosen over all of the summaries (0: the sliding rule), recorded: the
     # run's window must not choose again from only the summaries recorded below.
     start = anchor(
         count,
-        [turn_tokens(t) for t in reversed(newest)],
+        costs,
         budget_tokens,
         chunk_turns=chunk_turns,
         chunks=chunks,
