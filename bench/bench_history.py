@@ -13,6 +13,8 @@ chat grows, and the prompt-cache read ratio through real runs, side by side in o
    window rolls over; a chunk's level-1 summary is stored as soon as it closes (what
    ``history@v1`` does in the background). cache_read / input tokens on turns that do
    not roll a chunk (goal >= 80%) and on those that do (the anchor moved).
+3. Time from a turn's end to its chunk's summary: the real scheduler and a ``history@v1``
+   run against a loopback fake, median/p90/max over 20 chunks.
 
     python bench/bench_history.py [--turns 50]
 """
@@ -232,10 +234,68 @@ async def cache_runs(tmp: Path, turns: int) -> None:
     print(f"  last turn's window: {last.to_json() if last else None}")
 
 
+async def summary_latency(tmp: Path, samples: int = 20) -> None:
+    """Time from a turn's end (the turn that closes a chunk is stored and the scheduler
+    kicked, as the run manager does) to its chunk's level-1 summary being stored, through
+    the real scheduler, a history@v1 run and a loopback fake."""
+    from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
+    from jupyter_agent.llm.fake import FakeProvider
+    from jupyter_agent.llm.transport import Transport
+    from jupyter_agent.runtime.history_jobs import HistoryScheduler
+    from jupyter_agent.runtime.run_parts import RunConfig
+    from jupyter_agent.runtime.spaces import load_spaces
+    from jupyter_agent.store import Store
+
+    fake = FakeProvider({"steps": [{"text": "- a summary"}], "repeat": True}).start()
+    store = Store(f"sqlite:///{tmp / 'latency.sqlite'}")
+    spaces = load_spaces(data_dir=tmp / "data", root_dir=tmp)
+    tier = {"provider": "fake", "model": "claude-haiku-4-5", "base_url": fake.base_url}
+    scheduler = HistoryScheduler(
+        store=store,
+        transport=Transport(retry_after_cap_s=1),
+        run_config=lambda: RunConfig(
+            tiers={"codegen": tier, "classify": tier}, ceilings={}, spaces=spaces
+        ),
+        runs_dir=tmp / "latency-runs",
+        chunk_turns=5,
+        l2_chunks=1000,  # level 1 only: one summary per closed chunk
+    )
+    store.create_chat(chat_id="chat_latency", title="t", now=_created(0))
+    times = []
+    try:
+        for n in range(1, samples * 5 + 1):
+            store.append_turn(
+                TurnRecord(
+                    id=f"turn_{n:06d}", chat_id="chat_latency", run_id=f"run_{n:06d}",
+                    user_text=f"message {n}", replies=(Reply(text=f"reply {n}", done=True),),
+                    created=_created(n), llm=TurnLLM(stop_reason="done", end_cause="done"),
+                )
+            )  # fmt: skip
+            start = time.perf_counter()
+            scheduler.kick("chat_latency")
+            if n % 5 == 0:
+                while len(store.list_chunks("chat_latency")) < n // 5:
+                    await asyncio.sleep(0.001)
+                times.append(time.perf_counter() - start)
+        await scheduler.idle()
+    finally:
+        await scheduler.stop()
+        await scheduler.transport.aclose()
+        store.close()
+        fake.stop()
+    ms = sorted(t * 1e3 for t in times)
+    print(
+        f"turn end -> its chunk's summary stored ({len(ms)} chunks, loopback fake): median "
+        f"{statistics.median(ms):.1f} ms, p90 {ms[int(0.9 * (len(ms) - 1))]:.1f} ms, "
+        f"max {ms[-1]:.1f} ms"
+    )
+
+
 def main(turns: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-history14-"))
     prompt_table(tmp)
     asyncio.run(cache_runs(tmp, turns))
+    asyncio.run(summary_latency(tmp))
 
 
 if __name__ == "__main__":
