@@ -37,9 +37,14 @@ import threading
 from collections import OrderedDict
 from typing import Any, Final
 
-from jupyter_agent.core.tokens import count_tokens
-
 __all__ = ["MAX_PREFIXES", "PrefixCache", "request_units"]
+
+
+def count_tokens(text: str) -> int:
+    """The project's fixed counter (``core.tokens``: a token per 4 characters, rounded up),
+    restated here: ``llm`` must not import ``core`` (``core`` imports ``llm``)."""
+    return -(-len(text) // 4)
+
 
 #: Prefixes remembered in all (oldest forgotten first).
 MAX_PREFIXES: Final = 200_000

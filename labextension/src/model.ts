@@ -220,7 +220,8 @@ export function turnStats(turn: ITurnRecord): string[] {
  */
 export function turnWindow(turn: ITurnRecord): { text: string; title: string } | null {
   const w = turn.llm?.window;
-  if (!w) {
+  // A chat's first turn has no history: nothing worth a line.
+  if (!w || !((w.raw || 0) + (w.l1 || 0) + (w.l2 || 0) + (w.omitted || 0))) {
     return null;
   }
   const tokens = w.tokens >= 1000 ? `${(w.tokens / 1000).toFixed(1)}k` : String(w.tokens || 0);

@@ -116,3 +116,11 @@ def test_cache_control_markers_do_not_break_a_prefix() -> None:
     a = request_units("anthropic", {"messages": [{"role": "user", "content": [marked]}]})
     b = request_units("anthropic", {"messages": [{"role": "user", "content": [plain]}]})
     assert a == b
+
+
+def test_the_fakes_counter_is_the_projects() -> None:
+    from jupyter_agent.core.tokens import count_tokens
+    from jupyter_agent.llm import fake_cache
+
+    for text in ("", "a", "abcd", "abcde", "é→π🚀" * 7, "x" * 1001):
+        assert fake_cache.count_tokens(text) == count_tokens(text)

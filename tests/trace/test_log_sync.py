@@ -71,6 +71,10 @@ def _open(tmp_path: Path, syncs: Syncs, syncer: GroupSyncer | None) -> EffectLog
     return log
 
 
+def _sync_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "effect-log-sync"}
+
+
 def _wait(what: str, probe: Callable[[], bool], timeout_s: float = 10) -> None:
     deadline = time.monotonic() + timeout_s
     while not probe():
@@ -81,6 +85,7 @@ def _wait(what: str, probe: Callable[[], bool], timeout_s: float = 10) -> None:
 def test_effect_policy_syncs_an_outside_intent_before_intent_returns(
     tmp_path: Path, syncs: Syncs
 ) -> None:
+    before = _sync_threads()
     log = _open(tmp_path, syncs, None)
     assert log.policy == "effect"
     assert all(log.sync_before(name) for name in OUTSIDE_EFFECTS)
@@ -94,7 +99,7 @@ def test_effect_policy_syncs_an_outside_intent_before_intent_returns(
     log.result(seq, CELL.name, {})
     log.close()
     assert syncs.fsyncs == 3  # and close
-    assert not any(t.name == "effect-log-sync" for t in threading.enumerate())
+    assert _sync_threads() <= before  # the effect policy starts no syncer thread
 
 
 def test_group_policy_never_syncs_on_the_writers_path(tmp_path: Path, syncs: Syncs) -> None:
@@ -152,6 +157,7 @@ def test_group_syncs_within_the_interval_at_most_every_interval(
 def test_one_syncer_thread_for_many_logs_and_close_syncs_what_is_pending(
     tmp_path: Path, syncs: Syncs
 ) -> None:
+    before = _sync_threads()
     syncer = GroupSyncer(interval_ms=60_000)  # a round only at the first mark, then at close
     syncs.path = tmp_path / "run0.jsonl"
     first = EffectLog.create(syncs.path, HEADER, syncer=syncer)  # the first round: at once
@@ -162,7 +168,7 @@ def test_one_syncer_thread_for_many_logs_and_close_syncs_what_is_pending(
     seq = logs[0].intent(CLOCK)
     for log in logs:
         log.intent(CELL)
-    threads = [t for t in threading.enumerate() if t.name == "effect-log-sync"]
+    threads = list(_sync_threads() - before)  # (other tests' servers may leave theirs)
     assert len(threads) == 1
     before = len(syncs.by("effect-log-sync"))
     syncer.close()

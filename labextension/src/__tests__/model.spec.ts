@@ -420,6 +420,8 @@ describe('presentation helpers', () => {
     expect(turnWindow(turn('r', { llm: { ...turn('r').llm, window: small } }))?.text).toBe(
       'history: 1 turn, 0 L1, 0 L2, 0 omitted, 217 tokens'
     );
+    const first = { raw: 0, l1: 0, l2: 0, omitted: 0, tokens: 0 };
+    expect(turnWindow(turn('r', { llm: { ...turn('r').llm, window: first } }))).toBeNull();
   });
 
   it('backs off from 0.25 s doubling up to 10 s', () => {

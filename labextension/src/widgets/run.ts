@@ -153,7 +153,7 @@ export class RunWidget extends Panel {
       const held = turnWindow(run.turn);
       if (held) {
         const history = document.createElement('span');
-        history.className = 'jp-agent-stats jp-agent-window';
+        history.className = 'jp-agent-window';
         history.textContent = held.text;
         history.title = held.title;
         node.appendChild(history);
