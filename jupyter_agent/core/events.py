@@ -41,6 +41,7 @@ __all__ = [
     "RunEnd",
     "RunStart",
     "SteeringEvent",
+    "SummaryEvent",
     "event_type",
 ]
 
@@ -161,7 +162,16 @@ class RunEnd:
     turn: JsonObject
 
 
-#: Every event type, in the order a run emits them.
+@dataclass(frozen=True, kw_only=True)
+class SummaryEvent:
+    """History made: a ``history@v1`` run stored a chunk summary of this chat (``chunk``:
+    the item of ``GET agent/chats/{id}/history``); ``run_id`` is the summary run's."""
+
+    type: Literal["summary"] = field(default="summary", init=False)
+    chunk: JsonObject
+
+
+#: Every event type, in the order a run emits them (a summary run: ``summary`` alone).
 EVENTS: Final = (
     RunStart,
     Delta,
@@ -173,6 +183,7 @@ EVENTS: Final = (
     Retry,
     ReplyEvent,
     RunEnd,
+    SummaryEvent,
 )
 
 Event = Annotated[
@@ -185,7 +196,8 @@ Event = Annotated[
     | SteeringEvent
     | Retry
     | ReplyEvent
-    | RunEnd,
+    | RunEnd
+    | SummaryEvent,
     tagged("type"),
 ]
 """Any event, read by its ``type`` tag (``codec.load(Event, data)``)."""

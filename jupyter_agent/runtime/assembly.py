@@ -137,6 +137,7 @@ class Parts:
             transport=transport,
             run_config=self.history_config,
             runs_dir=self.manager.runs_dir,
+            events=self.events,
         )
         services.after_turn = self.history.kick
         self._started: asyncio.Task[None] | None = None

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,8 +74,16 @@ class _Performer:
     """Performs the effects of one summary run (see the module docstring)."""
 
     def __init__(
-        self, *, run_id: str, job: HistoryJob, config: RunConfig, store: Any, transport: Any
+        self,
+        *,
+        run_id: str,
+        job: HistoryJob,
+        config: RunConfig,
+        store: Any,
+        transport: Any,
+        on_stored: Callable[[StoredChunk], None] | None = None,
     ) -> None:
+        self.on_stored = on_stored
         self.run_id = run_id
         self.job = job
         self.config = config
@@ -115,6 +124,8 @@ class _Performer:
             created=now_iso(),
         )
         stored = await asyncio.to_thread(self.store.add_chunk, chunk)
+        if stored and self.on_stored is not None:
+            self.on_stored(chunk)  # the chat's ``summary`` event: history made
         return {"stored": bool(stored)}
 
 
@@ -143,6 +154,7 @@ async def run_history(
     config: RunConfig,
     runs_dir: Path,
     run_id: str | None = None,
+    on_stored: Callable[[StoredChunk], None] | None = None,
 ) -> HistoryRun:
     """Make one summary run of ``job``; returns its row (also stored) and outcome.
 
@@ -165,7 +177,14 @@ async def run_history(
     }
     path = Path(runs_dir) / f"{run_id}.jsonl"
     effect_log = await asyncio.to_thread(EffectLog.create, path, header)
-    performer = _Performer(run_id=run_id, job=job, config=config, store=store, transport=transport)
+    performer = _Performer(
+        run_id=run_id,
+        job=job,
+        config=config,
+        store=store,
+        transport=transport,
+        on_stored=on_stored,
+    )
     try:
         outcome = await _drive(effect_log, performer, run_id, job.chat_id)
     except asyncio.CancelledError:

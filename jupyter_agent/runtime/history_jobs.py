@@ -34,10 +34,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.core.chunks import ChunkSpan
+from jupyter_agent.core.chunks import ChunkSpan, StoredChunk
+from jupyter_agent.core.events import SummaryEvent
 from jupyter_agent.core.history_program import HistoryJob
 from jupyter_agent.core.window import render_turn
 from jupyter_agent.runtime.history_driver import run_history
+from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.runtime.run_parts import RunConfig
 
 __all__ = ["HistoryScheduler", "build_job"]
@@ -103,11 +105,13 @@ class HistoryScheduler:
         max_concurrent: int = 1,
         first_backoff_s: float = 5.0,
         max_backoff_s: float = 300.0,
+        events: Any = None,
     ) -> None:
         if min(chunk_turns or 1, l2_chunks or 1, max_concurrent) < 1:
             raise ValueError("chunk_turns, l2_chunks and max_concurrent must be >= 1")
         self.store = store
         self.transport = transport
+        self.events = events  # the chats' event bus: a ``summary`` event per summary made
         self._config = run_config
         self.runs_dir = Path(runs_dir)
         self.chunk_turns = chunk_turns
@@ -178,6 +182,14 @@ class HistoryScheduler:
         }
 
     # --- internals -------------------------------------------------------------------
+
+    def _made(self, chunk: StoredChunk, run_id: str) -> None:
+        """History made: the chat's ``summary`` event (the summary run's only one, so the
+        bus keeps it with the ended runs' tail at once)."""
+        if self.events is None:
+            return
+        self.events.publish(chunk.chat_id, run_id, SummaryEvent(chunk=chunk.to_json()))
+        self.events.end_run(chunk.chat_id, run_id)
 
     def _layout(self, config: RunConfig) -> tuple[int, int]:
         """``(chunk_turns, l2_chunks)``: this scheduler's, else the run config's, else 10, 5."""
@@ -254,12 +266,15 @@ class HistoryScheduler:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self._max_concurrent)
         async with self._slots:
+            run_id = new_id("run")
             run = await run_history(
                 job=job,
                 store=self.store,
                 transport=self.transport,
                 config=config,
                 runs_dir=self.runs_dir,
+                run_id=run_id,
+                on_stored=lambda chunk: self._made(chunk, run_id),
             )
         self.runs_made += 1
         if run.outcome.ok:

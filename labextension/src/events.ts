@@ -107,6 +107,12 @@ export interface IRunEndEvent extends IEventEnvelope {
   turn: { [key: string]: any };
 }
 
+/** History made: a `history@v1` run stored a chunk summary of this chat (`chunk`: the item of `GET agent/chats/{id}/history`); `run_id` is the summary run's. */
+export interface ISummaryEvent extends IEventEnvelope {
+  type: "summary";
+  chunk: { [key: string]: any };
+}
+
 /** Any event. */
 export type AgentEvent =
   | IRunStartEvent
@@ -118,10 +124,11 @@ export type AgentEvent =
   | ISteeringEvent
   | IRetryEvent
   | IReplyEvent
-  | IRunEndEvent;
+  | IRunEndEvent
+  | ISummaryEvent;
 
 /** The event types, in the order a run emits them. */
-export const EVENT_TYPES = ["run_start", "delta", "bubble", "cell_start", "cell_output", "cell_end", "steering", "retry", "reply", "run_end"] as const;
+export const EVENT_TYPES = ["run_start", "delta", "bubble", "cell_start", "cell_output", "cell_end", "steering", "retry", "reply", "run_end", "summary"] as const;
 
 /** The types delivered live only, never kept for `?since=` catch-up. */
 export const LIVE_ONLY: ReadonlyArray<string> = ["delta", "retry"];

@@ -333,6 +333,8 @@ export class ChatState {
   readonly runs: IRunState[] = [];
   /** The highest event seq applied (the `since` of the next connection). */
   lastSeq = 0;
+  /** Chunk summaries made of this chat since the view opened (`summary` events). */
+  summaries = 0;
   /** The run in progress, if any. */
   activeRunId: string | null = null;
 
@@ -364,6 +366,11 @@ export class ChatState {
       return false;
     }
     this.lastSeq = event.seq;
+    if (event.type === 'summary') {
+      // History made by a summary run (not a turn of this chat): counted, not shown.
+      this.summaries += 1;
+      return false;
+    }
     const known = this.run(event.run_id);
     if (known && known.source !== 'events') {
       // Ended before this view opened: its record and steps show all its events would.

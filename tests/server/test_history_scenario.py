@@ -114,6 +114,13 @@ def test_turn_61_reads_turn_1_through_the_summaries(
     assert (2, 1, CHUNK_TURNS * L2_CHUNKS) in levels
     assert history["pending"] == 0
     assert all(r.json["model"] == CLASSIFY for r in summary_fake.requests)
+    # Each was published on the chat's events as it was made: `summary` {chunk}.
+    made = [e for e in agent_service.events.since(chat_id, 0) if e["type"] == "summary"]
+    in_order = sorted(history["chunks"], key=lambda c: c["created"])  # as they were made
+    assert made
+    assert [e["chunk"] for e in made] == in_order[-len(made) :]
+    assert all(e["run_id"] == e["chunk"]["run_id"] for e in made)
+    assert made[-1]["chunk"]["level"] == 2
 
     before = len(chat_fake.requests)
     run_id = _say(fetch, spin, jp_asyncio_loop, agent_service, chat_id, "What was the code?")

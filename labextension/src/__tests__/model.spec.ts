@@ -136,6 +136,15 @@ describe('ChatState.applyEvent', () => {
     expect(s.lastSeq).toBe(10);
   });
 
+  it('counts a summary event without making a run of it', () => {
+    const s = new ChatState(CHAT);
+    const chunk = { level: 1, first_turn: 1, last_turn: 10, text: 't', run_id: 'h', created: 'x' };
+    expect(s.applyEvent(ev('summary', 'run_h', { chunk }))).toBe(false);
+    expect(s.runs).toHaveLength(0);
+    expect(s.summaries).toBe(1);
+    expect(s.lastSeq).toBeGreaterThan(0);
+  });
+
   it('ignores events of another chat', () => {
     const s = new ChatState(CHAT);
     expect(s.applyEvent({ type: 'run_start', chat_id: 'other', run_id: 'r', seq: 1 })).toBe(false);
