@@ -32,11 +32,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from jupyter_agent.core.chunks import ChunkSpan, StoredChunk
 from jupyter_agent.core.events import SummaryEvent
 from jupyter_agent.core.history_program import HistoryJob
+from jupyter_agent.core.tokens import chars_for_tokens, count_tokens
 from jupyter_agent.core.window import render_turn
 from jupyter_agent.runtime.history_driver import run_history
 from jupyter_agent.runtime.ids import new_id
@@ -45,6 +46,28 @@ from jupyter_agent.runtime.run_parts import RunConfig
 __all__ = ["HistoryScheduler", "build_job"]
 
 log = logging.getLogger(__name__)
+
+
+#: A turn longer than this (a big paste) is summarised from its head and tail: a request
+#: over the classify model's context would fail on every try.
+ITEM_TOKENS: Final = 2_000
+#: Tries of one span before it is set aside (until the next server start) so the chat's
+#: later chunks still get their summaries; a missing summary is a gap the window skips.
+MAX_TRIES: Final = 5
+
+
+def _clip_item(text: str) -> str:
+    if count_tokens(text) <= ITEM_TOKENS:
+        return text
+    room = chars_for_tokens(ITEM_TOKENS)
+    marker = "\n[... the middle of this turn is left out ...]\n"
+    head = room * 2 // 3
+    return text[:head] + marker + text[-(room - head - len(marker)) :]
+
+
+def _has_tier(config: RunConfig) -> bool:
+    """Whether a summary run has a model to call (classify, else codegen)."""
+    return bool(config.get("llm.tier.classify") or config.get("llm.tier.codegen"))
 
 
 def build_job(store: Any, chat_id: str, span: ChunkSpan) -> HistoryJob:
@@ -60,7 +83,7 @@ def build_job(store: Any, chat_id: str, span: ChunkSpan) -> HistoryJob:
         items = []
         for turn in turns:
             user, assistant = render_turn(turn)
-            items.append(f"User: {user}\n\nAgent: {assistant}")
+            items.append(_clip_item(f"User: {user}\n\nAgent: {assistant}"))
     else:
         parts = sorted(
             (
@@ -124,6 +147,8 @@ class HistoryScheduler:
         self._again: set[str] = set()  # kicked while its worker was busy
         self._pending: dict[str, int] = {}  # chat -> spans due, as last read
         self._failing: dict[str, str] = {}  # chat -> its last failure
+        self._aside: dict[str, set[tuple[int, int]]] = {}  # chat -> spans tried MAX_TRIES
+        self._tries: dict[tuple[str, int, int], int] = {}  # (chat, level, first) -> failures
         self._last_error: str | None = None
         self._stopping = False
         self.runs_made = 0  # summary runs finished (done or error), for status and tests
@@ -173,8 +198,9 @@ class HistoryScheduler:
     # --- queries ---------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """``{"pending": spans due, "failing": chats failing, "last_error": str | None}``."""
-        failing = len(self._failing)
+        """``{"pending": spans due, "failing": chats failing, "last_error": str | None}``;
+        a chat with a span set aside (tried MAX_TRIES times) counts as failing."""
+        failing = len(set(self._failing) | {chat for chat, spans in self._aside.items() if spans})
         return {
             "pending": sum(self._pending.values()),
             "failing": failing,
@@ -208,6 +234,11 @@ class HistoryScheduler:
                 due[chat.id] = len(spans)
         return due
 
+    def _tried(self, chat_id: str, span: ChunkSpan) -> int:
+        key = (chat_id, span.level, span.first_turn)
+        self._tries[key] = self._tries.get(key, 0) + 1
+        return self._tries[key]
+
     def _fail(self, chat_id: str, span: ChunkSpan | None, error: str, wait_s: float) -> None:
         self._failing[chat_id] = error
         self._last_error = error
@@ -227,6 +258,7 @@ class HistoryScheduler:
             while not self._stopping:
                 self._again.discard(chat_id)
                 span: ChunkSpan | None = None
+                error: str | None
                 try:
                     # The config (read from disk: off the loop) of this pass's run, if any.
                     config = await asyncio.to_thread(self._config)
@@ -240,8 +272,17 @@ class HistoryScheduler:
                         if chat_id in self._again:
                             continue
                         return
+                    aside = self._aside.setdefault(chat_id, set())
+                    spans = [sp for sp in spans if (sp.level, sp.first_turn) not in aside]
+                    if not spans:
+                        return  # only spans set aside: the next server start tries again
                     span = spans[0]
-                    error = await self._one(chat_id, span, config)
+                    if not _has_tier(config):
+                        # No run for this: a run per retry of a missing setting would fill
+                        # the runs table; the next pass (or kick) looks again.
+                        span, error = None, "no ready classify or codegen tier"
+                    else:
+                        error = await self._one(chat_id, span, config)
                 except asyncio.CancelledError:
                     raise
                 except Exception as err:  # the store, or a bug: retried like a provider
@@ -249,6 +290,21 @@ class HistoryScheduler:
                 if error is None:
                     self._failing.pop(chat_id, None)
                     wait = self.first_backoff_s
+                    continue
+                if await asyncio.to_thread(self.store.get_chat, chat_id) is None:
+                    self._failing.pop(chat_id, None)
+                    self._pending.pop(chat_id, None)
+                    self._aside.pop(chat_id, None)
+                    return  # deleted meanwhile: nothing to summarise, nothing failed
+                if span is not None and self._tried(chat_id, span) >= MAX_TRIES:
+                    self._aside.setdefault(chat_id, set()).add((span.level, span.first_turn))
+                    log.warning(
+                        "jupyter-agent: summary of chat %s turns %d-%d set aside after %d "
+                        "tries (the window shows the gap as omitted turns): %s",
+                        chat_id, span.first_turn, span.last_turn, MAX_TRIES, error,
+                    )  # fmt: skip
+                    self._failing[chat_id] = error
+                    self._last_error = error
                     continue
                 self._fail(chat_id, span, error, wait)
                 await asyncio.sleep(wait)

@@ -293,11 +293,63 @@ async def test_no_ready_tier_is_failing_until_one_is_configured(
             await asyncio.sleep(0.02)
         status = s.status()
         assert status["pending"] == 1
-        assert "no tier can summarise" in status["last_error"]
+        assert "no ready classify or codegen tier" in status["last_error"]
         assert fake.requests == []
+        assert store.list_runs(program="history")[0] == []  # no run per retry of a setting
         ready.update(tiers(fake.base_url, classify=False))  # the admin sets a key
         await asyncio.wait_for(s.idle(), 20)
     finally:
         await stop(s)
     assert [c.text for c in store.list_chunks(chat_id)] == ["made once a tier is ready"]
     assert s.status()["failing"] == 0
+
+
+async def test_a_span_that_keeps_failing_is_set_aside_and_later_chunks_still_come(
+    store: Store, tmp_path: Path, fake_provider: Any
+) -> None:
+    from jupyter_agent.runtime.history_jobs import MAX_TRIES
+
+    # The first chunk's request is refused every time (as one too big for the model);
+    # the second chunk's is answered.
+    refused = {"expect": {"last_user_contains": "number 111"}, "error": {"status": 400}}
+    fake = fake_provider([refused] * MAX_TRIES + [{"text": "chunk two noted"}])
+    chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso()).id
+    s = scheduler(
+        store, tmp_path, config_of(fake.base_url, tmp_path), first_backoff_s=0.05,
+        max_backoff_s=0.05,
+    )  # fmt: skip
+    try:
+        add_turns(store, chat_id, 1, 10)
+        s.kick(chat_id)
+        await asyncio.wait_for(s.idle(), 30)
+    finally:
+        await stop(s)
+    (chunk,) = store.list_chunks(chat_id)
+    assert (chunk.first_turn, chunk.last_turn, chunk.text) == (6, 10, "chunk two noted")
+    assert fake.remaining == 0
+    assert s.status()["failing"] == 1  # visible: turns 1-5 have no summary
+    assert store.turn_count(chat_id) == 10
+
+
+def test_a_huge_turn_is_summarised_from_its_head_and_tail(store: Store) -> None:
+    from jupyter_agent.core.chunks import ChunkSpan
+    from jupyter_agent.core.tokens import count_tokens
+    from jupyter_agent.runtime.history_jobs import ITEM_TOKENS, build_job
+
+    chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso()).id
+    add_turns(store, chat_id, 1, 5)
+    turn = store.list_turns(chat_id)[2]
+    store.delete_chat(chat_id)
+    chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso()).id
+    from dataclasses import replace
+
+    for n, t in enumerate([turn] * 5):
+        big = "HEAD " + "x" * 200_000 + " TAIL" if n == 2 else "small"
+        store.append_turn(
+            replace(t, id=new_id("turn"), run_id=new_id("run"), chat_id=chat_id, user_text=big)
+        )
+    job = build_job(store, chat_id, ChunkSpan(1, 1, 5))
+    assert all(count_tokens(item) <= ITEM_TOKENS for item in job.items)
+    assert "HEAD" in job.items[2]
+    assert "TAIL" in job.items[2]
+    assert "left out" in job.items[2]
