@@ -318,10 +318,13 @@ class HistoryScheduler:
 
     async def _one(self, chat_id: str, span: ChunkSpan, config: RunConfig) -> str | None:
         """Make one span's summary; None when it is stored, else the failure."""
-        job = await asyncio.to_thread(build_job, self.store, chat_id, span)
         if self._slots is None:
             self._slots = asyncio.Semaphore(self._max_concurrent)
         async with self._slots:
+            # The job (its turns' text) is read once the slot is ours: after an upgrade
+            # every chat is due at once, and reading all their jobs up front filled the
+            # worker threads chat runs need and held every chat's text while waiting.
+            job = await asyncio.to_thread(build_job, self.store, chat_id, span)
             run_id = new_id("run")
             run = await run_history(
                 job=job,
