@@ -21,9 +21,9 @@ History:
 4. ``agent_chunks``: the stored summaries of chunks of a chat's turns (issue 14), one per
    (chat, level, first turn), deleted with their chat.
 5. memory and recall (issue 15): ``agent_memories`` (facts), ``agent_recall_docs`` (the
-   recall index: one doc per memory, turn and chunk, full-text searchable: an FTS5
-   external-content table kept by triggers on SQLite, a generated ``tsvector`` with a GIN
-   index on PostgreSQL), ``agent_recall_df`` (docs per term and per owner),
+   recall index: one doc per memory, turn and chunk, full-text searchable: a contentless
+   FTS5 table with a column per kind, kept by triggers, on SQLite; a generated
+   ``tsvector`` with a GIN index on PostgreSQL), ``agent_recall_df`` (docs per term and per owner),
    ``agent_memory_vectors``; every stored turn and chunk gets its doc (backfill).
 
 Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
@@ -221,22 +221,33 @@ _V5_SQL: Final = (
     )""",
 )
 # The terms go into the full-text index verbatim on both backends (they are already
-# normalised, stemmed tokens): the same terms, the same matches.
+# normalised, stemmed tokens): the same terms, the same matches. SQLite: a contentless FTS5
+# table (the terms are in agent_recall_docs) with one column per kind, so a kind's newest
+# matches are read from the index alone (``memory : ("t1" OR "t2")``); the triggers give
+# it exactly what they gave it at insert when a doc changes or goes.
+_FTS_VALUES: Final = (
+    "CASE {r}.kind WHEN 'memory' THEN {r}.terms ELSE '' END,"
+    " CASE {r}.kind WHEN 'chunk' THEN {r}.terms ELSE '' END,"
+    " CASE {r}.kind WHEN 'turn' THEN {r}.terms ELSE '' END"
+)
+_FTS_INSERT: Final = (
+    "INSERT INTO agent_recall_fts (rowid, memory, chunk, turn) VALUES (new.doc_id, "
+    + _FTS_VALUES.format(r="new")
+    + ");"
+)
+_FTS_DELETE: Final = (
+    "INSERT INTO agent_recall_fts (agent_recall_fts, rowid, memory, chunk, turn)"
+    " VALUES ('delete', old.doc_id, " + _FTS_VALUES.format(r="old") + ");"
+)
 _V5_SQLITE: Final = (
-    """CREATE VIRTUAL TABLE agent_recall_fts USING fts5(terms, content='agent_recall_docs',
-        content_rowid='doc_id', tokenize="unicode61 remove_diacritics 0")""",
-    """CREATE TRIGGER agent_recall_docs_ai AFTER INSERT ON agent_recall_docs BEGIN
-        INSERT INTO agent_recall_fts (rowid, terms) VALUES (new.doc_id, new.terms);
-    END""",
-    """CREATE TRIGGER agent_recall_docs_ad AFTER DELETE ON agent_recall_docs BEGIN
-        INSERT INTO agent_recall_fts (agent_recall_fts, rowid, terms)
-            VALUES ('delete', old.doc_id, old.terms);
-    END""",
-    """CREATE TRIGGER agent_recall_docs_au AFTER UPDATE OF terms ON agent_recall_docs BEGIN
-        INSERT INTO agent_recall_fts (agent_recall_fts, rowid, terms)
-            VALUES ('delete', old.doc_id, old.terms);
-        INSERT INTO agent_recall_fts (rowid, terms) VALUES (new.doc_id, new.terms);
-    END""",
+    """CREATE VIRTUAL TABLE agent_recall_fts USING fts5(memory, chunk, turn, content='',
+        tokenize="unicode61 remove_diacritics 0")""",
+    f"CREATE TRIGGER agent_recall_docs_ai AFTER INSERT ON agent_recall_docs BEGIN"
+    f" {_FTS_INSERT} END",
+    f"CREATE TRIGGER agent_recall_docs_ad AFTER DELETE ON agent_recall_docs BEGIN"
+    f" {_FTS_DELETE} END",
+    f"CREATE TRIGGER agent_recall_docs_au AFTER UPDATE OF kind, terms ON agent_recall_docs"
+    f" BEGIN {_FTS_DELETE} {_FTS_INSERT} END",
 )
 _V5_PG: Final = ("CREATE INDEX gin_agent_recall_docs_tsv ON agent_recall_docs USING GIN (tsv)",)
 
