@@ -289,6 +289,7 @@ def bench(url: str, args: argparse.Namespace, words: list[str]) -> dict[str, Any
         out["packer"] = name
         out["tokens"] = tokens
         out["top_scores"] = [hits[0].score if hits else 0.0 for hits in hits_per]
+        out["hits"] = [[(h.kind, h.id, h.score) for h in hits] for hits in hits_per]
         chat = f"chat_bench{time.time_ns()}"  # a reused file keeps earlier runs' chats
         store.create_chat(chat_id=chat, title="bench", now=iso(0))
         appends = []
@@ -347,11 +348,13 @@ def main() -> None:
     print(f"corpus: {len(words)} words")
     if args.sqlite:
         args.reuse = Path(args.sqlite).exists()
-        report("sqlite", bench(f"sqlite:///{Path(args.sqlite).resolve()}", args, words), args)
+        lite = bench(f"sqlite:///{Path(args.sqlite).resolve()}", args, words)
+        report("sqlite", lite, args)
         args.reuse = False
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            report("sqlite", bench(f"sqlite:///{tmp}/agent.sqlite", args, words), args)
+            lite = bench(f"sqlite:///{tmp}/agent.sqlite", args, words)
+            report("sqlite", lite, args)
     if args.pg:
         from tests.plugins.postgres import create_database, drop_database, start_cluster
 
@@ -359,7 +362,12 @@ def main() -> None:
         admin = cluster.url if cluster is not None else args.pg
         db = create_database(admin)
         try:
-            report("postgresql", bench(db, args, words), args)
+            pg = bench(db, args, words)
+            report("postgresql", pg, args)
+            same = sum(a == b for a, b in zip(lite["hits"], pg["hits"], strict=True))
+            print(
+                f"\nthe same hits (ids, order, scores) on both backends: {same}/{len(pg['hits'])}"
+            )
         finally:
             drop_database(admin, db)
             if cluster is not None:

@@ -207,12 +207,14 @@ _V5_SQL: Final = (
         CONSTRAINT uq_agent_recall_docs_ref UNIQUE (kind, ref_id){tsv}
     )""",
     "CREATE INDEX ix_agent_recall_docs_chat ON agent_recall_docs (chat_id)",
+    # WITHOUT ROWID on SQLite: one B-tree, not a table and its key index, so a turn's ~100
+    # count updates dirty half the pages (each one journaled and written at commit).
     """CREATE TABLE agent_recall_df (
         owner TEXT NOT NULL,
         term TEXT NOT NULL,
         df BIGINT NOT NULL,
         PRIMARY KEY (owner, term)
-    )""",
+    ){without_rowid}""",
     """CREATE TABLE agent_memory_vectors (
         memory_id TEXT PRIMARY KEY REFERENCES agent_memories (id) ON DELETE CASCADE,
         model TEXT NOT NULL,
@@ -266,7 +268,9 @@ def _v5(conn: Connection) -> None:
         else ""
     )
     for statement in _V5_SQL:
-        conn.execute(text(statement.replace("{doc_id}", doc_id).replace("{tsv}", tsv)))
+        statement = statement.replace("{doc_id}", doc_id).replace("{tsv}", tsv)
+        statement = statement.replace("{without_rowid}", "" if pg else " WITHOUT ROWID")
+        conn.execute(text(statement))
     for statement in _V5_PG if pg else _V5_SQLITE:
         conn.execute(text(statement))
     # Imported here: the backfill uses today's terms (a later change of them is a later
