@@ -6,7 +6,9 @@ blocks for the reply; the host performs it as an ``app.call`` effect. Wire (the 
 stdin ``input_request``, answered by ``input_reply``; both JSON):
 
 - call:  ``{"jupyter_agent": "app", "app": A, "method": M, "args": {...}}``
-  reply: ``{"ok": bool, "value": ..., "error": str | None, "seq": int, "mutation": bool}``
+  reply: ``{"ok": bool, "value": ..., "error": str | None, "seq": int, "mutation": bool,
+  "args"?: {...}}`` (``args``: what to record of the arguments instead of the call's own,
+  when the host refused a text that holds a secret)
 - batch: ``{"jupyter_agent": "batch", "items": [{"app", "method", "args"}, ...]}``
   reply: ``{"results": [<one call reply per item, in order>]}``
 
@@ -162,12 +164,14 @@ def _record(
     ok = bool(reply.get("ok"))
     error = None if ok else str(reply.get("error") or "app call failed")
     seq = reply.get("seq")
+    # The host's version of the arguments, when it refused what they held (a secret).
+    args = reply["args"] if isinstance(reply.get("args"), dict) else call.args
     host.record(
         AppCallRecord(
             seq=seq if isinstance(seq, int) else None,
             app=call.app,
             method=call.method,
-            args=summarize_args(call.args),
+            args=summarize_args(args),
             ok=ok,
             mutation=bool(reply.get("mutation")),
             error=error,
