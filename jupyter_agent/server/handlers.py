@@ -3,9 +3,9 @@
 Routes are listed in ``default_handlers`` (patterns relative to the server's base URL);
 ``JupyterAgent.initialize_handlers`` registers them. Handlers live by subject:
 :mod:`.handlers_chats` (chats, history, messages), :mod:`.handlers_runs` (runs, break),
-:mod:`.handlers_memory` (memories), :mod:`.websocket` (the events socket); status and settings are here. See
-:mod:`.base` for authentication, authorization and errors, :mod:`.parse` for turning
-bodies and queries into the service's typed arguments.
+:mod:`.handlers_memory` (memories), :mod:`.websocket` (the events socket); status and
+settings are here. See :mod:`.base` for authentication, authorization and errors,
+:mod:`.parse` for turning bodies and queries into the service's typed arguments.
 """
 
 from __future__ import annotations
