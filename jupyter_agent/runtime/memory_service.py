@@ -50,6 +50,7 @@ from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 from jupyter_agent.text import has_lone_surrogate
 
 __all__ = [
+    "DEFAULT_LIST",
     "MAX_K",
     "MAX_LIST",
     "Embedder",
@@ -65,8 +66,10 @@ Embedder = Callable[[Memory], Awaitable[None]]
 
 #: The most hits one search answers.
 MAX_K: Final = 50
-#: The most facts one list answers.
-MAX_LIST: Final = 1000
+#: The most facts one list answers (``memory export`` asks for this many).
+MAX_LIST: Final = 10_000
+#: How many facts a list answers when no limit is given.
+DEFAULT_LIST: Final = 1000
 _CATEGORY: Final = re.compile(r"[a-z0-9 _\-]+")
 _MAX_QUERY_CHARS: Final = 2000
 
@@ -226,7 +229,7 @@ class MemoryService:
             raise _no_memory(memory_id)
 
     async def list(
-        self, category: str | None = None, *, limit: int = MAX_LIST, owner: str = ""
+        self, category: str | None = None, *, limit: int = DEFAULT_LIST, owner: str = ""
     ) -> builtins.list[Memory]:
         """The owner's facts (of one category), the most recently updated first."""
         cat = None if category is None else clean_category(category)

@@ -15,7 +15,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_agent.runtime.memory_service import MAX_K, MAX_LIST
+from jupyter_agent.runtime.memory_service import DEFAULT_LIST, MAX_K
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
@@ -37,12 +37,12 @@ class MemoriesHandler(AgentHandler):
     @authorized
     async def get(self) -> None:
         """``{memories: [Memory], categories: [{category, count}]}``: with ``q``, the facts
-        ranked by recall (each with its ``score``, at most ``limit``, default 50); without,
-        the newest first (``limit`` default and most 1000). ``categories`` counts every
+        ranked by recall (each with its ``score``, ``limit`` 1 to 50, default 50); without,
+        the newest first (``limit`` 1 to 10,000, default 1,000). ``categories`` counts every
         fact of the owner, whatever the filter."""
         query = (self.get_query_argument("q", None) or "").strip()
         category = self.get_query_argument("category", None)
-        default = MAX_K if query else MAX_LIST
+        default = MAX_K if query else DEFAULT_LIST
         limit = parse.query_int(self, "limit", reason="bad_memory", default=default)
         memory = (await self.service()).memory
         if query:
