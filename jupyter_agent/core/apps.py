@@ -3,19 +3,21 @@
 An app method is an effect performed by the host (the server), never inside the kernel:
 the kernel forwards the call over the kernel protocol, the driver performs and logs it as
 an ``app.call`` effect whose ``parent`` is the seq of the cell's ``cell.run``. This module
-is the single catalogue used by the kernel (to build the proxies), the driver (to know what
-is a mutation) and the prompt (one line per method).
+is the single catalogue (:data:`ALL_APPS`) used by the kernel (to build the proxies), the
+driver (to know what is a mutation) and the prompt (one line per method).
 
 The prompt of a program version lists :func:`apps_for` that version: an app added later
-(``memory``, issue 15: ``toolcaller@v4``) is left out of the older versions' prompts, so
-their recorded runs replay byte-identically (the kernel still binds every app).
+(``memory``, issue 15, first listed by ``toolcaller@v4``) is left out of the older
+versions' prompts, so their recorded runs replay byte-identically; the kernel binds every
+app whatever the version. :data:`APPS` is the list those older versions were recorded
+with (``apps_for(3)``), kept under its old name for them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["APPS", "AppSpec", "MethodSpec", "apps_for", "find_method"]
+__all__ = ["ALL_APPS", "APPS", "AppSpec", "MethodSpec", "apps_for", "find_method"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +41,7 @@ class AppSpec:
     since: int = 1
 
 
-APPS: tuple[AppSpec, ...] = (
+ALL_APPS: tuple[AppSpec, ...] = (
     AppSpec(
         name="chat",
         doc="The chat this run answers in.",
@@ -116,12 +118,16 @@ APPS: tuple[AppSpec, ...] = (
 
 def apps_for(version: int) -> tuple[AppSpec, ...]:
     """The apps the system prompt of ``toolcaller@v{version}`` lists (see the module doc)."""
-    return tuple(app for app in APPS if app.since <= version)
+    return tuple(app for app in ALL_APPS if app.since <= version)
+
+
+#: The apps of the prompts of ``toolcaller@v1`` to ``@v3`` (as recorded).
+APPS: tuple[AppSpec, ...] = apps_for(3)
 
 
 def find_method(app: str, method: str) -> MethodSpec | None:
     """The spec of ``app.method``, or None when no such app method exists."""
-    for spec in APPS:
+    for spec in ALL_APPS:
         if spec.name == app:
             for m in spec.methods:
                 if m.name == method:

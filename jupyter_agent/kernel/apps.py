@@ -1,6 +1,6 @@
 """In-cell apps (``chat``, ``llm``, ...) and ``batch``: calls the host performs for the cell.
 
-The proxies are built from :data:`jupyter_agent.core.apps.APPS`. A method call binds its
+The proxies are built from :data:`jupyter_agent.core.apps.ALL_APPS`. A method call binds its
 arguments to the catalogue signature (defaults applied), sends ONE request to the host and
 blocks for the reply; the host performs it as an ``app.call`` effect. Wire (the prompt of a
 stdin ``input_request``, answered by ``input_reply``; both JSON):
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jupyter_agent.codec import dump_dict
-from jupyter_agent.core.apps import APPS, AppSpec, MethodSpec
+from jupyter_agent.core.apps import ALL_APPS, AppSpec, MethodSpec
 from jupyter_agent.core.cells import AppCallRecord
 from jupyter_agent.exceptions import AppCallError
 
@@ -283,4 +283,4 @@ def make_batch(host: HostChannel) -> Callable[..., list[AppResult]]:
 
 def build_apps(host: HostChannel) -> dict[str, AppProxy]:
     """One proxy per catalogue app, keyed by the name bound in the namespace."""
-    return {spec.name: AppProxy(spec, host) for spec in APPS}
+    return {spec.name: AppProxy(spec, host) for spec in ALL_APPS}

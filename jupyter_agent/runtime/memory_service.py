@@ -327,7 +327,7 @@ async def perform_memory_call(
     owner: str = "",
 ) -> Any:
     """Perform ``memory.<method>(**args)`` for a cell of run ``run_id`` in ``chat_id``;
-    answers the JSON value the cell gets (see :data:`jupyter_agent.core.apps.APPS`).
+    answers the JSON value the cell gets (see :data:`jupyter_agent.core.apps.ALL_APPS`).
 
     A refusal raises (a :class:`~jupyter_agent.exceptions.RequestError` or AgentError:
     the cell's ``AppCallError`` carries its message); ``forget`` of an unknown id is
