@@ -273,7 +273,8 @@ class MemoryService:
         self, query: str, *, category: str | None = None, limit: int = MAX_K, owner: str = ""
     ) -> builtins.list[tuple[Memory, float]]:
         """Facts ranked by recall (``GET agent/memories?q=``): each with its score."""
-        hits = await self.search(query, limit, category=category, owner=owner)
+        most = _count(limit, "limit", most=MAX_K)
+        hits = await self.search(query, most, category=category, owner=owner)
 
         def read() -> builtins.list[tuple[Memory, float]]:
             found = [(self.store.get_memory(h.id, owner=owner), h.score) for h in hits]
