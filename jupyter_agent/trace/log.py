@@ -91,7 +91,7 @@ __all__ = [
     "read_log",
 ]
 
-PROGRAM: Final = "toolcaller@v3"  # the same as core.loop.PROGRAM (trace has no core import)
+PROGRAM: Final = "toolcaller@v4"  # the same as core.loop.PROGRAM (trace has no core import)
 LOG_VERSION: Final = 1
 
 SyncPolicy = Literal["effect", "run"]
