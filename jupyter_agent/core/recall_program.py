@@ -43,6 +43,7 @@ __all__ = [
     "Recalled",
     "autorecall",
     "read_memory",
+    "recalled",
 ]
 
 #: The sub-program's recorded name (the turn record's ``recall.program``).
@@ -202,12 +203,21 @@ def autorecall(
         "exclude_chunks": [[level, first] for level, first in exclude_chunks],
     }
     result = yield Effect(name=RECALL_SEARCH, data=data)
-    if not result.ok:
+    return recalled(data, result.data) if result.ok else None
+
+
+def recalled(intent: Mapping[str, Any], answer: Any) -> Recalled | None:
+    """What a ``recall.search`` with this intent and (successful) answer showed the model:
+    the answer's hits (at most ``k``) packed by the intent's threshold and budget; None
+    when none is left or the answer cannot be read. The loop and the trace's view of the
+    step both read a recall through this one function."""
+    hits = _hits(answer)
+    k = _int(intent.get("k"), 0)
+    if not hits or k <= 0:
         return None
-    hits = _hits(result.data)
-    if not hits:
-        return None
-    kept = pack_hits(hits[: settings.k], settings.threshold, settings.budget_tokens)
+    threshold = _float(intent.get("threshold"), RecallSettings().threshold)
+    budget = _int(intent.get("budget_tokens"), 0)
+    kept = pack_hits(hits[:k], threshold, budget)
     if not kept:
         return None
-    return Recalled(query=query, k=settings.k, hits=tuple(kept))
+    return Recalled(query=str(intent.get("query") or ""), k=k, hits=tuple(kept))
