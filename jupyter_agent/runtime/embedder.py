@@ -174,8 +174,9 @@ class Embedder:
 
     # --- hooks and the backfill --------------------------------------------------------------
 
-    def on_saved(self, memory: Memory) -> None:
-        """Embed ``memory`` (just saved or updated) in the background; returns at once."""
+    async def on_saved(self, memory: Memory) -> None:
+        """The memory service's hook: embed ``memory`` (just saved or updated) in the
+        background and return at once (a save never waits for the endpoint)."""
         if not self.enabled:
             return
         self._owners.add(memory.owner)
