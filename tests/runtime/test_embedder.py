@@ -164,7 +164,9 @@ async def test_a_failing_embed_endpoint_leaves_recall_lexical(
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         tier["base_url"] = f"http://127.0.0.1:{port}/v1"
-    embedder = embedder_for(store, Tiers(tier), query_deadline_s=1.0, cooldown_s=60)
+    embedder = embedder_for(
+        store, Tiers(tier), query_deadline_s=1.0, save_deadline_s=1.0, cooldown_s=60
+    )
     await embedder.on_saved(facts[0])
     await embedder.drain()  # the save's embedding failed: logged, nothing raised
 
@@ -223,9 +225,10 @@ async def test_facts_from_before_the_tier_and_a_new_model_are_backfilled(
     assert len(store.memory_vectors(model="fake-embed")) == 3
     assert await embedder.backfill() == 0  # nothing left
     tiers.tier = tier_of(fake, model="fake-embed-2")  # a new model: none has its vector
-    assert (await recall_hits(store, embedder, QUERY, k=5))[0].id == facts[0].id
+    assert await recall_hits(store, embedder, QUERY, k=5) == []  # and this query kicks...
     await embedder.drain()
-    assert len(store.memory_vectors(model="fake-embed-2")) == 3
+    assert len(store.memory_vectors(model="fake-embed-2")) == 3  # ...the backfill
+    assert (await recall_hits(store, embedder, QUERY, k=5))[0].id == facts[0].id
     await embedder.transport.aclose()
 
 
