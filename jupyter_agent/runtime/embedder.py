@@ -50,6 +50,7 @@ from jupyter_agent.llm.embeddings import (
 from jupyter_agent.llm.tiers import Tier
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 from jupyter_agent.runtime.vector_index import VectorIndex
+from jupyter_agent.store.vector_search import nearest_vectors, pgvector_installed
 
 __all__ = ["Embedder", "recall_hits"]
 
@@ -91,6 +92,7 @@ class Embedder:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._down_until = 0.0
         self._failing = False
+        self._pgvector: bool | None = None  # detected at the first search
 
     # --- the tier ----------------------------------------------------------------------------
 
@@ -171,6 +173,28 @@ class Embedder:
                 self.store, owner=owner, model=model, ttl_s=self.index_ttl_s
             )
         return self._indexes[key]
+
+    async def cosines(
+        self,
+        vector: Sequence[float],
+        *,
+        owner: str,
+        model: str,
+        limit: int,
+        ids: Sequence[str] = (),
+    ) -> dict[str, float]:
+        """``{memory_id: cosine}`` for at least the ``limit`` nearest facts and ``ids``:
+        in SQL on PostgreSQL with pgvector (:mod:`jupyter_agent.store.vector_search`,
+        untested here), else every fact of the in-memory index."""
+        if self._pgvector is None:
+            self._pgvector = await asyncio.to_thread(pgvector_installed, self.store)
+        if self._pgvector:
+            return await asyncio.to_thread(
+                lambda: nearest_vectors(
+                    self.store, vector, owner=owner, model=model, limit=limit, ids=ids
+                )
+            )
+        return await self.index(owner, model).cosines(vector)
 
     # --- hooks and the backfill --------------------------------------------------------------
 
@@ -333,10 +357,12 @@ async def recall_hits(
     lexical: list[RecallHit] = await asyncio.to_thread(
         store.recall, query, k=max(k, candidates), **lexical_args
     )
-    cosines = await embedder.index(owner, tier.model).cosines(vector)
+    known = {h.id for h in lexical if h.kind == "memory"}
+    cosines = await embedder.cosines(
+        vector, owner=owner, model=tier.model, limit=candidates, ids=sorted(known)
+    )
     merged = merge_hybrid(lexical, cosines, k=len(lexical))
     floor = merged[k - 1].score if len(merged) >= k else 0.0
-    known = {h.id for h in lexical if h.kind == "memory"}
     wanted = [(i, c) for i, c in top_neighbours(cosines, candidates) if i not in known]
 
     def fetch() -> list[RecallHit]:

@@ -20,6 +20,7 @@ from jupyter_agent.runtime import vector_index
 from jupyter_agent.runtime.embedder import Embedder, recall_hits
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.store import Store
+from jupyter_agent.store.vector_search import pgvector_installed
 
 KEY = "sk-embed-canary-5d1e9c0b7a"
 SYNONYMS = {"puppy": "dog", "called": "name", "kitten": "cat"}
@@ -284,3 +285,10 @@ async def test_the_index_gives_the_same_cosines_with_and_without_numpy(
     assert plain == pytest.approx(with_numpy, abs=1e-6)
     assert await vector_index.VectorIndex(store, owner="", model="other").cosines(query) == {}
     await embedder.transport.aclose()
+
+
+def test_pgvector_is_detected_and_absent_on_this_machine(store: Store) -> None:
+    # pgvector is not packaged here (BUILD-NOTES): the check runs, finds nothing, and the
+    # in-memory index serves (the SQL path of store/vector_search.py is untested here).
+    assert pgvector_installed(store) is False
+    assert pgvector_installed(store) is False  # cached
