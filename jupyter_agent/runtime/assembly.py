@@ -40,6 +40,7 @@ from jupyter_agent.runtime.history_jobs import HistoryScheduler
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.runtime.memory_service import MemoryService
 from jupyter_agent.runtime.paths import default_db_url
 from jupyter_agent.runtime.run_parts import ScrubbingPool
 from jupyter_agent.runtime.runs import RunManager
@@ -125,6 +126,8 @@ class Parts:
             tier=lambda: self.tier_settings.ready_tiers()[0].get(EMBED_TIER),
             scrubber=self.scrubber,
         )
+        # Facts that outlive a chat (REST and the in-cell app): no known secret goes in.
+        self.memory = MemoryService(store, self.scrubber, embedder=self.embedder.on_saved)
         services = RunServices(
             transport=transport,
             pool=ScrubbingPool(pool, self.scrubber),
@@ -134,6 +137,7 @@ class Parts:
             events=self.events,
             root_dir=self.root_dir,
             embedder=self.embedder,
+            memory=self.memory,
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
         self.manager = RunManager(

@@ -85,6 +85,9 @@ class RunServices:
     after_turn: Callable[[str], None] = field(default=lambda chat_id: None)
     #: The embedder (runtime.embedder.Embedder): hybrid recall when an embed tier is set.
     embedder: Any = None
+    #: The in-cell ``memory`` app's service (a ``runtime.memory_service.MemoryService``);
+    #: None: ``memory.*`` calls fail with a clear error.
+    memory: Any = None
 
 
 class ScrubbingPool:
