@@ -127,7 +127,9 @@ class Parts:
             scrubber=self.scrubber,
         )
         # Facts that outlive a chat (REST and the in-cell app): no known secret goes in.
-        self.memory = MemoryService(store, self.scrubber, embedder=self.embedder.on_saved)
+        self.memory = MemoryService(
+            store, self.scrubber, embedder=self.embedder.on_saved, vectors=self.embedder
+        )
         services = RunServices(
             transport=transport,
             pool=ScrubbingPool(pool, self.scrubber),
