@@ -13,7 +13,9 @@ person's override from the browser; None when there is none or it is not ready).
   after a failure heals, and when the model changes (a new model has no vectors yet).
 - :meth:`Embedder.query_vector` embeds a recall query within ``query_deadline_s`` (2 s).
 - :func:`recall_hits` is recall with the hybrid ranking when a query vector is had
-  (:mod:`jupyter_agent.core.recall_hybrid`), else exactly the store's lexical recall.
+  (:mod:`jupyter_agent.core.recall_hybrid`), else exactly the store's lexical recall;
+  :func:`hybrid_rank` is it as the ``rank`` hook of ``recall.search``
+  (:func:`jupyter_agent.runtime.recall_search.search`).
 
 Failures (the endpoint down, answering 500, a bad reply, a key not set, a store error in
 the background) are logged, never raised: one warning when a streak of failures starts
@@ -52,7 +54,7 @@ from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 from jupyter_agent.runtime.vector_index import VectorIndex
 from jupyter_agent.store.vector_search import nearest_vectors, pgvector_installed
 
-__all__ = ["Embedder", "recall_hits"]
+__all__ = ["Embedder", "hybrid_rank", "recall_hits"]
 
 log = logging.getLogger(__name__)
 
@@ -379,3 +381,19 @@ async def recall_hits(
 
     vector_hits = await asyncio.to_thread(fetch) if wanted else []
     return merge_hybrid(lexical, cosines, vector_hits, k=k)
+
+
+def hybrid_rank(
+    embedder: Embedder | None,
+) -> Callable[..., Coroutine[Any, Any, list[RecallHit]]] | None:
+    """The ``rank`` hook of ``recall.search`` (:mod:`jupyter_agent.runtime.recall_search`):
+    :func:`recall_hits` through ``embedder``; None (the store's ranking) without an
+    embedder or an embed tier."""
+    if embedder is None or not embedder.enabled:
+        return None
+    ranker = embedder
+
+    async def rank(store: Any, query: str, **args: Any) -> list[RecallHit]:
+        return await recall_hits(store, ranker, query, **args)
+
+    return rank
