@@ -90,6 +90,7 @@ from jupyter_agent.runtime.cell_events import (
     digest_or_none,
     with_model_calls,
 )
+from jupyter_agent.runtime.embedder import hybrid_rank
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.live_output import LiveCell
 from jupyter_agent.runtime.model_calls import perform
@@ -352,7 +353,8 @@ class RunDriver:
             return {"ok": True}, None
 
         async def recall_search(effect: Effect, seq: int) -> Outcome:
-            hits = await search(self.services.store, effect.data)
+            rank = hybrid_rank(self.services.embedder)  # None: lexical (no embed tier)
+            hits = await search(self.services.store, effect.data, rank=rank)
             if hits:  # what the model is shown, as it is shown, before its first call
                 shown = tuple(h.to_json() for h in hits)
                 tokens = recall_tokens(hits, self.chat_id)

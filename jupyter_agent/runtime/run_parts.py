@@ -90,6 +90,8 @@ class RunServices:
     #: Called with the chat's id when one of its runs has ended (its turn stored): the
     #: history scheduler's ``kick``. Synchronous and non-blocking; a no-op by default.
     after_turn: Callable[[str], None] = field(default=lambda chat_id: None)
+    #: The embedder (runtime.embedder.Embedder): hybrid recall when an embed tier is set.
+    embedder: Any = None
     #: The in-cell ``memory`` app's service (a ``runtime.memory_service.MemoryService``);
     #: None: ``memory.*`` calls fail with a clear error.
     memory: Any = None
