@@ -78,18 +78,17 @@ def _stemmer() -> EnglishStemmer:
 
 
 @lru_cache(maxsize=100_000)
-def _stem(word: str) -> str:
-    return str(_stemmer().stemWord(word))
-
-
-def _keep(token: str) -> bool:
-    return 1 < len(token) <= MAX_TERM_CHARS and token not in STOPWORDS
+def _term(token: str) -> str:
+    """The term of a casefolded token, or "" for a token that is not one."""
+    if not 1 < len(token) <= MAX_TERM_CHARS or token in STOPWORDS:
+        return ""
+    return str(_stemmer().stemWord(token))
 
 
 def terms(text: str) -> list[str]:
     """The index terms of ``text``, in text order, repeats kept (see the module docstring)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return [_stem(token) for token in _TOKEN.findall(folded) if _keep(token)]
+    return [term for term in map(_term, _TOKEN.findall(folded)) if term]
 
 
 def query_terms(text: str) -> list[str]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from jupyter_agent.core.memory import HIT_KINDS, Memory, RecallHit
 from jupyter_agent.store import memory_queries, recall_queries
+from jupyter_agent.store.recall_queries import DEFAULT_CANDIDATES
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -121,9 +122,15 @@ class MemoryMethods:
         exclude_chat: str | None = None,
         exclude_since: str | None = None,
         exclude_chunks: Sequence[tuple[int, int]] = (),
-        candidates: int = 50,
+        candidates: int = DEFAULT_CANDIDATES,
     ) -> list[RecallHit]:
-        """The ``k`` docs that best cover ``query`` (:func:`.recall_queries.recall`)."""
+        """The ``k`` docs that best cover ``query``: memories, turns and chunk summaries of
+        ``kinds`` (of ``category``: memories only), best first (:func:`.recall_queries.recall`:
+        exact on small data; at most ``candidates`` docs of each kind read, whatever the
+        query). ``exclude_chat`` + ``exclude_since``: that chat's turns created at or after
+        it are left out (a run's window holds them); ``exclude_chunks``: that chat's chunks
+        by (level, first_turn). [] when the query has no terms; ValueError for an unknown
+        kind or ``candidates`` < 1."""
         with self._read("cannot search memory") as session:
             return recall_queries.recall(
                 session.connection(),

@@ -21,9 +21,9 @@ History:
 4. ``agent_chunks``: the stored summaries of chunks of a chat's turns (issue 14), one per
    (chat, level, first turn), deleted with their chat.
 5. memory and recall (issue 15): ``agent_memories`` (facts), ``agent_recall_docs`` (the
-   recall index: one doc per memory, turn and chunk, full-text searchable: an FTS5
-   external-content table kept by triggers on SQLite, a generated ``tsvector`` with a GIN
-   index on PostgreSQL), ``agent_recall_df`` (docs per term and per owner),
+   recall index: one doc per memory, turn and chunk, full-text searchable: a contentless
+   FTS5 table with a column per kind, kept by triggers, on SQLite; a generated
+   ``tsvector`` with a GIN index on PostgreSQL), ``agent_recall_df`` (docs per term and per owner),
    ``agent_memory_vectors``; every stored turn and chunk gets its doc (backfill).
 
 Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
@@ -207,12 +207,14 @@ _V5_SQL: Final = (
         CONSTRAINT uq_agent_recall_docs_ref UNIQUE (kind, ref_id){tsv}
     )""",
     "CREATE INDEX ix_agent_recall_docs_chat ON agent_recall_docs (chat_id)",
+    # WITHOUT ROWID on SQLite: one B-tree, not a table and its key index, so a turn's ~100
+    # count updates dirty half the pages (each one journaled and written at commit).
     """CREATE TABLE agent_recall_df (
         owner TEXT NOT NULL,
         term TEXT NOT NULL,
         df BIGINT NOT NULL,
         PRIMARY KEY (owner, term)
-    )""",
+    ){without_rowid}""",
     """CREATE TABLE agent_memory_vectors (
         memory_id TEXT PRIMARY KEY REFERENCES agent_memories (id) ON DELETE CASCADE,
         model TEXT NOT NULL,
@@ -221,22 +223,33 @@ _V5_SQL: Final = (
     )""",
 )
 # The terms go into the full-text index verbatim on both backends (they are already
-# normalised, stemmed tokens): the same terms, the same matches.
+# normalised, stemmed tokens): the same terms, the same matches. SQLite: a contentless FTS5
+# table (the terms are in agent_recall_docs) with one column per kind, so a kind's newest
+# matches are read from the index alone (``memory : ("t1" OR "t2")``); the triggers give
+# it exactly what they gave it at insert when a doc changes or goes.
+_FTS_VALUES: Final = (
+    "CASE {r}.kind WHEN 'memory' THEN {r}.terms ELSE '' END,"
+    " CASE {r}.kind WHEN 'chunk' THEN {r}.terms ELSE '' END,"
+    " CASE {r}.kind WHEN 'turn' THEN {r}.terms ELSE '' END"
+)
+_FTS_INSERT: Final = (
+    "INSERT INTO agent_recall_fts (rowid, memory, chunk, turn) VALUES (new.doc_id, "
+    + _FTS_VALUES.format(r="new")
+    + ");"
+)
+_FTS_DELETE: Final = (
+    "INSERT INTO agent_recall_fts (agent_recall_fts, rowid, memory, chunk, turn)"
+    " VALUES ('delete', old.doc_id, " + _FTS_VALUES.format(r="old") + ");"
+)
 _V5_SQLITE: Final = (
-    """CREATE VIRTUAL TABLE agent_recall_fts USING fts5(terms, content='agent_recall_docs',
-        content_rowid='doc_id', tokenize="unicode61 remove_diacritics 0")""",
-    """CREATE TRIGGER agent_recall_docs_ai AFTER INSERT ON agent_recall_docs BEGIN
-        INSERT INTO agent_recall_fts (rowid, terms) VALUES (new.doc_id, new.terms);
-    END""",
-    """CREATE TRIGGER agent_recall_docs_ad AFTER DELETE ON agent_recall_docs BEGIN
-        INSERT INTO agent_recall_fts (agent_recall_fts, rowid, terms)
-            VALUES ('delete', old.doc_id, old.terms);
-    END""",
-    """CREATE TRIGGER agent_recall_docs_au AFTER UPDATE OF terms ON agent_recall_docs BEGIN
-        INSERT INTO agent_recall_fts (agent_recall_fts, rowid, terms)
-            VALUES ('delete', old.doc_id, old.terms);
-        INSERT INTO agent_recall_fts (rowid, terms) VALUES (new.doc_id, new.terms);
-    END""",
+    """CREATE VIRTUAL TABLE agent_recall_fts USING fts5(memory, chunk, turn, content='',
+        tokenize="unicode61 remove_diacritics 0")""",
+    f"CREATE TRIGGER agent_recall_docs_ai AFTER INSERT ON agent_recall_docs BEGIN"
+    f" {_FTS_INSERT} END",
+    f"CREATE TRIGGER agent_recall_docs_ad AFTER DELETE ON agent_recall_docs BEGIN"
+    f" {_FTS_DELETE} END",
+    f"CREATE TRIGGER agent_recall_docs_au AFTER UPDATE OF kind, terms ON agent_recall_docs"
+    f" BEGIN {_FTS_DELETE} {_FTS_INSERT} END",
 )
 _V5_PG: Final = ("CREATE INDEX gin_agent_recall_docs_tsv ON agent_recall_docs USING GIN (tsv)",)
 
@@ -255,7 +268,9 @@ def _v5(conn: Connection) -> None:
         else ""
     )
     for statement in _V5_SQL:
-        conn.execute(text(statement.replace("{doc_id}", doc_id).replace("{tsv}", tsv)))
+        statement = statement.replace("{doc_id}", doc_id).replace("{tsv}", tsv)
+        statement = statement.replace("{without_rowid}", "" if pg else " WITHOUT ROWID")
+        conn.execute(text(statement))
     for statement in _V5_PG if pg else _V5_SQLITE:
         conn.execute(text(statement))
     # Imported here: the backfill uses today's terms (a later change of them is a later

@@ -6,7 +6,8 @@ transaction that stores the turn, a chunk's by the one that stores the chunk, a 
 by the one that writes the memory; deleting a chat deletes its turns' and chunks' docs
 (its memories stay, and so do theirs).
 
-A doc holds its terms (:func:`jupyter_agent.core.recall_terms.terms`, space-joined). The
+A doc holds its distinct terms (:func:`jupyter_agent.core.recall_terms.terms`, space-joined,
+in first-seen order). The
 full-text index over them is kept by the database (SQLite: triggers into the FTS5 table;
 PostgreSQL: a generated ``tsvector``). The document frequencies recall's idf needs are
 kept here, in ``agent_recall_df``: per owner, how many docs hold each term, and the doc
@@ -50,7 +51,7 @@ __all__ = [
     "turn_text",
 ]
 
-#: A doc keeps at most this many terms (a huge reply is indexed by its start).
+#: A doc keeps at most this many distinct terms (a huge reply is indexed by its start).
 MAX_DOC_TERMS: Final = 10_000
 _PAGE: Final = 1000
 
@@ -58,18 +59,20 @@ _INSERT_DOC: Final = text(
     "INSERT INTO agent_recall_docs (owner, kind, ref_id, chat_id, created, terms, n_terms)"
     " VALUES (:owner, :kind, :ref_id, :chat_id, :created, :terms, :n_terms)"
 )
-_ADD_DF: Final = text(
-    "INSERT INTO agent_recall_df (owner, term, df) VALUES (:owner, :term, :df)"
+# Driver SQL with positional parameters (sqlite3: ?, psycopg: %s), run by executemany on
+# tuples: a turn updates ~100 counts, and per-row parameter handling of a text() statement
+# cost more than the database's own work.
+_ADD_DF: Final = (
+    "INSERT INTO agent_recall_df (owner, term, df) VALUES ({p}, {p}, {p})"
     " ON CONFLICT (owner, term) DO UPDATE SET df = agent_recall_df.df + excluded.df"
 )
-_DROP_DF: Final = text(
-    "DELETE FROM agent_recall_df WHERE owner = :owner AND term = :term AND df <= 0"
-)
+_DROP_DF: Final = "DELETE FROM agent_recall_df WHERE owner = {p} AND term = {p} AND df <= 0"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Doc:
-    """One doc of the index: what it is (``kind``, ``ref_id``), whose, where, when, terms."""
+    """One doc of the index: what it is (``kind``, ``ref_id``), whose, where, when, its
+    distinct terms and ``length`` (its terms with repeats: ``n_terms``)."""
 
     owner: str
     kind: str
@@ -78,19 +81,25 @@ class Doc:
     created: str
     terms: tuple[str, ...]
 
+    length: int = 0
+
     @classmethod
     def of(
         cls, *, owner: str, kind: str, ref_id: str, chat_id: str | None, created: str, body: str
     ) -> Doc:
-        """The doc of ``body``: its terms, the first :data:`MAX_DOC_TERMS`."""
+        """The doc of ``body``: its distinct terms in first-seen order (a score counts which
+        terms a doc holds, not how often: repeats would only cost index space and time),
+        at most :data:`MAX_DOC_TERMS`; ``length`` is its count of terms with repeats."""
         found = text_terms(body)
+        distinct = tuple(dict.fromkeys(found))[:MAX_DOC_TERMS]
         return cls(
             owner=owner,
             kind=kind,
             ref_id=ref_id,
             chat_id=chat_id,
             created=created,
-            terms=tuple(found[:MAX_DOC_TERMS]),
+            terms=distinct,
+            length=len(found),
         )
 
     def values(self) -> dict[str, Any]:
@@ -101,7 +110,7 @@ class Doc:
             "chat_id": self.chat_id,
             "created": self.created,
             "terms": " ".join(self.terms),
-            "n_terms": len(self.terms),
+            "n_terms": self.length,
         }
 
 
@@ -130,10 +139,11 @@ def _apply_df(conn: Any, deltas: Mapping[tuple[str, str], int]) -> None:
     changes = [(owner, term, d) for (owner, term), d in sorted(deltas.items()) if d]
     if not changes:
         return
-    conn.execute(_ADD_DF, [{"owner": o, "term": t, "df": d} for o, t, d in changes])
-    dropped = [{"owner": o, "term": t} for o, t, d in changes if d < 0]
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    conn.exec_driver_sql(_ADD_DF.format(p=mark), changes)
+    dropped = [(o, t) for o, t, d in changes if d < 0]
     if dropped:
-        conn.execute(_DROP_DF, dropped)
+        conn.exec_driver_sql(_DROP_DF.format(p=mark), dropped)
 
 
 def _count(deltas: Counter[tuple[str, str]], owner: str, terms: Iterable[str], sign: int) -> None:

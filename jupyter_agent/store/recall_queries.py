@@ -1,32 +1,34 @@
 """Recall: the docs of the index that best cover a query, the same on SQLite and PostgreSQL.
 
 A hit's score is :func:`~jupyter_agent.core.recall_terms.hit_score`: the idf-weighted share
-of the query's terms the doc holds (N and df from ``agent_recall_df``, the owner's docs),
-times its kind's weight. Hits are ordered by (-score, kind: memory < chunk < turn,
--created, ref id) and the first ``k`` returned.
+of the query's terms the doc holds (N and df from ``agent_recall_df``: the owner's docs,
+exact), times its kind's weight. Hits are ordered by (-score, kind: memory < chunk <
+turn, -created, ref id) and the first ``k`` returned.
 
-How the ``k`` are found without scoring every doc that shares a word with the query
-(max-score pruning). A doc's score depends only on WHICH query terms it holds. Query terms
-are taken rarest first into a set P; one SQL statement asks the full-text index for the
-docs holding any term of P (FTS5 ``MATCH`` of the quoted terms joined by OR; PostgreSQL
-``tsv @@ 't1' | 't2'``, on its GIN index), computes for each which query terms it holds
-(a substring test on its space-padded terms: exact, and the same on both backends) and
-keeps the best ``candidates`` by that weighted sum. A doc holding none of P holds only the
-other terms, so its score is at most their share of the weight; once the k-th best score
-found beats that bound, no other doc can enter the top k and the search stops. Else the
-next rarer term joins P. A query of common words stops at the first round; a query whose
-rare words match nothing useful goes on, at worst to one statement over every term (what
-a bare full-text query costs). The rank is the score itself, not the backend's bm25 or
-ts_rank, so both backends return the same hits, in the same order, with the same scores
-(the weighted sums are the same IEEE doubles; ties are broken by the columns, compared
-by code point on PostgreSQL too).
+Candidates, with bounded work whatever the query. A doc's score depends only on WHICH
+query terms it holds, and a doc that holds none of the rarest terms can score at most the
+share of the others. So the candidates are the docs holding any of the rarest terms P:
+the query's terms, rarest first, while their document frequencies add up to at most
+``candidates`` (at least the rarest one). Per kind, one statement reads the newest
+``candidates`` docs of that kind holding a term of P (SQLite: the FTS5 column of the kind,
+``memory : ("t1" OR "t2")``, in descending rowid order, so the index alone orders them and
+the read stops at the limit; PostgreSQL: ``tsv @@ 't1' | 't2'`` on its GIN index, by
+``doc_id`` descending), and each is scored exactly (which query terms its stored terms
+hold). So a query reads at most 3 x ``candidates`` docs, however common its words: a bare
+full-text query ranking every doc that shares a word with the query reads them all.
 
-Exact unless more than ``candidates - k`` docs have scores within a rounding step (1e-4)
-of the k-th one: the statement's LIMIT orders by the unrounded sum.
+It is the exact top k when no kind had more than ``candidates`` docs holding P (always so
+on small data) and the k-th score beats what a doc holding none of P could score (the
+usual case when a query has one telling word); otherwise it is the best of the newest
+docs holding the query's rarest words. Either way both backends read the same candidates
+(the same df, the same doc ids: ids follow the order docs were written) and score them
+with the same Python function, so they return the same hits, in the same order, with the
+same scores. The backend's own rank (bm25, ts_rank) is never used.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -34,20 +36,15 @@ from typing import Any, Final
 from sqlalchemy import bindparam, text
 
 from jupyter_agent.core.memory import HIT_KINDS, RecallHit
-from jupyter_agent.core.recall_terms import (
-    KIND_ORDER,
-    KIND_WEIGHTS,
-    hit_score,
-    idf,
-    query_terms,
-    score,
-)
+from jupyter_agent.core.recall_terms import KIND_ORDER, hit_score, query_terms, score
 from jupyter_agent.store import recall_index
 
-__all__ = ["HIT_TEXT_CHARS", "recall"]
+__all__ = ["DEFAULT_CANDIDATES", "HIT_TEXT_CHARS", "recall"]
 
 #: A hit's text is clipped to this many characters.
 HIT_TEXT_CHARS: Final = 600
+#: Docs of a kind read at most per recall (see the module docstring and bench_recall.py).
+DEFAULT_CANDIDATES: Final = 250
 
 
 @dataclass(frozen=True)
@@ -74,69 +71,72 @@ def _frequencies(conn: Any, owner: str, terms: Sequence[str]) -> tuple[dict[str,
     return found, found.pop("", 0)
 
 
+def _rarest(q: Sequence[str], df: Mapping[str, int], budget: int) -> list[str]:
+    """P: the rarest terms (ties: query order) while their df add up to <= ``budget``."""
+    held = sorted((t for t in q if df.get(t, 0) > 0), key=lambda t: df[t])
+    chosen: list[str] = []
+    total = 0
+    for term in held:
+        if chosen and total + df[term] > budget:
+            break
+        chosen.append(term)
+        total += df[term]
+    return chosen
+
+
 def _statement(
-    pg: bool,
-    n_terms: int,
-    kinds: Sequence[str],
-    *,
-    category: bool,
-    exclude_turns: bool,
-    n_chunks: int,
+    pg: bool, kinds: Sequence[str], *, category: bool, exclude_turns: bool, n_chunks: int
 ) -> Any:
-    """One round's SQL: docs holding any term of P, which query terms each holds, best first."""
-    padded = "(' ' || d.terms || ' ')"
-    held = [
-        f"(CASE WHEN {'strpos' if pg else 'instr'}({padded}, :p{i}) > 0 THEN 1 ELSE 0 END)"
-        for i in range(n_terms)
-    ]
-    weight = (
-        "(CASE d.kind WHEN 'memory' THEN :w_memory WHEN 'chunk' THEN :w_chunk ELSE :w_turn END)"
-    )
-    total = " + ".join(f"b{i} * :i{i}" for i in range(n_terms))
-    order = "(CASE c.kind WHEN 'memory' THEN 0 WHEN 'chunk' THEN 1 ELSE 2 END)"
-    collate = ' COLLATE "C"' if pg else ""
-    where = ["d.owner = :owner", "d.kind IN (" + ", ".join(f"'{k}'" for k in kinds) + ")"]
-    if category:
-        where.append(
-            "d.ref_id IN (SELECT m.id FROM agent_memories m"
-            " WHERE m.owner = :owner AND m.category = :category)"
-        )
+    """The candidates: per kind, the newest docs of that kind holding a term of P (each
+    kind's own LIMIT), in one statement."""
+    where = ["d.owner = :owner"]
     if exclude_turns:
         where.append("NOT (d.kind = 'turn' AND d.chat_id = :x_chat AND d.created >= :x_since)")
     if n_chunks:
         keys = ", ".join(f":x{i}" for i in range(n_chunks))
         where.append(f"NOT (d.kind = 'chunk' AND d.ref_id IN ({keys}))")
-    if pg:
-        source = "agent_recall_docs d WHERE d.tsv @@ CAST(:match AS tsquery)"
-    else:
-        source = (
-            "agent_recall_fts f JOIN agent_recall_docs d ON d.doc_id = f.rowid"
-            " WHERE agent_recall_fts MATCH :match"
-        )
-    bits = ", ".join(f"{h} AS b{i}" for i, h in enumerate(held))
-    # The CTE computes each doc's bits once; the outer query weighs and orders them.
-    sql = (
-        "WITH c AS MATERIALIZED (SELECT d.kind AS kind, d.ref_id AS ref_id,"
-        f" d.chat_id AS chat_id, d.created AS created, {weight} AS w, {bits}"
-        f" FROM {source} AND {' AND '.join(where)})"
-        f" SELECT kind, ref_id, chat_id, created, {', '.join(f'b{i}' for i in range(n_terms))}"
-        f" FROM c ORDER BY w * ({total}) DESC, {order}, created{collate} DESC,"
-        f" ref_id{collate} LIMIT :limit"
-    )
-    return text(sql)
+    parts = []
+    for kind in kinds:
+        conditions = [*where, f"d.kind = '{kind}'"]
+        if category and kind == "memory":
+            conditions.append(
+                "d.ref_id IN (SELECT m.id FROM agent_memories m"
+                " WHERE m.owner = :owner AND m.category = :category)"
+            )
+        head = f"SELECT '{kind}' AS kind, d.ref_id AS ref_id, d.chat_id AS chat_id,"
+        head += " d.created AS created, d.terms AS terms"
+        if pg:
+            body = (
+                f" FROM agent_recall_docs d WHERE d.tsv @@ CAST(:match AS tsquery)"
+                f" AND {' AND '.join(conditions)} ORDER BY d.doc_id DESC LIMIT :scan"
+            )
+        else:
+            # CROSS JOIN: the FTS scan drives (SQLite never reorders a CROSS JOIN), in
+            # descending rowid order straight from the index, stopping at the LIMIT.
+            body = (
+                " FROM agent_recall_fts f CROSS JOIN agent_recall_docs d ON d.doc_id = f.rowid"
+                f" WHERE agent_recall_fts MATCH :m_{kind} AND {' AND '.join(conditions)}"
+                " ORDER BY f.rowid DESC LIMIT :scan"
+            )
+        parts.append(f"SELECT * FROM ({head}{body}) AS c_{kind}")
+    return text(" UNION ALL ".join(parts))
 
 
-def _match(pg: bool, terms: Sequence[str]) -> str:
+def _match(pg: bool, kind: str, terms: Sequence[str]) -> str:
     if pg:
         return " | ".join(f"'{t}'" for t in terms)
-    return " OR ".join(f'"{t}"' for t in terms)
+    return f"{kind} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
 
 
-def _ordered(rows: list[_Row]) -> list[_Row]:
+def _best(rows: list[_Row], k: int) -> list[_Row]:
+    """The first ``k`` rows by (-score, kind order, -created, ref id)."""
+    if len(rows) > k:  # only the rows that can be among the first k need the full sort
+        kth = heapq.nlargest(k, ((r.score, -KIND_ORDER[r.kind]) for r in rows))[-1]
+        rows = [r for r in rows if (r.score, -KIND_ORDER[r.kind]) >= kth]
     rows = sorted(rows, key=lambda r: r.ref_id)
     rows.sort(key=lambda r: r.created, reverse=True)  # stable: ties keep ref id order
     rows.sort(key=lambda r: (-r.score, KIND_ORDER[r.kind]))
-    return rows
+    return rows[:k]
 
 
 def recall(
@@ -155,60 +155,58 @@ def recall(
     """The top ``k`` hits for ``query`` (see the module docstring); [] when the query has
     no terms. ``category``: memories of that category only (turns and chunks have none).
     ``exclude_chat`` with ``exclude_since``: that chat's turns created at or after it are
-    left out; ``exclude_chunks``: (level, first_turn) of that chat's chunks left out."""
+    left out; ``exclude_chunks``: (level, first_turn) of that chat's chunks left out.
+    ``candidates``: the most docs of a kind read (>= 1)."""
     unknown = [kind for kind in kinds if kind not in HIT_KINDS]
     if unknown:
         raise ValueError(f"unknown recall kinds: {unknown}")
+    if candidates < 1:
+        raise ValueError(f"candidates must be at least 1, got {candidates}")
     wanted = [k_ for k_ in HIT_KINDS if k_ in kinds and (category is None or k_ == "memory")]
     q = query_terms(query)
     if not q or not wanted or k < 1:
         return []
     df, n_docs = _frequencies(conn, owner, q)
-    weights = [idf(df.get(t, 0), n_docs) for t in q]
-    total = sum(weights)
+    chosen = _rarest(q, df, candidates)
+    if not chosen:  # no doc holds any query term
+        return []
     pg = conn.dialect.name == "postgresql"
     excluded = [
         recall_index.chunk_key(exclude_chat, level, first)
         for level, first in exclude_chunks
         if exclude_chat is not None
     ]
+    exclude_turns = exclude_chat is not None and exclude_since is not None
     statement = _statement(
         pg,
-        len(q),
         wanted,
         category=category is not None,
-        exclude_turns=exclude_chat is not None and exclude_since is not None,
+        exclude_turns=exclude_turns,
         n_chunks=len(excluded),
     )
-    params: dict[str, Any] = {"owner": owner, "limit": max(k, candidates)}
-    params.update({f"w_{kind}": KIND_WEIGHTS[kind] for kind in HIT_KINDS})
-    params.update({f"p{i}": f" {t} " for i, t in enumerate(q)})
-    params.update({f"i{i}": w for i, w in enumerate(weights)})
+    params: dict[str, Any] = {"owner": owner, "scan": candidates}
+    if pg:
+        params["match"] = _match(pg, "", chosen)
+    else:
+        params.update({f"m_{kind}": _match(pg, kind, chosen) for kind in wanted})
     params.update({f"x{i}": key for i, key in enumerate(excluded)})
     if category is not None:
         params["category"] = category
-    if exclude_chat is not None and exclude_since is not None:
+    if exclude_turns:
         params.update(x_chat=exclude_chat, x_since=exclude_since)
-    top_weight = max(KIND_WEIGHTS[kind] for kind in wanted)
-    # Rarest first (ties: query order); a term no doc holds matches nothing.
-    rarest = sorted((i for i, t in enumerate(q) if df.get(t, 0) > 0), key=lambda i: -weights[i])
-    best: list[_Row] = []
-    for j in range(1, len(rarest) + 1):
-        chosen = rarest[:j]
-        params["match"] = _match(pg, [q[i] for i in chosen])
-        found = []
-        for row in conn.execute(statement, params):
-            kind, ref_id, chat_id, created = row[0], row[1], row[2], row[3]
-            held = [t for i, t in enumerate(q) if row[4 + i]]
-            found.append(
-                _Row(kind, ref_id, chat_id, created, hit_score(kind, score(q, held, df, n_docs)))
-            )
-        best = _ordered([r for r in found if r.score > 0])[:k]
-        rest = sum(weights[i] for i in rarest[j:])
-        bound = round(top_weight * round(rest / total, 4), 4)
-        if len(best) == k and best[-1].score > bound:
-            break
-    return _hits(conn, best)
+    needles = [(t, f" {t} ") for t in q]
+    # A score depends only on which query terms a doc holds: computed once per such set.
+    coverage: dict[tuple[str, ...], float] = {}
+    found: list[_Row] = []
+    for kind, ref_id, chat_id, created, doc_terms in conn.execute(statement, params):
+        padded = f" {doc_terms} "
+        held = tuple(t for t, needle in needles if needle in padded)
+        share = coverage.get(held)
+        if share is None:
+            share = coverage[held] = score(q, held, df, n_docs)
+        if share > 0:
+            found.append(_Row(kind, ref_id, chat_id, created, hit_score(kind, share)))
+    return _hits(conn, _best(found, k))
 
 
 def _hits(conn: Any, rows: Sequence[_Row]) -> list[RecallHit]:
@@ -234,21 +232,24 @@ def _hits(conn: Any, rows: Sequence[_Row]) -> list[RecallHit]:
         for turn_id, user_text, record in conn.execute(query, {"ids": by_kind["turn"]}):
             reply = recall_index.record_reply(record)
             texts[("turn", turn_id)] = f"user: {user_text}\nagent: {reply}"
-    for key in by_kind.get("chunk", ()):
-        chat_id, level, first = key.rsplit(":", 2)
-        found = conn.execute(
-            text(
-                "SELECT text, last_turn FROM agent_chunks"
-                " WHERE chat_id = :chat AND level = :level AND first_turn = :first"
-            ),
-            {"chat": chat_id, "level": int(level), "first": int(first)},
-        ).first()
-        if found is not None:
-            texts[("chunk", key)] = found[0]
+    spans = [key.rsplit(":", 2) for key in by_kind.get("chunk", ())]
+    if spans:
+        where = " OR ".join(
+            f"(chat_id = :c{i} AND level = :l{i} AND first_turn = :f{i})" for i in range(len(spans))
+        )
+        params: dict[str, Any] = {}
+        for i, (chat_id, level, first) in enumerate(spans):
+            params.update({f"c{i}": chat_id, f"l{i}": int(level), f"f{i}": int(first)})
+        query = text(
+            f"SELECT chat_id, level, first_turn, last_turn, text FROM agent_chunks WHERE {where}"
+        )
+        for chat_id, level, first, last, body in conn.execute(query, params):
+            key = recall_index.chunk_key(chat_id, level, first)
+            texts[("chunk", key)] = body
             extra[("chunk", key)] = {
                 "level": int(level),
                 "first_turn": int(first),
-                "last_turn": int(found[1]),
+                "last_turn": int(last),
             }
     titles = _titles(conn, {row.chat_id for row in rows if row.chat_id is not None})
     hits = []

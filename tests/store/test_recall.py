@@ -338,3 +338,24 @@ def test_migration_v5_indexes_the_turns_and_chunks_already_stored(
         assert len(docs) == len(corpus.turns) + len(corpus.chunks)
     finally:
         upgraded.close()
+
+
+def test_work_is_bounded_by_candidates_newest_docs_of_the_rarest_terms(chats: Store) -> None:
+    store = chats
+    for n in range(1, 11):
+        store.add_memory(fact(n, f"alpha note {n}"))
+    store.add_memory(fact(11, "alpha gamma", created=iso(0)))
+    everything = [h.id for h in store.recall("alpha gamma", k=4)]
+    assert everything == ["mem_0011", "mem_0010", "mem_0009", "mem_0008"]
+    # candidates=3: the rarest terms within that many docs (gamma: 1 doc; alpha would make
+    # it 12) are the candidates: the docs holding only alpha are not read.
+    assert [h.id for h in store.recall("alpha gamma", k=4, candidates=3)] == ["mem_0011"]
+    # One common term: the last `candidates` docs written holding it (mem_0011 was written
+    # last), ranked as ever (by time: mem_0011 says it is older).
+    assert [h.id for h in store.recall("alpha", k=10, candidates=3)] == [
+        "mem_0010",
+        "mem_0009",
+        "mem_0011",
+    ]
+    with pytest.raises(ValueError, match="candidates"):
+        store.recall("alpha", candidates=0)
