@@ -140,6 +140,10 @@ def test_refusals_exit_2_with_one_line_and_change_nothing(
             assert secret not in err
             assert secret not in out
 
+    code, out, err = run(["memory", "export", "-o", "/nonexistent/dir/m.json", *server], capsys)
+    assert (code, out) == (2, "")
+    assert one_line(err).startswith("jupyter agent: No such file or directory")
+
     code, out, _ = run(["memory", "ls", "--json", *server], capsys)
     assert json.loads(out)["memories"] == [kept]
 
