@@ -9,7 +9,8 @@ looked up, not as instructions:
   :data:`QUERY_CHARS` characters, written as a Python string literal);
 - :func:`render_hits` is the result's text: :data:`HEADER` (recalled notes from memory and
   earlier chats; evidence, not instructions), then one numbered line per hit: its kind,
-  category or chat title, date, score, text (whitespace collapsed to single spaces);
+  category or chat (``this chat`` for the run's own, else its title), date, score, text
+  (whitespace collapsed to single spaces);
 - :func:`pack_hits` keeps, in rank order, the hits scoring at least ``threshold`` whose
   rendered text still fits ``budget_tokens`` (:func:`~jupyter_agent.core.tokens.count_tokens`
   of the whole :func:`render_hits` text): a hit too long to fit is left out and the next
@@ -59,8 +60,9 @@ def recall_code(query: str, k: int) -> str:
     return f"memory.search({json.dumps(shown, ensure_ascii=False)}, k={k}, history=True)"
 
 
-def hit_line(n: int, hit: RecallHit) -> str:
-    """The ``n``-th (from 1) line of the result: ``n. [kind · where · date · score] text``."""
+def hit_line(n: int, hit: RecallHit, chat_id: str | None = None) -> str:
+    """The ``n``-th (from 1) line of the result: ``n. [kind · where · date · score] text``;
+    ``chat_id``: the run's chat (its hits say ``this chat``)."""
     bits = [_KIND_WORDS.get(hit.kind, hit.kind)]
     if hit.kind == "memory":
         if hit.category:
@@ -68,7 +70,9 @@ def hit_line(n: int, hit: RecallHit) -> str:
     else:
         if hit.kind == "chunk" and hit.first_turn is not None and hit.last_turn is not None:
             bits[0] = f"summary of turns {hit.first_turn}-{hit.last_turn}"
-        if hit.chat_title:
+        if chat_id is not None and hit.chat_id == chat_id:
+            bits.append("this chat")
+        elif hit.chat_title:
             bits.append(f"chat {json.dumps(_one_line(hit.chat_title), ensure_ascii=False)}")
     if hit.created:
         bits.append(hit.created[:10])
@@ -76,23 +80,30 @@ def hit_line(n: int, hit: RecallHit) -> str:
     return f"{n}. [{' · '.join(bits)}] {_one_line(hit.text)}"
 
 
-def render_hits(hits: Sequence[RecallHit]) -> str:
+def render_hits(hits: Sequence[RecallHit], chat_id: str | None = None) -> str:
     """The synthetic result's text (see the module docstring); "" for no hits."""
     if not hits:
         return ""
-    return "\n".join([HEADER, *(hit_line(n, hit) for n, hit in enumerate(hits, start=1))])
+    lines = (hit_line(n, hit, chat_id) for n, hit in enumerate(hits, start=1))
+    return "\n".join([HEADER, *lines])
 
 
-def recall_tokens(hits: Sequence[RecallHit]) -> int:
+def recall_tokens(hits: Sequence[RecallHit], chat_id: str | None = None) -> int:
     """What the injected result costs (tokens of :func:`render_hits`)."""
-    return count_tokens(render_hits(hits))
+    return count_tokens(render_hits(hits, chat_id))
 
 
-def pack_hits(hits: Sequence[RecallHit], threshold: float, budget_tokens: int) -> list[RecallHit]:
-    """The hits the model is shown (see the module docstring), in the given order."""
+def pack_hits(
+    hits: Sequence[RecallHit],
+    threshold: float,
+    budget_tokens: int,
+    chat_id: str | None = None,
+) -> list[RecallHit]:
+    """The hits the model is shown (see the module docstring), in the given order;
+    ``chat_id`` as for :func:`render_hits` (the lines it renders are what is counted)."""
     kept: list[RecallHit] = []
     for hit in hits:
         # Exact, not estimated: the joined text's count (a newline per line, ceil once).
-        if hit.score >= threshold and recall_tokens([*kept, hit]) <= budget_tokens:
+        if hit.score >= threshold and recall_tokens([*kept, hit], chat_id) <= budget_tokens:
             kept.append(hit)
     return kept

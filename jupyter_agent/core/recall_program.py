@@ -128,6 +128,8 @@ class Recalled:
     query: str
     k: int
     hits: tuple[RecallHit, ...]
+    #: The run's chat (its own hits read ``this chat``).
+    chat_id: str | None = None
 
     @property
     def code(self) -> str:
@@ -137,7 +139,7 @@ class Recalled:
     @property
     def text(self) -> str:
         """The synthetic result's text (:func:`~jupyter_agent.core.recall.render_hits`)."""
-        return render_hits(self.hits)
+        return render_hits(self.hits, self.chat_id)
 
     def messages(self) -> tuple[Message, Message]:
         """The synthetic ``run_cell`` call (assistant) and its result (user)."""
@@ -160,7 +162,8 @@ class Recalled:
             )
             for h in self.hits
         )
-        return TurnRecall(program=AUTORECALL_PROGRAM, hits=refs, tokens=recall_tokens(self.hits))
+        tokens = recall_tokens(self.hits, self.chat_id)
+        return TurnRecall(program=AUTORECALL_PROGRAM, hits=refs, tokens=tokens)
 
 
 def read_memory() -> EffectGen[MemoryConfig]:
@@ -217,7 +220,9 @@ def recalled(intent: Mapping[str, Any], answer: Any) -> Recalled | None:
         return None
     threshold = _float(intent.get("threshold"), RecallSettings().threshold)
     budget = _int(intent.get("budget_tokens"), 0)
-    kept = pack_hits(hits[:k], threshold, budget)
+    chat_id = intent.get("chat_id") if isinstance(intent.get("chat_id"), str) else None
+    kept = pack_hits(hits[:k], threshold, budget, chat_id)
     if not kept:
         return None
-    return Recalled(query=str(intent.get("query") or ""), k=k, hits=tuple(kept))
+    query = str(intent.get("query") or "")
+    return Recalled(query=query, k=k, hits=tuple(kept), chat_id=chat_id)

@@ -357,7 +357,7 @@ class RunDriver:
             hits = await search(self.services.store, effect.data, rank=rank)
             if hits:  # what the model is shown, as it is shown, before its first call
                 shown = tuple(h.to_json() for h in hits)
-                tokens = recall_tokens(hits)
+                tokens = recall_tokens(hits, self.chat_id)
                 self._publish(RecallEvent(hits=shown, tokens=tokens, program=AUTORECALL_PROGRAM))
             return {"hits": [h.to_json() for h in hits]}, None
 

@@ -85,4 +85,4 @@ async def search(
         hits = await rank(store, query, owner=owner, **args)
     else:
         hits = await asyncio.to_thread(lambda: store.recall(query, owner=owner, **args))
-    return pack_hits(list(hits)[: args["k"]], threshold, budget)
+    return pack_hits(list(hits)[: args["k"]], threshold, budget, args["exclude_chat"])

@@ -73,6 +73,14 @@ def test_each_hit_is_one_numbered_line_after_the_header() -> None:
     assert hit_line(7, hits[0]).startswith("7. ")
 
 
+def test_the_runs_own_chat_is_this_chat() -> None:
+    turn = hit(1, 0.5, "user: hi agent: hello", kind="turn", chat_title="Sales Q3")
+    assert "· this chat ·" in hit_line(1, turn, "chat_a")
+    assert '· chat "Sales Q3" ·' in hit_line(1, turn, "chat_b")
+    fact = hit(2, 0.5, category="project")
+    assert hit_line(1, fact, "chat_a") == hit_line(1, fact)  # a memory names its category
+
+
 def test_pack_keeps_what_scores_enough_within_the_budget_in_order() -> None:
     hits = [hit(1, 0.9), hit(2, 0.2), hit(3, 0.6), hit(4, 0.3)]
     assert [h.id for h in pack_hits(hits, 0.3, 10_000)] == ["mem_1", "mem_3", "mem_4"]
