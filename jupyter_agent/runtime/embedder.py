@@ -156,14 +156,16 @@ class Embedder:
     def _clean(self, exc: BaseException) -> str:
         return self.scrubber.scrub(f"{type(exc).__name__}: {exc}")[:300]
 
-    async def query_vector(self, text: str) -> list[float] | None:
+    async def query_vector(self, text: str, *, owner: str = "") -> list[float] | None:
         """The query's unit vector within ``query_deadline_s``, or None (lexical recall).
 
-        Also kicks the backfill, so facts saved before the tier existed get vectors.
+        Also kicks the backfill (of ``owner``'s facts too), so facts saved before the tier
+        existed, or under another model, get vectors.
         """
         vectors = await self.embed([text], deadline_s=self.query_deadline_s)
         if vectors is None:
             return None
+        self._owners.add(owner)
         self.kick()
         return vectors[0]
 
@@ -316,8 +318,11 @@ class Embedder:
 def _where(tier: Tier) -> str:
     # host and port only: a base URL may hold user:password@ (never logged)
     parts = urlsplit(tier.base_url)
-    host = parts.hostname or "?"
-    return f"{tier.model} at {host}{f':{parts.port}' if parts.port else ''}"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # not a number: the call fails and says so; the log names the host
+        port = ""
+    return f"{tier.model} at {parts.hostname or '?'}{port}"
 
 
 async def recall_hits(
@@ -352,7 +357,7 @@ async def recall_hits(
     tier = embedder.tier() if embedder is not None else None
     vector = None
     if embedder is not None and tier is not None and "memory" in kinds:
-        vector = await embedder.query_vector(query)
+        vector = await embedder.query_vector(query, owner=owner)
     if embedder is None or tier is None or vector is None:
         hits: list[RecallHit] = await asyncio.to_thread(store.recall, query, k=k, **lexical_args)
         return hits

@@ -267,6 +267,12 @@ async def test_owners_and_categories_scope_the_vectors(store: Store, fake: FakeP
     assert await recall_hits(store, embedder, QUERY, k=5, category="project") == []
     only_turns = await recall_hits(store, embedder, QUERY, k=5, kinds=("turn",))
     assert only_turns == []
+    # a fact of an owner the embedder never saw saved: that owner's recall kicks its backfill
+    other = save(store, "pets", "Her puppy is called Pixel", owner="another")
+    await recall_hits(store, embedder, QUERY, k=5, owner="another")
+    await embedder.drain()
+    found = await recall_hits(store, embedder, QUERY, k=5, owner="another")
+    assert [h.id for h in found] == [other.id]
     await embedder.transport.aclose()
 
 
