@@ -18,10 +18,11 @@ import pytest
 from jupyter_agent.core.drive import drive
 from jupyter_agent.core.loop import PROGRAM, V4_PROGRAMS, program
 from jupyter_agent.core.memory import RecallHit
-from jupyter_agent.core.recall import HEADER, recall_code
+from jupyter_agent.core.recall import CALL_ID, HEADER, recall_code
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.core.window import ChunkSummary, HistoryWindow, render_turn
 from jupyter_agent.effects import Effect, Result
+from jupyter_agent.llm.fake_script import SYNTHETIC_CALLS, turn_position
 from jupyter_agent.trace.log import EffectLog
 from jupyter_agent.trace.verify import verify_run
 from tests.core.test_loop_history import earlier
@@ -162,6 +163,16 @@ def test_a_new_chat_gets_the_call_before_its_first_message() -> None:
     assert [m["role"] for m in messages] == ["assistant", "user"]
     assert messages[0]["content"][0]["id"] == "recall_1"
     assert [b["type"] for b in messages[1]["content"]] == ["tool_result", "text"]
+
+
+def test_the_fake_provider_reads_a_recalled_request_as_a_new_turn() -> None:
+    # Its per-turn scripts (the demo model's) start every turn at their first step: the
+    # synthetic call is not one of the model's replies.
+    assert CALL_ID in SYNTHETIC_CALLS
+    for history in (window(0), window(2)):
+        run = Run(history, MEMORY)
+        run.recall({"hits": [fact()]})
+        assert turn_position("anthropic", run.call()["json"]) == 0
 
 
 def test_the_windows_summaries_and_raw_turns_are_left_out_of_the_search() -> None:
