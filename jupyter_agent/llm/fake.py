@@ -18,6 +18,14 @@ Bearer`` for OpenAI) gets 401; a thinking block / reasoning item sent back alter
 ``invalid_request_error``. Neither consumes a step. Every request is recorded in
 ``requests`` (path, headers as received, JSON body, wire, step index).
 
+``POST /v1/embeddings`` (OpenAI's wire) answers every request with deterministic vectors
+(:mod:`jupyter_agent.llm.fake_embed`: a hashed bag of terms, 64 dims, L2-normalised; the
+``embed_terms`` / ``embed_synonyms`` / ``embed_dims`` arguments shape them). It takes no
+script step; its requests are recorded in ``embed_requests`` (not ``requests``, so a test
+counting model calls is not disturbed). Setting ``embed_error`` to a status (500, 503, ...)
+makes it answer that error, and ``embed_delay_s`` delays it: an embeddings endpoint that
+fails or hangs while the chat endpoints work.
+
 Prompt caching is emulated when asked (``FakeProvider(..., prefix_cache=True)`` or the
 script's ``"prefix_cache": true``): each answered request's usage reports as cache reads the
 longest prefix of it answered before for the same model and chat
@@ -36,13 +44,14 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from jupyter_agent.llm import fake_sse
+from jupyter_agent.llm import fake_embed, fake_sse
 from jupyter_agent.llm import fake_wire as wire_fmt
 from jupyter_agent.llm.fake_cache import PrefixCache
 from jupyter_agent.llm.fake_script import Script, Step, parse_script, turn_position
@@ -54,6 +63,7 @@ ROUTES = {
     "/v1/chat/completions": "openai-chat",
     "/v1/responses": "openai-responses",
 }
+EMBEDDINGS = "/v1/embeddings"
 
 
 @dataclass(frozen=True)
@@ -132,8 +142,19 @@ class FakeProvider:
         host: str = "127.0.0.1",
         port: int = 0,
         prefix_cache: bool = False,
+        embed_terms: Callable[[str], Sequence[str]] | None = None,
+        embed_synonyms: Mapping[str, str] | None = None,
+        embed_dims: int = fake_embed.DIMS,
     ) -> None:
         self._script = parse_script(script)
+        self._embed_terms = embed_terms or fake_embed.plain_terms
+        self._embed_synonyms = dict(embed_synonyms or {})
+        self._embed_dims = embed_dims
+        #: A status the embeddings route answers with instead of vectors (None: vectors).
+        self.embed_error: int | None = None
+        #: Seconds the embeddings route waits before answering (cut short by ``stop()``).
+        self.embed_delay_s = 0.0
+        self.embed_requests: list[RecordedRequest] = []
         self._prefix_cache = prefix_cache
         self._cache = PrefixCache()
         self._expect_key = expect_key
@@ -255,11 +276,14 @@ class FakeProvider:
 
     def _serve(self, h: _Handler) -> None:
         raw = h.rfile.read(int(h.headers.get("content-length") or 0))
-        wire = ROUTES.get(h.path.split("?", 1)[0])
+        path = h.path.split("?", 1)[0]
+        wire = ROUTES.get(path)
         try:
             body = json.loads(raw) if raw else None
         except json.JSONDecodeError:
             body = None
+        if path == EMBEDDINGS:
+            return self._embeddings(h, body)
         if wire is None:
             self._record(h, body, None, None)
             h.send_json(404, {"error": {"message": f"no route {h.path}", "type": "not_found"}})
@@ -282,6 +306,26 @@ class FakeProvider:
             message = f"fake provider: script exhausted ({count} steps answered)"
             return self._error(h, wire, 400, "invalid_request_error", message)
         self._answer(h, wire, body, *taken)
+
+    def _embeddings(self, h: _Handler, body: Any) -> None:
+        headers = {k.lower(): v for k, v in h.headers.items()}
+        with self._lock:
+            self.embed_requests.append(RecordedRequest(h.path, headers, body, None, None))
+        wire = "openai-chat"  # OpenAI's error shapes
+        if self.embed_delay_s and self._stopping.wait(self.embed_delay_s):
+            h.close_connection = True
+            return
+        if not self._key_ok(h, wire):
+            return self._error(h, wire, 401, None, "Incorrect API key provided")
+        if self.embed_error is not None:
+            message = f"fake provider: embeddings error {self.embed_error}"
+            return self._error(h, wire, self.embed_error, None, message)
+        if not isinstance(body, dict):
+            return self._error(h, wire, 400, None, "request body must be a JSON object")
+        status, reply = fake_embed.embeddings_reply(
+            body, dims=self._embed_dims, terms=self._embed_terms, synonyms=self._embed_synonyms
+        )
+        h.send_json(status, reply)
 
     def _error(
         self,

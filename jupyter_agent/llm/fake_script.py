@@ -261,8 +261,9 @@ def parse_script(source: Script | list[Any] | dict[str, Any] | str | Path) -> Sc
 def turn_position(wire: str, body: dict[str, Any]) -> int:
     """How many model replies a request holds since its last plain user message.
 
-    A plain user message is one that carries no tool result (a new turn's question); the
-    replies after it are this turn's earlier steps. Works on the three wires' request shapes.
+    A plain user message is one that carries no tool result (a new turn's question; the
+    result of a :data:`SYNTHETIC_CALLS` call does not count); the replies after it are this
+    turn's earlier steps. Works on the three wires' request shapes.
     """
     if wire == "responses":
         items = body.get("input")
@@ -293,7 +294,16 @@ def turn_position(wire: str, body: dict[str, Any]) -> int:
     return count
 
 
+#: Tool calls the host makes up, not the model (``toolcaller@v4``'s recall call,
+#: ``jupyter_agent.core.recall.CALL_ID``): their result opens a new turn's message, so a
+#: user message answering only them is still a plain one (a new turn's question).
+SYNTHETIC_CALLS = frozenset({"recall_1"})
+
+
 def _has_tool_result(content: Any) -> bool:
     return isinstance(content, list) and any(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+        isinstance(block, dict)
+        and block.get("type") == "tool_result"
+        and block.get("tool_use_id") not in SYNTHETIC_CALLS
+        for block in content
     )

@@ -28,6 +28,7 @@ __all__ = [
     "API_KINDS",
     "DEFAULT_BASE_URLS",
     "PROVIDERS",
+    "TIER_KEYS",
     "Tier",
     "resolve_tier",
     "tier_from_config",
@@ -41,7 +42,9 @@ DEFAULT_BASE_URLS: dict[str, str] = {
     "anthropic": "https://api.anthropic.com",
     "openai": "https://api.openai.com/v1",
 }
-_KEYS = frozenset({"provider", "model", "base_url", "api_key_ref", "api"})
+#: The keys a tier's config may hold.
+TIER_KEYS: frozenset[str] = frozenset({"provider", "model", "base_url", "api_key_ref", "api"})
+_KEYS = TIER_KEYS
 
 
 @dataclass(frozen=True, kw_only=True)

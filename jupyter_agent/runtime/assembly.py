@@ -4,15 +4,16 @@ life cycle.
 :func:`assemble` builds :class:`Parts` from an :class:`AdminConfig` (the ``JupyterAgent``
 traits as one value) and the objects the Jupyter server lends (its store, kernel pool,
 transport, contents manager): the event bus, the mailbox, the user's settings and the
-effective tiers, contents access, the notebook writer, the demo model, the run manager and
-the history scheduler (chunk summaries, made in the background after each turn). Nothing
-here answers a request: that is the façade's (:mod:`.service`).
+effective tiers, contents access, the notebook writer, the demo model, the run manager,
+the history scheduler (chunk summaries, made in the background after each turn) and the
+embedder (facts' vectors through the optional ``embed`` tier). Nothing here answers a
+request: that is the façade's (:mod:`.service`).
 
 Construction is synchronous (the server's loop may not run yet); :meth:`Parts.start`
 (idempotent, shielded) logs the admin's warnings and which tiers are ready, starts the
 pool, recovers runs left running and resumes the summaries left pending; :meth:`Parts.stop`
-(idempotent) ends everything, in the order that loses nothing: summaries, runs, pool,
-transport, store, demo.
+(idempotent) ends everything, in the order that loses nothing: embeddings, summaries, runs,
+pool, transport, store, demo.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from typing import Any
 
 from traitlets.config import Config
 
+from jupyter_agent.llm.embeddings import EMBED_TIER
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.contents import Contents
 from jupyter_agent.runtime.demo import DemoModel
 from jupyter_agent.runtime.driver import RunConfig, RunServices
+from jupyter_agent.runtime.embedder import Embedder
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.exports import DEFAULT_FOLDER, NotebookWriter
 from jupyter_agent.runtime.history_jobs import HistoryScheduler
@@ -115,8 +118,18 @@ class Parts:
         self.notebooks = NotebookWriter(self.contents, admin.trace_dir)
         self.demo = DemoModel()
         self.scrubber = self.build_scrubber(server_token)
+        # Facts' vectors through the optional embed tier (the effective one, read at each
+        # use: a tier set from the browser applies at once); a no-op without one.
+        self.embedder = Embedder(
+            store=store,
+            transport=transport,
+            tier=lambda: self.tier_settings.ready_tiers()[0].get(EMBED_TIER),
+            scrubber=self.scrubber,
+        )
         # Facts that outlive a chat (REST and the in-cell app): no known secret goes in.
-        self.memory = MemoryService(store, self.scrubber)
+        self.memory = MemoryService(
+            store, self.scrubber, embedder=self.embedder.on_saved, vectors=self.embedder
+        )
         services = RunServices(
             transport=transport,
             pool=ScrubbingPool(pool, self.scrubber),
@@ -125,6 +138,7 @@ class Parts:
             mailbox=self.mailbox,
             events=self.events,
             root_dir=self.root_dir,
+            embedder=self.embedder,
             memory=self.memory,
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
@@ -194,6 +208,7 @@ class Parts:
             spaces=spaces,
             profiles=profiles,
             history_layout=layout,
+            recall=self.manager.recall_settings,
         )
 
     def history_config(self) -> RunConfig:
@@ -233,6 +248,7 @@ class Parts:
             await self.history.resume()
         except Exception:  # summaries are not the server's start: they are retried at kicks
             log.exception("jupyter-agent: could not resume the pending summaries")
+        self.embedder.kick()  # facts without a vector (saved before the embed tier, ...)
 
     async def stop(self) -> None:
         """Break every run, stop the pool, close the transport, the store and the demo."""
@@ -240,6 +256,7 @@ class Parts:
             return
         self._stopped = True
         try:
+            await self.embedder.stop()
             await self.history.stop()
             await self.manager.shutdown()
         finally:

@@ -22,7 +22,9 @@ keeps secrets out. Contracts:
   ``NotFound``, never shown.
 - ``embedder`` (optional, section E of the issue): an async callable given each saved or
   updated :class:`~jupyter_agent.core.memory.Memory`; best effort (a failure is logged,
-  never raised), awaited before the call answers.
+  never raised), awaited before the call answers; ``vectors`` (optional, the same
+  section): the :class:`~jupyter_agent.runtime.embedder.Embedder` whose hybrid ranking
+  :meth:`MemoryService.search` uses when an embed tier is set (the store's otherwise).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from jupyter_agent.core.memory import (
 )
 from jupyter_agent.exceptions import AgentError, BadRequest, NotFound
 from jupyter_agent.runtime.contents import shown
+from jupyter_agent.runtime.embedder import recall_hits
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 from jupyter_agent.text import has_lone_surrogate
@@ -122,11 +125,18 @@ class MemoryService:
     """Saves, edits, lists and searches facts (see the module docstring)."""
 
     def __init__(
-        self, store: Any, scrubber: Scrubber = NO_SECRETS, embedder: Embedder | None = None
+        self,
+        store: Any,
+        scrubber: Scrubber = NO_SECRETS,
+        embedder: Embedder | None = None,
+        vectors: Any = None,
     ) -> None:
         self.store = store
         self.scrubber = scrubber
         self.embedder = embedder
+        #: The :class:`~jupyter_agent.runtime.embedder.Embedder` searches rank by (hybrid,
+        #: when an embed tier is set: the same ranking as autorecall); None: the store's.
+        self.vectors = vectors
 
     # --- checks ----------------------------------------------------------------------------
 
@@ -264,10 +274,9 @@ class MemoryService:
             raise BadRequest("'history' must be true or false", reason="bad_memory")
         cat = None if category is None else clean_category(category)
         kinds = ("memory", "turn", "chunk") if history else ("memory",)
-        hits: builtins.list[RecallHit] = await asyncio.to_thread(
-            lambda: self.store.recall(query, owner=owner, kinds=kinds, k=most, category=cat)
+        return await recall_hits(
+            self.store, self.vectors, query, owner=owner, kinds=kinds, k=most, category=cat
         )
-        return hits
 
     async def search_memories(
         self, query: str, *, category: str | None = None, limit: int = MAX_K, owner: str = ""

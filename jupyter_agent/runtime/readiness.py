@@ -2,7 +2,9 @@
 
 A tier is the ``{provider, model, base_url, api_key_ref, api}`` mapping that the
 ``JupyterAgent.tiers`` trait holds under a name (``codegen``, ``classify``, ``vision``).
-Tiers that are not configured fall back to ``codegen``.
+Tiers that are not configured fall back to ``codegen``; the optional ``embed`` tier
+(embeddings for recall) never does: it is listed only when configured, and is ready only
+with provider ``openai`` or ``openai-compatible``.
 
 A tier is *ready* when its provider is known, it names a model (and a base URL where the
 provider has no default) and its credential reference resolves in the server's
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from jupyter_agent.llm.embeddings import EMBED_TIER, embed_tier_problem
 
 __all__ = [
     "DEFAULT_TIER",
@@ -137,6 +141,8 @@ def build_status(
             continue
         source = name if name in tiers else DEFAULT_TIER
         reason = refused.get(source) or tier_reason(tier, environ)
+        if reason is None and name == EMBED_TIER:
+            reason = embed_tier_problem(tier)
         report[name] = {
             "provider": str(tier.get("provider", "")),
             "model": str(tier.get("model", "")),

@@ -9,7 +9,7 @@ the user's.
 The tier changes of ``PUT agent/settings`` (its body is ``{"tiers": {...}}``; the handler
 reads it)::
 
-    {"codegen" | "classify" | "vision":
+    {"codegen" | "classify" | "vision" | "embed":
      {"provider", "model", "base_url"?, "api_key_ref"?, "api"?} | null}
 
 - A tier named in the changes replaces that tier's override; ``null`` removes the override
@@ -24,6 +24,9 @@ reads it)::
   bound to; a keyless tier may use any allowed URL, loopback included when the admin
   allows it (:meth:`KeyPolicy.check`). A refusal names the reference and the URL.
 - ``provider`` must be known; ``api`` is ``chat`` or ``responses`` (``openai`` only).
+- ``embed`` (optional: embeddings for recall, :mod:`jupyter_agent.llm.embeddings`) takes
+  provider ``openai`` or ``openai-compatible`` and no ``api``; it never falls back to
+  ``codegen`` and is never used for chat.
 
 Violations raise :class:`~jupyter_agent.exceptions.SettingsError` (a ``BadRequest``, reason
 ``bad_settings``) with a message for a person.
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.exceptions import SettingsError
+from jupyter_agent.llm.embeddings import EMBED_TIER, embed_tier_problem
 from jupyter_agent.llm.tiers import DEFAULT_BASE_URLS
 from jupyter_agent.runtime.keypolicy import KeyPolicy, normalise_base_url
 
@@ -58,7 +62,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Tiers a person may override.
-TIER_NAMES = ("codegen", "classify", "vision")
+TIER_NAMES = ("codegen", "classify", "vision", EMBED_TIER)
 #: The keys of a tier.
 TIER_KEYS = frozenset({"provider", "model", "base_url", "api_key_ref", "api"})
 #: Providers with an adapter.
@@ -106,6 +110,10 @@ def _check_tier(name: str, tier: Any, *, policy: KeyPolicy) -> dict[str, Any]:
         raise SettingsError(f"{where}.api must be 'chat' or 'responses'")
     if api == "responses" and provider != "openai":
         raise SettingsError(f"{where}.api 'responses' is only spoken by provider 'openai'")
+    if name == EMBED_TIER:
+        problem = embed_tier_problem(tier)
+        if problem is not None:
+            raise SettingsError(f"{where}: {problem}")
     ref = tier.get("api_key_ref")
     if ref is not None and not isinstance(ref, str):
         raise SettingsError(f"{where}.api_key_ref must be a string such as 'env:NAME' or null")

@@ -33,6 +33,7 @@ from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validat
 from traitlets.config import Config
 
 from jupyter_agent import __version__
+from jupyter_agent.llm.embeddings import EMBED_TIER, embed_tier_problem
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.admin_profiles import admin_profiles
 from jupyter_agent.runtime.assembly import AdminConfig, assemble
@@ -87,13 +88,17 @@ class JupyterAgent(ExtensionApp):
     tiers = Dict(
         default_value=DEFAULT_TIERS,
         help=(
-            "Model tiers by name (codegen, classify, vision). Each is a dict with "
+            "Model tiers by name (codegen, classify, vision, embed). Each is a dict with "
             "provider (anthropic, openai, openai-compatible, fake), model, base_url "
             "(as in the official SDKs), api_key_ref (a credential reference such as "
             "'env:ANTHROPIC_API_KEY'; never a key value) and api ('chat' or 'responses', "
             "OpenAI only). Tiers that are not configured fall back to codegen. When "
             "codegen cannot run (unknown provider or missing key) the server runs the "
-            "labelled demo model."
+            "labelled demo model. The optional embed tier (provider openai or "
+            "openai-compatible: an OpenAI-style /embeddings endpoint, e.g. "
+            "{'provider': 'openai-compatible', 'model': 'nomic-embed-text', "
+            "'base_url': 'http://127.0.0.1:11434/v1'}) makes recall rank by meaning as "
+            "well as words; it never falls back to codegen (absent: no embeddings)."
         ),
     ).tag(config=True)
 
@@ -252,6 +257,9 @@ class JupyterAgent(ExtensionApp):
             ref = tier.get("api_key_ref")
             if ref is not None and not isinstance(ref, str):
                 raise TraitError(f"JupyterAgent.tiers[{name!r}]['api_key_ref'] must be a string")
+            problem = embed_tier_problem(tier) if name == EMBED_TIER else None
+            if problem is not None:
+                raise TraitError(f"JupyterAgent.tiers[{name!r}]: {problem}")
         return dict(tiers)
 
     @validate("pool_size", "max_model_calls", "max_cells", "max_body_bytes")

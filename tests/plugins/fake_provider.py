@@ -1,6 +1,6 @@
 """The ``fake_provider`` fixture: start a scripted fake model provider on loopback.
 
-``fake = fake_provider(script, expect_key=None, prefix_cache=False)`` starts a
+``fake = fake_provider(script, expect_key=None, prefix_cache=False, **options)`` starts a
 :class:`~jupyter_agent.llm.fake.FakeProvider` (see ``docs/fake-script.md``) and stops it at
 teardown. Anthropic base URL: ``fake.base_url``; OpenAI base URL: ``fake.base_url + "/v1"``.
 """
@@ -28,8 +28,11 @@ def fake_provider() -> Iterator[FakeFactory]:
         *,
         expect_key: str | None = None,
         prefix_cache: bool = False,
+        **options: Any,
     ) -> FakeProvider:
-        fake = FakeProvider(script, expect_key=expect_key, prefix_cache=prefix_cache).start()
+        fake = FakeProvider(
+            script, expect_key=expect_key, prefix_cache=prefix_cache, **options
+        ).start()
         started.append(fake)
         return fake
 

@@ -54,6 +54,10 @@ NEW_TRAITS: list[tuple[str, str, Any]] = [
     ("RunManager", "log_sync_interval_ms", 50),
     ("RunManager", "chunk_turns", 4),
     ("RunManager", "l2_chunks", 3),
+    ("RunManager", "recall", False),
+    ("RunManager", "recall_k", 3),
+    ("RunManager", "recall_budget_tokens", 400),
+    ("RunManager", "recall_threshold", 0.5),
 ]
 
 PARTS = {
@@ -124,6 +128,21 @@ def test_new_name_through_server_config(
     assert isinstance(instance, PARTS[section])
     assert getattr(instance, name) == value
     assert instance.trait_defaults(name) != value  # the test sets something new
+
+
+@pytest.mark.parametrize(
+    "parts_config",
+    [{"RunManager": {"recall": False, "recall_k": 2, "recall_threshold": 0.6}}],
+    ids=["recall"],
+)
+def test_recall_traits_reach_runs(agent_service: Any) -> None:
+    assert agent_service.run_config().recall == {
+        "enabled": False,
+        "k": 2,
+        "budget_tokens": 800,
+        "threshold": 0.6,
+    }
+    assert "recall_k" not in agent_service.manager.ceilings  # not a ceiling
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,404 @@
+"""The embedder (issue 15): facts' vectors through the ``embed`` tier, and hybrid recall.
+
+:class:`Embedder` is built once per server (``runtime/assembly.py``) with the store, the
+transport and a callable giving the ``embed`` tier as configured now (the admin's, or the
+person's override from the browser; None when there is none or it is not ready). With no
+``embed`` tier every method is a cheap no-op and recall is lexical (:func:`recall_hits`).
+
+- :meth:`Embedder.on_saved` is the hook the memory service calls after a save or an
+  update: it embeds the fact in the background and stores its vector (``put_vector``);
+  the save never waits for it and never fails because of it.
+- :meth:`Embedder.kick` starts the background backfill: facts without a vector for the
+  tier's model (``memories_without_vector``) are embedded in batches. It runs at start,
+  after a failure heals, and when the model changes (a new model has no vectors yet).
+- :meth:`Embedder.query_vector` embeds a recall query within ``query_deadline_s`` (2 s).
+- :func:`recall_hits` is recall with the hybrid ranking when a query vector is had
+  (:mod:`jupyter_agent.core.recall_hybrid`), else exactly the store's lexical recall;
+  :func:`hybrid_rank` is it as the ``rank`` hook of ``recall.search``
+  (:func:`jupyter_agent.runtime.recall_search.search`).
+
+Failures (the endpoint down, answering 500, a bad reply, a key not set, a store error in
+the background) are logged, never raised: one warning when a streak of failures starts
+(then debug lines), one info line when the tier answers again. For ``cooldown_s`` after a
+failure no call is tried (a run does not wait 2 s for an endpoint known to be down). Log
+lines name the model and the endpoint's host, never a key or a request header: the
+transport's errors are redacted, and every message also goes through the server's
+:class:`~jupyter_agent.runtime.secrets.Scrubber`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from jupyter_agent.core.memory import HIT_KINDS, Memory, RecallHit
+from jupyter_agent.core.recall_hybrid import (
+    hybrid_score,
+    memory_hit,
+    merge_hybrid,
+    top_neighbours,
+)
+from jupyter_agent.exceptions import AgentError
+from jupyter_agent.llm.embeddings import (
+    MAX_BATCH,
+    build_embed_request,
+    embed_tier,
+    parse_embed_reply,
+)
+from jupyter_agent.llm.tiers import Tier
+from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
+from jupyter_agent.runtime.vector_index import VectorIndex
+from jupyter_agent.store.vector_search import nearest_vectors, pgvector_installed
+
+__all__ = ["Embedder", "hybrid_rank", "recall_hits"]
+
+log = logging.getLogger(__name__)
+
+TierSource = Callable[[], Mapping[str, Any] | None]
+
+
+class Embedder:
+    """Embeds facts and queries through the ``embed`` tier (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        store: Any,
+        transport: Any,
+        tier: TierSource,
+        scrubber: Scrubber = NO_SECRETS,
+        query_deadline_s: float = 2.0,
+        save_deadline_s: float = 30.0,
+        cooldown_s: float = 30.0,
+        batch: int = 32,
+        index_ttl_s: float = 60.0,
+    ) -> None:
+        self.store = store
+        self.transport = transport
+        self._tier_source = tier
+        self.scrubber = scrubber
+        self.query_deadline_s = query_deadline_s
+        self.save_deadline_s = save_deadline_s
+        self.cooldown_s = cooldown_s
+        self.batch = max(1, min(batch, MAX_BATCH))
+        self.index_ttl_s = index_ttl_s
+        self._tier_cache: tuple[dict[str, Any], Tier | None] | None = None
+        self._indexes: dict[tuple[str, str], VectorIndex] = {}
+        self._owners: set[str] = {""}
+        self._backfilled: set[tuple[str, str]] = set()  # (owner, model) with none missing
+        self._backfill: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._down_until = 0.0
+        self._failing = False
+        self._pgvector: bool | None = None  # detected at the first search
+
+    # --- the tier ----------------------------------------------------------------------------
+
+    def tier(self) -> Tier | None:
+        """The ``embed`` tier as configured now, or None (none, not ready, or unusable)."""
+        data = self._tier_source()
+        if not data:
+            return None
+        data = dict(data)
+        if self._tier_cache is not None and self._tier_cache[0] == data:
+            return self._tier_cache[1]
+        try:
+            tier: Tier | None = embed_tier(data)
+        except AgentError as exc:
+            log.warning("jupyter-agent: the embed tier is unusable: %s", self._clean(exc))
+            tier = None
+        self._tier_cache = (data, tier)
+        return tier
+
+    @property
+    def enabled(self) -> bool:
+        """True when an ``embed`` tier is configured and ready."""
+        return self.tier() is not None
+
+    def _cooling(self) -> bool:
+        return time.monotonic() < self._down_until
+
+    # --- embedding ---------------------------------------------------------------------------
+
+    async def embed(self, texts: Sequence[str], *, deadline_s: float) -> list[list[float]] | None:
+        """Unit vectors of ``texts`` (in order) from the tier, or None: no tier, cooling
+        down after a failure, or this call failed (logged). Never raises but on cancel."""
+        tier = self.tier()
+        if tier is None or self._cooling() or not texts:
+            return None
+        vectors: list[list[float]] = []
+        try:
+            for start in range(0, len(texts), self.batch):
+                chunk = list(texts[start : start + self.batch])
+                spec = build_embed_request(tier, chunk, deadline_s=deadline_s)
+                reply = await self.transport.post(spec)
+                vectors.extend(parse_embed_reply(reply.json, len(chunk)))
+        except (AgentError, ValueError, OSError) as exc:
+            self._failed(tier, exc)
+            return None
+        if self._failing:
+            self._failing = False
+            log.info("jupyter-agent: the embed tier (%s) answers again", _where(tier))
+        return vectors
+
+    def _failed(self, tier: Tier, exc: BaseException) -> None:
+        self._down_until = time.monotonic() + self.cooldown_s
+        self._backfilled.clear()  # what failed to embed is the backfill's, later
+        line = "jupyter-agent: the embed tier (%s) failed: %s; recall is lexical (retry in %g s)"
+        level = logging.DEBUG if self._failing else logging.WARNING
+        log.log(level, line, _where(tier), self._clean(exc), self.cooldown_s)
+        self._failing = True
+
+    def _clean(self, exc: BaseException) -> str:
+        return self.scrubber.scrub(f"{type(exc).__name__}: {exc}")[:300]
+
+    async def query_vector(self, text: str, *, owner: str = "") -> list[float] | None:
+        """The query's unit vector within ``query_deadline_s``, or None (lexical recall).
+
+        Also kicks the backfill (of ``owner``'s facts too), so facts saved before the tier
+        existed, or under another model, get vectors.
+        """
+        vectors = await self.embed([text], deadline_s=self.query_deadline_s)
+        if vectors is None:
+            return None
+        self._owners.add(owner)
+        self.kick()
+        return vectors[0]
+
+    def index(self, owner: str, model: str) -> VectorIndex:
+        """The in-memory vectors of ``(owner, model)`` (read from the store when stale)."""
+        key = (owner, model)
+        if key not in self._indexes:
+            self._indexes[key] = VectorIndex(
+                self.store, owner=owner, model=model, ttl_s=self.index_ttl_s
+            )
+        return self._indexes[key]
+
+    async def cosines(
+        self,
+        vector: Sequence[float],
+        *,
+        owner: str,
+        model: str,
+        limit: int,
+        ids: Sequence[str] = (),
+    ) -> dict[str, float]:
+        """``{memory_id: cosine}`` for at least the ``limit`` nearest facts and ``ids``:
+        in SQL on PostgreSQL with pgvector (:mod:`jupyter_agent.store.vector_search`,
+        untested here), else every fact of the in-memory index."""
+        if self._pgvector is None:
+            self._pgvector = await asyncio.to_thread(pgvector_installed, self.store)
+        if self._pgvector:
+            return await asyncio.to_thread(
+                lambda: nearest_vectors(
+                    self.store, vector, owner=owner, model=model, limit=limit, ids=ids
+                )
+            )
+        return await self.index(owner, model).cosines(vector)
+
+    # --- hooks and the backfill --------------------------------------------------------------
+
+    async def on_saved(self, memory: Memory) -> None:
+        """The memory service's hook: embed ``memory`` (just saved or updated) in the
+        background and return at once (a save never waits for the endpoint)."""
+        if not self.enabled:
+            return
+        self._owners.add(memory.owner)
+        self._spawn(self._embed_saved(memory))
+
+    def on_deleted(self, memory_id: str, *, owner: str = "") -> None:
+        """Forget a deleted fact's vector (the store's cascade removed the row)."""
+        for (o, _model), index in self._indexes.items():
+            if o == owner:
+                index.drop(memory_id)
+
+    async def _embed_saved(self, memory: Memory) -> None:
+        tier = self.tier()
+        if tier is None:
+            return
+        vectors = await self.embed([memory.text], deadline_s=self.save_deadline_s)
+        if vectors is None:
+            return
+        await self._store_vectors(tier, memory.owner, [(memory.id, vectors[0])])
+
+    async def _store_vectors(
+        self, tier: Tier, owner: str, pairs: Sequence[tuple[str, list[float]]]
+    ) -> None:
+        def put() -> None:
+            for memory_id, vector in pairs:
+                self.store.put_vector(memory_id, tier.model, vector)
+
+        await asyncio.to_thread(put)
+        index = self.index(owner, tier.model)
+        for memory_id, vector in pairs:
+            index.put(memory_id, vector)
+
+    def kick(self) -> None:
+        """Start the backfill unless it runs, has nothing to do, or the tier is down."""
+        tier = self.tier()
+        if tier is None or self._cooling():
+            return
+        if all((o, tier.model) in self._backfilled for o in self._owners):
+            return
+        if self._backfill is not None and not self._backfill.done():
+            return
+        self._backfill = self._spawn(self._run_backfill())
+
+    async def backfill(self) -> int:
+        """Embed every fact without a vector for the tier's model; how many were stored.
+
+        Stops at the first failure (logged; the next :meth:`kick` after the cooldown goes
+        on). Facts saved meanwhile are picked up by the next batch or by their own hook.
+        """
+        done = 0
+        for owner in sorted(self._owners):
+            while True:
+                tier = self.tier()
+                if tier is None:
+                    return done
+                rows: list[Memory] = await asyncio.to_thread(
+                    self.store.memories_without_vector,
+                    owner=owner,
+                    model=tier.model,
+                    limit=self.batch,
+                )
+                if not rows:
+                    self._backfilled.add((owner, tier.model))
+                    break
+                vectors = await self.embed([m.text for m in rows], deadline_s=60.0)
+                if vectors is None:
+                    return done
+                await self._store_vectors(
+                    tier, owner, [(m.id, v) for m, v in zip(rows, vectors, strict=True)]
+                )
+                done += len(rows)
+        if done:
+            log.info("jupyter-agent: embedded %d fact(s) that had no vector", done)
+        return done
+
+    async def _run_backfill(self) -> None:
+        try:
+            await self.backfill()
+        except Exception as exc:  # a store error: the next kick tries again
+            log.warning("jupyter-agent: the embeddings backfill stopped: %s", self._clean(exc))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+        try:
+            task = asyncio.get_running_loop().create_task(coro)
+        except RuntimeError:  # no loop (a sync caller): nothing runs in the background
+            coro.close()
+            return None
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            log.warning("jupyter-agent: embedding failed: %s", self._clean(error))
+
+    async def drain(self) -> None:
+        """Wait until no background embedding runs (tests; the end of a benchmark)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def stop(self) -> None:
+        """Cancel the background work (the server stops)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _where(tier: Tier) -> str:
+    # host and port only: a base URL may hold user:password@ (never logged)
+    parts = urlsplit(tier.base_url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # not a number: the call fails and says so; the log names the host
+        port = ""
+    return f"{tier.model} at {parts.hostname or '?'}{port}"
+
+
+async def recall_hits(
+    store: Any,
+    embedder: Embedder | None,
+    query: str,
+    *,
+    owner: str = "",
+    kinds: Sequence[str] = HIT_KINDS,
+    k: int = 5,
+    category: str | None = None,
+    exclude_chat: str | None = None,
+    exclude_since: str | None = None,
+    exclude_chunks: Sequence[tuple[int, int]] = (),
+    candidates: int = 50,
+) -> list[RecallHit]:
+    """Recall for ``query``: the store's lexical hits, ranked hybrid when the embed tier
+    gives a query vector (see the module docstring); the store's answer otherwise.
+
+    The store's own errors propagate (the caller's to handle, as without embeddings);
+    an embedding failure only makes the answer lexical.
+    """
+    lexical_args: dict[str, Any] = {
+        "owner": owner,
+        "kinds": tuple(kinds),
+        "category": category,
+        "exclude_chat": exclude_chat,
+        "exclude_since": exclude_since,
+        "exclude_chunks": tuple(exclude_chunks),
+        "candidates": candidates,
+    }
+    tier = embedder.tier() if embedder is not None else None
+    vector = None
+    if embedder is not None and tier is not None and "memory" in kinds:
+        vector = await embedder.query_vector(query, owner=owner)
+    if embedder is None or tier is None or vector is None:
+        hits: list[RecallHit] = await asyncio.to_thread(store.recall, query, k=k, **lexical_args)
+        return hits
+    lexical: list[RecallHit] = await asyncio.to_thread(
+        store.recall, query, k=max(k, candidates), **lexical_args
+    )
+    known = {h.id for h in lexical if h.kind == "memory"}
+    cosines = await embedder.cosines(
+        vector, owner=owner, model=tier.model, limit=candidates, ids=sorted(known)
+    )
+    merged = merge_hybrid(lexical, cosines, k=len(lexical))
+    floor = merged[k - 1].score if len(merged) >= k else 0.0
+    wanted = [(i, c) for i, c in top_neighbours(cosines, candidates) if i not in known]
+
+    def fetch() -> list[RecallHit]:
+        found: list[RecallHit] = []
+        for memory_id, cosine in wanted:
+            if len(found) >= k or hybrid_score(0.0, cosine) < floor:
+                break  # sorted by cosine: no later one can enter the top k
+            memory = store.get_memory(memory_id, owner=owner)
+            if memory is None or (category is not None and memory.category != category):
+                continue
+            chat = store.get_chat(memory.chat_id) if memory.chat_id else None
+            found.append(memory_hit(memory, chat_title=chat.title if chat else None))
+        return found
+
+    vector_hits = await asyncio.to_thread(fetch) if wanted else []
+    return merge_hybrid(lexical, cosines, vector_hits, k=k)
+
+
+def hybrid_rank(
+    embedder: Embedder | None,
+) -> Callable[..., Coroutine[Any, Any, list[RecallHit]]] | None:
+    """The ``rank`` hook of ``recall.search`` (:mod:`jupyter_agent.runtime.recall_search`):
+    :func:`recall_hits` through ``embedder``; None (the store's ranking) without an
+    embedder or an embed tier."""
+    if embedder is None or not embedder.enabled:
+        return None
+    ranker = embedder
+
+    async def rank(store: Any, query: str, **args: Any) -> list[RecallHit]:
+        return await recall_hits(store, ranker, query, **args)
+
+    return rank

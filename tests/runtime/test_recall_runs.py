@@ -1,0 +1,198 @@
+"""autorecall through the run manager and driver (real store, real kernel pool, the fake
+model on loopback): the performers of ``config.get memory`` and ``recall.search``
+(``runtime/recall_search.py``), the ``recall`` event, the settings, and what a failure
+leaves (a run without recall, never a failed run)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_agent.core.recall import HEADER
+from jupyter_agent.runtime.memory_service import MemoryService
+from jupyter_agent.runtime.recall_search import memory_answer, search
+from jupyter_agent.runtime.secrets import NO_SECRETS
+from jupyter_agent.store.repo import Store
+from jupyter_agent.trace.log import pair_effects
+from jupyter_agent.trace.verify import verify_run
+from tests.runtime.harness import Harness, close_harness, make_harness
+
+pytestmark = pytest.mark.timeout(120)
+
+FACT = "Quarterly sales figures live in data/q_sales.parquet."
+
+
+@pytest.fixture
+async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> AsyncIterator[Harness]:
+    harness = await make_harness(tmp_path, fake_provider([]), kernel_manager)
+    yield harness
+    await close_harness(harness)
+
+
+async def save(store: Store, text: str, category: str = "project") -> str:
+    saved = await MemoryService(store, NO_SECRETS).save(text, category=category, author="person")
+    return saved.id
+
+
+def drop(db: Path, table: str) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"DROP TABLE {table}")
+
+
+def rename(db: Path, table: str, to: str) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"ALTER TABLE {table} RENAME TO {to}")
+
+
+def effects(agent: Harness, run_id: str, name: str) -> list[Any]:
+    return [e for e in pair_effects(agent.trace(run_id)) if e.name == name]
+
+
+async def test_a_run_recalls_a_saved_fact_and_publishes_what_it_showed(agent: Harness) -> None:
+    fact_id = await save(agent.store, FACT)
+    await save(agent.store, "Charts use the teal palette.", category="preferences")
+    agent.fake.load([{"text": "It is in data/q_sales.parquet."}])
+    chat = agent.new_chat()
+    turn = await agent.ask(chat, "Where are the quarterly sales figures?")
+    [memory] = [e for e in effects(agent, turn.run_id, "config.get") if e.data["key"] == "memory"]
+    assert memory.result is not None
+    assert memory.result.data == {
+        "categories": [
+            {"category": "preferences", "count": 1},
+            {"category": "project", "count": 1},
+        ],
+        "recall": {"enabled": True, "k": 5, "budget_tokens": 800, "threshold": 0.3},
+    }
+    [searched] = effects(agent, turn.run_id, "recall.search")
+    assert searched.data["query"] == "Where are the quarterly sales figures?"
+    assert searched.data["chat_id"] == chat
+    assert searched.result is not None
+    hits = searched.result.data["hits"]
+    assert [h["id"] for h in hits] == [fact_id]  # the palette fact scores nothing here
+    event = await agent.wait_event(chat, "recall")
+    assert event["run_id"] == turn.run_id
+    assert event["hits"] == hits
+    assert turn.recall is not None
+    assert event["tokens"] == turn.recall.tokens
+    request = agent.fake.requests[0].json
+    assert "- preferences (1)\n- project (1)" in request["system"][0]["text"]
+    result = request["messages"][-1]["content"][0]
+    assert result["tool_use_id"] == "recall_1"
+    assert result["content"][0]["text"].startswith(HEADER)
+    assert FACT in result["content"][0]["text"]
+    assert verify_run(agent.manager.log_path(turn.run_id)).identical
+
+
+async def test_the_chats_window_is_not_recalled_again(agent: Harness) -> None:
+    agent.fake.load(
+        {"steps": [{"text": "Noted: the pipeline runs nightly at 02:00."}], "repeat": True}
+    )
+    chat = agent.new_chat()
+    first = await agent.ask(chat, "The ingest pipeline runs nightly at 02:00.")
+    assert first.recall is None
+    second = await agent.ask(chat, "When does the ingest pipeline run?")
+    [searched] = effects(agent, second.run_id, "recall.search")
+    assert searched.data["exclude_since"] == first.created  # turn 1 is in the window
+    assert searched.result is not None
+    assert searched.result.data == {"hits": []}
+    assert second.recall is None
+    # Another chat does recall it: an earlier turn of the user's chats.
+    other = agent.new_chat()
+    third = await agent.ask(other, "When does the ingest pipeline run?")
+    assert third.recall is not None
+    recalled = {(h.kind, h.chat_id, h.id) for h in third.recall.hits}
+    assert recalled == {("turn", chat, first.id), ("turn", chat, second.id)}
+
+
+async def test_recall_off_makes_no_search(agent: Harness) -> None:
+    await save(agent.store, FACT)
+    agent.recall = {"enabled": False, "k": 5, "budget_tokens": 800, "threshold": 0.3}
+    agent.fake.load([{"text": "No idea."}])
+    turn = await agent.ask(agent.new_chat(), "Where are the quarterly sales figures?")
+    assert effects(agent, turn.run_id, "recall.search") == []
+    assert turn.recall is None
+    assert "recall_1" not in json.dumps(agent.fake.requests[0].json)
+
+
+async def test_a_failed_search_leaves_a_run_without_recall(
+    agent: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    await save(agent.store, FACT)
+    db = agent.root / "agent.sqlite"
+    # The recall index unreadable for a moment (a damaged or busy database): the search
+    # fails, the run does not; the table is back before the turn is stored.
+    rename(db, "agent_recall_df", "agent_recall_df_away")
+    agent.fake.load([{"text": "Let me look.", "delay_s": 0.5}])
+    with caplog.at_level(logging.WARNING):
+        answer = await agent.manager.send(
+            agent.new_chat(), text="Where are the quarterly sales figures?"
+        )
+        await agent.wait_requests(1)
+        rename(db, "agent_recall_df_away", "agent_recall_df")
+        turn = await agent.finish(answer["run_id"])
+    assert turn.llm.stop_reason == "done"
+    assert turn.recall is None
+    [searched] = effects(agent, turn.run_id, "recall.search")
+    assert searched.result is not None
+    assert searched.result.error is not None
+    assert "recall_1" not in json.dumps(agent.fake.requests[0].json)
+    assert "recall.search" in caplog.text
+    assert verify_run(agent.manager.log_path(turn.run_id)).identical
+
+
+# --- the performers over a real store ---------------------------------------------------
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    store = Store(f"sqlite:///{tmp_path / 'agent.sqlite'}")
+    yield store
+    store.close()
+
+
+async def test_memory_answer_reads_the_categories_now(store: Store) -> None:
+    settings = {"enabled": True, "k": 3, "budget_tokens": 100, "threshold": 0.5}
+    assert await memory_answer(store, settings) == {"categories": [], "recall": settings}
+    await save(store, FACT)
+    await save(store, "Reports are due on Fridays.")
+    answer = await memory_answer(store, settings)
+    assert answer["categories"] == [{"category": "project", "count": 2}]
+
+
+async def test_memory_answer_from_a_damaged_store_lists_none(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    drop(tmp_path / "agent.sqlite", "agent_memories")
+    with caplog.at_level(logging.WARNING):
+        answer = await memory_answer(store, {"enabled": True})
+    assert answer == {"categories": [], "recall": {"enabled": True}}
+    assert "memory categories could not be read" in caplog.text
+
+
+async def test_search_packs_by_threshold_k_and_budget(store: Store) -> None:
+    ids = [await save(store, f"Sales report {n} lives in folder reports/{n}.") for n in range(6)]
+    intent = {
+        "query": "where does the quarterly sales report live",
+        "k": 5,
+        "threshold": 0.3,
+        "budget_tokens": 800,
+        "chat_id": "chat_x",
+        "exclude_since": None,
+        "exclude_chunks": [],
+    }
+    hits = await search(store, intent)
+    assert len(hits) == 5
+    assert {h.id for h in hits} <= set(ids)
+    assert await search(store, {**intent, "budget_tokens": 60}) == hits[:1]
+    assert await search(store, {**intent, "threshold": 0.99}) == []
+    assert await search(store, {**intent, "k": 0}) == []
+    with pytest.raises(ValueError, match="exclude_chunks"):
+        await search(store, {**intent, "exclude_chunks": [[1]]})
+    with pytest.raises(ValueError, match="query"):
+        await search(store, {**intent, "query": None})
