@@ -8,8 +8,9 @@
  *
  * A chat is a list of runs (one per turn). Each run holds, in the order they happened,
  * the items the person sees: steering messages, progress bubbles, cells (python or bash)
- * and notes; plus the opening user message, the text being streamed, a provider retry in
- * progress, the final reply and, once ended, the turn record (for the footer).
+ * and notes; plus the opening user message, what autorecall recalled for it (the `recall`
+ * event, or the record's `recall` after a reload), the text being streamed, a provider
+ * retry in progress, the final reply and, once ended, the turn record (for the footer).
  *
  * Sources (a run has one, `source`), and identities:
  * - events (`applyEvent`, typed in `events.ts`, generated from the server's definitions):
@@ -34,6 +35,7 @@ import type {
   IEventEnvelope,
   RunStep
 } from './events';
+import { IRecallInfo, ITurnRecall, recallFromEvent, recallFromTurn } from './recall';
 
 /** An event of `agent/chats/{id}/events` (any type; `AgentEvent` for the known ones). */
 export interface IAgentEvent extends IEventEnvelope {
@@ -64,6 +66,10 @@ export interface ITurnRecord {
   replies: { text: string; done: boolean }[];
   fromAgent?: string;
   traceRef?: string;
+  /** What autorecall put in front of the model (issue 15; absent when nothing). */
+  recall?: ITurnRecall;
+  /** The programs the turn ran, e.g. `["toolcaller@v4", "autorecall@v1"]` (issue 15). */
+  programs?: string[];
   interrupted: boolean;
   created: string;
   durationMs: number;
@@ -164,6 +170,11 @@ export interface IRunState {
   stopReason: string | null;
   endCause: string | null;
   turn: ITurnRecord | null;
+  /**
+   * What autorecall@v1 put in front of the model before its first call: from the run's
+   * `recall` event (live), else from its turn record; null when nothing was recalled.
+   */
+  recall: IRecallInfo | null;
   /** Where the items came from: events (live or caught up), a turn record, or steps. */
   source: 'events' | 'record' | 'steps';
 }
@@ -256,6 +267,7 @@ function newRun(runId: string, source: IRunState['source']): IRunState {
     stopReason: null,
     endCause: null,
     turn: null,
+    recall: null,
     source
   };
 }
@@ -377,7 +389,8 @@ export class ChatState {
       return false;
     }
     const run = known ?? this.ensureRun(event.run_id, 'events');
-    const changed = this.apply(run, event as AgentEvent);
+    const changed =
+      event.type === 'recall' ? this.applyRecall(run, event) : this.apply(run, event as AgentEvent);
     if (changed) {
       this._changed.emit();
     }
@@ -476,6 +489,17 @@ export class ChatState {
     }
   }
 
+  /** A `recall` event (`{hits}`): what autorecall put in front of the model. */
+  private applyRecall(run: IRunState, event: IAgentEvent): boolean {
+    run.retry = null;
+    const recall = recallFromEvent(event);
+    if (!recall) {
+      return false;
+    }
+    run.recall = recall;
+    return true;
+  }
+
   /** The run took a steering message: the person's queued one moves here, or it is new. */
   private takeSteering(run: IRunState, messageId: string | null, text: string): void {
     const at = messageId === null ? -1 : run.items.findIndex(
@@ -505,6 +529,13 @@ export class ChatState {
     run.streaming = '';
     run.retry = null;
     run.turn = turn ?? run.turn;
+    // The event's hits carry more (category, chat title); the record's come after a reload.
+    const recorded = recallFromTurn(run.turn);
+    if (!run.recall) {
+      run.recall = recorded;
+    } else if (recorded && run.recall.tokens === null) {
+      run.recall = { ...run.recall, tokens: recorded.tokens, program: recorded.program };
+    }
     run.stopReason = stopReason ?? turn?.llm?.stopReason ?? run.stopReason;
     run.endCause = endCause ?? turn?.llm?.endCause ?? run.endCause;
     for (const item of run.items) {
