@@ -10,7 +10,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { RunStep } from './events';
-import type { IMemory, IMemoryApi, IMemoryQuery } from './memory';
+import type { IMemory, IMemoryApi, IMemoryList, IMemoryQuery } from './memory';
 import type { ITurnRecord } from './model';
 
 /** The path segment every route of the server extension lives under. */
@@ -259,9 +259,10 @@ export class AgentApi implements IMemoryApi {
 
   /**
    * `GET agent/memories`: the facts, newest change first; with `q`, ranked by how well they
-   * match (each with its `score`); `category` narrows to one category.
+   * match (each with its `score`); `category` narrows to one category. `categories`: every
+   * category of the person's facts with its count.
    */
-  async listMemories(query: IMemoryQuery = {}): Promise<IMemory[]> {
+  async listMemories(query: IMemoryQuery = {}): Promise<IMemoryList> {
     const params = new URLSearchParams();
     if (query.q) {
       params.set('q', query.q);
@@ -273,11 +274,11 @@ export class AgentApi implements IMemoryApi {
       params.set('limit', String(query.limit));
     }
     const qs = params.toString();
-    const body = await this.req<{ memories: IMemory[] }>(
-      `memories${qs ? `?${qs}` : ''}`,
-      jsonInit('GET')
-    );
-    return Array.isArray(body?.memories) ? body.memories : [];
+    const body = await this.req<IMemoryList>(`memories${qs ? `?${qs}` : ''}`, jsonInit('GET'));
+    return {
+      memories: Array.isArray(body?.memories) ? body.memories : [],
+      categories: Array.isArray(body?.categories) ? body.categories : undefined
+    };
   }
 
   /** `GET agent/memories/{id}`. */

@@ -36,9 +36,18 @@ export interface IMemoryQuery {
   limit?: number;
 }
 
+/**
+ * The answer of `GET agent/memories`: the facts, and every category of the person's facts
+ * with its count (whatever the filter; older servers may leave it out).
+ */
+export interface IMemoryList {
+  memories: IMemory[];
+  categories?: ICategoryCount[];
+}
+
 /** The routes the Memory view uses (`AgentApi` has them). */
 export interface IMemoryApi {
-  listMemories(query?: IMemoryQuery): Promise<IMemory[]>;
+  listMemories(query?: IMemoryQuery): Promise<IMemoryList>;
   addMemory(text: string, category?: string): Promise<IMemory>;
   updateMemory(id: string, change: { text?: string; category?: string }): Promise<IMemory>;
   deleteMemory(id: string): Promise<void>;
@@ -169,9 +178,23 @@ export class MemoryModel {
     return groupByCategory(this.shown);
   }
 
-  /** The categories in use with their counts. */
+  /**
+   * The categories in use with their counts: the server's (which counts every fact, past
+   * the list's limit), kept up to date with the changes made here.
+   */
   get categories(): ICategoryCount[] {
-    return categoryCounts(this._all);
+    if (this._counts === null) {
+      return categoryCounts(this._all);
+    }
+    return [...this._counts]
+      .filter(([, count]) => count > 0)
+      .map(([category, count]) => ({ category, count }))
+      .sort((a, b) => a.category.localeCompare(b.category));
+  }
+
+  /** How many facts there are in all (the "All" count). */
+  get total(): number {
+    return this.categories.reduce((n, c) => n + c.count, 0);
   }
 
   /** The search text ('' when not searching). */
@@ -248,8 +271,10 @@ export class MemoryModel {
       if (gen !== this._gen) {
         return; // a newer read is on its way (or answered)
       }
-      this._all = [...all].sort(byUpdated);
-      this._hits = hits ?? [];
+      this._all = [...(all.memories ?? [])].sort(byUpdated);
+      this._hits = hits?.memories ?? [];
+      const counts = Array.isArray(all.categories) ? all.categories : null;
+      this._counts = counts ? new Map(counts.map(c => [c.category, c.count])) : null;
       this._loadError = null;
       this._loaded = true;
     } catch (err) {
@@ -276,6 +301,7 @@ export class MemoryModel {
       return { ok: false, error: errorMessage(err) };
     }
     this._all = [memory, ...this._all.filter(m => m.id !== memory.id)].sort(byUpdated);
+    this.bump(memory.category, 1);
     this._changed.emit();
     if (this._query) {
       void this.refresh(); // whether the new fact matches is the server's to say
@@ -309,6 +335,10 @@ export class MemoryModel {
       return { ok: false, error: errorMessage(err) };
     }
     this._all = this._all.map(m => (m.id === id ? memory : m)).sort(byUpdated);
+    if (before && before.category !== memory.category) {
+      this.bump(before.category, -1);
+      this.bump(memory.category, 1);
+    }
     // A hit keeps its place and score until the next search.
     this._hits = this._hits.map(m => (m.id === id ? { ...memory, score: m.score } : m));
     this._changed.emit();
@@ -317,6 +347,7 @@ export class MemoryModel {
 
   /** Delete a fact. Refused (or gone already): the error says why. */
   async remove(id: string): Promise<ChangeResult> {
+    const before = this._all.find(m => m.id === id) ?? this._hits.find(m => m.id === id);
     try {
       await this.api.deleteMemory(id);
     } catch (err) {
@@ -328,12 +359,23 @@ export class MemoryModel {
     }
     this._all = this._all.filter(m => m.id !== id);
     this._hits = this._hits.filter(m => m.id !== id);
+    if (before) {
+      this.bump(before.category, -1);
+    }
     this._changed.emit();
     return { ok: true, memory: null };
   }
 
+  /** Follow a change in the server's counts (the next read brings them exact). */
+  private bump(category: string, delta: number): void {
+    if (this._counts !== null) {
+      this._counts.set(category, Math.max(0, (this._counts.get(category) ?? 0) + delta));
+    }
+  }
+
   private _all: IMemory[] = [];
   private _hits: IMemory[] = [];
+  private _counts: Map<string, number> | null = null;
   private _query = '';
   private _category: string | null = null;
   private _loading = 0;

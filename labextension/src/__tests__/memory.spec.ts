@@ -5,6 +5,7 @@ import {
   groupByCategory,
   IMemory,
   IMemoryApi,
+  IMemoryList,
   IMemoryQuery,
   memoryMeta,
   MemoryModel
@@ -51,7 +52,14 @@ class Server implements IMemoryApi {
     return `2025-01-01T00:00:${String(this.clock).padStart(2, '0')}Z`;
   }
 
-  async listMemories(query: IMemoryQuery = {}): Promise<IMemory[]> {
+  async listMemories(query: IMemoryQuery = {}): Promise<IMemoryList> {
+    return { memories: await this.select(query), categories: this.countsAnswer ? categoryCounts(this.facts) : undefined };
+  }
+
+  /** Whether the answer carries `categories` (the server does; an older one may not). */
+  countsAnswer = true;
+
+  private async select(query: IMemoryQuery): Promise<IMemory[]> {
     this.calls.push(`GET ${JSON.stringify(query)}`);
     let facts = [...this.facts].sort((a, b) => b.updated.localeCompare(a.updated));
     if (query.category) {
@@ -281,6 +289,41 @@ describe('MemoryModel', () => {
     await m2.refresh();
     expect(await m2.remove('mem_a')).toEqual({ ok: false, error: 'Forbidden (403)' });
     expect(m2.all.map(m => m.id)).toEqual(['mem_a']);
+  });
+
+  it('counts categories as the server does, past the list, and follows changes', async () => {
+    const server = seeded();
+    const model = new MemoryModel(server);
+    const truncated: IMemoryApi = {
+      // The list is cut at its limit; the counts cover every fact.
+      listMemories: async q => {
+        const answer = await server.listMemories(q);
+        return { memories: answer.memories.slice(0, 1), categories: answer.categories };
+      },
+      addMemory: server.addMemory.bind(server),
+      updateMemory: server.updateMemory.bind(server),
+      deleteMemory: server.deleteMemory.bind(server)
+    };
+    const cut = new MemoryModel(truncated);
+    await cut.refresh();
+    expect(cut.all).toHaveLength(1);
+    expect(cut.total).toBe(3);
+    expect(cut.categories).toEqual([
+      { category: 'preferences', count: 1 },
+      { category: 'project', count: 2 }
+    ]);
+    await cut.update('mem_b', 'Plots use seaborn, dark theme', 'project');
+    expect(cut.categories).toEqual([{ category: 'project', count: 3 }]);
+    await cut.add('Reports go to Dana', 'people');
+    await cut.remove('mem_b');
+    expect(cut.categories).toEqual([
+      { category: 'people', count: 1 },
+      { category: 'project', count: 2 }
+    ]);
+    // Without the server's counts, they are made from the list.
+    server.countsAnswer = false;
+    await model.refresh();
+    expect(model.categories).toEqual(categoryCounts(server.facts));
   });
 
   it('reports a failed read and keeps what it showed', async () => {

@@ -464,7 +464,7 @@ export class MemoryView extends Widget {
       }
       chips.push(b);
     };
-    chip(null, 'All', model.all.length);
+    chip(null, 'All', model.total);
     for (const { category, count } of model.categories) {
       chip(category, category, count);
     }
