@@ -210,6 +210,12 @@ export class MemoryView extends Widget {
     super.dispose();
   }
 
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    void this.model.refresh();
+    this.stale = false;
+  }
+
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     void this.model.refresh();
