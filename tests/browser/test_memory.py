@@ -154,7 +154,8 @@ def test_memory_view_lists_edits_and_deletes_a_fact(page: Page, lab: LabServer) 
     )
     expect(add_text).to_have_value("")
     added = next(f for f in memories(lab) if f["category"] == "people")
-    assert added["author"] == "person" and added["text"] == "Weekly reports go to Dana on Fridays"
+    assert added["author"] == "person"
+    assert added["text"] == "Weekly reports go to Dana on Fridays"
     expect(chips).to_have_text(["All3", "people1", "preferences1", "project1"])
 
     # Delete, after a confirmation (Cancel first: nothing happens).
@@ -200,9 +201,7 @@ def test_a_recalled_fact_shows_as_a_block_in_the_chat(
     send_message(chat_a, "Please remember where the revenue numbers are kept")
     expect(chat_a.locator(".jp-agent-reply")).to_contain_text("Saved to memory.", timeout=60000)
     saved = memories(lab)
-    assert [(f["text"], f["author"], f["chat_id"]) for f in saved] == [
-        (FACT, "agent", chat_a_id)
-    ]
+    assert [(f["text"], f["author"], f["chat_id"]) for f in saved] == [(FACT, "agent", chat_a_id)]
 
     # Chat B: a message about it recalls the fact before the model's first call.
     chat_b = new_chat(page)
@@ -215,7 +214,8 @@ def test_a_recalled_fact_shows_as_a_block_in_the_chat(
     assert block_precedes(block, reply)
     # What the model was shown: the synthetic memory.search call and its result.
     sent = json.dumps(fake.requests[-1].json)
-    assert "memory.search(" in sent and FACT in sent
+    assert "memory.search(" in sent
+    assert FACT in sent
     shot(page, "recalled-block")
 
     # A message that recalls nothing shows no block.
@@ -253,7 +253,7 @@ def check_recalled_block(block: Locator) -> None:
     toggle = block.locator(".jp-agent-recall-toggle")
     expect(toggle).to_contain_text("recalled 1 memory")
     expect(toggle).to_have_attribute("aria-expanded", "false")
-    expect(block.locator(".jp-agent-recall-mark")).to_contain_text("not the model’s words")
+    expect(block.locator(".jp-agent-recall-mark")).to_contain_text("not the model\u2019s words")
     hits = block.locator(".jp-agent-recall-hits")
     expect(hits).to_be_hidden()
     toggle.click()
@@ -269,7 +269,8 @@ def block_precedes(first: Locator, second: Locator) -> bool:
     """Whether ``first`` comes before ``second`` in the document."""
     handle = first.element_handle()
     other = second.element_handle()
-    assert handle is not None and other is not None
+    assert handle is not None
+    assert other is not None
     following: bool = handle.evaluate(
         "(a, b) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING)", other
     )
