@@ -204,6 +204,8 @@ def render_show(body: dict[str, Any]) -> None:
             if isinstance(tries, int):
                 detail += f", {plural(tries, 'try')}"
             console.print(f"\n#{seq} model call{flag} ({detail})")
+        elif kind == "recall":
+            _recall(step, flag, console)
         elif kind == "break":
             console.print(f"\n#{seq} break ({'hard' if step.get('hard') else 'soft'})")
     table = Table(title="effects", show_edge=False, header_style="bold")
@@ -220,6 +222,23 @@ def render_show(body: dict[str, Any]) -> None:
         )
     console.print()
     console.print(table)
+
+
+def _recall(step: dict[str, Any], flag: str, console: Console) -> None:
+    """Autorecall's step: synthetic (the model was shown it; nothing ran)."""
+    seq, hits = step.get("seq"), step.get("hits") or []
+    if not step.get("code"):
+        console.print(
+            f"\n#{seq} recall ({escape(str(step.get('program')))}){flag}: nothing recalled"
+        )
+        return
+    console.print(
+        f"\n[bold]#{seq} recall[/bold] [dim](synthetic: not run)[/dim]{flag}"
+        f" {escape(str(step.get('program')))}: {plural(len(hits), 'hit')},"
+        f" {step.get('tokens')} tokens"
+    )
+    console.print(escape(_indent(str(step.get("code") or ""), "  > ")))
+    console.print(escape(_indent(str(step.get("text") or ""))))
 
 
 def _brief(value: Any, limit: int = 80) -> str:

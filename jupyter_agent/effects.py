@@ -21,6 +21,10 @@ The catalogue (DESIGN section 3), as ``name: intent data -> result data``:
 - ``chunk.store``: ``{level, first_turn, last_turn, text, model}`` -> ``{"stored": bool}``
   (``history@v1``: a summary of the run's chat; idempotent, the first write of a span
   wins and a later one answers ``stored: false``)
+- ``recall.search``: ``{query, k, threshold, budget_tokens, chat_id, exclude_since,
+  exclude_chunks}`` -> ``{hits: [RecallHit JSON]}`` (``autorecall@v1``: memory and the
+  user's earlier chats searched for the message, the hits packed within the budget; a
+  read of the store, so not an outside effect)
 
 A failed effect has ``error`` set (a JSON object with at least ``type`` and ``message``);
 an effect cancelled by a hard break has data ``{"cancelled": "break_hard"}``.
@@ -47,6 +51,7 @@ __all__ = [
     "ID_NEW",
     "MAILBOX_DRAIN",
     "OUTSIDE_EFFECTS",
+    "RECALL_SEARCH",
     "Result",
     "TURN_APPEND",
 ]
@@ -62,6 +67,7 @@ APP_CALL: Final = "app.call"
 CHAT_POST: Final = "chat.post"
 TURN_APPEND: Final = "turn.append"
 CHUNK_STORE: Final = "chunk.store"
+RECALL_SEARCH: Final = "recall.search"
 
 EFFECT_NAMES: Final = frozenset(
     {
@@ -76,6 +82,7 @@ EFFECT_NAMES: Final = frozenset(
         CHAT_POST,
         TURN_APPEND,
         CHUNK_STORE,
+        RECALL_SEARCH,
     }
 )
 

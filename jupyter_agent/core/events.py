@@ -36,6 +36,7 @@ __all__ = [
     "CellStatus",
     "Delta",
     "Event",
+    "RecallEvent",
     "ReplyEvent",
     "Retry",
     "RunEnd",
@@ -59,6 +60,18 @@ class RunStart:
     started: str
     text: str
     message_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecallEvent:
+    """Autorecall (``autorecall@v1``) put ``hits`` (RecallHit JSON, packed: exactly what the
+    model reads, in its order) in front of the model, taking ``tokens``; published only
+    when something was recalled, before the run's first model call."""
+
+    type: Literal["recall"] = field(default="recall", init=False)
+    hits: tuple[JsonObject, ...]
+    tokens: int
+    program: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,6 +187,7 @@ class SummaryEvent:
 #: Every event type, in the order a run emits them (a summary run: ``summary`` alone).
 EVENTS: Final = (
     RunStart,
+    RecallEvent,
     Delta,
     BubbleEvent,
     CellStart,
@@ -188,6 +202,7 @@ EVENTS: Final = (
 
 Event = Annotated[
     RunStart
+    | RecallEvent
     | Delta
     | BubbleEvent
     | CellStart

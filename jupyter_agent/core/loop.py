@@ -1,4 +1,4 @@
-"""The toolcaller loop (``toolcaller@v3``): one conversation turn as a pure state machine.
+"""The toolcaller loop (``toolcaller@v4``): one conversation turn as a pure state machine.
 
 Versions (a log replays with the version its header names, :data:`PROGRAMS`):
 
@@ -11,6 +11,14 @@ Versions (a log replays with the version its header names, :data:`PROGRAMS`):
   :class:`~jupyter_agent.core.window.HistoryWindow`), so a run's log does not grow with
   the chat; the prompt is the one v2 builds for the same chat. A history that cannot be
   read ends the run ``error``, saying so (v2 went on without it).
+- ``toolcaller@v4``: memory and recall (issue 15). After the window and the opening drain,
+  ``config.get {key: "memory"}`` gives the memory categories in use with their counts (the
+  system prompt lists them; its fingerprint leaves the counts out) and the recall
+  settings; then ``autorecall@v1`` (:mod:`jupyter_agent.core.recall_program`) makes at
+  most one ``recall.search`` and, with hits, injects a synthetic ``run_cell`` call and its
+  result after the boot window (whose cache prefix, ``history_len``, is unchanged) and
+  before the user's message. The turn record gains ``recall`` (when something was
+  recalled) and ``programs``. v1..v3 run as they did (their logs replay byte for byte).
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
 values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
@@ -40,9 +48,9 @@ The cycle (the seed's "The tools: run_cell and bash")::
 - Ceilings (model calls, cells, wall time, cost) end the run through the same wrap-up.
 - Everything the loop depends on arrives through effects: ``config.get`` keys ``ceilings``,
   ``spaces``, ``history`` (v1/v2: the chat's previous turn records; v3: its window),
-  ``llm.tier.*`` and
-  ``llm.profile.*``; ``clock.now``; ``id.new``; ``mailbox.drain`` (the first drain holds
-  the message that started the run).
+  ``llm.tier.*``, ``llm.profile.*`` and ``memory`` (v4); ``recall.search`` (v4);
+  ``clock.now``; ``id.new``; ``mailbox.drain`` (the first drain holds the message that
+  started the run).
 """
 
 from __future__ import annotations
@@ -72,9 +80,15 @@ from jupyter_agent.core.loop_steps import (
     wrap_up,
 )
 from jupyter_agent.core.prompt import RuntimeContext, build_system, user_message
+from jupyter_agent.core.recall_program import (
+    AUTORECALL_PROGRAM,
+    MemoryConfig,
+    autorecall,
+    read_memory,
+)
 from jupyter_agent.core.runstate import Ceilings, RunState
 from jupyter_agent.core.turns import EndCause, StopReason, TurnRecord, TurnWindow
-from jupyter_agent.core.window import boot_window
+from jupyter_agent.core.window import Window, boot_window
 from jupyter_agent.effects import EffectGen
 from jupyter_agent.exceptions import ConfigError, ProviderError, RunCancelled
 from jupyter_agent.llm.chat import chat
@@ -85,19 +99,29 @@ from jupyter_agent.tools import ToolSpec, tools_for
 __all__ = [
     "PROGRAM",
     "PROGRAMS",
+    "V4_PROGRAMS",
     "WRAPUP_PROMPTS",
     "Turn",
     "end",
     "program",
+    "recall",
     "setup",
     "step",
     "toolcaller",
 ]
 
 #: The version new runs use.
-PROGRAM = "toolcaller@v3"
+PROGRAM = "toolcaller@v4"
 #: Every version this code replays, by its recorded name.
-PROGRAMS: Final = {"toolcaller@v1": 1, "toolcaller@v2": 2, "toolcaller@v3": 3}
+PROGRAMS: Final = {
+    "toolcaller@v1": 1,
+    "toolcaller@v2": 2,
+    "toolcaller@v3": 3,
+    "toolcaller@v4": 4,
+}
+#: The programs a ``toolcaller@v4`` turn runs (its record's and its log header's
+#: ``programs``).
+V4_PROGRAMS: Final = ("toolcaller@v4", AUTORECALL_PROGRAM)
 
 
 @dataclass(kw_only=True)
@@ -171,7 +195,8 @@ def setup(
 ) -> EffectGen[Turn | TurnRecord]:
     """Read config, the tier, history and the opening drain; build the prompt.
 
-    ``version``: 3 reads the history as its window (see the module docstring).
+    ``version``: 3 reads the history as its window, 4 also memory and recall (see the
+    module docstring).
 
     Returns the :class:`Turn` to step, or the turn record of a run that ended here (a bad
     tier, a hard break before the first model call, nothing to answer).
@@ -180,6 +205,8 @@ def setup(
     ceilings = Ceilings.from_json((yield from config("ceilings")))
     spaces = (yield from config("spaces")) or {}
     state = RunState(started=started)
+    if version >= 4:
+        state.programs = V4_PROGRAMS
     try:
         tier = yield from resolve_tier("codegen")
     except ConfigError as err:
@@ -225,6 +252,7 @@ def setup(
         return (yield from finish(run_id, chat_id, state, spaces, first_text, stop, cause))
     opening = inbox.messages[0]
     state.steering.extend(m.steering() for m in inbox.messages[1:])
+    memory = (yield from read_memory()) if version >= 4 else None
     tools = tools_for(bash_enabled=ceilings.bash_enabled)
     system = build_system(
         spaces,
@@ -238,6 +266,7 @@ def setup(
             cwd=opening.cwd,
         ),
         tool_prompt=tool_prompt(tier, tools),
+        memory=memory.categories if memory is not None else None,
     )
     state.fingerprints = {
         "system": system.fingerprint_system,
@@ -261,6 +290,8 @@ def setup(
             tokens=shown.tokens,
         )
     messages: list[Message] = list(shown.messages)
+    if memory is not None:
+        yield from recall(state, messages, memory, opening.text, chat_id, history, shown)
     for item in inbox.messages:
         add_user(
             messages, user_message(item.text, at=item.at, view=item.view, attachments=item.files)
@@ -280,6 +311,30 @@ def setup(
         messages=messages,
         history_len=len(shown.messages) if layout is not None else 0,
     )
+
+
+def recall(
+    state: RunState,
+    messages: list[Message],
+    memory: MemoryConfig,
+    text: str,
+    chat_id: str,
+    history: list[TurnRecord],
+    shown: Window,
+) -> EffectGen[None]:
+    """``autorecall@v1`` for the message ``text`` (v4): with hits, the synthetic call and
+    result join ``messages`` (after the window) and the turn's record."""
+    raw = history[len(history) - shown.turns_included :] if shown.turns_included else []
+    recalled = yield from autorecall(
+        text,
+        memory.recall,
+        chat_id=chat_id,
+        exclude_since=raw[0].created if raw else None,
+        exclude_chunks=[(c.level, c.first_turn) for c in shown.summaries],
+    )
+    if recalled is not None:
+        messages.extend(recalled.messages())
+        state.recall = recalled.record()
 
 
 def step(turn: Turn, *, drain_first: bool) -> EffectGen[EndCause | None]:

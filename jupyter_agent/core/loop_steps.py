@@ -287,6 +287,8 @@ def finish(
             fingerprints=dict(state.fingerprints),
             window=state.window,
         ),
+        recall=state.recall,
+        programs=state.programs,
     )
     yield Effect(name=TURN_APPEND, data=turn.to_json())
     return turn

@@ -1,8 +1,11 @@
 """Every program this code runs and replays, by its recorded name (pure).
 
 :data:`PROGRAMS` maps a recorded ``name@vN`` to what it is: the chat loop's versions
-(``toolcaller@v1..v3``, from :data:`jupyter_agent.core.loop.PROGRAMS`) and the history
-program ``history@v1`` (:mod:`jupyter_agent.core.history_program`). :func:`make` builds
+(``toolcaller@v1..v4``, from :data:`jupyter_agent.core.loop.PROGRAMS`) and the history
+program ``history@v1`` (:mod:`jupyter_agent.core.history_program`). :data:`SUB_PROGRAMS`
+are the programs that run inside another, never as a run of their own: ``autorecall@v1``
+(:mod:`jupyter_agent.core.recall_program`, a step of ``toolcaller@v4``), named by a turn
+record's and a log header's ``programs``. :func:`make` builds
 the generator of one; a log header's ``program`` is looked up here by the driver and by
 replay, so a new program is replayable the moment it is registered.
 
@@ -17,9 +20,10 @@ from typing import Any, Final
 
 from jupyter_agent.core import loop
 from jupyter_agent.core.history_program import HISTORY_PROGRAM, history
+from jupyter_agent.core.recall_program import AUTORECALL_PROGRAM
 from jupyter_agent.effects import EffectGen
 
-__all__ = ["PROGRAMS", "family", "make"]
+__all__ = ["PROGRAMS", "SUB_PROGRAMS", "family", "make"]
 
 Factory = Callable[[str, str], EffectGen[Any]]
 """``(run_id, chat_id) -> the program's generator``."""
@@ -38,6 +42,10 @@ PROGRAMS: Final[dict[str, Factory]] = {
 }
 
 
+#: Programs run as a part of another (see the module docstring): sub-program -> its host.
+SUB_PROGRAMS: Final[dict[str, str]] = {AUTORECALL_PROGRAM: "toolcaller@v4"}
+
+
 def family(name: str) -> str:
     """The program's name without its version: ``history@v1`` -> ``history``."""
     return name.split("@", 1)[0]
@@ -47,6 +55,8 @@ def make(name: str, run_id: str, chat_id: str) -> EffectGen[Any]:
     """The generator of the recorded program ``name``; ValueError for one this code does not
     have."""
     factory = PROGRAMS.get(name)
+    if name in SUB_PROGRAMS:
+        raise ValueError(f"{name!r} runs inside {SUB_PROGRAMS[name]}, not as a run of its own")
     if factory is None:
         raise ValueError(f"unknown program {name!r}: this code has {', '.join(PROGRAMS)}")
     return factory(run_id, chat_id)

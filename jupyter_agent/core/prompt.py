@@ -19,6 +19,12 @@ The spaces reach the loop as the value of ``config.get {"key": "spaces"}`` (see
 6. the configured repos; 7. the memory categories in use ("none yet" when empty);
 8. the runtime context: agent space, chat id, agent name, installed apps, working folder.
 
+The memory categories come from the spaces' ``memory_categories`` (``toolcaller@v1..v3``)
+or, given ``memory`` (``toolcaller@v4``: the ``config.get memory`` answer's categories),
+as ``- {category} ({count})`` lines. ``fingerprint_system`` is then the hash of the text
+with the counts left out: saving one more fact in a category does not change it, a new
+(or emptied) category does.
+
 The output is deterministic: unordered inputs are sorted, so the same spaces and context
 give the same text and fingerprints; ``fingerprint_identity`` changes exactly when
 ``_soul`` does. Fields the prompt does not show (``env_prefix``, unknown keys) do not
@@ -186,6 +192,19 @@ def _memory_section(categories: Any) -> str:
     return "# Memory categories in use\n\n" + body
 
 
+def _counted_memory_section(memory: Sequence[tuple[str, int]], *, counts: bool) -> str:
+    """The v4 section: one ``- {category} ({count})`` line each (``counts`` False: the
+    fingerprint's text, ``- {category}``), sorted by category."""
+    counted: dict[str, int] = {}
+    for category, count in memory:
+        if str(category).strip():
+            counted[str(category)] = counted.get(str(category), 0) + int(count)
+    if not counted:
+        return "# Memory categories in use\n\nnone yet"
+    lines = [f"- {c} ({counted[c]})" if counts else f"- {c}" for c in sorted(counted)]
+    return "# Memory categories in use\n\n" + "\n".join(lines)
+
+
 def _context_section(context: RuntimeContext, home: str) -> str:
     apps = ", ".join(sorted(context.installed_apps)) or "none"
     cwd = _tilde(context.cwd, home) if context.cwd else "the Jupyter server's root folder"
@@ -210,8 +229,13 @@ def build_system(
     apps: Sequence[AppSpec],
     context: RuntimeContext,
     tool_prompt: str = "",
+    memory: Sequence[tuple[str, int]] | None = None,
 ) -> SystemPrompt:
-    """Compose the system prompt from the spaces snapshot (order in the module docstring)."""
+    """Compose the system prompt from the spaces snapshot (order in the module docstring).
+
+    ``memory``: the categories in use with their counts (``toolcaller@v4``); None: the
+    spaces' ``memory_categories``, without counts (v1..v3, unchanged).
+    """
     raw_files = spaces.get("files") or {}
     files = {str(k): str(v) for k, v in raw_files.items()} if isinstance(raw_files, Mapping) else {}
     raw_paths = spaces.get("paths") or {}
@@ -219,21 +243,29 @@ def build_system(
     home = str(spaces.get("home") or "")
     soul = files.get("_soul", "")
 
-    sections: list[str] = [
-        *_system_skills(files),
-        _user_skills(files, paths, home),
-        _tools_section(tools, apps),
-        tool_prompt.strip("\n"),
-        _repos_section(spaces.get("repos"), home),
-        _memory_section(spaces.get("memory_categories")),
-        _context_section(context, home),
-    ]
-    rest = "\n\n".join(s for s in sections if s.strip()) + "\n"
-    # The identity goes first and verbatim; only a separating blank line is added.
-    separator = "\n" if soul.endswith("\n") else "\n\n"
-    text = soul + separator + rest if soul else rest
+    def compose(memory_section: str) -> str:
+        sections: list[str] = [
+            *_system_skills(files),
+            _user_skills(files, paths, home),
+            _tools_section(tools, apps),
+            tool_prompt.strip("\n"),
+            _repos_section(spaces.get("repos"), home),
+            memory_section,
+            _context_section(context, home),
+        ]
+        rest = "\n\n".join(s for s in sections if s.strip()) + "\n"
+        # The identity goes first and verbatim; only a separating blank line is added.
+        separator = "\n" if soul.endswith("\n") else "\n\n"
+        return soul + separator + rest if soul else rest
+
+    if memory is None:
+        text = compose(_memory_section(spaces.get("memory_categories")))
+        fingerprinted = text
+    else:
+        text = compose(_counted_memory_section(memory, counts=True))
+        fingerprinted = compose(_counted_memory_section(memory, counts=False))
     return SystemPrompt(
-        text=text, fingerprint_system=_sha256(text), fingerprint_identity=_sha256(soul)
+        text=text, fingerprint_system=_sha256(fingerprinted), fingerprint_identity=_sha256(soul)
     )
 
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from jupyter_agent.codec import load
-from jupyter_agent.core.turns import EndCause, Reply, Steering, TurnWindow
+from jupyter_agent.core.turns import EndCause, Reply, Steering, TurnRecall, TurnWindow
 from jupyter_agent.messages import Usage
 
 __all__ = ["Ceilings", "RunState", "parse_time", "seconds_between"]
@@ -66,6 +66,10 @@ class RunState:
     fingerprints: dict[str, str] = field(default_factory=dict)
     #: What the boot window held (``toolcaller@v3``; None before it is built, and in v1/v2).
     window: TurnWindow | None = None
+    #: What autorecall showed the model (``toolcaller@v4``; None when nothing was recalled).
+    recall: TurnRecall | None = None
+    #: The programs the turn runs (``toolcaller@v4`` on; None in older versions' records).
+    programs: tuple[str, ...] | None = None
 
     def add_call(self, usage: Usage, cost: float | None, model: str | None) -> None:
         """Count one model call; cost becomes unknown (None) once any call's price is."""

@@ -34,6 +34,7 @@ __all__ = [
     "BubbleStep",
     "CellStep",
     "ModelCallStep",
+    "RecallStep",
     "ReplyStep",
     "SteeringStep",
     "Step",
@@ -170,6 +171,26 @@ class ModelCallStep:
     attempts: int | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class RecallStep:
+    """A ``recall.search`` (``autorecall@v1``): synthetic, not run. ``code`` and ``text`` are
+    the ``run_cell`` call and result the model was shown before the message (both empty when
+    nothing was recalled), ``hits`` the RecallHit JSON they show, ``tokens`` their cost;
+    ``query`` is what was searched for."""
+
+    type: Literal["recall"] = field(default="recall", init=False)
+    seq: int
+    status: StepStatus
+    t: str
+    program: str
+    query: str
+    code: str = ""
+    text: str = ""
+    hits: tuple[JsonObject, ...] = ()
+    tokens: int = 0
+    error: JsonObject | None = None
+
+
 #: Every step type.
 STEPS: Final = (
     UserStep,
@@ -180,6 +201,7 @@ STEPS: Final = (
     CellStep,
     BashStep,
     ModelCallStep,
+    RecallStep,
 )
 
 Step = Annotated[
@@ -190,7 +212,8 @@ Step = Annotated[
     | ReplyStep
     | CellStep
     | BashStep
-    | ModelCallStep,
+    | ModelCallStep
+    | RecallStep,
     tagged("type"),
 ]
 """Any step, read by its ``type`` tag (``codec.load(Step, data)``)."""

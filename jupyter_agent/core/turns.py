@@ -7,11 +7,20 @@
      llm: {stopReason, endCause, modelCalls, cells,
            usage: {in, out, cacheRead, cacheWrite, reasoning}, cost,
            fingerprints: {system, identity},
-           window: {raw, l1, l2, omitted, tokens}}}
+           window: {raw, l1, l2, omitted, tokens}},
+     recall: {program, hits: [{kind, id, chat_id, score, text}], tokens},
+     programs: [name@vN]}
 
 ``llm.window`` (``toolcaller@v3``, issue 14) says what the boot window held: raw turns,
 level-1 and level-2 summaries, turns named by the omission line, and its tokens; it is
 absent in older records (and in runs that ended before building a window).
+
+``recall`` (``toolcaller@v4``, issue 15) is what ``autorecall@v1`` showed the model before
+the message: each hit's kind, id, chat and score with its text clipped to
+:data:`RECALL_TEXT_CHARS` characters, and the tokens the injected result took; absent when
+nothing was recalled. ``programs`` names the programs the turn ran (``["toolcaller@v4",
+"autorecall@v1"]``); absent in records of older versions. Neither is ever rendered into
+a later prompt (the window reads only the messages and replies).
 
 ``stopReason`` is one of ``done``, ``wrapup``, ``break_hard``, ``error``; ``endCause`` one
 of :data:`END_CAUSES`. :class:`RunSummary` is the one ``agent_runs`` row per run.
@@ -30,13 +39,16 @@ from jupyter_agent.messages import Usage
 
 __all__ = [
     "END_CAUSES",
+    "RECALL_TEXT_CHARS",
     "EndCause",
+    "RecallRef",
     "Reply",
     "RunStatus",
     "RunSummary",
     "Steering",
     "StopReason",
     "TurnLLM",
+    "TurnRecall",
     "TurnRecord",
     "TurnWindow",
 ]
@@ -69,6 +81,8 @@ END_CAUSES: Final = frozenset(
     }
 )
 RunStatus = Literal["running", "done", "interrupted", "error"]
+#: A recalled hit's text as the turn record keeps it (the model read it whole).
+RECALL_TEXT_CHARS: Final = 200
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +120,36 @@ class TurnWindow:
 
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecallRef:
+    """One recalled hit as the turn record names it (``recall.hits``)."""
+
+    kind: str
+    id: str
+    chat_id: str | None = None
+    score: float
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dump_dict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnRecall:
+    """What a recall step showed the model (``recall``): its program, hits and tokens."""
+
+    program: str
+    hits: tuple[RecallRef, ...] = ()
+    tokens: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return dump_dict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TurnRecall:
+        return load(cls, data)
 
 
 @camel_case
@@ -152,6 +196,8 @@ class TurnRecord:
     duration_ms: int = 0
     model: str | None = None
     llm: TurnLLM
+    recall: TurnRecall | None = field(default=None, metadata=OMIT_NONE)
+    programs: tuple[str, ...] | None = field(default=None, metadata=OMIT_NONE)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "trace_ref", self.run_id)

@@ -190,6 +190,7 @@ class Parts:
             spaces=spaces,
             profiles=profiles,
             history_layout=layout,
+            recall=self.manager.recall_settings,
         )
 
     def history_config(self) -> RunConfig:

@@ -2,10 +2,13 @@
 
 :class:`RunDriver` steps the pure :func:`~jupyter_agent.core.loop.toolcaller` generator.
 For each effect it writes the intent line to the run's log, performs the effect (model
-call, cell, bash, mailbox drain, config, clock, id, reply, persistence), then writes the
-result line and sends the result back. In-cell app calls arrive from the kernel while a
-cell runs; the driver performs and logs them as ``app.call`` effects whose ``parent`` is
-the cell's seq (and the model calls they make as nested effects under them).
+call, cell, bash, mailbox drain, config, clock, id, reply, persistence, recall), then writes
+the result line and sends the result back. ``config.get memory`` and ``recall.search``
+(``toolcaller@v4``) are :mod:`jupyter_agent.runtime.recall_search`'s; a search that found
+something is published as a ``recall`` event (the hits the model is shown). In-cell app
+calls arrive from the kernel while a cell runs; the driver performs and logs them as
+``app.call`` effects whose ``parent`` is the cell's seq (and the model calls they make as
+nested effects under them).
 
 A hard break cancels the effect in flight (a kernel interrupt for a cell) and answers it
 ``{"cancelled": "break_hard"}``; later effects that would reach outside are answered the
@@ -53,11 +56,14 @@ from jupyter_agent.core.events import (
     CellStart,
     Delta,
     Event,
+    RecallEvent,
     ReplyEvent,
     Retry,
     SteeringEvent,
 )
 from jupyter_agent.core.loop import PROGRAM, program
+from jupyter_agent.core.recall import recall_tokens
+from jupyter_agent.core.recall_program import AUTORECALL_PROGRAM
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.effects import (
     APP_CALL,
@@ -69,6 +75,7 @@ from jupyter_agent.effects import (
     HTTP_POST,
     ID_NEW,
     MAILBOX_DRAIN,
+    RECALL_SEARCH,
     TURN_APPEND,
     Effect,
     EffectGen,
@@ -86,6 +93,7 @@ from jupyter_agent.runtime.cell_events import (
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.live_output import LiveCell
 from jupyter_agent.runtime.model_calls import perform
+from jupyter_agent.runtime.recall_search import memory_answer, search
 from jupyter_agent.runtime.run_kernel import RunKernel
 from jupyter_agent.runtime.run_parts import RunConfig, RunServices, read_history
 from jupyter_agent.runtime.run_records import ended_by
@@ -300,6 +308,8 @@ class RunDriver:
             if effect.data.get("key") == "history":
                 budget, layout = effect.data.get("budget_tokens"), self.config.history_layout
                 return await read_history(self.services.store, self.chat_id, budget, layout), None
+            if effect.data.get("key") == "memory":
+                return await memory_answer(self.services.store, self.config.recall), None
             return self.config.get(str(effect.data.get("key"))), None
 
         async def clock_now(effect: Effect, seq: int) -> Outcome:
@@ -341,6 +351,14 @@ class RunDriver:
             self.stored_turn = turn
             return {"ok": True}, None
 
+        async def recall_search(effect: Effect, seq: int) -> Outcome:
+            hits = await search(self.services.store, effect.data)
+            if hits:  # what the model is shown, as it is shown, before its first call
+                shown = tuple(h.to_json() for h in hits)
+                tokens = recall_tokens(hits)
+                self._publish(RecallEvent(hits=shown, tokens=tokens, program=AUTORECALL_PROGRAM))
+            return {"hits": [h.to_json() for h in hits]}, None
+
         return {
             CONFIG_GET: config_get,
             CLOCK_NOW: clock_now,
@@ -351,6 +369,7 @@ class RunDriver:
             BASH_RUN: bash_run,
             CHAT_POST: chat_post,
             TURN_APPEND: turn_append,
+            RECALL_SEARCH: recall_search,
         }
 
     # --- performers --------------------------------------------------------------------

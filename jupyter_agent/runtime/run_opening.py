@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.core.loop import PROGRAM
+from jupyter_agent.core.loop import PROGRAM, V4_PROGRAMS
 from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.driver import RunConfig, RunDriver
@@ -99,6 +99,8 @@ async def open_run(
         "run_id": run_id,
         "chat_id": chat_id,
         "program": PROGRAM,
+        # The programs the run is made of (DESIGN section 7): the loop and its sub-programs.
+        "programs": list(V4_PROGRAMS),
         "created": started,
         "tiers": config.tiers,
         "profile": model,

@@ -48,10 +48,17 @@ class RunConfig:
     history_layout: dict[str, int] = field(
         default_factory=lambda: {"chunk_turns": 10, "l2_chunks": 5}
     )
+    #: ``{enabled, k, budget_tokens, threshold}``: autorecall's settings (RunManager traits
+    #: ``recall``, ``recall_k``, ``recall_budget_tokens``, ``recall_threshold``), answered
+    #: with the memory categories to ``config.get memory`` (issue 15).
+    recall: dict[str, Any] = field(
+        default_factory=lambda: {"enabled": True, "k": 5, "budget_tokens": 800, "threshold": 0.3}
+    )
 
     def get(self, key: str) -> Any:
-        """The value of a ``config.get`` key (None when unknown). ``history`` is not config:
-        it is read from the store (:func:`read_history`)."""
+        """The value of a ``config.get`` key (None when unknown). ``history`` and ``memory``
+        are not config alone: the driver reads them from the store (:func:`read_history`,
+        :func:`~jupyter_agent.runtime.recall_search.memory_answer`)."""
         if key == "ceilings":
             return self.ceilings
         if key == "history_layout":

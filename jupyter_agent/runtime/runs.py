@@ -68,7 +68,8 @@ log = logging.getLogger(__name__)
 BreakState = Literal["breaking", "ended"]
 
 _DEFAULT = Ceilings()
-_NOT_CEILINGS = logsync.LOG_SYNC_TRAITS | {"chunk_turns", "l2_chunks"}
+_RECALL_TRAITS = {"recall", "recall_k", "recall_budget_tokens", "recall_threshold"}
+_NOT_CEILINGS = logsync.LOG_SYNC_TRAITS | {"chunk_turns", "l2_chunks"} | _RECALL_TRAITS
 
 
 def _trait(kind: Callable[..., Any], default: Any, help_: str, **kw: Any) -> Any:
@@ -142,6 +143,24 @@ class RunManager(LoggingConfigurable):
     # ``history_layout``). A change applies to new summaries; stored ones are kept.
     chunk_turns = _trait(Int, 10, "Turns per level-1 chunk of a chat's history.", min=1)
     l2_chunks = _trait(Int, 5, "Level-1 chunks per level-2 chunk of the history.", min=2)
+    # Autorecall (issue 15; runs read them with the memory categories, ``config.get
+    # memory``): before a run's first model call, memory and earlier chats are searched
+    # for the message and the best hits shown to the model.
+    recall = _trait(
+        Bool, True, "Recall memories and earlier chats relevant to each message (autorecall)."
+    )
+    recall_k = _trait(Int, 5, "The most hits autorecall shows the model.", min=0)
+    recall_budget_tokens = _trait(
+        Int, 800, "Tokens the recalled hits may take in the prompt, in all.", min=0
+    )
+    recall_threshold = _trait(
+        Float,
+        0.3,
+        "The least score (0 to 1: the share of the message's rare terms a hit covers) a "
+        "recalled hit needs; nothing is shown when no hit reaches it.",
+        min=0.0,
+        max=1.0,
+    )
 
     @validate("max_wall_s", "max_cost_usd", "cell_timeout_s", "model_deadline_s")
     def _validate_positive(self, proposal: Mapping[str, Any]) -> float:
@@ -152,6 +171,16 @@ class RunManager(LoggingConfigurable):
                 f"{type(self).__name__}.{proposal['trait'].name} must be > 0, not {value}"
             )
         return value
+
+    @property
+    def recall_settings(self) -> dict[str, Any]:
+        """Autorecall's settings of a new run (``RunConfig.recall``): the recall traits."""
+        return {
+            "enabled": bool(self.recall),
+            "k": int(self.recall_k),
+            "budget_tokens": int(self.recall_budget_tokens),
+            "threshold": float(self.recall_threshold),
+        }
 
     @property
     def ceilings(self) -> dict[str, Any]:

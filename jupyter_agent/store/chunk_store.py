@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from jupyter_agent.core.chunks import ChunkSpan, StoredChunk
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.core.window import HistoryWindow
-from jupyter_agent.store import chunk_queries, turn_queries
+from jupyter_agent.store import chunk_queries, recall_index, turn_queries
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -33,9 +33,14 @@ class ChunkMethods:
     def add_chunk(self, chunk: StoredChunk) -> bool:
         """Store a chunk's summary. Idempotent: the first write for (chat, level,
         first_turn) wins and False is returned for a later one. StoreError for an unknown
-        chat (or a span that is not one)."""
+        chat (or a span that is not one). A stored summary's recall doc is written in the
+        same transaction."""
         with self._write("cannot store the chunk") as session:
-            return chunk_queries.add_chunk(session.connection(), chunk)
+            conn = session.connection()
+            inserted = chunk_queries.add_chunk(conn, chunk)
+            if inserted:
+                recall_index.put_docs(conn, [recall_index.chunk_doc(chunk)])
+            return inserted
 
     def list_chunks(self, chat_id: str) -> list[StoredChunk]:
         """The chat's stored summaries, in (level, first_turn) order."""

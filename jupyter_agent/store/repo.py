@@ -55,7 +55,7 @@ from sqlmodel import Session, col, select
 
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import StoreError, StoreUnavailable
-from jupyter_agent.store import chunk_queries, turn_queries
+from jupyter_agent.store import chunk_queries, recall_index, turn_queries
 from jupyter_agent.store.chunk_store import ChunkMethods
 from jupyter_agent.store.engine import (
     WRITE_OPTION,
@@ -65,6 +65,7 @@ from jupyter_agent.store.engine import (
     scrub,
 )
 from jupyter_agent.store.filters import program_filter
+from jupyter_agent.store.memory_store import MemoryMethods
 from jupyter_agent.store.migrations import migrate
 from jupyter_agent.store.rows import (
     RUN_COLUMNS,
@@ -116,9 +117,10 @@ _SQLITE_LOCKS: dict[str, threading.Lock] = {}
 _SQLITE_LOCKS_GUARD = threading.Lock()
 
 
-class Store(ChunkMethods):
+class Store(ChunkMethods, MemoryMethods):
     """The agent database at ``url`` (``sqlite:///path`` or ``postgresql://...``); its
-    chunk methods are :class:`~.chunk_store.ChunkMethods`.
+    chunk methods are :class:`~.chunk_store.ChunkMethods`, its memory and recall methods
+    :class:`~.memory_store.MemoryMethods`.
 
     Opening it creates the SQLite file's folder and runs pending migrations; a bad URL or an
     unreachable server raises StoreError.
@@ -253,8 +255,10 @@ class Store(ChunkMethods):
             return chat(row)
 
     def delete_chat(self, chat_id: str) -> bool:
-        """Delete the chat, its turns and chunks (runs stay); False when it did not exist."""
+        """Delete the chat, its turns and chunks and their recall docs (runs stay, and so do
+        memories saved in it); False when it did not exist."""
         with self._write("cannot delete the chat") as session:
+            recall_index.delete_chat_docs(session.connection(), chat_id)
             chunk_queries.delete_chunks(session.connection(), chat_id)
             session.exec(delete(AgentTurnRow).where(col(AgentTurnRow.chat_id) == chat_id))
             session.exec(delete(AgentMailRow).where(col(AgentMailRow.chat_id) == chat_id))
@@ -291,7 +295,8 @@ class Store(ChunkMethods):
         run's end is one write, not three. Recovery passes ``bump_to_end=False``: a run
         ended by a restart must not move its chat to the top of the list.
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
-        wins) and False is returned. A turn for an unknown chat is a StoreError.
+        wins) and False is returned. A turn for an unknown chat is a StoreError. A stored
+        turn's recall doc is written in the same transaction.
         """
         with self._write("cannot append the turn") as session:
             # RETURNING, not rowcount: rowcount is unreliable here through psycopg.
@@ -300,6 +305,7 @@ class Store(ChunkMethods):
             inserted = found is not None
             if inserted:
                 conn.execute(_BUMP_CHAT, {"b_chat": turn.chat_id, "b_at": turn.created})
+                recall_index.put_docs(conn, [recall_index.turn_doc(turn)])
             if delivered:
                 conn.execute(delete(_MAIL).where(_MAIL.c.id.in_(list(delivered))))
             if ended is not None:

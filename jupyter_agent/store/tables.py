@@ -26,6 +26,23 @@ Tables:
     one stored summary per (chat, level, first turn position) (since v4; see
     :mod:`jupyter_agent.core.chunks`): the first write wins, a chunk's content never
     changes. Deleting a chat deletes its chunks (explicitly, and by the foreign key).
+``agent_memories``
+    one stored fact per row (since v5; :class:`jupyter_agent.core.memory.Memory`), scoped
+    by ``owner`` ("" = the server's user). ``chat_id``/``run_id`` say where it was saved;
+    no foreign key: a fact outlives its chat.
+``agent_recall_docs``
+    the recall index (since v5): one doc per memory, turn and chunk summary (``kind``,
+    ``ref_id`` = the memory id, the turn id, or the chunk key ``{chat}:{level}:{first}``),
+    its ``terms`` (:func:`jupyter_agent.core.recall_terms.terms`, space-joined) and their
+    count. Full-text search over ``terms``: on SQLite the FTS5 external-content table
+    ``agent_recall_fts`` (kept in sync by triggers), on PostgreSQL the generated
+    ``tsv`` column (not in this model: PostgreSQL computes it) and its GIN index.
+``agent_recall_df``
+    per owner, how many docs hold each term (``df``), and the owner's doc count in the row
+    whose ``term`` is "" (no term is empty): the numbers recall's idf needs, exact and read
+    by primary key, kept by the transactions that write docs.
+``agent_memory_vectors``
+    one embedding per memory (since v5; JSON list of floats), deleted with its memory.
 ``schema_version``
     one row per applied migration; the schema's version is ``MAX(version)``.
 """
@@ -38,6 +55,10 @@ from sqlmodel import Field, SQLModel
 __all__ = [
     "AgentChunkRow",
     "AgentMailRow",
+    "AgentMemoryRow",
+    "AgentMemoryVectorRow",
+    "AgentRecallDfRow",
+    "AgentRecallDocRow",
     "AgentRunRow",
     "AgentTurnRow",
     "ChatRow",
@@ -155,6 +176,75 @@ class AgentChunkRow(SQLModel, table=True):
     run_id: str = Field(sa_column=_text())
     model: str | None = Field(default=None, sa_column=_text(nullable=True))
     created: str = Field(sa_column=_text())
+
+
+class AgentMemoryRow(SQLModel, table=True):
+    """``agent_memories``: one fact (since v5)."""
+
+    __tablename__ = "agent_memories"
+    __table_args__ = (
+        Index("ix_agent_memories_category", "owner", "category", "updated"),
+        Index("ix_agent_memories_updated", "owner", "updated"),
+    )
+
+    id: str = Field(sa_column=Column(Text, primary_key=True))
+    owner: str = Field(sa_column=_text())
+    category: str = Field(sa_column=_text())
+    text: str = Field(sa_column=_text())
+    chat_id: str | None = Field(default=None, sa_column=_text(nullable=True))
+    run_id: str | None = Field(default=None, sa_column=_text(nullable=True))
+    author: str = Field(sa_column=_text())
+    created: str = Field(sa_column=_text())
+    updated: str = Field(sa_column=_text())
+
+
+class AgentRecallDocRow(SQLModel, table=True):
+    """``agent_recall_docs``: one doc of the recall index (since v5)."""
+
+    __tablename__ = "agent_recall_docs"
+    __table_args__ = (
+        UniqueConstraint("kind", "ref_id", name="uq_agent_recall_docs_ref"),
+        Index("ix_agent_recall_docs_chat", "chat_id"),
+    )
+
+    # INTEGER on SQLite: only "INTEGER PRIMARY KEY" is the rowid the FTS5 table indexes.
+    doc_id: int = Field(
+        sa_column=Column(
+            BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+        )
+    )
+    owner: str = Field(sa_column=_text())
+    kind: str = Field(sa_column=_text())
+    ref_id: str = Field(sa_column=_text())
+    chat_id: str | None = Field(default=None, sa_column=_text(nullable=True))
+    created: str = Field(sa_column=_text())
+    terms: str = Field(sa_column=_text())
+    n_terms: int = Field(sa_column=Column(Integer, nullable=False))
+
+
+class AgentRecallDfRow(SQLModel, table=True):
+    """``agent_recall_df``: docs per (owner, term); term "" holds the owner's doc count."""
+
+    __tablename__ = "agent_recall_df"
+
+    owner: str = Field(sa_column=Column(Text, primary_key=True))
+    term: str = Field(sa_column=Column(Text, primary_key=True))
+    df: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class AgentMemoryVectorRow(SQLModel, table=True):
+    """``agent_memory_vectors``: a memory's embedding by ``model`` (since v5)."""
+
+    __tablename__ = "agent_memory_vectors"
+
+    memory_id: str = Field(
+        sa_column=Column(
+            Text, ForeignKey("agent_memories.id", ondelete="CASCADE"), primary_key=True
+        )
+    )
+    model: str = Field(sa_column=_text())
+    dim: int = Field(sa_column=Column(Integer, nullable=False))
+    vector: str = Field(sa_column=_text())
 
 
 class SchemaVersionRow(SQLModel, table=True):

@@ -30,6 +30,10 @@ Contract:
   rebuilt with the run's recorded options; None when the model read none (cancelled,
   unfinished). ``end_status`` is what its ``cell_end`` event said.
 - A cancelled cell or command keeps what it printed before the break (its partial result).
+- A ``recall.search`` (``autorecall@v1``, ``toolcaller@v4``) is a :class:`RecallStep`:
+  synthetic, not run; its ``code`` and ``text`` are the ``run_cell`` call and result the
+  model was shown (rebuilt from the intent and the result by the loop's own function,
+  :func:`~jupyter_agent.core.recall_program.recalled`), empty when nothing was recalled.
 - Reading never raises on a well-formed log (one :func:`~jupyter_agent.trace.log.read_log`
   accepted): what cannot be understood is reported through the statuses.
 """
@@ -46,12 +50,14 @@ from jupyter_agent.core.cells import BashResult, CellResult
 from jupyter_agent.core.digest import Digest, DigestOptions, digest_bash, digest_cell
 from jupyter_agent.core.digest_record import digest_options_from_config, recorded
 from jupyter_agent.core.events import CellStatus
+from jupyter_agent.core.recall_program import AUTORECALL_PROGRAM, recalled
 from jupyter_agent.core.steps import (
     BashStep,
     BreakStep,
     BubbleStep,
     CellStep,
     ModelCallStep,
+    RecallStep,
     ReplyStep,
     SteeringStep,
     StepStatus,
@@ -66,6 +72,7 @@ from jupyter_agent.effects import (
     CONFIG_GET,
     HTTP_POST,
     MAILBOX_DRAIN,
+    RECALL_SEARCH,
     TURN_APPEND,
 )
 from jupyter_agent.trace.log import LoggedEffect, TraceFile, pair_effects
@@ -81,6 +88,7 @@ AnyStep = (
     | CellStep
     | BashStep
     | ModelCallStep
+    | RecallStep
 )
 
 # A python cell that names the in-kernel ``sh`` depends on the host's shell, like bash.
@@ -309,6 +317,24 @@ def _model_call_step(effect: LoggedEffect) -> ModelCallStep:
     )
 
 
+def _recall_step(effect: LoggedEffect) -> RecallStep:
+    data = effect.data if isinstance(effect.data, dict) else {}
+    status = effect_status(effect)
+    shown = recalled(data, effect.result.data) if effect.result and status == "ok" else None
+    return RecallStep(
+        seq=effect.seq,
+        status=status,
+        t=effect.intent.t,
+        program=AUTORECALL_PROGRAM,
+        query=str(data.get("query") or ""),
+        code=shown.code if shown else "",
+        text=shown.text if shown else "",
+        hits=tuple(h.to_json() for h in shown.hits) if shown else (),
+        tokens=shown.record().tokens if shown else 0,
+        error=effect.result.error if effect.result is not None else None,
+    )
+
+
 def _post_step(effect: LoggedEffect) -> BubbleStep | ReplyStep:
     data = effect.data if isinstance(effect.data, dict) else {}
     cls = ReplyStep if data.get("done") else BubbleStep
@@ -369,6 +395,8 @@ def build_view(trace: TraceFile) -> RunView:
                 steps.append(_post_step(effect))
         elif name == HTTP_POST:
             steps.append(_model_call_step(effect))
+        elif name == RECALL_SEARCH:
+            steps.append(_recall_step(effect))
         elif name == CELL_RUN:
             tool_runs += 1
             steps.append(_cell_step(effect, tuple(nested.get(effect.seq, ())), options))

@@ -2,11 +2,15 @@
 
 Format (DESIGN section 3)::
 
-    {"kind": "header", "version": 1, "run_id", "chat_id", "program", "profile", "tiers", "created"}
+    {"kind": "header", "version": 1, "run_id", "chat_id", "program", "programs"?, "profile",
+     "tiers", "created"}
     {"seq": 1, "phase": "intent", "name": "config.get", "data": {...}, "t": "...Z"}
     {"seq": 1, "phase": "result", "name": "config.get", "data": ..., "t": "...Z"}
     {"seq": 7, "phase": "intent", "name": "app.call", "data": {...}, "t": "...Z", "parent": 6}
     {"seq": 7, "phase": "result", "name": "app.call", "data": null, "t": "...Z", "error": {...}}
+
+``programs`` (``toolcaller@v4`` on) names the programs the run is made of: the loop and
+its sub-programs (``["toolcaller@v4", "autorecall@v1"]``); older logs have none.
 
 Contracts:
 
@@ -91,7 +95,7 @@ __all__ = [
     "read_log",
 ]
 
-PROGRAM: Final = "toolcaller@v3"  # the same as core.loop.PROGRAM (trace has no core import)
+PROGRAM: Final = "toolcaller@v4"  # the same as core.loop.PROGRAM (trace has no core import)
 LOG_VERSION: Final = 1
 
 SyncPolicy = Literal["effect", "run"]
@@ -221,13 +225,14 @@ class EffectLog:
         """Create a new log at ``path`` (parent folders too) and write its header line.
 
         The header line is ``{"kind": "header", "version": 1, **header}``; ``header`` holds
-        run_id, chat_id, program, profile, tiers, created. Refuses to overwrite an existing
-        file (FileExistsError): a run's log is written once. The file's mode is 0600
-        whatever the umask. Under ``effect`` the file and its folder entry are fsynced so
-        the log exists on disk before the run does anything; under ``run`` the header is
-        written to the OS (a killed server keeps it) and the syncer's next round, or the
-        close, makes the file and its folder entry durable (a power loss may lose a log
-        created in the last interval, as any line of it: recovery takes a missing log).
+        run_id, chat_id, program, programs (v4), profile, tiers, created. Refuses to
+        overwrite an existing file (FileExistsError): a run's log is written once. The
+        file's mode is 0600 whatever the umask. Under ``effect`` the file and its folder
+        entry are fsynced so the log exists on disk before the run does anything; under
+        ``run`` the header is written to the OS (a killed server keeps it) and the syncer's
+        next round, or the close, makes the file and its folder entry durable (a power loss
+        may lose a log created in the last interval, as any line of it: recovery takes a
+        missing log).
         ``syncer``: the ``run`` sync policy, synced by that syncer's thread; None: the
         ``effect`` policy (module docstring).
         """

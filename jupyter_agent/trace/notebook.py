@@ -14,6 +14,10 @@ order they happened (see :mod:`jupyter_agent.trace.cells_view`):
 - a code cell ``sh('<command>', timeout=N)`` per ``bash`` call (the argument is the
   command's ``repr``, so re-running it in the agent kernel rebinds ``sh.last``), with its
   stdout and stderr as stream outputs; its id is the next ``c<n>`` of the run's counter;
+- what autorecall showed the model before the message (``toolcaller@v4``): a markdown
+  cell "Recalled (synthetic: not run)" and the synthetic ``memory.search(...)`` code cell
+  (metadata ``synthetic: true``, ``program: autorecall@v1``), its result as the stream
+  output, before the turn's first real cell (:mod:`jupyter_agent.trace.notebook_recall`);
 - markdown cells for progress bubbles and the final reply;
 - a markdown note for what did not finish normally: a cancelled, timed-out, failed or
   unfinished effect, a hard break, an error or wrap-up end, a log that stops mid-run. A
@@ -57,6 +61,7 @@ from jupyter_agent.core.steps import (
     BubbleStep,
     CellStep,
     ModelCallStep,
+    RecallStep,
     ReplyStep,
     SteeringStep,
     UserStep,
@@ -64,6 +69,7 @@ from jupyter_agent.core.steps import (
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.trace.cells_view import RunView, build_view
 from jupyter_agent.trace.log import TraceFile
+from jupyter_agent.trace.notebook_recall import CELL_ID, synthetic_meta, title_source
 
 __all__ = ["KERNELSPEC", "chat_notebook", "run_notebook", "sh_source", "write_notebook"]
 
@@ -273,6 +279,21 @@ class _Builder:
         elif status == "unreadable":
             self.note(f"The recorded result of this {what} could not be read (#{seq}).", seq)
 
+    def recall(self, step: RecallStep) -> None:
+        if step.status in ("failed", "unfinished"):
+            why = (step.error or {}).get("message") or step.status
+            self.note(f"The recall search did not answer (#{step.seq}): {why}.", step.seq)
+        if not step.code:  # nothing recalled: the model was shown nothing
+            return
+        self.markdown(title_source(step), "recall", step.seq)
+        cell = _new_code_cell(
+            step.code,
+            id=self._code_id(CELL_ID),
+            metadata=self._meta("recall", step.seq, **synthetic_meta(step)),
+        )
+        cell.outputs = [_new_output("stream", name="stdout", text=step.text + "\n")]
+        self.cells.append(cell)
+
     def model_call(self, step: ModelCallStep) -> None:
         if step.status == "cancelled":
             self.note(f"A hard break cancelled a model call (#{step.seq}).", step.seq)
@@ -297,6 +318,8 @@ class _Builder:
                 self.bash(step)
             elif isinstance(step, ModelCallStep):
                 self.model_call(step)
+            elif isinstance(step, RecallStep):
+                self.recall(step)
         self.end_note()
         return self.cells
 

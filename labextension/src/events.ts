@@ -30,6 +30,14 @@ export interface IRunStartEvent extends IEventEnvelope {
   message_id: string | null;
 }
 
+/** Autorecall (`autorecall@v1`) put `hits` (RecallHit JSON, packed: exactly what the model reads, in its order) in front of the model, taking `tokens`; published only when something was recalled, before the run's first model call. */
+export interface IRecallEvent extends IEventEnvelope {
+  type: "recall";
+  hits: { [key: string]: any }[];
+  tokens: number;
+  program: string;
+}
+
 /** Streamed text of the reply being written (live only). */
 export interface IDeltaEvent extends IEventEnvelope {
   type: "delta";
@@ -116,6 +124,7 @@ export interface ISummaryEvent extends IEventEnvelope {
 /** Any event. */
 export type AgentEvent =
   | IRunStartEvent
+  | IRecallEvent
   | IDeltaEvent
   | IBubbleEvent
   | ICellStartEvent
@@ -128,7 +137,7 @@ export type AgentEvent =
   | ISummaryEvent;
 
 /** The event types, in the order a run emits them. */
-export const EVENT_TYPES = ["run_start", "delta", "bubble", "cell_start", "cell_output", "cell_end", "steering", "retry", "reply", "run_end", "summary"] as const;
+export const EVENT_TYPES = ["run_start", "recall", "delta", "bubble", "cell_start", "cell_output", "cell_end", "steering", "retry", "reply", "run_end", "summary"] as const;
 
 /** The types delivered live only, never kept for `?since=` catch-up. */
 export const LIVE_ONLY: ReadonlyArray<string> = ["delta", "retry"];
@@ -238,6 +247,21 @@ export interface IModelCallStep {
   attempts: number | null;
 }
 
+/** A `recall.search` (`autorecall@v1`): synthetic, not run. `code` and `text` are the `run_cell` call and result the model was shown before the message (both empty when nothing was recalled), `hits` the RecallHit JSON they show, `tokens` their cost; `query` is what was searched for. */
+export interface IRecallStep {
+  type: "recall";
+  seq: number;
+  status: "ok" | "failed" | "cancelled" | "timed_out" | "unfinished" | "unreadable";
+  t: string;
+  program: string;
+  query: string;
+  code: string;
+  text: string;
+  hits: { [key: string]: any }[];
+  tokens: number;
+  error: { [key: string]: any } | null;
+}
+
 /** Any step of a run. */
 export type RunStep =
   | IUserStep
@@ -247,7 +271,8 @@ export type RunStep =
   | IReplyStep
   | ICellStep
   | IBashStep
-  | IModelCallStep;
+  | IModelCallStep
+  | IRecallStep;
 
 /** The step types. */
-export const STEP_TYPES = ["user", "steering", "break", "bubble", "reply", "cell", "bash", "model_call"] as const;
+export const STEP_TYPES = ["user", "steering", "break", "bubble", "reply", "cell", "bash", "model_call", "recall"] as const;

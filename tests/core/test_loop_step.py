@@ -85,7 +85,7 @@ def configured(s: Stepper, ceilings: dict[str, Any] | None = None, tier: Any = T
 
 
 def make_turn(ceilings: dict[str, Any] | None = None, drained: list[Any] | None = None) -> Turn:
-    s = Stepper(setup("run_1", "chat_1"))
+    s = Stepper(setup("run_1", "chat_1", version=3))  # v4's memory steps: test_loop_recall
     configured(s, ceilings)
     s.answer("config.get", [])  # history
     s.answer("mailbox.drain", drained if drained is not None else [HELLO])
@@ -118,7 +118,7 @@ def test_setup_builds_the_turn_from_config_and_the_opening_drain() -> None:
 
 
 def test_setup_digest_options_come_from_ceilings_spaces_and_profile() -> None:
-    s = Stepper(setup("run_1", "chat_1"))
+    s = Stepper(setup("run_1", "chat_1", version=3))
     s.answer("clock.now", NOW)
     s.answer("config.get", {"value_budget_tokens": 400, "total_budget_tokens": 2000})
     s.answer("config.get", {"env_prefix": "/opt/env", "home": "/home/me"})

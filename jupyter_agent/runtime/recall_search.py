@@ -1,0 +1,88 @@
+"""The host's side of ``toolcaller@v4``'s memory steps: ``config.get memory`` and
+``recall.search`` (issue 15), performed by the run driver.
+
+- :func:`memory_answer`: the categories in use with their counts, read from the store in a
+  worker thread at that moment (``store.memory_categories``), and the run's recall
+  settings (its :class:`~jupyter_agent.runtime.run_parts.RunConfig`'s ``recall``, from the
+  RunManager traits). A store that cannot be read answers no categories (logged): the run
+  goes on, its prompt saying "none yet".
+- :func:`search`: the recall of one message: ``store.recall`` in a worker thread (the
+  window's own turns and summaries left out), ranked hybrid when the server has an embed
+  tier (the ``rank`` hook), then packed with :func:`~jupyter_agent.core.recall.pack_hits`
+  (threshold and budget), so what the result holds, what the ``recall`` event shows and
+  what the model reads are the same hits. A failure raises: the driver answers the effect
+  with the error and the loop goes on without recall.
+
+Owner: ``""``, the server's user (the multi-user issue gives runs their own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from jupyter_agent.core.memory import RecallHit
+from jupyter_agent.core.recall import pack_hits
+
+__all__ = ["Rank", "memory_answer", "search", "search_args"]
+
+log = logging.getLogger(__name__)
+
+Rank = Callable[..., Awaitable[list[RecallHit]]]
+"""``rank(store, query, **store_recall_args) -> hits``: recall ranked another way (hybrid,
+section E); None: the store's own (lexical) ranking."""
+
+
+async def memory_answer(store: Any, recall: Mapping[str, Any], *, owner: str = "") -> Any:
+    """The ``config.get memory`` answer (see the module docstring)."""
+    try:
+        rows = await asyncio.to_thread(store.memory_categories, owner=owner)
+    except Exception as err:  # the prompt's list is not worth a run: "none yet"
+        log.warning("memory categories could not be read (%s): none listed", type(err).__name__)
+        rows = []
+    return {
+        "categories": [{"category": str(c), "count": int(n)} for c, n in rows],
+        "recall": dict(recall),
+    }
+
+
+def search_args(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The store's recall arguments of a ``recall.search`` intent (ValueError if bad)."""
+    query, k, chat_id = data.get("query"), data.get("k"), data.get("chat_id")
+    if not isinstance(query, str) or not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise ValueError("recall.search needs a query and k")
+    since = data.get("exclude_since")
+    chunks: list[tuple[int, int]] = []
+    for pair in data.get("exclude_chunks") or ():
+        if not (isinstance(pair, Sequence) and len(pair) == 2):
+            raise ValueError(f"bad exclude_chunks item {pair!r}")
+        chunks.append((int(pair[0]), int(pair[1])))
+    return {
+        "k": k,
+        "exclude_chat": chat_id if isinstance(chat_id, str) else None,
+        "exclude_since": since if isinstance(since, str) else None,
+        "exclude_chunks": tuple(chunks),
+    }
+
+
+async def search(
+    store: Any,
+    data: Mapping[str, Any],
+    *,
+    owner: str = "",
+    rank: Rank | None = None,
+) -> list[RecallHit]:
+    """The hits of a ``recall.search`` intent, packed (see the module docstring)."""
+    args = search_args(data)
+    query = str(data["query"])
+    threshold = float(data.get("threshold") or 0.0)
+    budget = int(data.get("budget_tokens") or 0)
+    if args["k"] == 0 or budget <= 0:
+        return []
+    if rank is not None:
+        hits = await rank(store, query, owner=owner, **args)
+    else:
+        hits = await asyncio.to_thread(lambda: store.recall(query, owner=owner, **args))
+    return pack_hits(list(hits)[: args["k"]], threshold, budget)
