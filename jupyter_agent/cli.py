@@ -8,7 +8,8 @@ handler) and appending it to :data:`VERBS`. Verbs that talk to a server should c
 
 Verbs here: ``kernel install [--user | --sys-prefix | --prefix P] [--name NAME]``; the
 trace verbs (``trace ls|show|prune``, ``replay``, ``export``) live in
-:mod:`jupyter_agent.cli_trace`.
+:mod:`jupyter_agent.cli_trace`, the memory verbs (``memory ls|search|add|edit|rm|export``)
+in :mod:`jupyter_agent.cli_memory`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
 from typing import Any
 
+from jupyter_agent.cli_memory import add_memory
 from jupyter_agent.cli_trace import add_export, add_replay, add_trace
 
 __all__ = ["VERBS", "add_server_options", "build_parser", "install_kernelspec", "main"]
@@ -81,7 +83,13 @@ def _add_kernel(subparsers: Subparsers) -> None:
     install.set_defaults(handler=_kernel_install)
 
 
-VERBS: list[Callable[[Subparsers], None]] = [_add_kernel, add_trace, add_replay, add_export]
+VERBS: list[Callable[[Subparsers], None]] = [
+    _add_kernel,
+    add_trace,
+    add_replay,
+    add_export,
+    add_memory,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

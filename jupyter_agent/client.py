@@ -305,6 +305,44 @@ class AgentClient:
         """``POST agent/break/{run_id}``: ``{run_id, state}``."""
         return dict(self._json("POST", f"agent/break/{_seg(run_id)}", body={"hard": hard}))
 
+    # --- memories ----------------------------------------------------------------------
+
+    def memories(
+        self, q: str | None = None, category: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """``GET agent/memories``: ``{memories, categories}`` (with ``q``: ranked, each
+        with its ``score``; else the newest first)."""
+        params = {"q": q, "category": category, "limit": limit}
+        return dict(self._json("GET", "agent/memories", params=params))
+
+    def list_memories(
+        self, q: str | None = None, category: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The ``memories`` of :meth:`memories`."""
+        return list(self.memories(q, category, limit).get("memories", []))
+
+    def get_memory(self, memory_id: str) -> dict[str, Any]:
+        """``GET agent/memories/{id}``: the fact."""
+        return dict(self._json("GET", f"agent/memories/{_seg(memory_id)}"))
+
+    def add_memory(self, text: str, category: str | None = None) -> dict[str, Any]:
+        """``POST agent/memories``: the new fact (the person's)."""
+        body: dict[str, Any] = {"text": text}
+        if category is not None:
+            body["category"] = category
+        return dict(self._json("POST", "agent/memories", body=body))
+
+    def update_memory(
+        self, memory_id: str, text: str | None = None, category: str | None = None
+    ) -> dict[str, Any]:
+        """``PATCH agent/memories/{id}``: the changed fact."""
+        body = {k: v for k, v in (("text", text), ("category", category)) if v is not None}
+        return dict(self._json("PATCH", f"agent/memories/{_seg(memory_id)}", body=body))
+
+    def delete_memory(self, memory_id: str) -> None:
+        """``DELETE agent/memories/{id}``."""
+        self._request("DELETE", f"agent/memories/{_seg(memory_id)}")
+
     # --- events ------------------------------------------------------------------------
 
     def events_url(self, chat_id: str, since: int = 0) -> str:

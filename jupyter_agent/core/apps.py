@@ -3,15 +3,21 @@
 An app method is an effect performed by the host (the server), never inside the kernel:
 the kernel forwards the call over the kernel protocol, the driver performs and logs it as
 an ``app.call`` effect whose ``parent`` is the seq of the cell's ``cell.run``. This module
-is the single catalogue used by the kernel (to build the proxies), the driver (to know what
-is a mutation) and the prompt (one line per method).
+is the single catalogue (:data:`ALL_APPS`) used by the kernel (to build the proxies), the
+driver (to know what is a mutation) and the prompt (one line per method).
+
+The prompt of a program version lists :func:`apps_for` that version: an app added later
+(``memory``, issue 15, first listed by ``toolcaller@v4``) is left out of the older
+versions' prompts, so their recorded runs replay byte-identically; the kernel binds every
+app whatever the version. :data:`APPS` is the list those older versions were recorded
+with (``apps_for(3)``), kept under its old name for them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["APPS", "AppSpec", "MethodSpec", "find_method"]
+__all__ = ["ALL_APPS", "APPS", "AppSpec", "MethodSpec", "apps_for", "find_method"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,14 +32,16 @@ class MethodSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class AppSpec:
-    """One app: the name bound in the kernel's namespace, its docstring and its methods."""
+    """One app: the name bound in the kernel's namespace, its docstring and its methods;
+    ``since``: the first ``toolcaller`` version whose prompt lists it."""
 
     name: str
     doc: str
     methods: tuple[MethodSpec, ...]
+    since: int = 1
 
 
-APPS: tuple[AppSpec, ...] = (
+ALL_APPS: tuple[AppSpec, ...] = (
     AppSpec(
         name="chat",
         doc="The chat this run answers in.",
@@ -63,12 +71,63 @@ APPS: tuple[AppSpec, ...] = (
             ),
         ),
     ),
+    AppSpec(
+        name="memory",
+        doc=(
+            "Facts that outlive this chat (the person's preferences, project facts), kept on "
+            "the server and searchable with the history of earlier chats."
+        ),
+        since=4,
+        methods=(
+            MethodSpec(
+                name="save",
+                signature='memory.save(text: str, category: str = "general") -> str',
+                doc=(
+                    "Keep one stable fact for later chats under a short category "
+                    "(preferences, project, data, ...); returns its id. A text that holds "
+                    "a secret or looks like a credential is refused."
+                ),
+                mutation=True,
+            ),
+            MethodSpec(
+                name="search",
+                signature=(
+                    "memory.search(query: str, k: int = 5, history: bool = False) -> list[dict]"
+                ),
+                doc=(
+                    "The k facts that best match the query, best first ({kind, id, text, "
+                    "score, category, created, ...}); history=True also searches the turns "
+                    "and summaries of earlier chats."
+                ),
+            ),
+            MethodSpec(
+                name="forget",
+                signature="memory.forget(id: str) -> bool",
+                doc="Delete a fact by id; False when there is no such fact.",
+                mutation=True,
+            ),
+            MethodSpec(
+                name="list",
+                signature="memory.list(category: str | None = None) -> list[dict]",
+                doc="Every fact (of one category), newest first ({id, text, category, ...}).",
+            ),
+        ),
+    ),
 )
+
+
+def apps_for(version: int) -> tuple[AppSpec, ...]:
+    """The apps the system prompt of ``toolcaller@v{version}`` lists (see the module doc)."""
+    return tuple(app for app in ALL_APPS if app.since <= version)
+
+
+#: The apps of the prompts of ``toolcaller@v1`` to ``@v3`` (as recorded).
+APPS: tuple[AppSpec, ...] = apps_for(3)
 
 
 def find_method(app: str, method: str) -> MethodSpec | None:
     """The spec of ``app.method``, or None when no such app method exists."""
-    for spec in APPS:
+    for spec in ALL_APPS:
         if spec.name == app:
             for m in spec.methods:
                 if m.name == method:

@@ -1,12 +1,14 @@
 """In-cell apps (``chat``, ``llm``, ...) and ``batch``: calls the host performs for the cell.
 
-The proxies are built from :data:`jupyter_agent.core.apps.APPS`. A method call binds its
+The proxies are built from :data:`jupyter_agent.core.apps.ALL_APPS`. A method call binds its
 arguments to the catalogue signature (defaults applied), sends ONE request to the host and
 blocks for the reply; the host performs it as an ``app.call`` effect. Wire (the prompt of a
 stdin ``input_request``, answered by ``input_reply``; both JSON):
 
 - call:  ``{"jupyter_agent": "app", "app": A, "method": M, "args": {...}}``
-  reply: ``{"ok": bool, "value": ..., "error": str | None, "seq": int, "mutation": bool}``
+  reply: ``{"ok": bool, "value": ..., "error": str | None, "seq": int, "mutation": bool,
+  "args"?: {...}}`` (``args``: what to record of the arguments instead of the call's own,
+  when the host refused a text that holds a secret)
 - batch: ``{"jupyter_agent": "batch", "items": [{"app", "method", "args"}, ...]}``
   reply: ``{"results": [<one call reply per item, in order>]}``
 
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jupyter_agent.codec import dump_dict
-from jupyter_agent.core.apps import APPS, AppSpec, MethodSpec
+from jupyter_agent.core.apps import ALL_APPS, AppSpec, MethodSpec
 from jupyter_agent.core.cells import AppCallRecord
 from jupyter_agent.exceptions import AppCallError
 
@@ -162,12 +164,14 @@ def _record(
     ok = bool(reply.get("ok"))
     error = None if ok else str(reply.get("error") or "app call failed")
     seq = reply.get("seq")
+    # The host's version of the arguments, when it refused what they held (a secret).
+    args = reply["args"] if isinstance(reply.get("args"), dict) else call.args
     host.record(
         AppCallRecord(
             seq=seq if isinstance(seq, int) else None,
             app=call.app,
             method=call.method,
-            args=summarize_args(call.args),
+            args=summarize_args(args),
             ok=ok,
             mutation=bool(reply.get("mutation")),
             error=error,
@@ -279,4 +283,4 @@ def make_batch(host: HostChannel) -> Callable[..., list[AppResult]]:
 
 def build_apps(host: HostChannel) -> dict[str, AppProxy]:
     """One proxy per catalogue app, keyed by the name bound in the namespace."""
-    return {spec.name: AppProxy(spec, host) for spec in APPS}
+    return {spec.name: AppProxy(spec, host) for spec in ALL_APPS}

@@ -21,9 +21,9 @@ still flow. In named cells ``input()``/``getpass`` raise :class:`InputNotAvailab
 stdin channel carries the app calls (see :mod:`.apps`) instead.
 
 Namespace: ``values`` (:mod:`.values`), ``sh`` (:mod:`.sh`), ``batch`` and one proxy per
-app of :data:`jupyter_agent.core.apps.APPS` (``chat``, ``llm``) (:mod:`.apps`), and
-``AppCallError``. ``%matplotlib inline`` is the default (ipykernel's), so ``plt.plot(...)``
-shows a PNG display.
+app of :data:`jupyter_agent.core.apps.ALL_APPS` (``chat``, ``llm``, ``memory``; see
+:mod:`.apps`), and ``AppCallError``. ``%matplotlib inline`` is the default (ipykernel's),
+so ``plt.plot(...)`` shows a PNG display.
 """
 
 from __future__ import annotations

@@ -1,10 +1,16 @@
-"""The host side of in-cell app calls: performs ``chat.post`` and ``llm.chat`` for a cell.
+"""The host side of in-cell app calls: performs ``chat.post``, ``llm.chat`` and ``memory.*``
+for a cell.
 
 Each call is logged as an ``app.call`` effect whose ``parent`` is the seq of the cell's
 ``cell.run``; a model call made for ``llm.chat`` runs the same pure
 :func:`~jupyter_agent.llm.chat.chat` as the loop, its ``config.get`` and ``http.post``
 effects logged under the app call's seq. No credential ever enters the kernel: the kernel
 sends ``{app, method, args}`` and receives ``{ok, value, error, seq, mutation}``.
+
+``memory.*`` goes to the run's :class:`~jupyter_agent.runtime.memory_service.MemoryService`
+(``services.memory``) with author ``agent`` and the run's chat and run ids. A save whose
+text holds a secret is refused before its intent is logged, and recorded with the text
+replaced (the reply's ``args`` tells the kernel what to record in the cell's app calls).
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from jupyter_agent.effects import APP_CALL, Effect, EffectGen
 from jupyter_agent.exceptions import AgentError, RunCancelled
 from jupyter_agent.llm.chat import ChatResult, chat
 from jupyter_agent.messages import Message, Text, usage_to_json
+from jupyter_agent.runtime.memory_service import perform_memory_call, refused_call
 
 if TYPE_CHECKING:
     from jupyter_agent.effects import Result
+    from jupyter_agent.runtime.run_parts import RunServices
     from jupyter_agent.trace.log import EffectLog
 
 
@@ -28,6 +36,9 @@ class AppDriver(Protocol):
     """What the app host needs of the run it serves (the run driver provides it)."""
 
     log: EffectLog
+    run_id: str
+    chat_id: str
+    services: RunServices
 
     @property
     def breaking(self) -> bool:
@@ -95,11 +106,19 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
     args = effect.data.get("args") or {}
     spec = find_method(app, method)
     mutation = bool(spec and spec.mutation)
+    refusal = None
+    if app == "memory" and isinstance(args, dict):
+        refusal = refused_call(driver.services.memory, method, args)
+        if refusal is not None:  # the refused text is in no record of this call
+            args = refusal[0]
+            effect = replace(effect, data={**effect.data, "args": args})
     seq = await driver.log_intent(effect)
     value: Any = None
     error: str | None = None
     if driver.breaking:
         error = "cancelled by a hard break"
+    elif refusal is not None:
+        error = refusal[1]
     elif spec is None:
         error = f"unknown app method {app}.{method}"
     elif not isinstance(args, dict):
@@ -110,13 +129,24 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
                 value = driver.post_bubble(str(args.get("text", "")))
             elif (app, method) == ("llm", "chat"):
                 value = await _llm_chat(driver, args, seq, host)
+            elif app == "memory":
+                value = await perform_memory_call(
+                    driver.services.memory,
+                    method,
+                    args,
+                    chat_id=driver.chat_id,
+                    run_id=driver.run_id,
+                )
         except RunCancelled:
             error = "cancelled by a hard break"
         except AgentError as err:
             error = str(err)
     data = {"ok": error is None, "value": value, "error": error}
     driver.log.result(seq, APP_CALL, data, error=None if error is None else {"message": error})
-    return {**data, "seq": seq, "mutation": mutation}
+    reply = {**data, "seq": seq, "mutation": mutation}
+    if refusal is not None:
+        reply["args"] = args  # what the cell's app-call record keeps of the arguments
+    return reply
 
 
 class CellHost:

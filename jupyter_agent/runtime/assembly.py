@@ -37,6 +37,7 @@ from jupyter_agent.runtime.history_jobs import HistoryScheduler
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.runtime.memory_service import MemoryService
 from jupyter_agent.runtime.paths import default_db_url
 from jupyter_agent.runtime.run_parts import ScrubbingPool
 from jupyter_agent.runtime.runs import RunManager
@@ -114,6 +115,8 @@ class Parts:
         self.notebooks = NotebookWriter(self.contents, admin.trace_dir)
         self.demo = DemoModel()
         self.scrubber = self.build_scrubber(server_token)
+        # Facts that outlive a chat (REST and the in-cell app): no known secret goes in.
+        self.memory = MemoryService(store, self.scrubber)
         services = RunServices(
             transport=transport,
             pool=ScrubbingPool(pool, self.scrubber),
@@ -122,6 +125,7 @@ class Parts:
             mailbox=self.mailbox,
             events=self.events,
             root_dir=self.root_dir,
+            memory=self.memory,
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
         self.manager = RunManager(

@@ -90,6 +90,9 @@ class RunServices:
     #: Called with the chat's id when one of its runs has ended (its turn stored): the
     #: history scheduler's ``kick``. Synchronous and non-blocking; a no-op by default.
     after_turn: Callable[[str], None] = field(default=lambda chat_id: None)
+    #: The in-cell ``memory`` app's service (a ``runtime.memory_service.MemoryService``);
+    #: None: ``memory.*`` calls fail with a clear error.
+    memory: Any = None
 
 
 class ScrubbingPool:

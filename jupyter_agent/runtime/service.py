@@ -100,7 +100,8 @@ class AgentService:
 
     Built over :class:`~jupyter_agent.runtime.assembly.Parts`; the parts tests and the
     server reach (``store``, ``manager``, ``events``, ``mailbox``, ``demo``,
-    ``user_settings``, ``tier_settings``, ``notebooks``, ``pool``, ``transport``) are
+    ``user_settings``, ``tier_settings``, ``notebooks``, ``pool``, ``transport``,
+    ``memory``) are
     attributes. :meth:`start` (idempotent) starts the pool and recovers runs left running;
     :meth:`stop` ends everything.
     """
@@ -119,6 +120,8 @@ class AgentService:
         self.notebooks = parts.notebooks
         self.demo = parts.demo
         self.manager = parts.manager
+        #: ``agent/memories``: the routes call it directly (typed, like this façade).
+        self.memory = parts.memory
         self.data_dir: Path = parts.data_dir
         self.root_dir: str = parts.root_dir
 

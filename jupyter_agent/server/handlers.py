@@ -3,9 +3,9 @@
 Routes are listed in ``default_handlers`` (patterns relative to the server's base URL);
 ``JupyterAgent.initialize_handlers`` registers them. Handlers live by subject:
 :mod:`.handlers_chats` (chats, history, messages), :mod:`.handlers_runs` (runs, break),
-:mod:`.websocket` (the events socket); status and settings are here. See
-:mod:`.base` for authentication, authorization and errors, :mod:`.parse` for turning
-bodies and queries into the service's typed arguments.
+:mod:`.handlers_memory` (memories), :mod:`.websocket` (the events socket); status and
+settings are here. See :mod:`.base` for authentication, authorization and errors,
+:mod:`.parse` for turning bodies and queries into the service's typed arguments.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from jupyter_agent.server.handlers_chats import (
     ChatsHandler,
     MessagesHandler,
 )
+from jupyter_agent.server.handlers_memory import MemoriesHandler, MemoryHandler
 from jupyter_agent.server.handlers_runs import (
     BreakHandler,
     RunHandler,
@@ -93,4 +94,6 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (rf"/agent/runs/{_ID.format('run_id')}/stats", RunStatsHandler),
     (rf"/agent/runs/{_ID.format('run_id')}/notebook", RunNotebookHandler),
     (rf"/agent/break/{_ID.format('run_id')}", BreakHandler),
+    (r"/agent/memories", MemoriesHandler),
+    (rf"/agent/memories/{_ID.format('memory_id')}", MemoryHandler),
 ]

@@ -126,7 +126,7 @@ def jp_server_config() -> dict[str, Any]:
     }
 
 
-IDS = {"chat_id": "chat_01DOC", "run_id": "run_01DOC"}
+IDS = {"chat_id": "chat_01DOC", "run_id": "run_01DOC", "memory_id": "mem_01DOC"}
 
 
 def test_each_route_asks_the_documented_permission(fetch: Any, jp_serverapp: Any) -> None:

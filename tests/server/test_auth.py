@@ -32,6 +32,11 @@ ROUTES: list[tuple[str, tuple[str, ...], Any]] = [
     ("GET", ("runs", "run_01X", "notebook"), None),
     ("POST", ("runs", "run_01X", "notebook"), {}),
     ("POST", ("break", "run_01X"), {"hard": True}),
+    ("GET", ("memories",), None),
+    ("POST", ("memories",), {"text": "a fact"}),
+    ("GET", ("memories", "mem_01X"), None),
+    ("PATCH", ("memories", "mem_01X"), {"text": "changed"}),
+    ("DELETE", ("memories", "mem_01X"), None),
 ]
 
 

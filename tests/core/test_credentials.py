@@ -1,0 +1,98 @@
+"""The credential check of memory texts: what is refused, what passes, and that the reason
+never quotes the text."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from jupyter_agent.core.credentials import credential_reason
+
+KNOWN = "plain-known-value-" + secrets.token_hex(6)
+
+REFUSED = [
+    ("my key is sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 2, "Anthropic"),
+    ("use sk-proj-" + "abcDEF123456ghiJKL789", "API key"),
+    ("OPENAI_API_KEY=sk-" + "x" * 40, "API key"),
+    ("token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2", "GitHub"),
+    ("gho_" + "Z" * 36, "GitHub"),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "GitHub"),
+    ("slack xoxb-123456789012-abcdefABCDEF", "Slack"),
+    ("aws AKIAIOSFODNN7EXAMPLE in prod", "AWS"),
+    ("ASIA" + "ABCDEFGHIJ234567", "AWS"),
+    ("AIza" + "SyA-1234567890abcdefghijklmnopqrstu", "Google"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIE...", "private key"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----", "private key"),
+    ("-----BEGIN PRIVATE KEY-----", "private key"),
+    (
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+        "web token",
+    ),
+    ("Authorization: Bearer abcdefghijklmnop1234", "bearer"),
+    ("postgres://admin:hunter22@db.example.com/prod", "URL with a password"),
+    ("the db password: hunter2", "password"),
+    ("password=correcthorsebattery", "password"),
+    ('"api_key": "abcd1234"', "password"),
+    ("DB_PASSWORD = s3cr3t!", "password"),
+    ("client_secret: 9f8e7d6c", "password"),
+    ("API-KEY: zz99", "password"),
+    ("token = 12345678", "password"),
+    ("here: Qm9vZ1R4aXpQa3J3bE5tTjJ4YnV5ZEh6S1l3VXQ4", "random token"),
+    (f"the value {KNOWN} again", "knows"),
+    ("saved [redacted: ANTHROPIC_API_KEY] here", "redacted"),
+]
+
+ALLOWED = [
+    "The person prefers pandas over polars.",
+    "Project data lives in data/sales_2024.parquet",
+    "Use the task-list-manager for TODOs",  # "sk-" inside a word
+    "The token budget is 800 tokens per run",
+    "token: usage",  # a word, not a value
+    "password: none",
+    "Deadline for the report is 2025-03-01",
+    "commit 3f2a9c1e5b7d8f0a1c2e3f4a5b6c7d8e9f0a1b2c is the release",  # hex: lower + digits
+    "uuid 123e4567-e89b-12d3-a456-426614174000",
+    "/home/User/Projects/Data2024/some_file_name_here.csv is the input",
+    "secrets are managed in Vault",
+    "I like the Bearer of good news",
+    "see https://example.com/path?x=1",
+    "ssh user@host is the login",
+    "Kurzer Text auf Deutsch: Größe ändern",
+    "ThisIsAnIdentifierInCamelCaseWithoutDigits",
+]
+
+
+@pytest.mark.parametrize(("text", "word"), REFUSED)
+def test_credential_like_texts_are_refused_with_a_reason_that_quotes_nothing(
+    text: str, word: str
+) -> None:
+    reason = credential_reason(text, [KNOWN, "short"])
+    assert reason is not None, text
+    assert word.lower() in reason.lower(), (text, reason)
+    # The reason names a kind, never any part of the value (a value has a digit or is
+    # long; the reason's own words, "password" or "key", may be in the text too).
+    for piece in text.replace(":", " ").replace("=", " ").split():
+        if len(piece) >= 12 or any(ch.isdigit() for ch in piece):
+            assert piece not in reason, (piece, reason)
+            assert piece[:8] not in reason, (piece, reason)
+
+
+@pytest.mark.parametrize("text", ALLOWED)
+def test_ordinary_facts_pass(text: str) -> None:
+    assert credential_reason(text, [KNOWN]) is None
+
+
+def test_short_known_values_are_not_looked_for() -> None:
+    # A known value under 8 chars would refuse every text holding "true" or "1234".
+    assert credential_reason("the flag is true", ["true"]) is None
+    assert credential_reason("x " + KNOWN, [KNOWN]) is not None
+
+
+def test_a_long_text_is_checked_in_linear_time() -> None:
+    import time
+
+    start = time.perf_counter()
+    for text in ("a" * 2000, "password" * 250, "-" * 2000, "sk-" * 600, "eyJ." * 500):
+        credential_reason(text, [KNOWN])
+    assert time.perf_counter() - start < 0.5
