@@ -9,7 +9,7 @@
  * A chat is a list of runs (one per turn). Each run holds, in the order they happened,
  * the items the person sees: steering messages, progress bubbles, cells (python or bash)
  * and notes; plus the opening user message, what autorecall recalled for it (the `recall`
- * event, or the record's `recall` after a reload), the text being streamed, a provider
+ * event or step, or the record's `recall`), the text being streamed, a provider
  * retry in progress, the final reply and, once ended, the turn record (for the footer).
  *
  * Sources (a run has one, `source`), and identities:
@@ -172,7 +172,8 @@ export interface IRunState {
   turn: ITurnRecord | null;
   /**
    * What autorecall@v1 put in front of the model before its first call: from the run's
-   * `recall` event (live), else from its turn record; null when nothing was recalled.
+   * `recall` event (live) or `recall` step (after a reload), else from its turn record
+   * (whose hits are cut short); null when nothing was recalled.
    */
   recall: IRecallInfo | null;
   /** Where the items came from: events (live or caught up), a turn record, or steps. */
@@ -389,8 +390,7 @@ export class ChatState {
       return false;
     }
     const run = known ?? this.ensureRun(event.run_id, 'events');
-    const changed =
-      event.type === 'recall' ? this.applyRecall(run, event) : this.apply(run, event as AgentEvent);
+    const changed = this.apply(run, event as AgentEvent);
     if (changed) {
       this._changed.emit();
     }
@@ -411,6 +411,15 @@ export class ChatState {
           this.activeRunId = run.runId;
         }
         return true;
+      case 'recall': {
+        // What autorecall put in front of the model: shown above the run's replies.
+        const recall = recallFromEvent(event);
+        if (!recall) {
+          return false;
+        }
+        run.recall = recall;
+        return true;
+      }
       case 'delta':
         run.streaming += String(event.text ?? '');
         return true;
@@ -487,17 +496,6 @@ export class ChatState {
       default:
         return false; // an event type this panel does not show
     }
-  }
-
-  /** A `recall` event (`{hits}`): what autorecall put in front of the model. */
-  private applyRecall(run: IRunState, event: IAgentEvent): boolean {
-    run.retry = null;
-    const recall = recallFromEvent(event);
-    if (!recall) {
-      return false;
-    }
-    run.recall = recall;
-    return true;
   }
 
   /** The run took a steering message: the person's queued one moves here, or it is new. */
@@ -650,6 +648,7 @@ export class ChatState {
     }
     const items: RunItem[] = [];
     let reply: IRunState['reply'] = null;
+    let recall: IRecallInfo | null = null;
     for (const step of steps) {
       switch (step.type) {
         case 'user':
@@ -678,12 +677,19 @@ export class ChatState {
         case 'bash':
           items.push(cellFromStep(step));
           break;
+        case 'recall':
+          // Its hits carry category and chat title (the record's are cut short).
+          if (step.status === 'ok') {
+            recall = recallFromEvent(step) ?? recall;
+          }
+          break;
         default:
           break; // breaks and model calls are not shown in the chat
       }
     }
     run.items = items;
     run.reply = reply;
+    run.recall = recall ?? run.recall;
     run.source = 'steps';
     this._changed.emit();
     return true;

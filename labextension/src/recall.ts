@@ -1,6 +1,6 @@
 /**
  * What autorecall@v1 recalled for a run, as the chat shows it (issue 15): the hits of the
- * run's `recall` event (live) or of its turn record's `recall` field (after a reload),
+ * run's `recall` event (live), of its `recall` step or turn record (after a reload),
  * summed up as "recalled 3 memories" / "recalled 1 memory, 2 earlier turns".
  *
  * The hits are not the model's words: they were searched before its first call and put in
@@ -65,7 +65,10 @@ function validHits(hits: unknown): IRecallHit[] {
   );
 }
 
-/** The recall of a `recall` event (`{hits}`), or null when it holds no hit. */
+/**
+ * The recall of a `recall` event or step (`{hits, tokens, program}`: the whole RecallHit
+ * JSON), or null when it holds no hit.
+ */
 export function recallFromEvent(event: { [key: string]: any }): IRecallInfo | null {
   const hits = validHits(event?.hits);
   if (hits.length === 0) {

@@ -142,4 +142,42 @@ describe('ChatState and recall', () => {
     expect(s.run('r2')!.source).toBe('steps');
     expect(s.run('r2')!.recall!.tokens).toBe(42);
   });
+
+  it('takes the hits of a recall step (whole, with category) over the record', () => {
+    const s = new ChatState(CHAT);
+    s.loadTurns([turn('r', { recall: RECORDED })], null);
+    const hits = [hit('memory', { id: 'mem_1', category: 'project', text: 'The data lives in s3://acme-raw' })];
+    const step = {
+      type: 'recall' as const,
+      seq: 2,
+      status: 'ok' as const,
+      t: 'x',
+      program: 'autorecall@v1',
+      query: 'where is the raw data?',
+      code: 'memory.search("where is the raw data?", k=5, history=True)',
+      text: 'Recalled notes…',
+      hits,
+      tokens: 42,
+      error: null
+    };
+    s.loadSteps('r', [
+      { type: 'user', seq: 1, text: 'where is the raw data?', at: 'x', view: null, attachments: [], message_id: 'm0' },
+      step,
+      { type: 'reply', seq: 3, text: 'In s3://acme-raw.', t: 'x', status: 'ok', message_id: 'm1' }
+    ]);
+    expect(s.run('r')!.recall).toEqual({ hits, tokens: 42, program: 'autorecall@v1' });
+    expect(hitSource(s.run('r')!.recall!.hits[0])).toBe('memory · project · 2025-03-04');
+    // A failed search (or none recalled) leaves the record's.
+    const t = new ChatState(CHAT);
+    t.loadTurns([turn('r', { recall: RECORDED })], null);
+    t.loadSteps('r', [{ ...step, status: 'failed', hits: [] }]);
+    expect(t.run('r')!.recall!.hits).toEqual(RECORDED.hits);
+  });
+
+  it('reads the tokens and program of a live event', () => {
+    const s = new ChatState(CHAT);
+    s.applyEvent(ev('run_start', 'r'));
+    s.applyEvent(ev('recall', 'r', { hits: [hit('chunk')], tokens: 17, program: 'autorecall@v1' }));
+    expect(s.run('r')!.recall).toMatchObject({ tokens: 17, program: 'autorecall@v1' });
+  });
 });
