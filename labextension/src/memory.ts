@@ -142,15 +142,25 @@ export function memoryMeta(m: IMemory): string {
   return [who, when ? `${when}${edited}` : ''].filter(Boolean).join(' · ');
 }
 
-/** The message of a failed request, for the person: the server's own words when it gave some. */
+/**
+ * The message of a failed request, for the person: the server's own words when it gave
+ * some (with the HTTP status, except for a plain 400: a refusal that says why).
+ */
 export function errorMessage(err: unknown): string {
   if (err && typeof err === 'object') {
     const e = err as { message?: unknown; status?: unknown; reason?: unknown };
     if (typeof e.message === 'string' && e.message) {
-      return typeof e.status === 'number' ? `${e.message} (${e.status})` : e.message;
+      return typeof e.status === 'number' && e.status !== 400
+        ? `${e.message} (${e.status})`
+        : e.message;
     }
   }
   return String(err);
+}
+
+/** `Not saved: why`, unless the message already says so (the server's refusals do). */
+export function refusal(what: string, message: string): string {
+  return message.toLowerCase().startsWith(what.toLowerCase()) ? message : `${what}: ${message}`;
 }
 
 /** The outcome of a change: the fact the server answered, or why it refused. */

@@ -8,7 +8,8 @@ import {
   IMemoryList,
   IMemoryQuery,
   memoryMeta,
-  MemoryModel
+  MemoryModel,
+  refusal
 } from '../memory';
 
 function mem(id: string, category: string, text: string, updated: string, fields: Partial<IMemory> = {}): IMemory {
@@ -151,11 +152,16 @@ describe('memory helpers', () => {
     );
   });
 
-  it('shows the server message of an error', () => {
+  it('shows the server message of an error, once prefixed', () => {
     expect(errorMessage(new ApiError(400, 'looks like an API key', 'credential'))).toBe(
-      'looks like an API key (400)'
+      'looks like an API key'
     );
+    expect(errorMessage(new ApiError(403, 'Forbidden', null))).toBe('Forbidden (403)');
     expect(errorMessage('boom')).toBe('boom');
+    expect(refusal('Not saved', 'looks like an API key')).toBe('Not saved: looks like an API key');
+    expect(refusal('Not saved', 'Not saved: the text looks like an API key.')).toBe(
+      'Not saved: the text looks like an API key.'
+    );
   });
 });
 
@@ -229,7 +235,7 @@ describe('MemoryModel', () => {
     const model = new MemoryModel(server);
     await model.refresh();
     const bad = await model.add('my key is sk-abcdefghijklmnop', 'secrets');
-    expect(bad).toEqual({ ok: false, error: 'Not saved: the text looks like an API key. (400)' });
+    expect(bad).toEqual({ ok: false, error: 'Not saved: the text looks like an API key.' });
     expect(model.all).toHaveLength(3);
     const empty = await model.add('   ', '');
     expect(empty.ok).toBe(false);
@@ -254,7 +260,7 @@ describe('MemoryModel', () => {
     expect(model.all.find(m => m.id === 'mem_a')!.category).toBe('data');
     expect(model.all[0].id).toBe('mem_a'); // newest change first
     const refused = await model.update('mem_a', 'db password = hunter2', 'data');
-    expect(refused).toEqual({ ok: false, error: 'Not saved: the text holds a password. (400)' });
+    expect(refused).toEqual({ ok: false, error: 'Not saved: the text holds a password.' });
     expect(model.all.find(m => m.id === 'mem_a')!.text).toBe('The data lives in s3://acme-raw');
   });
 

@@ -21,7 +21,8 @@ import {
   IMemoryApi,
   MAX_MEMORY_CHARS,
   memoryMeta,
-  MemoryModel
+  MemoryModel,
+  refusal
 } from '../memory';
 import { button } from './items';
 
@@ -263,7 +264,7 @@ export class MemoryView extends Widget {
         this.addText.focus();
       } else {
         // What the person typed stays, with the reason beside it.
-        this.addError.textContent = `Not saved: ${result.error}`;
+        this.addError.textContent = refusal('Not saved', result.error);
         this.addError.hidden = false;
       }
     } finally {
@@ -332,7 +333,7 @@ export class MemoryView extends Widget {
       if (result.ok) {
         this.endEdit(id);
       } else {
-        editor.error.textContent = `Not saved: ${result.error}`;
+        editor.error.textContent = refusal('Not saved', result.error);
         editor.error.hidden = false;
       }
     } finally {
@@ -356,7 +357,7 @@ export class MemoryView extends Widget {
     }
     const result = await this.model.remove(m.id);
     if (!result.ok) {
-      this.rowErrors.set(m.id, `Not deleted: ${result.error}`);
+      this.rowErrors.set(m.id, refusal('Not deleted', result.error));
       this.render();
     } else {
       this.editors.delete(m.id);
