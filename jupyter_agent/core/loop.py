@@ -18,7 +18,9 @@ Versions (a log replays with the version its header names, :data:`PROGRAMS`):
   most one ``recall.search`` and, with hits, injects a synthetic ``run_cell`` call and its
   result after the boot window (whose cache prefix, ``history_len``, is unchanged) and
   before the user's message. The turn record gains ``recall`` (when something was
-  recalled) and ``programs``. v1..v3 run as they did (their logs replay byte for byte).
+  recalled) and ``programs``; its prompt lists the ``memory`` app
+  (:func:`~jupyter_agent.core.apps.apps_for`). v1..v3 run as they did (their logs replay
+  byte for byte).
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
 values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
@@ -58,7 +60,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from jupyter_agent.core.apps import APPS
+from jupyter_agent.core.apps import apps_for
 from jupyter_agent.core.digest import DigestOptions
 from jupyter_agent.core.inbox import read_items
 from jupyter_agent.core.loop_steps import (
@@ -254,15 +256,16 @@ def setup(
     state.steering.extend(m.steering() for m in inbox.messages[1:])
     memory = (yield from read_memory()) if version >= 4 else None
     tools = tools_for(bash_enabled=ceilings.bash_enabled)
+    apps = apps_for(version)  # an app added later is not in an older version's prompt
     system = build_system(
         spaces,
         tools=tools,
-        apps=APPS,
+        apps=apps,
         context=RuntimeContext(
             agent_space=str(spaces.get("agent_space", "")),
             chat_id=chat_id,
             agent_name=str(spaces.get("agent_name", "agent")),
-            installed_apps=tuple(app.name for app in APPS),
+            installed_apps=tuple(app.name for app in apps),
             cwd=opening.cwd,
         ),
         tool_prompt=tool_prompt(tier, tools),

@@ -14,7 +14,8 @@ Chat Completions rules:
   ``tool`` message (text only: ``is_error`` adds an ``[error]`` prefix); tool messages
   cannot carry images, so a result's images and PDFs move to ONE user message right after
   the tool messages, labelled with the call they came from, followed by the turn's own
-  user parts.
+  user parts. Two assistant messages in a row become one (texts joined by a blank line,
+  the second's tool calls kept).
 - Files: images -> ``image_url`` data URIs (a note when the profile has no vision); PDFs
   -> ``file`` parts with ``file_data``; ``text/*`` -> inline text.
 - ``max_completion_tokens`` (default: the profile's ``max_output``); ``reasoning_effort``
@@ -188,7 +189,15 @@ def chat_messages(
                     }
                     for c in calls
                 ]
-            if text or calls:
+            last = wire[-1] if wire and wire[-1]["role"] == "assistant" else None
+            if (text or calls) and last is not None and "tool_calls" not in last:
+                # Two assistant messages in a row (toolcaller@v4's recall call after the
+                # window's last reply) are one turn, as Anthropic's wire merges them: some
+                # OpenAI-compatible servers' chat templates refuse two in a row.
+                last["content"] = "\n\n".join(t for t in (last["content"], text) if t) or None
+                if calls:
+                    last["tool_calls"] = item["tool_calls"]
+            elif text or calls:
                 wire.append(item)
             continue
         moved: list[dict[str, Any]] = []  # tool-result files, then the user's own parts

@@ -63,12 +63,13 @@ class Run:
         *,
         drained: list[Any] | None = None,
         profile: Any = None,
+        tier: Any = TIER,
     ) -> None:
         self.s = Stepper(program(PROGRAM, "run_1", "chat_b"))
         self.s.answer("clock.now", NOW)
         self.s.answer("config.get", {"history_budget_tokens": 2000})
         self.s.answer("config.get", {})  # spaces
-        self.s.answer("config.get", TIER)
+        self.s.answer("config.get", tier)
         self.s.answer("config.get", profile)
         self.s.answer("config.get", history)
         self.s.answer("mailbox.drain", drained or [ASK])
@@ -275,6 +276,23 @@ def test_fenced_mode_renders_the_call_and_result_as_text() -> None:
     result = messages[2]["content"][0]["text"]
     assert result.startswith("Result of run_cell:\n```result\n" + HEADER)
     assert result.rstrip().endswith(QUESTION)
+
+
+def test_chat_completions_get_one_assistant_turn_and_a_tool_message() -> None:
+    tier = {"provider": "openai-compatible", "model": "qwen3", "base_url": "http://127.0.0.1:9/v1"}
+    run = Run(window(1), MEMORY, tier=tier, profile={"tool_mode": "native"})
+    run.recall({"hits": [fact()]})
+    run.s.answer("clock.now", NOW)
+    messages = run.s.asks("http.post").data["json"]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
+    assistant = messages[2]
+    assert assistant["content"].startswith("answer 1 ")  # the window's last reply, then
+    [call] = assistant["tool_calls"]  # the synthetic call, in the same turn
+    assert (call["id"], call["function"]["name"]) == ("recall_1", "run_cell")
+    assert json.loads(call["function"]["arguments"]) == {"code": recall_code(QUESTION, 5)}
+    assert messages[3]["tool_call_id"] == "recall_1"
+    assert messages[3]["content"].startswith(HEADER)
+    assert messages[4]["content"].endswith(QUESTION)
 
 
 def test_the_window_never_renders_a_turns_recall() -> None:

@@ -47,16 +47,22 @@ class Harness:
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: ``{chunk_turns, l2_chunks}`` (None: RunConfig's default)
     history_layout: dict[str, int] | None = None
+    #: autorecall's ``{enabled, k, budget_tokens, threshold}`` (None: RunConfig's default)
+    recall: dict[str, Any] | None = None
 
     def config(self) -> RunConfig:
         tier = self.tier or {"provider": "fake", "model": MODEL, "base_url": self.fake.base_url}
-        layout = {} if self.history_layout is None else {"history_layout": self.history_layout}
+        extra: dict[str, Any] = {}
+        if self.history_layout is not None:
+            extra["history_layout"] = self.history_layout
+        if self.recall is not None:
+            extra["recall"] = self.recall
         return RunConfig(
             tiers={"codegen": tier},
             ceilings=dict(self.ceilings),
             spaces=self.spaces,
             profiles=dict(self.profiles),
-            **layout,
+            **extra,
         )
 
     def new_chat(self, title: str = "test") -> str:

@@ -25,6 +25,9 @@ async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> Asyn
     harness = await make_harness(tmp_path, fake_provider([], prefix_cache=True), kernel_manager)
     harness.ceilings = {"history_budget_tokens": 1500}
     harness.history_layout = {"chunk_turns": 3, "l2_chunks": 2}
+    # Recalled hits sit after the cached prefix (and these look-alike messages would recall
+    # each other): this test measures the window's prefix alone.
+    harness.recall = {"enabled": False}
     yield harness
     await close_harness(harness)
 
