@@ -451,6 +451,15 @@ export class MemoryView extends Widget {
         this.rowKeys.delete(id);
       }
     }
+    // A fact gone from the server (deleted elsewhere) takes its editor and error along;
+    // one only outside the search's hits keeps them for when it shows again.
+    const known = new Set(model.all.map(m => m.id));
+    for (const id of [...this.editors.keys(), ...this.rowErrors.keys()]) {
+      if (model.loaded && !known.has(id) && !seen.has(id)) {
+        this.editors.delete(id);
+        this.rowErrors.delete(id);
+      }
+    }
   }
 
   private renderCategories(): void {
