@@ -39,6 +39,16 @@ REFUSED = [
     ("API-KEY: zz99", "password"),
     ("token = 12345678", "password"),
     ("here: Qm9vZ1R4aXpQa3J3bE5tTjJ4YnV5ZEh6S1l3VXQ4", "random token"),
+    ("hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7", "Hugging Face"),
+    ("push with glpat-" + "a1B2c3D4e5F6g7H8i9J0", "GitLab"),
+    ("the key is " + "3f8a9c1e5b7d8f0a1c2e3f4a5b6c7d8e", "key"),
+    ("api_key: " + "3f8a9c1e5b7d8f0a1c2e3f4a5b6c7d8e9f0a", "key"),
+    ("token " + "0123456789abcdef" * 3, "key"),
+    ("password is hunter2", "password"),
+    ("my password: hunter2", "password"),
+    ("The DB password was s3cr3t!.", "password"),
+    ("apiKey = 'zz99zz99'", "password"),
+    ("note: password=abc12345", "password"),  # a second candidate after a first
     (f"the value {KNOWN} again", "knows"),
     ("saved [redacted: ANTHROPIC_API_KEY] here", "redacted"),
 ]
@@ -60,6 +70,21 @@ ALLOWED = [
     "ssh user@host is the login",
     "Kurzer Text auf Deutsch: Größe ändern",
     "ThisIsAnIdentifierInCamelCaseWithoutDigits",
+    # A credential word only counts whole, and a value that names where a secret lives
+    # (an environment variable, a lookup) or is a plain number is no secret.
+    "Our max_tokens: 4096",
+    "Use token: GITHUB_TOKEN",
+    "api_key = os.environ['OPENAI_API_KEY']",
+    'token = os.getenv("HF_TOKEN")',
+    "password: $DB_PASSWORD",
+    "column name ProductCategoryIdentifier2024Version3",
+    "The tokens limit is 8k",
+    "token_limit: 4096",
+    "the token budget is 800",
+    "The password is required for login.",
+    "tokenizer: bpe50k",
+    "the key is in the drawer",
+    "sha256 digest " + "3f8a9c1e5b7d8f0a1c2e3f4a5b6c7d8e" * 2,
 ]
 
 
@@ -93,6 +118,26 @@ def test_a_long_text_is_checked_in_linear_time() -> None:
     import time
 
     start = time.perf_counter()
-    for text in ("a" * 2000, "password" * 250, "-" * 2000, "sk-" * 600, "eyJ." * 500):
-        credential_reason(text, [KNOWN])
-    assert time.perf_counter() - start < 0.5
+    texts = (
+        "a" * 2000,
+        "password" * 250,
+        "-" * 2000,
+        "sk-" * 600,
+        "eyJ." * 500,
+        "password: " * 200,
+        "a " * 1000,
+        "a: " * 700,
+        "key is " * 300,
+        "key " + "0" * 2000 + "z",
+        ("key " + "a" * 31 + " ") * 60,
+        "x" * 60 + "\t" * 2000 + ":",
+        "ab_cd-" * 400,
+        "Ab1" * 700,
+        "https://" + "u" * 2000,
+        "a://b:c" * 300,
+    )
+    # Each text ten times over (~20,000 chars): a check that rescans from every position
+    # (as a URL pattern without a word start did) takes seconds on one of these alone.
+    for text in texts:
+        credential_reason(text * 10, [KNOWN])
+    assert time.perf_counter() - start < 3.0
