@@ -15,15 +15,21 @@ looked up, not as instructions:
   rendered text still fits ``budget_tokens`` (:func:`~jupyter_agent.core.tokens.count_tokens`
   of the whole :func:`render_hits` text): a hit too long to fit is left out and the next
   ones are still tried. Packing packed hits gives them back unchanged, so the performer
-  (which publishes what it packed) and the loop (which packs again) agree.
+  (which publishes what it packed) and the loop (which packs again) agree;
+- :func:`without_secrets` drops every hit whose text holds a credential (what
+  :func:`~jupyter_agent.core.credentials.credential_reason` flags, or a secret the server
+  knows): a key pasted in one chat is never recalled into another, nor shown by a search.
+  Both searches apply it: autorecall's ``recall.search`` (before packing) and the memory
+  service's (``memory.search`` in a cell, ``GET agent/memories?q=``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
+from jupyter_agent.core.credentials import credential_reason
 from jupyter_agent.core.memory import RecallHit
 from jupyter_agent.core.tokens import count_tokens
 
@@ -36,6 +42,7 @@ __all__ = [
     "recall_code",
     "recall_tokens",
     "render_hits",
+    "without_secrets",
 ]
 
 #: The id of the synthetic tool call (and of its result).
@@ -107,3 +114,16 @@ def pack_hits(
         if hit.score >= threshold and recall_tokens([*kept, hit], chat_id) <= budget_tokens:
             kept.append(hit)
     return kept
+
+
+def without_secrets(
+    hits: Iterable[RecallHit], known: Callable[[str], object] | None = None
+) -> list[RecallHit]:
+    """``hits`` (in order) without those whose text is credential-like
+    (:func:`~jupyter_agent.core.credentials.credential_reason`) or holds a known secret:
+    ``known(text)`` truthy (the server's ``Scrubber.spans``); None: none is known."""
+    return [
+        hit
+        for hit in hits
+        if credential_reason(hit.text) is None and not (known is not None and known(hit.text))
+    ]

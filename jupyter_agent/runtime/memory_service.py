@@ -45,6 +45,7 @@ from jupyter_agent.core.memory import (
     Memory,
     RecallHit,
 )
+from jupyter_agent.core.recall import without_secrets
 from jupyter_agent.exceptions import AgentError, BadRequest, NotFound
 from jupyter_agent.runtime.contents import shown
 from jupyter_agent.runtime.embedder import recall_hits
@@ -261,7 +262,8 @@ class MemoryService:
         """The ``k`` best recall hits for ``query``: facts only, or (``history``) facts,
         turns and chunk summaries of the owner's chats (the searching chat's own included:
         its older turns may be out of its window). A query with no searchable word
-        answers ``[]``."""
+        answers ``[]``. A hit whose text holds a credential is left out
+        (:func:`~jupyter_agent.core.recall.without_secrets`)."""
         if not isinstance(query, str):
             raise BadRequest("'query' must be a string", reason="bad_memory")
         if len(query) > _MAX_QUERY_CHARS or has_lone_surrogate(query):
@@ -274,9 +276,12 @@ class MemoryService:
             raise BadRequest("'history' must be true or false", reason="bad_memory")
         cat = None if category is None else clean_category(category)
         kinds = ("memory", "turn", "chunk") if history else ("memory",)
-        return await recall_hits(
+        hits = await recall_hits(
             self.store, self.vectors, query, owner=owner, kinds=kinds, k=most, category=cat
         )
+        # A turn where the person pasted a key (or a fact holding a value the server came
+        # to know later) is never shown: not to this chat, nor recalled into another.
+        return without_secrets(hits, self.scrubber.spans)
 
     async def search_memories(
         self, query: str, *, category: str | None = None, limit: int = MAX_K, owner: str = ""

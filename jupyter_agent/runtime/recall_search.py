@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from jupyter_agent.core.memory import RecallHit
-from jupyter_agent.core.recall import pack_hits
+from jupyter_agent.core.recall import pack_hits, without_secrets
 
 __all__ = ["Rank", "memory_answer", "search", "search_args"]
 
@@ -73,8 +73,11 @@ async def search(
     *,
     owner: str = "",
     rank: Rank | None = None,
+    known: Callable[[str], object] | None = None,
 ) -> list[RecallHit]:
-    """The hits of a ``recall.search`` intent, packed (see the module docstring)."""
+    """The hits of a ``recall.search`` intent, packed (see the module docstring);
+    ``known(text)`` truthy when ``text`` holds a secret the server knows
+    (``Scrubber.spans``)."""
     args = search_args(data)
     query = str(data["query"])
     threshold = float(data.get("threshold") or 0.0)
@@ -85,4 +88,5 @@ async def search(
         hits = await rank(store, query, owner=owner, **args)
     else:
         hits = await asyncio.to_thread(lambda: store.recall(query, owner=owner, **args))
-    return pack_hits(list(hits)[: args["k"]], threshold, budget, args["exclude_chat"])
+    safe = without_secrets(hits, known)[: args["k"]]
+    return pack_hits(safe, threshold, budget, args["exclude_chat"])
