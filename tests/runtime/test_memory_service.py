@@ -219,3 +219,28 @@ async def test_the_embedder_hook_is_called_and_its_failure_is_not_the_callers(
     assert [m.text for m in seen] == ["a fact to embed", "now this will fail to embed"]
     assert "could not embed memory" in caplog.text
     assert (await service.get(fact.id)).text == "now this will fail to embed"
+
+
+async def test_search_never_shows_a_hit_holding_a_credential(
+    service: MemoryService, store: Store
+) -> None:
+    from dataclasses import replace
+
+    from tests.store.factories import make_turn
+
+    store.create_chat(chat_id="chat_01A", title="earlier", now="2026-01-01T00:00:00.000Z")
+    base = make_turn(1)
+    pasted = replace(base, user_text=f"The billing export job uses token {SHAPED}")
+    store.append_turn(pasted)
+    sibling = replace(make_turn(2), user_text="The billing export job runs at midnight")
+    store.append_turn(sibling)
+    # Facts saved before the server knew the value (saving checks; the store does not).
+    fact = await service.save("The billing export job writes CSV files", author="person")
+    store.add_memory(replace(fact, id="mem_known", text=f"The billing export job key {KEY}"))
+    query = "billing export job"
+    hits = await service.search(query, k=10, history=True)
+    assert {h.id for h in hits} == {sibling.id, fact.id}
+    assert [m.id for m, _ in await service.search_memories(query)] == [fact.id]
+    for hit in hits:
+        assert SHAPED not in hit.text
+        assert KEY not in hit.text

@@ -196,3 +196,56 @@ async def test_search_packs_by_threshold_k_and_budget(store: Store) -> None:
         await search(store, {**intent, "exclude_chunks": [[1]]})
     with pytest.raises(ValueError, match="query"):
         await search(store, {**intent, "query": None})
+
+
+# --- credentials are never recalled -----------------------------------------------------
+
+PASTED = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"  # a GitHub token's shape
+KNOWN = "staging-passphrase-" + "q7w8e9r0t1y2"  # no shape: only the scrubber knows it
+
+
+async def test_a_turn_holding_a_credential_is_never_recalled_into_another_chat(
+    agent: Harness,
+) -> None:
+    from jupyter_agent.runtime.secrets import Scrubber
+
+    agent.manager.services.scrubber = Scrubber({KNOWN: "STAGING_PASSPHRASE"})
+    agent.fake.load({"steps": [{"text": "Noted."}], "repeat": True})
+    chat_a = agent.new_chat("deploys")
+    pasted = await agent.ask(chat_a, f"The staging cluster deploy uses token {PASTED}.")
+    known = await agent.ask(chat_a, f"The staging cluster deploy passphrase is {KNOWN}.")
+    sibling = await agent.ask(chat_a, "The staging cluster deploy runs on Fridays.")
+    # The store finds all three (the filter, not the ranking, keeps two out).
+    found = agent.store.recall("When does the staging cluster deploy run?", kinds=("turn",))
+    assert {h.id for h in found} >= {pasted.id, known.id, sibling.id}
+
+    chat_b = agent.new_chat("other")
+    turn = await agent.ask(chat_b, "When does the staging cluster deploy run?")
+    assert turn.recall is not None
+    assert [(h.kind, h.id) for h in turn.recall.hits] == [("turn", sibling.id)]
+    event = await agent.wait_event(chat_b, "recall")
+    assert [h["id"] for h in event["hits"]] == [sibling.id]
+    [searched] = effects(agent, turn.run_id, "recall.search")
+    assert searched.result is not None
+    assert [h["id"] for h in searched.result.data["hits"]] == [sibling.id]
+    request = json.dumps(agent.fake.requests[-1].json)
+    assert "runs on Fridays" in request
+    log = agent.manager.log_path(turn.run_id).read_text()
+    for secret in (PASTED, KNOWN):
+        assert secret not in request
+        assert secret not in log
+        assert secret not in json.dumps(event)
+
+
+async def test_search_drops_credential_hits_before_packing(store: Store) -> None:
+    from jupyter_agent.runtime.secrets import Scrubber
+
+    safe = await save(store, "Nightly backups land in bucket s3://ops-backups/nightly.")
+    leaked = await save(store, "Nightly backups land in bucket s3://ops-backups/raw.")
+    # A value the server came to know after the fact was saved (a new key configured).
+    intent = {"query": "where do nightly backups land", "k": 1, "threshold": 0.0}
+    intent |= {"budget_tokens": 800, "chat_id": None}
+    scrubber = Scrubber({"s3://ops-backups/raw": "BACKUP_URL"})
+    assert [h.id for h in await search(store, intent)] in ([safe], [leaked])
+    hits = await search(store, {**intent, "k": 2}, known=scrubber.spans)
+    assert [h.id for h in hits] == [safe]

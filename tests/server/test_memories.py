@@ -276,3 +276,24 @@ def test_reads_need_read_and_changes_need_execute(fetch: Any, agent_service: Any
     )
     [only] = agent_service.store.list_memories()
     assert only.text == "a fact"
+
+
+def test_a_search_never_answers_a_fact_holding_a_credential(fetch: Any, agent_service: Any) -> None:
+    from dataclasses import replace
+
+    from jupyter_agent.core.memory import Memory
+
+    kept = add(fetch, "The nightly report job mails the finance team")
+    # Facts written before their value was a secret (saving checks; the store does not).
+    first = Memory.from_json(kept)
+    agent_service.store.add_memory(
+        replace(first, id="mem_configured", text=f"The nightly report job key {KEY}")
+    )
+    shaped = "ghp_" + secrets.token_hex(12)
+    agent_service.store.add_memory(
+        replace(first, id="mem_shaped", text=f"The nightly report job token {shaped}")
+    )
+    found = memories(fetch, q="nightly report job")["memories"]
+    assert [m["id"] for m in found] == [kept["id"]]
+    assert KEY not in json.dumps(found)
+    assert shaped not in json.dumps(found)
