@@ -1,4 +1,4 @@
-"""The agent database (sqlmodel): chats, turns, run summaries.
+"""The agent database (sqlmodel): chats, turns, run summaries, memories and recall.
 
 SQLite by default, PostgreSQL by URL, with the same code. :class:`Store` is the whole
 public surface (see :mod:`jupyter_agent.store.repo`); the schema lives in

@@ -251,7 +251,16 @@ _V5_SQLITE: Final = (
     f"CREATE TRIGGER agent_recall_docs_au AFTER UPDATE OF kind, terms ON agent_recall_docs"
     f" BEGIN {_FTS_DELETE} {_FTS_INSERT} END",
 )
-_V5_PG: Final = ("CREATE INDEX gin_agent_recall_docs_tsv ON agent_recall_docs USING GIN (tsv)",)
+# PostgreSQL: one GIN index over every doc, and one each over the memories and the chunk
+# summaries (a tenth of the docs or less), so a kind's matches are read without wading
+# through the turns' (recall_queries.py).
+_V5_PG: Final = (
+    "CREATE INDEX gin_agent_recall_docs_tsv ON agent_recall_docs USING GIN (tsv)",
+    "CREATE INDEX gin_agent_recall_docs_memory ON agent_recall_docs USING GIN (tsv)"
+    " WHERE kind = 'memory'",
+    "CREATE INDEX gin_agent_recall_docs_chunk ON agent_recall_docs USING GIN (tsv)"
+    " WHERE kind = 'chunk'",
+)
 
 
 def _v5(conn: Connection) -> None:

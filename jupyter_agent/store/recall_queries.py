@@ -85,10 +85,17 @@ def _rarest(q: Sequence[str], df: Mapping[str, int], budget: int) -> list[str]:
 
 
 def _statement(
-    pg: bool, kinds: Sequence[str], *, category: bool, exclude_turns: bool, n_chunks: int
+    pg: bool,
+    kinds: Sequence[str],
+    *,
+    category: bool,
+    exclude_turns: bool,
+    n_chunks: int,
+    sparse: bool = True,
 ) -> Any:
     """The candidates: per kind, the newest docs of that kind holding a term of P (each
-    kind's own LIMIT), in one statement."""
+    kind's own LIMIT), in one statement. ``sparse``: few enough docs hold P that
+    PostgreSQL should read them through the GIN index (:func:`_sparse`)."""
     where = ["d.owner = :owner"]
     if exclude_turns:
         where.append("NOT (d.kind = 'turn' AND d.chat_id = :x_chat AND d.created >= :x_since)")
@@ -106,9 +113,16 @@ def _statement(
         head = f"SELECT '{kind}' AS kind, d.ref_id AS ref_id, d.chat_id AS chat_id,"
         head += " d.created AS created, d.terms AS terms"
         if pg:
+            # PostgreSQL overestimates an OR of rare terms and walks the primary key
+            # backwards, filtering every doc (all 120,000 of them for 55 matches): "+ 0"
+            # leaves it the GIN index, always for the memories and chunks (their own
+            # partial indexes, small), for the turns when P is sparse (we know its df).
+            # The turns of a dense P (a common term) are found fastest by that walk.
+            bitmap = sparse or kind != "turn"
+            order = "d.doc_id + 0" if bitmap else "d.doc_id"
             body = (
                 f" FROM agent_recall_docs d WHERE d.tsv @@ CAST(:match AS tsquery)"
-                f" AND {' AND '.join(conditions)} ORDER BY d.doc_id DESC LIMIT :scan"
+                f" AND {' AND '.join(conditions)} ORDER BY {order} DESC LIMIT :scan"
             )
         else:
             # CROSS JOIN: the FTS scan drives (SQLite never reorders a CROSS JOIN), in
@@ -120,6 +134,13 @@ def _statement(
             )
         parts.append(f"SELECT * FROM ({head}{body}) AS c_{kind}")
     return text(" UNION ALL ".join(parts))
+
+
+def _sparse(held_by: int, n_docs: int, candidates: int) -> bool:
+    """Whether reading the ``held_by`` docs holding P through the GIN index beats walking
+    the newest docs until ``candidates`` hold it (about ``n_docs * candidates / held_by``
+    docs): PostgreSQL's own guess, from its statistics, is far off for an OR of terms."""
+    return held_by <= candidates or held_by * held_by <= n_docs * candidates
 
 
 def _match(pg: bool, kind: str, terms: Sequence[str]) -> str:
@@ -183,6 +204,7 @@ def recall(
         category=category is not None,
         exclude_turns=exclude_turns,
         n_chunks=len(excluded),
+        sparse=_sparse(sum(df[t] for t in chosen), n_docs, candidates),
     )
     params: dict[str, Any] = {"owner": owner, "scan": candidates}
     if pg:

@@ -27,6 +27,8 @@ Decisions worth knowing:
   older ones and the summaries it can use (:mod:`jupyter_agent.store.turn_queries`): a
   run's history costs O(window), however long the chat.
 - ``prune_runs`` never deletes a run whose status is still ``running``.
+- A turn's and a chunk's recall doc (:mod:`.recall_index`) is written in the transaction
+  storing it; ``delete_chat`` deletes them (memories saved in the chat stay, with theirs).
 - The durable mailbox: ``accept_message`` stores a user message before the server
   acknowledges it (``open_run`` stores the message opening a run with that run);
   ``append_turn(turn, delivered=ids)`` deletes the messages the turn holds in the

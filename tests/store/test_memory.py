@@ -3,6 +3,8 @@ vectors, and the memory docs of the recall index kept with them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from sqlalchemy import create_engine, text
 
@@ -220,3 +222,14 @@ def test_document_frequencies_follow_every_write(store: Store, db_url: str) -> N
         ("alice", "", 1),
         ("alice", "report", 1),
     ]
+
+
+def test_a_memory_without_terms_is_kept_and_never_recalled(store: Store) -> None:
+    store.create_chat(chat_id=CHAT, title="t", now=iso(0))
+    store.add_memory(memory(1, "it is what it is!", chat_id=None))  # stopwords only
+    store.append_turn(replace(make_turn(1), user_text="?!", replies=()))  # no terms either
+    assert [m.id for m in store.list_memories()] == ["mem_0001"]
+    assert store.recall("what is it") == []
+    changed = store.update_memory("mem_0001", text="it is the plan", now=iso(5))
+    assert changed is not None
+    assert [h.id for h in store.recall("plans", kinds=("memory",))] == ["mem_0001"]
