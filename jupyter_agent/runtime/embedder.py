@@ -187,9 +187,9 @@ class Embedder:
         limit: int,
         ids: Sequence[str] = (),
     ) -> dict[str, float]:
-        """``{memory_id: cosine}`` for at least the ``limit`` nearest facts and ``ids``:
-        in SQL on PostgreSQL with pgvector (:mod:`jupyter_agent.store.vector_search`,
-        untested here), else every fact of the in-memory index."""
+        """``{memory_id: cosine}`` of the ``limit`` nearest facts and of ``ids``: in SQL on
+        PostgreSQL with pgvector (:mod:`jupyter_agent.store.vector_search`, untested
+        here), else from the in-memory index."""
         if self._pgvector is None:
             self._pgvector = await asyncio.to_thread(pgvector_installed, self.store)
         if self._pgvector:
@@ -198,7 +198,7 @@ class Embedder:
                     self.store, vector, owner=owner, model=model, limit=limit, ids=ids
                 )
             )
-        return await self.index(owner, model).cosines(vector)
+        return await self.index(owner, model).nearest(vector, limit=limit, ids=ids)
 
     # --- hooks and the backfill --------------------------------------------------------------
 

@@ -30,6 +30,7 @@ FACTS = [
     ("preferences", "Plots use the viridis colour map"),
 ]
 QUERY = "what is my dog's name"
+MODEL = "fake-embed"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -288,7 +289,7 @@ async def test_the_index_gives_the_same_cosines_with_and_without_numpy(
     monkeypatch.setattr(vector_index, "np", None)
     plain = await vector_index.VectorIndex(store, owner="", model="fake-embed").cosines(query)
     assert set(plain) == {m.id for m in facts}
-    assert plain == pytest.approx(with_numpy, abs=1e-6)
+    assert plain == pytest.approx(with_numpy, abs=1e-5)  # float32 both ways
     assert await vector_index.VectorIndex(store, owner="", model="other").cosines(query) == {}
     await embedder.transport.aclose()
 
@@ -298,3 +299,34 @@ def test_pgvector_is_detected_and_absent_on_this_machine(store: Store) -> None:
     # in-memory index serves (the SQL path of store/vector_search.py is untested here).
     assert pgvector_installed(store) is False
     assert pgvector_installed(store) is False  # cached
+
+
+@pytest.mark.parametrize("numpy", [True, False])
+async def test_the_index_follows_puts_and_drops_between_loads(
+    store: Store, monkeypatch: pytest.MonkeyPatch, numpy: bool
+) -> None:
+    if not numpy:
+        monkeypatch.setattr(vector_index, "np", None)
+    a, b, c = (save(store, "x", t) for t in ("alpha one", "beta two", "gamma three"))
+    vec = {m.id: embed_text(m.text, terms=terms) for m in (a, b, c)}
+    store.put_vector(a.id, MODEL, vec[a.id])
+    index = vector_index.VectorIndex(store, owner="", model=MODEL, ttl_s=3600)
+    assert set(await index.cosines(vec[a.id])) == {a.id}
+    store.put_vector(b.id, MODEL, vec[b.id])
+    index.put(b.id, vec[b.id])  # what the embedder does after storing it
+    index.put(c.id, [1.0, 0.0])  # another dimension: not searchable
+    near = await index.nearest(vec[b.id], limit=1)
+    assert list(near) == [b.id]
+    assert near[b.id] == pytest.approx(1.0, abs=1e-5)
+    assert set(await index.nearest(vec[b.id], limit=1, ids=[a.id, c.id, "mem_none"])) == {
+        a.id,
+        b.id,
+    }
+    index.put(a.id, vec[b.id])  # a changed fact: its row is replaced
+    assert (await index.cosines(vec[b.id]))[a.id] == pytest.approx(1.0, abs=1e-5)
+    index.drop(b.id)
+    assert set(await index.cosines(vec[b.id])) == {a.id}
+    assert len(index) == 1
+    assert await index.nearest([1.0, 0.0], limit=5) == {}  # a query of another dimension
+    await index.load(force=True)  # the store's truth again: a's old vector, b's
+    assert set(await index.cosines(vec[a.id])) == {a.id, b.id}
