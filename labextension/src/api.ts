@@ -10,6 +10,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { RunStep } from './events';
+import type { IMemory, IMemoryApi, IMemoryList, IMemoryQuery } from './memory';
 import type { ITurnRecord } from './model';
 
 /** The path segment every route of the server extension lives under. */
@@ -175,7 +176,7 @@ function jsonInit(method: string, body?: unknown): RequestInit {
 const enc = encodeURIComponent;
 
 /** The typed agent REST API, bound to one server's settings. */
-export class AgentApi {
+export class AgentApi implements IMemoryApi {
   constructor(
     readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
   ) {}
@@ -254,6 +255,50 @@ export class AgentApi {
   /** Write the run's trace notebook (into the trace folder unless `path` is given). */
   writeRunNotebook(runId: string, path?: string): Promise<{ path: string; created: boolean }> {
     return this.req(`runs/${enc(runId)}/notebook`, jsonInit('POST', path ? { path } : {}));
+  }
+
+  /**
+   * `GET agent/memories`: the facts, newest change first; with `q`, ranked by how well they
+   * match (each with its `score`); `category` narrows to one category. `categories`: every
+   * category of the person's facts with its count.
+   */
+  async listMemories(query: IMemoryQuery = {}): Promise<IMemoryList> {
+    const params = new URLSearchParams();
+    if (query.q) {
+      params.set('q', query.q);
+    }
+    if (query.category) {
+      params.set('category', query.category);
+    }
+    if (query.limit !== undefined) {
+      params.set('limit', String(query.limit));
+    }
+    const qs = params.toString();
+    const body = await this.req<IMemoryList>(`memories${qs ? `?${qs}` : ''}`, jsonInit('GET'));
+    return {
+      memories: Array.isArray(body?.memories) ? body.memories : [],
+      categories: Array.isArray(body?.categories) ? body.categories : undefined
+    };
+  }
+
+  /** `GET agent/memories/{id}`. */
+  getMemory(id: string): Promise<IMemory> {
+    return this.req(`memories/${enc(id)}`, jsonInit('GET'));
+  }
+
+  /** `POST agent/memories`: a fact the person adds (400 `credential` for a secret). */
+  addMemory(text: string, category?: string): Promise<IMemory> {
+    return this.req('memories', jsonInit('POST', category ? { text, category } : { text }));
+  }
+
+  /** `PATCH agent/memories/{id}`: a new text and/or category. */
+  updateMemory(id: string, change: { text?: string; category?: string }): Promise<IMemory> {
+    return this.req(`memories/${enc(id)}`, jsonInit('PATCH', change));
+  }
+
+  /** `DELETE agent/memories/{id}` (404 when it is gone). */
+  async deleteMemory(id: string): Promise<void> {
+    await this.req(`memories/${enc(id)}`, jsonInit('DELETE'));
   }
 
   /** The WebSocket URL of a chat's events, from `since` (token added as Jupyter does). */

@@ -48,6 +48,8 @@ export interface IChatViewsOptions {
   ctx: IItemContext;
   getView: () => IView | null;
   docPath: () => string | null;
+  /** Open the Memory view (each chat's header has a button for it). */
+  openMemory?: () => void;
 }
 
 /** The chat views of one JupyterLab. */
@@ -71,7 +73,7 @@ export class ChatViews implements IChatViews {
   }
 
   async open(chat: { id: string; title?: string }): Promise<ChatView> {
-    const { app, service, ctx, getView, docPath } = this.options;
+    const { app, service, ctx, getView, docPath, openMemory } = this.options;
     const existing = this.tracker.find(w => w.content.chatId === chat.id);
     if (existing) {
       app.shell.activateById(existing.id);
@@ -84,6 +86,7 @@ export class ChatViews implements IChatViews {
       ctx,
       getView,
       currentPath: docPath,
+      openMemory,
       openPath: async (path: string) => {
         await app.commands.execute('docmanager:open', {
           path,

@@ -7,7 +7,9 @@
  *   restored after a reload;
  * - `jupyter-agent:sidebar`: the chats sidebar;
  * - `jupyter-agent:commands`: new chat, stop, export, attach (palette, file browser);
- * - `jupyter-agent:settings`: the settings dialog.
+ * - `jupyter-agent:settings`: the settings dialog;
+ * - `jupyter-agent:memory`: the Memory view (command "Agent: Memory"; the sidebar and each
+ *   chat's header have a button for it).
  */
 import {
   ILabShell,
@@ -15,7 +17,7 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
@@ -27,6 +29,7 @@ import { agentIcon, ChatViews, IChatViews } from './chatviews';
 import { ChatsService, IChatsService } from './service';
 import { ChatListPanel } from './widgets/chatlist';
 import { IItemContext } from './widgets/items';
+import { memoryIcon, MemoryView } from './widgets/memoryview';
 import { openSettings } from './widgets/settings';
 
 /** Command ids. */
@@ -38,7 +41,8 @@ export const CommandIds = {
   stopNow: 'jupyter-agent:stop-now',
   settings: 'jupyter-agent:settings',
   attach: 'jupyter-agent:attach-to-chat',
-  exportChat: 'jupyter-agent:export-chat'
+  exportChat: 'jupyter-agent:export-chat',
+  memory: 'jupyter-agent:memory'
 };
 
 /** The chats service over this server's REST API. */
@@ -120,7 +124,14 @@ const viewsPlugin: JupyterFrontEndPlugin<IChatViews> = {
         return true;
       }
     };
-    const views = new ChatViews({ app, service, ctx, getView, docPath });
+    const views = new ChatViews({
+      app,
+      service,
+      ctx,
+      getView,
+      docPath,
+      openMemory: () => void app.commands.execute(CommandIds.memory)
+    });
     app.commands.addCommand(CommandIds.openChat, {
       label: 'Agent: Open Chat',
       execute: args => views.open({ id: String(args.id), title: String(args.title ?? '') })
@@ -154,6 +165,7 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
       openChat: (chat: IChatSummary) => void views.open(chat),
       newChat: () => void views.create(),
       openSettings: () => void app.commands.execute(CommandIds.settings),
+      openMemory: () => void app.commands.execute(CommandIds.memory),
       onRenamed: chat => {
         const view = views.find(chat.id);
         if (view) {
@@ -280,7 +292,63 @@ const settingsPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
+/** The Memory view: one main-area tab, restored after a reload. */
+const memoryPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-agent:memory',
+  description: 'The agent Memory view: list, search, add, edit and delete remembered facts.',
+  autoStart: true,
+  requires: [IChatsService],
+  optional: [ICommandPalette, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    service: IChatsService,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
+  ): void => {
+    const tracker = new WidgetTracker<MainAreaWidget<MemoryView>>({
+      namespace: 'jupyter-agent-memory'
+    });
+    app.commands.addCommand(CommandIds.memory, {
+      label: 'Agent: Memory',
+      caption: 'What the agent remembers across chats: list, search, add, edit, delete',
+      icon: memoryIcon,
+      execute: async () => {
+        let widget = tracker.currentWidget;
+        if (!widget || widget.isDisposed) {
+          const content = new MemoryView({
+            api: service.api,
+            openChat: id => void app.commands.execute(CommandIds.openChat, { id })
+          });
+          // The agent may have saved (or forgotten) a fact in a run.
+          service.chatsChanged.connect(() => content.refreshSoon(), content);
+          widget = new MainAreaWidget({ content });
+          widget.id = 'jp-agent-memory-tab';
+          widget.title.icon = memoryIcon;
+          widget.title.label = content.title.label;
+          widget.title.caption = content.title.caption;
+          widget.title.closable = true;
+          await tracker.add(widget);
+          app.shell.add(widget, 'main');
+        }
+        app.shell.activateById(widget.id);
+        return widget;
+      }
+    });
+    palette?.addItem({ command: CommandIds.memory, category: 'Agent' });
+    if (restorer) {
+      void restorer.restore(tracker, { command: CommandIds.memory, name: () => 'memory' });
+    }
+  }
+};
+
 export { IChatsService } from './service';
 export { IChatViews } from './chatviews';
 
-export default [chatsPlugin, viewsPlugin, sidebarPlugin, commandsPlugin, settingsPlugin];
+export default [
+  chatsPlugin,
+  viewsPlugin,
+  sidebarPlugin,
+  commandsPlugin,
+  settingsPlugin,
+  memoryPlugin
+];

@@ -8,8 +8,9 @@
  *
  * A chat is a list of runs (one per turn). Each run holds, in the order they happened,
  * the items the person sees: steering messages, progress bubbles, cells (python or bash)
- * and notes; plus the opening user message, the text being streamed, a provider retry in
- * progress, the final reply and, once ended, the turn record (for the footer).
+ * and notes; plus the opening user message, what autorecall recalled for it (the `recall`
+ * event or step, or the record's `recall`), the text being streamed, a provider
+ * retry in progress, the final reply and, once ended, the turn record (for the footer).
  *
  * Sources (a run has one, `source`), and identities:
  * - events (`applyEvent`, typed in `events.ts`, generated from the server's definitions):
@@ -34,6 +35,7 @@ import type {
   IEventEnvelope,
   RunStep
 } from './events';
+import { IRecallInfo, ITurnRecall, recallFromEvent, recallFromTurn } from './recall';
 
 /** An event of `agent/chats/{id}/events` (any type; `AgentEvent` for the known ones). */
 export interface IAgentEvent extends IEventEnvelope {
@@ -64,6 +66,10 @@ export interface ITurnRecord {
   replies: { text: string; done: boolean }[];
   fromAgent?: string;
   traceRef?: string;
+  /** What autorecall put in front of the model (issue 15; absent when nothing). */
+  recall?: ITurnRecall;
+  /** The programs the turn ran, e.g. `["toolcaller@v4", "autorecall@v1"]` (issue 15). */
+  programs?: string[];
   interrupted: boolean;
   created: string;
   durationMs: number;
@@ -164,6 +170,12 @@ export interface IRunState {
   stopReason: string | null;
   endCause: string | null;
   turn: ITurnRecord | null;
+  /**
+   * What autorecall@v1 put in front of the model before its first call: from the run's
+   * `recall` event (live) or `recall` step (after a reload), else from its turn record
+   * (whose hits are cut short); null when nothing was recalled.
+   */
+  recall: IRecallInfo | null;
   /** Where the items came from: events (live or caught up), a turn record, or steps. */
   source: 'events' | 'record' | 'steps';
 }
@@ -256,6 +268,7 @@ function newRun(runId: string, source: IRunState['source']): IRunState {
     stopReason: null,
     endCause: null,
     turn: null,
+    recall: null,
     source
   };
 }
@@ -398,6 +411,15 @@ export class ChatState {
           this.activeRunId = run.runId;
         }
         return true;
+      case 'recall': {
+        // What autorecall put in front of the model: shown above the run's replies.
+        const recall = recallFromEvent(event);
+        if (!recall) {
+          return false;
+        }
+        run.recall = recall;
+        return true;
+      }
       case 'delta':
         run.streaming += String(event.text ?? '');
         return true;
@@ -505,6 +527,13 @@ export class ChatState {
     run.streaming = '';
     run.retry = null;
     run.turn = turn ?? run.turn;
+    // The event's hits carry more (category, chat title); the record's come after a reload.
+    const recorded = recallFromTurn(run.turn);
+    if (!run.recall) {
+      run.recall = recorded;
+    } else if (recorded && run.recall.tokens === null) {
+      run.recall = { ...run.recall, tokens: recorded.tokens, program: recorded.program };
+    }
     run.stopReason = stopReason ?? turn?.llm?.stopReason ?? run.stopReason;
     run.endCause = endCause ?? turn?.llm?.endCause ?? run.endCause;
     for (const item of run.items) {
@@ -619,6 +648,7 @@ export class ChatState {
     }
     const items: RunItem[] = [];
     let reply: IRunState['reply'] = null;
+    let recall: IRecallInfo | null = null;
     for (const step of steps) {
       switch (step.type) {
         case 'user':
@@ -647,12 +677,19 @@ export class ChatState {
         case 'bash':
           items.push(cellFromStep(step));
           break;
+        case 'recall':
+          // Its hits carry category and chat title (the record's are cut short).
+          if (step.status === 'ok') {
+            recall = recallFromEvent(step) ?? recall;
+          }
+          break;
         default:
           break; // breaks and model calls are not shown in the chat
       }
     }
     run.items = items;
     run.reply = reply;
+    run.recall = recall ?? run.recall;
     run.source = 'steps';
     this._changed.emit();
     return true;

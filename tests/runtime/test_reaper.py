@@ -185,23 +185,35 @@ def _start_server(base: Path) -> tuple[subprocess.Popen[bytes], Path]:
     return proc, dirs["data"]
 
 
+def _ready_pool_client(proc, data: Path, tmp_path: Path) -> BlockingKernelClient:
+    """A client of a warm pool kernel that answered ``kernel_info``, from its connection
+    file in the kernel's private dir. A pool kernel can die while starting (a port taken
+    meanwhile) and is started again with new ports: its old file is then a dead end, so
+    the search goes on until one answers."""
+    deadline = time.monotonic() + 90
+    while True:
+        assert proc.poll() is None, (tmp_path / "server.log").read_text()
+        assert time.monotonic() < deadline, "no pool kernel answered"
+        files = list((data / "jupyter_agent" / "kernels").glob("*/*/*/runtime/kernel-*.json"))
+        for file in files:
+            client = BlockingKernelClient(connection_file=str(file))
+            try:
+                client.load_connection_file()
+                client.start_channels()
+                client.wait_for_ready(timeout=30)
+                return client
+            except (RuntimeError, OSError, ValueError):  # died, gone or half written
+                client.stop_channels()
+        time.sleep(0.2)
+
+
 def test_server_stop_leaves_no_process(tmp_path):
     proc, data = _start_server(tmp_path)
     mark = marker()
     try:
-        deadline = time.monotonic() + 60
-        files: list[Path] = []
-        while not files:  # the warm kernel's connection file, in its private dir
-            assert proc.poll() is None, (tmp_path / "server.log").read_text()
-            assert time.monotonic() < deadline, "no pool kernel started"
-            time.sleep(0.2)
-            files = list((data / "jupyter_agent" / "kernels").glob("*/*/*/runtime/kernel-*.json"))
+        client = _ready_pool_client(proc, data, tmp_path)
         assert not list((tmp_path / "runtime").glob("kernel-*.json"))
-        client = BlockingKernelClient(connection_file=str(files[0]))
-        client.load_connection_file()
-        client.start_channels()
         try:
-            client.wait_for_ready(timeout=60)
             reply = client.execute_interactive(leaving_cell(mark), timeout=60)
             assert reply["content"]["status"] == "ok"
             client.execute_interactive(

@@ -10,12 +10,15 @@ import { Widget } from '@lumino/widgets';
 import { IAgentStatus, IChatSummary } from '../api';
 import type { IChatsService } from '../service';
 import { button } from './items';
+import { memoryIcon } from './memoryview';
 
 export interface IChatListOptions {
   service: IChatsService;
   openChat: (chat: IChatSummary) => void;
   newChat: () => void;
   openSettings: () => void;
+  /** Open the Memory view (the header's button shows when given). */
+  openMemory?: () => void;
   /** A chat was renamed or deleted (open views follow). */
   onRenamed: (chat: IChatSummary) => void;
   onDeleted: (chatId: string) => void;
@@ -36,7 +39,15 @@ export class ChatListPanel extends Widget {
     h.textContent = 'Agent';
     head.append(
       h,
-      button('+ New chat', 'Start a new chat with the agent', () => options.newChat(), 'jp-agent-new-chat jp-mod-accept'),
+      button('+ New chat', 'Start a new chat with the agent', () => options.newChat(), 'jp-agent-new-chat jp-mod-accept')
+    );
+    const openMemory = options.openMemory;
+    if (openMemory) {
+      head.appendChild(
+        button('Memory', 'Open the agent’s memory: what it keeps across chats', () => openMemory(), 'jp-agent-memory-button', memoryIcon)
+      );
+    }
+    head.appendChild(
       button('Settings', 'Agent settings: model tiers', () => options.openSettings(), 'jp-agent-settings-button', settingsIcon)
     );
     this.statusBox = document.createElement('div');

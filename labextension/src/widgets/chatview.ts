@@ -32,6 +32,8 @@ export interface IChatViewOptions {
   currentPath: () => string | null;
   /** Open a path in JupyterLab (a notebook opens in the notebook editor). */
   openPath: (path: string) => Promise<void>;
+  /** Open the Memory view (the header's "Memory" button shows when given). */
+  openMemory?: () => void;
 }
 
 /** How many ended runs a view rebuilds from their steps when it opens (newest). */
@@ -59,10 +61,14 @@ export class ChatView extends Panel {
     this.demo.hidden = true;
     const spacer = document.createElement('span');
     spacer.className = 'jp-agent-spacer';
-    this.header.node.append(
-      this.demo,
-      spacer,
-      this.connection,
+    this.header.node.append(this.demo, spacer, this.connection);
+    const openMemory = options.openMemory;
+    if (openMemory) {
+      this.header.node.appendChild(
+        button('Memory', 'Open the agent’s memory: what it keeps across chats', () => openMemory(), 'jp-agent-open-memory')
+      );
+    }
+    this.header.node.appendChild(
       button('Export chat as notebook', 'Export this chat as a notebook', () => void this.exportChat(), 'jp-agent-export')
     );
     this.addWidget(this.header);

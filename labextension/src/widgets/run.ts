@@ -1,5 +1,6 @@
 /**
- * The widget of one run (one turn): the person's message, the run's items in order,
+ * The widget of one run (one turn): the person's message, what autorecall recalled for
+ * it (a collapsible block, marked as recalled), the run's items in order,
  * the text being streamed, a provider retry, the final reply and the turn's footer
  * (how it ended, tokens, cost, cells, duration, model, the history window it held,
  * "Open trace as notebook").
@@ -14,6 +15,7 @@ import {
   turnWindow
 } from '../model';
 import { button, CellWidget, IItemContext, MarkdownWidget, TextWidget } from './items';
+import { RecallWidget } from './recall';
 
 /** What a run widget can ask of its chat view. */
 export interface IRunActions {
@@ -49,6 +51,15 @@ export class RunWidget extends Panel {
     if (run.userText) {
       this.user.setText(run.userText);
       desired.push(this.user);
+    }
+    if (run.recall) {
+      // Before the model's first call, so above everything the run did.
+      if (this.recall) {
+        this.recall.setInfo(run.recall);
+      } else {
+        this.recall = new RecallWidget(run.recall);
+      }
+      desired.push(this.recall);
     }
     const seen = new Set<RunItem>();
     for (const item of run.items) {
@@ -176,6 +187,7 @@ export class RunWidget extends Panel {
     for (const w of [this.user, this.streaming, this.retry, this.reply, this.footer]) {
       w.dispose();
     }
+    this.recall?.dispose();
     this.itemWidgets.clear();
     super.dispose();
   }
@@ -186,5 +198,6 @@ export class RunWidget extends Panel {
   private readonly retry: TextWidget;
   private readonly reply: MarkdownWidget;
   private readonly footer: Widget;
+  private recall: RecallWidget | null = null;
   private _footerKey = '';
 }
