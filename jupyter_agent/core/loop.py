@@ -99,6 +99,7 @@ from jupyter_agent.messages import Message, Text
 from jupyter_agent.tools import ToolSpec, tools_for
 
 __all__ = [
+    "NEW_CHAT_LEAD",
     "PROGRAM",
     "PROGRAMS",
     "V4_PROGRAMS",
@@ -124,6 +125,12 @@ PROGRAMS: Final = {
 #: The programs a ``toolcaller@v4`` turn runs (its record's and its log header's
 #: ``programs``).
 V4_PROGRAMS: Final = ("toolcaller@v4", AUTORECALL_PROGRAM)
+#: The user message that opens a request whose recall call nothing precedes (a new chat,
+#: or an empty window): providers (Anthropic's Messages API, strict chat templates) want
+#: the first message to be the user's, not the synthetic assistant call.
+NEW_CHAT_LEAD: Final = (
+    "(A new chat. Before my first message the agent searched memory and earlier chats.)"
+)
 
 
 @dataclass(kw_only=True)
@@ -326,7 +333,9 @@ def recall(
     shown: Window,
 ) -> EffectGen[None]:
     """``autorecall@v1`` for the message ``text`` (v4): with hits, the synthetic call and
-    result join ``messages`` (after the window) and the turn's record."""
+    result join ``messages`` (after the window) and the turn's record. When nothing
+    precedes the call, :data:`NEW_CHAT_LEAD` (a user message) does, so the request's first
+    message is the user's on every provider."""
     raw = history[len(history) - shown.turns_included :] if shown.turns_included else []
     recalled = yield from autorecall(
         text,
@@ -336,6 +345,8 @@ def recall(
         exclude_chunks=[(c.level, c.first_turn) for c in shown.summaries],
     )
     if recalled is not None:
+        if not messages:
+            messages.append(Message(role="user", parts=(Text(text=NEW_CHAT_LEAD),)))
         messages.extend(recalled.messages())
         state.recall = recalled.record()
 
