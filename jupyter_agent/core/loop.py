@@ -17,9 +17,10 @@ Versions (a log replays with the version its header names, :data:`PROGRAMS`):
   settings; then ``autorecall@v1`` (:mod:`jupyter_agent.core.recall_program`) makes at
   most one ``recall.search`` and, with hits, injects a synthetic ``run_cell`` call and its
   result after the boot window (whose cache prefix, ``history_len``, is unchanged) and
-  before the user's message. The turn record gains ``recall`` (when something was
-  recalled) and ``programs``; its prompt lists the ``memory`` app
-  (:func:`~jupyter_agent.core.apps.apps_for`). v1..v3 run as they did (their logs replay
+  before the user's message (in a new chat, with nothing before it, a short user message
+  ``NEW_CHAT_LEAD`` opens the request: providers want the user's message first). The
+  turn record gains ``recall`` (when something was recalled) and ``programs``; its
+  prompt lists the ``memory`` app (:func:`~jupyter_agent.core.apps.apps_for`). v1..v3 run as they did (their logs replay
   byte for byte).
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`

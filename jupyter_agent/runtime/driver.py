@@ -354,7 +354,8 @@ class RunDriver:
 
         async def recall_search(effect: Effect, seq: int) -> Outcome:
             rank = hybrid_rank(self.services.embedder)  # None: lexical (no embed tier)
-            hits = await search(self.services.store, effect.data, rank=rank)
+            timeout_s = self.config.recall_timeout_ms / 1000
+            hits = await search(self.services.store, effect.data, rank=rank, timeout_s=timeout_s)
             if hits:  # what the model is shown, as it is shown, before its first call
                 shown = tuple(h.to_json() for h in hits)
                 tokens = recall_tokens(hits, self.chat_id)

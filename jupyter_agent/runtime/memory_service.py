@@ -50,6 +50,7 @@ from jupyter_agent.runtime.contents import shown
 from jupyter_agent.runtime.embedder import recall_hits
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
+from jupyter_agent.store.recall_queries import DEFAULT_CANDIDATES
 from jupyter_agent.text import has_lone_surrogate
 
 __all__ = [
@@ -275,7 +276,14 @@ class MemoryService:
         cat = None if category is None else clean_category(category)
         kinds = ("memory", "turn", "chunk") if history else ("memory",)
         return await recall_hits(
-            self.store, self.vectors, query, owner=owner, kinds=kinds, k=most, category=cat
+            self.store,
+            self.vectors,
+            query,
+            owner=owner,
+            kinds=kinds,
+            k=most,
+            category=cat,
+            candidates=DEFAULT_CANDIDATES,  # the count every recall path reads
         )
 
     async def search_memories(
