@@ -20,8 +20,8 @@ Versions (a log replays with the version its header names, :data:`PROGRAMS`):
   before the user's message (in a new chat, with nothing before it, a short user message
   ``NEW_CHAT_LEAD`` opens the request: providers want the user's message first). The
   turn record gains ``recall`` (when something was recalled) and ``programs``; its
-  prompt lists the ``memory`` app (:func:`~jupyter_agent.core.apps.apps_for`). v1..v3 run as they did (their logs replay
-  byte for byte).
+  prompt lists the ``memory`` app (:func:`~jupyter_agent.core.apps.apps_for`). v1..v3
+  run as they did (their logs replay byte for byte).
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
 values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
