@@ -17,10 +17,11 @@ Versions (a log replays with the version its header names, :data:`PROGRAMS`):
   settings; then ``autorecall@v1`` (:mod:`jupyter_agent.core.recall_program`) makes at
   most one ``recall.search`` and, with hits, injects a synthetic ``run_cell`` call and its
   result after the boot window (whose cache prefix, ``history_len``, is unchanged) and
-  before the user's message. The turn record gains ``recall`` (when something was
-  recalled) and ``programs``; its prompt lists the ``memory`` app
-  (:func:`~jupyter_agent.core.apps.apps_for`). v1..v3 run as they did (their logs replay
-  byte for byte).
+  before the user's message (in a new chat, with nothing before it, a short user message
+  ``NEW_CHAT_LEAD`` opens the request: providers want the user's message first). The
+  turn record gains ``recall`` (when something was recalled) and ``programs``; its
+  prompt lists the ``memory`` app (:func:`~jupyter_agent.core.apps.apps_for`). v1..v3
+  run as they did (their logs replay byte for byte).
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
 values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
@@ -99,6 +100,7 @@ from jupyter_agent.messages import Message, Text
 from jupyter_agent.tools import ToolSpec, tools_for
 
 __all__ = [
+    "NEW_CHAT_LEAD",
     "PROGRAM",
     "PROGRAMS",
     "V4_PROGRAMS",
@@ -124,6 +126,12 @@ PROGRAMS: Final = {
 #: The programs a ``toolcaller@v4`` turn runs (its record's and its log header's
 #: ``programs``).
 V4_PROGRAMS: Final = ("toolcaller@v4", AUTORECALL_PROGRAM)
+#: The user message that opens a request whose recall call nothing precedes (a new chat,
+#: or an empty window): providers (Anthropic's Messages API, strict chat templates) want
+#: the first message to be the user's, not the synthetic assistant call.
+NEW_CHAT_LEAD: Final = (
+    "(A new chat. Before my first message the agent searched memory and earlier chats.)"
+)
 
 
 @dataclass(kw_only=True)
@@ -326,7 +334,9 @@ def recall(
     shown: Window,
 ) -> EffectGen[None]:
     """``autorecall@v1`` for the message ``text`` (v4): with hits, the synthetic call and
-    result join ``messages`` (after the window) and the turn's record."""
+    result join ``messages`` (after the window) and the turn's record. When nothing
+    precedes the call, :data:`NEW_CHAT_LEAD` (a user message) does, so the request's first
+    message is the user's on every provider."""
     raw = history[len(history) - shown.turns_included :] if shown.turns_included else []
     recalled = yield from autorecall(
         text,
@@ -336,6 +346,8 @@ def recall(
         exclude_chunks=[(c.level, c.first_turn) for c in shown.summaries],
     )
     if recalled is not None:
+        if not messages:
+            messages.append(Message(role="user", parts=(Text(text=NEW_CHAT_LEAD),)))
         messages.extend(recalled.messages())
         state.recall = recalled.record()
 

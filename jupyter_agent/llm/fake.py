@@ -14,8 +14,9 @@ waits for a slow (``delay_s``) or hanging (``timeout``) step: those wait on an e
 
 Rules the real APIs follow and the fake checks (answering in their real error shapes):
 with ``expect_key``, a missing or wrong key (``x-api-key`` for Anthropic, ``Authorization:
-Bearer`` for OpenAI) gets 401; a thinking block / reasoning item sent back altered gets 400
-``invalid_request_error``. Neither consumes a step. Every request is recorded in
+Bearer`` for OpenAI) gets 401; a thinking block / reasoning item sent back altered, and an
+Anthropic request whose first message is not the user's, get 400
+``invalid_request_error``. None of them consumes a step. Every request is recorded in
 ``requests`` (path, headers as received, JSON body, wire, step index).
 
 ``POST /v1/embeddings`` (OpenAI's wire) answers every request with deterministic vectors
@@ -69,7 +70,8 @@ EMBEDDINGS = "/v1/embeddings"
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request the fake received. ``headers`` keys are lower-case; ``step`` is None
-    when no step answered it (auth failure, bad thinking block, unknown route)."""
+    when no step answered it (auth failure, bad thinking block, a first message not the
+    user's, unknown route)."""
 
     path: str
     headers: dict[str, str]
@@ -295,7 +297,9 @@ class FakeProvider:
             self._record(h, body, wire, None)
             message = "invalid x-api-key" if wire == "anthropic" else "Incorrect API key provided"
             return self._error(h, wire, 401, None, message)
-        problem = wire_fmt.check_thinking(wire, body, self.signer)
+        problem = wire_fmt.check_roles(wire, body) or wire_fmt.check_thinking(
+            wire, body, self.signer
+        )
         if problem:
             self._record(h, body, wire, None)
             return self._error(h, wire, 400, "invalid_request_error", problem)

@@ -359,6 +359,22 @@ def check_expect(step: Step, wire: str, request: dict[str, Any]) -> str | None:
     return None
 
 
+def check_roles(wire: str, request: dict[str, Any]) -> str | None:
+    """Why the request's messages break the wire's role rules, or None when they do not.
+
+    Anthropic's Messages API refuses a request whose first message is not the user's
+    (strict chat templates of local models do too); the message is the API's own.
+    """
+    if wire != "anthropic":
+        return None
+    messages = request.get("messages")
+    if isinstance(messages, list) and messages:
+        first = messages[0]
+        if not isinstance(first, dict) or first.get("role") != "user":
+            return 'messages: first message must use the "user" role'
+    return None
+
+
 def check_thinking(wire: str, request: dict[str, Any], signer: Signer) -> str | None:
     """Why a thinking block / reasoning item sent back was altered, or None if intact."""
     for turn in _turns(wire, request):

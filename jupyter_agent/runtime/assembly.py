@@ -209,6 +209,7 @@ class Parts:
             profiles=profiles,
             history_layout=layout,
             recall=self.manager.recall_settings,
+            recall_timeout_ms=int(self.manager.recall_timeout_ms),
         )
 
     def history_config(self) -> RunConfig:

@@ -354,8 +354,13 @@ class RunDriver:
 
         async def recall_search(effect: Effect, seq: int) -> Outcome:
             rank = hybrid_rank(self.services.embedder)  # None: lexical (no embed tier)
+            timeout_s = self.config.recall_timeout_ms / 1000
             hits = await search(
-                self.services.store, effect.data, rank=rank, known=self.services.scrubber.spans
+                self.services.store,
+                effect.data,
+                rank=rank,
+                known=self.services.scrubber.spans,
+                timeout_s=timeout_s,
             )
             if hits:  # what the model is shown, as it is shown, before its first call
                 shown = tuple(h.to_json() for h in hits)

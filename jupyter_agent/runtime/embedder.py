@@ -52,6 +52,7 @@ from jupyter_agent.llm.embeddings import (
 from jupyter_agent.llm.tiers import Tier
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 from jupyter_agent.runtime.vector_index import VectorIndex
+from jupyter_agent.store.recall_queries import DEFAULT_CANDIDATES
 from jupyter_agent.store.vector_search import nearest_vectors, pgvector_installed
 
 __all__ = ["Embedder", "hybrid_rank", "recall_hits"]
@@ -156,13 +157,19 @@ class Embedder:
     def _clean(self, exc: BaseException) -> str:
         return self.scrubber.scrub(f"{type(exc).__name__}: {exc}")[:300]
 
-    async def query_vector(self, text: str, *, owner: str = "") -> list[float] | None:
-        """The query's unit vector within ``query_deadline_s``, or None (lexical recall).
+    async def query_vector(
+        self, text: str, *, owner: str = "", deadline_s: float | None = None
+    ) -> list[float] | None:
+        """The query's unit vector within ``query_deadline_s`` (or the shorter
+        ``deadline_s``: a search's own deadline), or None (lexical recall).
 
         Also kicks the backfill (of ``owner``'s facts too), so facts saved before the tier
         existed, or under another model, get vectors.
         """
-        vectors = await self.embed([text], deadline_s=self.query_deadline_s)
+        deadline = self.query_deadline_s
+        if deadline_s is not None:
+            deadline = min(deadline, deadline_s)
+        vectors = await self.embed([text], deadline_s=deadline)
         if vectors is None:
             return None
         self._owners.add(owner)
@@ -337,10 +344,14 @@ async def recall_hits(
     exclude_chat: str | None = None,
     exclude_since: str | None = None,
     exclude_chunks: Sequence[tuple[int, int]] = (),
-    candidates: int = 50,
+    candidates: int = DEFAULT_CANDIDATES,
+    vector_deadline_s: float | None = None,
 ) -> list[RecallHit]:
     """Recall for ``query``: the store's lexical hits, ranked hybrid when the embed tier
     gives a query vector (see the module docstring); the store's answer otherwise.
+    ``candidates`` (the store's ``DEFAULT_CANDIDATES``, as on every recall path) bounds
+    the lexical candidates per kind and the nearest vectors read; ``vector_deadline_s``
+    shortens the query vector's deadline (past it the answer is lexical).
 
     The store's own errors propagate (the caller's to handle, as without embeddings);
     an embedding failure only makes the answer lexical.
@@ -357,7 +368,7 @@ async def recall_hits(
     tier = embedder.tier() if embedder is not None else None
     vector = None
     if embedder is not None and tier is not None and "memory" in kinds:
-        vector = await embedder.query_vector(query, owner=owner)
+        vector = await embedder.query_vector(query, owner=owner, deadline_s=vector_deadline_s)
     if embedder is None or tier is None or vector is None:
         hits: list[RecallHit] = await asyncio.to_thread(store.recall, query, k=k, **lexical_args)
         return hits

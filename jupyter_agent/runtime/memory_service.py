@@ -51,6 +51,7 @@ from jupyter_agent.runtime.contents import shown
 from jupyter_agent.runtime.embedder import recall_hits
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
+from jupyter_agent.store.recall_queries import DEFAULT_CANDIDATES
 from jupyter_agent.text import has_lone_surrogate
 
 __all__ = [
@@ -277,7 +278,14 @@ class MemoryService:
         cat = None if category is None else clean_category(category)
         kinds = ("memory", "turn", "chunk") if history else ("memory",)
         hits = await recall_hits(
-            self.store, self.vectors, query, owner=owner, kinds=kinds, k=most, category=cat
+            self.store,
+            self.vectors,
+            query,
+            owner=owner,
+            kinds=kinds,
+            k=most,
+            category=cat,
+            candidates=DEFAULT_CANDIDATES,  # the count every recall path reads
         )
         # A turn where the person pasted a key (or a fact holding a value the server came
         # to know later) is never shown: not to this chat, nor recalled into another.

@@ -54,6 +54,9 @@ class RunConfig:
     recall: dict[str, Any] = field(
         default_factory=lambda: {"enabled": True, "k": 5, "budget_tokens": 800, "threshold": 0.3}
     )
+    #: The deadline of a ``recall.search`` (RunManager trait ``recall_timeout_ms``): the
+    #: host's, not the program's (it is not in the ``config.get memory`` answer).
+    recall_timeout_ms: int = 250
 
     def get(self, key: str) -> Any:
         """The value of a ``config.get`` key (None when unknown). ``history`` and ``memory``

@@ -68,7 +68,13 @@ log = logging.getLogger(__name__)
 BreakState = Literal["breaking", "ended"]
 
 _DEFAULT = Ceilings()
-_RECALL_TRAITS = {"recall", "recall_k", "recall_budget_tokens", "recall_threshold"}
+_RECALL_TRAITS = {
+    "recall",
+    "recall_k",
+    "recall_budget_tokens",
+    "recall_threshold",
+    "recall_timeout_ms",
+}
 _NOT_CEILINGS = logsync.LOG_SYNC_TRAITS | {"chunk_turns", "l2_chunks"} | _RECALL_TRAITS
 
 
@@ -160,6 +166,13 @@ class RunManager(LoggingConfigurable):
         "recalled hit needs; nothing is shown when no hit reaches it.",
         min=0.0,
         max=1.0,
+    )
+    recall_timeout_ms = _trait(
+        Int,
+        250,
+        "How long autorecall's search may take (it runs before the first model call, so "
+        "its time is time to first token); past it the run goes on without recall.",
+        min=1,
     )
 
     @validate("max_wall_s", "max_cost_usd", "cell_timeout_s", "model_deadline_s")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.core.drive import drive
-from jupyter_agent.core.loop import PROGRAM, V4_PROGRAMS, program
+from jupyter_agent.core.loop import NEW_CHAT_LEAD, PROGRAM, V4_PROGRAMS, program
 from jupyter_agent.core.memory import RecallHit
 from jupyter_agent.core.recall import CALL_ID, HEADER, recall_code
 from jupyter_agent.core.turns import TurnRecord
@@ -156,13 +156,38 @@ def test_hits_become_a_synthetic_call_and_result_before_the_message() -> None:
 
 
 def test_a_new_chat_gets_the_call_before_its_first_message() -> None:
+    # Anthropic's wire: the first message must be the user's, so a short lead-in opens it.
     run = Run(window(0), MEMORY)
     search = run.recall({"hits": [fact()]})
     assert search.data["exclude_since"] is None
     messages = run.call()["json"]["messages"]
-    assert [m["role"] for m in messages] == ["assistant", "user"]
-    assert messages[0]["content"][0]["id"] == "recall_1"
-    assert [b["type"] for b in messages[1]["content"]] == ["tool_result", "text"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert [(b["type"], b["text"]) for b in messages[0]["content"]] == [("text", NEW_CHAT_LEAD)]
+    assert messages[1]["content"][0]["id"] == "recall_1"
+    assert [b["type"] for b in messages[2]["content"]] == ["tool_result", "text"]
+    assert messages[2]["content"][-1]["text"].endswith(QUESTION)
+    assert NEW_CHAT_LEAD not in json.dumps(run.finish())  # the prompt's, not the record's
+
+
+def test_a_new_chat_on_chat_completions_opens_with_the_users_message() -> None:
+    tier = {"provider": "openai-compatible", "model": "qwen3", "base_url": "http://127.0.0.1:9/v1"}
+    run = Run(window(0), MEMORY, tier=tier, profile={"tool_mode": "native"})
+    run.recall({"hits": [fact()]})
+    run.s.answer("clock.now", NOW)
+    messages = run.s.asks("http.post").data["json"]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
+    assert messages[1]["content"] == NEW_CHAT_LEAD
+    assert messages[2]["tool_calls"][0]["id"] == "recall_1"
+    assert messages[3]["tool_call_id"] == "recall_1"
+    assert messages[4]["content"].endswith(QUESTION)
+
+
+def test_a_new_chat_without_hits_has_no_lead_in() -> None:
+    run = Run(window(0), MEMORY)
+    run.recall({"hits": []})
+    messages = run.call()["json"]["messages"]
+    assert [m["role"] for m in messages] == ["user"]
+    assert NEW_CHAT_LEAD not in json.dumps(messages)
 
 
 def test_the_fake_provider_reads_a_recalled_request_as_a_new_turn() -> None:

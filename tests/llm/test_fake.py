@@ -149,6 +149,31 @@ def test_anthropic_thinking_round_trip_is_checked_byte_exact(fake_provider):
     assert follow_up(dict(thinking, signature=thinking["signature"][:-2])).status_code == 400
 
 
+def test_anthropic_refuses_a_first_message_that_is_not_the_users(fake_provider):
+    # As the real Messages API does; other wires (a system message first) are not checked.
+    fake = fake_provider([{"text": "ok"}] * 2)
+    assistant_first = {
+        "model": "m",
+        "messages": [
+            {"role": "assistant", "content": [{"type": "text", "text": "I searched."}]},
+            {"role": "user", "content": "hello"},
+        ],
+    }
+    refused = post(fake, "anthropic", assistant_first)
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": 'messages: first message must use the "user" role',
+        },
+    }
+    assert fake.remaining == 2  # no step consumed; the request is still recorded
+    assert (fake.requests[-1].json, fake.requests[-1].step) == (assistant_first, None)
+    assert post(fake, "openai-chat", assistant_first).is_success
+    assert post(fake, "anthropic", ask("anthropic")).is_success
+
+
 def test_responses_reasoning_round_trip_is_checked(fake_provider):
     fake = fake_provider([{"thinking": "Reasoning here.", "text": "Hi."}, {"text": "ok"}])
     body = dict(ask("openai-responses"), include=["reasoning.encrypted_content"], store=False)

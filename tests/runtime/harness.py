@@ -49,6 +49,8 @@ class Harness:
     history_layout: dict[str, int] | None = None
     #: autorecall's ``{enabled, k, budget_tokens, threshold}`` (None: RunConfig's default)
     recall: dict[str, Any] | None = None
+    #: the ``recall.search`` deadline (None: RunConfig's default)
+    recall_timeout_ms: int | None = None
 
     def config(self) -> RunConfig:
         tier = self.tier or {"provider": "fake", "model": MODEL, "base_url": self.fake.base_url}
@@ -57,6 +59,8 @@ class Harness:
             extra["history_layout"] = self.history_layout
         if self.recall is not None:
             extra["recall"] = self.recall
+        if self.recall_timeout_ms is not None:
+            extra["recall_timeout_ms"] = self.recall_timeout_ms
         return RunConfig(
             tiers={"codegen": tier},
             ceilings=dict(self.ceilings),
@@ -103,8 +107,11 @@ class Harness:
         return read_log(self.manager.log_path(run_id))
 
 
-async def make_harness(root: Path, fake: FakeProvider, kernel_manager: Any) -> Harness:
-    store = Store(f"sqlite:///{root / 'agent.sqlite'}")
+async def make_harness(
+    root: Path, fake: FakeProvider, kernel_manager: Any, *, store: Store | None = None
+) -> Harness:
+    """A harness over ``store`` (default: a new SQLite store in ``root``)."""
+    store = store or Store(f"sqlite:///{root / 'agent.sqlite'}")
     events = EventBus()
     pool = KernelPool(kernel_manager, size=1)
     await pool.start()

@@ -7,13 +7,16 @@ import logging
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from jupyter_agent.core.memory import Memory
+from jupyter_agent.core.memory import Memory, RecallHit
 from jupyter_agent.exceptions import BadRequest, NotFound
 from jupyter_agent.runtime.memory_service import MemoryService
+from jupyter_agent.runtime.recall_search import search
 from jupyter_agent.runtime.secrets import Scrubber
+from jupyter_agent.store.recall_queries import DEFAULT_CANDIDATES
 from jupyter_agent.store.repo import Store
 
 KEY = "known-provider-key-" + secrets.token_hex(8)
@@ -244,3 +247,31 @@ async def test_search_never_shows_a_hit_holding_a_credential(
     for hit in hits:
         assert SHAPED not in hit.text
         assert KEY not in hit.text
+
+
+class CountingStore(Store):
+    """A store that notes the candidates each recall reads."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.candidates: list[int] = []
+
+    def recall(self, query: str, **kw: Any) -> list[RecallHit]:
+        self.candidates.append(kw["candidates"])
+        return super().recall(query, **kw)
+
+
+async def test_every_recall_path_reads_the_stores_candidate_count(tmp_path: Path) -> None:
+    # memory.search, GET agent/memories?q= (search_memories) and autorecall's recall.search
+    # read as many candidates as the store's own default.
+    store = CountingStore(f"sqlite:///{tmp_path / 'agent.sqlite'}")
+    try:
+        service = MemoryService(store, Scrubber())
+        await service.save("Charts use the teal palette.", author="person")
+        await service.search("teal charts", history=True)
+        await service.search_memories("teal charts")
+        data = {"query": "teal charts", "k": 5, "threshold": 0.0, "budget_tokens": 800}
+        await search(store, data, timeout_s=10)
+        assert store.candidates == [DEFAULT_CANDIDATES] * 3
+    finally:
+        store.close()

@@ -5,19 +5,24 @@ leaves (a run without recall, never a failed run)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from jupyter_agent.core.memory import RecallHit
 from jupyter_agent.core.recall import HEADER
 from jupyter_agent.runtime.memory_service import MemoryService
-from jupyter_agent.runtime.recall_search import memory_answer, search
+from jupyter_agent.runtime.recall_search import RecallTimeout, memory_answer, search
+from jupyter_agent.runtime.run_parts import RunConfig
 from jupyter_agent.runtime.secrets import NO_SECRETS
+from jupyter_agent.store.recall_queries import DEFAULT_CANDIDATES
 from jupyter_agent.store.repo import Store
 from jupyter_agent.trace.log import pair_effects
 from jupyter_agent.trace.verify import verify_run
@@ -144,6 +149,77 @@ async def test_a_failed_search_leaves_a_run_without_recall(
     assert "recall_1" not in json.dumps(agent.fake.requests[0].json)
     assert "recall.search" in caplog.text
     assert verify_run(agent.manager.log_path(turn.run_id)).identical
+
+
+class SlowStore(Store):
+    """A store whose recall blocks until the test releases it (a slow search)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.release = threading.Event()
+        self.entered = threading.Event()
+        self.returned = threading.Event()
+
+    def recall(self, query: str, **kw: Any) -> list[RecallHit]:
+        self.entered.set()
+        self.release.wait(30)
+        try:
+            return super().recall(query, **kw)
+        finally:
+            self.returned.set()
+
+
+async def test_a_search_past_its_deadline_leaves_a_run_without_recall(
+    tmp_path: Path, fake_provider: Any, kernel_manager: Any
+) -> None:
+    store = SlowStore(f"sqlite:///{tmp_path / 'agent.sqlite'}")
+    agent = await make_harness(tmp_path, fake_provider([]), kernel_manager, store=store)
+    try:
+        await save(store, FACT)
+        agent.recall_timeout_ms = 100
+        agent.fake.load([{"text": "Let me look."}])
+        chat = agent.new_chat()
+        turn = await agent.ask(chat, "Where are the quarterly sales figures?")
+        # The run did not wait for the search: it ended while the search still hung.
+        assert store.entered.is_set()
+        assert not store.returned.is_set()
+        assert turn.llm.stop_reason == "done"
+        assert turn.recall is None
+        [searched] = effects(agent, turn.run_id, "recall.search")
+        assert searched.result is not None
+        assert searched.result.data is None
+        assert searched.result.error == {
+            "type": "RecallTimeout",
+            "message": "recall took longer than 100 ms: no recall this run",
+        }
+        assert "recall_1" not in json.dumps(agent.fake.requests[0].json)
+        # The worker thread's late answer is dropped: no recall event, the log unchanged.
+        logged = agent.manager.log_path(turn.run_id).read_bytes()
+        store.release.set()
+        assert await asyncio.to_thread(store.returned.wait, 30)
+        await asyncio.sleep(0.1)  # a late answer would land here
+        assert [e for e in agent.events.since(chat, 0) if e["type"] == "recall"] == []
+        assert agent.manager.log_path(turn.run_id).read_bytes() == logged
+        assert verify_run(agent.manager.log_path(turn.run_id)).identical
+    finally:
+        store.release.set()
+        await close_harness(agent)
+
+
+async def test_the_recall_deadline_is_the_run_configs(store: Store) -> None:
+    await save(store, FACT)
+    data = {"query": "quarterly sales figures", "k": 5, "threshold": 0.0, "budget_tokens": 800}
+
+    async def slow(store: Any, query: str, **args: Any) -> list[RecallHit]:
+        assert args["candidates"] == DEFAULT_CANDIDATES
+        await asyncio.sleep(5)
+        return []
+
+    with pytest.raises(RecallTimeout, match="longer than 50 ms"):
+        await search(store, data, rank=slow, timeout_s=0.05)
+    hits = await search(store, data, timeout_s=10)
+    assert [h.text for h in hits] == [FACT]
+    assert RunConfig(tiers={}, ceilings={}, spaces={}).recall_timeout_ms == 250
 
 
 # --- the performers over a real store ---------------------------------------------------

@@ -58,6 +58,7 @@ NEW_TRAITS: list[tuple[str, str, Any]] = [
     ("RunManager", "recall_k", 3),
     ("RunManager", "recall_budget_tokens", 400),
     ("RunManager", "recall_threshold", 0.5),
+    ("RunManager", "recall_timeout_ms", 400),
 ]
 
 PARTS = {

@@ -21,6 +21,7 @@ import nbformat
 import pytest
 
 from jupyter_agent.cli import main
+from jupyter_agent.core.loop import NEW_CHAT_LEAD
 from jupyter_agent.core.recall import HEADER
 from jupyter_agent.llm.fake import FakeProvider
 from jupyter_agent.trace.notebook_recall import TITLE
@@ -125,14 +126,16 @@ def test_a_fact_saved_in_chat_a_is_recalled_in_chat_b_before_the_message(
     recalled: dict[str, Any],
 ) -> None:
     messages, fact = recalled["request"]["messages"], recalled["fact"]
-    # A new chat has no window: the synthetic call opens the conversation, its result
-    # comes first in the person's turn, then the message.
-    assert [m["role"] for m in messages] == ["assistant", "user"]
-    [call] = messages[0]["content"]
+    # A new chat has no window: a short user lead-in opens the conversation (the API
+    # wants the user's message first; the fake refuses anything else, as it does), then
+    # the synthetic call, its result first in the person's turn, then the message.
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert [b["text"] for b in messages[0]["content"]] == [NEW_CHAT_LEAD]
+    [call] = messages[1]["content"]
     assert call["type"] == "tool_use"
     assert (call["id"], call["name"]) == ("recall_1", "run_cell")
     assert call["input"]["code"] == f'memory.search("{QUESTION}", k=5, history=True)'
-    result, message = messages[1]["content"]
+    result, message = messages[2]["content"]
     assert (result["type"], result["tool_use_id"]) == ("tool_result", "recall_1")
     shown = result["content"][0]["text"]
     assert shown.startswith(HEADER)
