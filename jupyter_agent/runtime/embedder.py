@@ -7,7 +7,11 @@ person's override from the browser; None when there is none or it is not ready).
 
 - :meth:`Embedder.on_saved` is the hook the memory service calls after a save or an
   update: it embeds the fact in the background and stores its vector (``put_vector``);
-  the save never waits for it and never fails because of it.
+  the save never waits for it and never fails because of it. An edit drops the fact from
+  the index first (the store dropped the old text's vector with it); a vector is stored
+  only while the fact's ``updated`` is the one embedded (out-of-order edits keep the
+  newest). :meth:`Embedder.on_deleted` (the service's delete) drops it at once. The index
+  (:mod:`.vector_index`) is read once per (owner, model), kept current by these hooks.
 - :meth:`Embedder.kick` starts the background backfill: facts without a vector for the
   tier's model (``memories_without_vector``) are embedded in batches. It runs at start,
   after a failure heals, and when the model changes (a new model has no vectors yet).
