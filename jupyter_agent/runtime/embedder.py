@@ -7,7 +7,11 @@ person's override from the browser; None when there is none or it is not ready).
 
 - :meth:`Embedder.on_saved` is the hook the memory service calls after a save or an
   update: it embeds the fact in the background and stores its vector (``put_vector``);
-  the save never waits for it and never fails because of it.
+  the save never waits for it and never fails because of it. An edit drops the fact from
+  the index first (the store dropped the old text's vector with it); a vector is stored
+  only while the fact's ``updated`` is the one embedded (out-of-order edits keep the
+  newest). :meth:`Embedder.on_deleted` (the service's delete) drops it at once. The index
+  (:mod:`.vector_index`) is read once per (owner, model), kept current by these hooks.
 - :meth:`Embedder.kick` starts the background backfill: facts without a vector for the
   tier's model (``memories_without_vector``) are embedded in batches. It runs at start,
   after a failure heals, and when the model changes (a new model has no vectors yet).
@@ -76,7 +80,7 @@ class Embedder:
         save_deadline_s: float = 30.0,
         cooldown_s: float = 30.0,
         batch: int = 32,
-        index_ttl_s: float = 60.0,
+        pgvector: bool | None = None,
     ) -> None:
         self.store = store
         self.transport = transport
@@ -86,7 +90,6 @@ class Embedder:
         self.save_deadline_s = save_deadline_s
         self.cooldown_s = cooldown_s
         self.batch = max(1, min(batch, MAX_BATCH))
-        self.index_ttl_s = index_ttl_s
         self._tier_cache: tuple[dict[str, Any], Tier | None] | None = None
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
         self._owners: set[str] = {""}
@@ -95,7 +98,12 @@ class Embedder:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._down_until = 0.0
         self._failing = False
-        self._pgvector: bool | None = None  # detected at the first search
+        # None: detected at the first search; off for good after a pgvector search fails
+        self._pgvector = pgvector
+        # stale-vector guard: each drop of a fact's vector (deleted, text changed) stamps
+        # the fact with a new epoch; a vector computed before that stamp is not indexed
+        self._epoch = 0
+        self._stamped: dict[str, int] = {}
 
     # --- the tier ----------------------------------------------------------------------------
 
@@ -177,13 +185,21 @@ class Embedder:
         return vectors[0]
 
     def index(self, owner: str, model: str) -> VectorIndex:
-        """The in-memory vectors of ``(owner, model)`` (read from the store when stale)."""
+        """The in-memory vectors of ``(owner, model)``: read from the store once, then kept
+        current by this embedder's puts and drops. A new model (the tier changed) starts a
+        new index and frees the owner's others."""
         key = (owner, model)
         if key not in self._indexes:
-            self._indexes[key] = VectorIndex(
-                self.store, owner=owner, model=model, ttl_s=self.index_ttl_s
-            )
+            for old in [k for k in self._indexes if k[0] == owner]:
+                del self._indexes[old]
+            self._indexes[key] = VectorIndex(self.store, owner=owner, model=model)
         return self._indexes[key]
+
+    def invalidate(self) -> None:
+        """Read every index from the store again at its next search (vectors written by
+        another server on the same database)."""
+        for index in self._indexes.values():
+            index.invalidate()
 
     async def cosines(
         self,
@@ -196,53 +212,83 @@ class Embedder:
     ) -> dict[str, float]:
         """``{memory_id: cosine}`` of the ``limit`` nearest facts and of ``ids``: in SQL on
         PostgreSQL with pgvector (:mod:`jupyter_agent.store.vector_search`, untested
-        here), else from the in-memory index."""
+        here), else from the in-memory index. A pgvector search that fails (any error)
+        is logged once and turns pgvector off: this answer and the later ones come from
+        the in-memory index."""
         if self._pgvector is None:
             self._pgvector = await asyncio.to_thread(pgvector_installed, self.store)
         if self._pgvector:
-            return await asyncio.to_thread(
-                lambda: nearest_vectors(
-                    self.store, vector, owner=owner, model=model, limit=limit, ids=ids
+            try:
+                return await asyncio.to_thread(
+                    lambda: nearest_vectors(
+                        self.store, vector, owner=owner, model=model, limit=limit, ids=ids
+                    )
                 )
-            )
+            except Exception as exc:  # untested SQL must never stop recall
+                self._pgvector = False
+                log.warning(
+                    "jupyter-agent: the pgvector search failed (%s): vectors are searched "
+                    "in memory from now on",
+                    self._clean(exc),
+                )
         return await self.index(owner, model).nearest(vector, limit=limit, ids=ids)
 
     # --- hooks and the backfill --------------------------------------------------------------
 
     async def on_saved(self, memory: Memory) -> None:
         """The memory service's hook: embed ``memory`` (just saved or updated) in the
-        background and return at once (a save never waits for the endpoint)."""
+        background and return at once (a save never waits for the endpoint).
+
+        An updated fact (``updated`` after ``created``) first leaves the in-memory indexes
+        (the store dropped its vectors with the old text), so neither a slow nor a failed
+        re-embedding leaves the old text's vector searchable.
+        """
+        if memory.updated != memory.created:
+            self._forget(memory.id, memory.owner)
         if not self.enabled:
             return
         self._owners.add(memory.owner)
-        self._spawn(self._embed_saved(memory))
+        self._spawn(self._embed_saved(memory, self._epoch))
 
     def on_deleted(self, memory_id: str, *, owner: str = "") -> None:
-        """Forget a deleted fact's vector (the store's cascade removed the row)."""
+        """Forget a deleted fact's vector at once (the store's cascade removed the row)."""
+        self._forget(memory_id, owner)
+
+    def _forget(self, memory_id: str, owner: str) -> None:
+        self._epoch += 1
+        self._stamped[memory_id] = self._epoch
         for (o, _model), index in self._indexes.items():
             if o == owner:
                 index.drop(memory_id)
 
-    async def _embed_saved(self, memory: Memory) -> None:
+    async def _embed_saved(self, memory: Memory, epoch: int) -> None:
         tier = self.tier()
         if tier is None:
             return
         vectors = await self.embed([memory.text], deadline_s=self.save_deadline_s)
         if vectors is None:
             return
-        await self._store_vectors(tier, memory.owner, [(memory.id, vectors[0])])
+        await self._store_vectors(tier, memory.owner, [(memory, vectors[0])], epoch)
 
     async def _store_vectors(
-        self, tier: Tier, owner: str, pairs: Sequence[tuple[str, list[float]]]
+        self, tier: Tier, owner: str, pairs: Sequence[tuple[Memory, list[float]]], epoch: int
     ) -> None:
-        def put() -> None:
-            for memory_id, vector in pairs:
-                self.store.put_vector(memory_id, tier.model, vector)
+        """Store the vectors of the facts as they were embedded (``updated``: the store
+        discards the vector of a fact updated since) and index the stored ones, unless the
+        fact was dropped after ``epoch`` (the epoch before its text was read)."""
 
-        await asyncio.to_thread(put)
+        def put() -> list[tuple[str, list[float]]]:
+            return [
+                (m.id, vector)
+                for m, vector in pairs
+                if self.store.put_vector(m.id, tier.model, vector, updated=m.updated)
+            ]
+
+        stored = await asyncio.to_thread(put)
         index = self.index(owner, tier.model)
-        for memory_id, vector in pairs:
-            index.put(memory_id, vector)
+        for memory_id, vector in stored:
+            if self._stamped.get(memory_id, 0) <= epoch:
+                index.put(memory_id, vector)
 
     def kick(self) -> None:
         """Start the backfill unless it runs, has nothing to do, or the tier is down."""
@@ -267,6 +313,7 @@ class Embedder:
                 tier = self.tier()
                 if tier is None:
                     return done
+                epoch = self._epoch
                 rows: list[Memory] = await asyncio.to_thread(
                     self.store.memories_without_vector,
                     owner=owner,
@@ -279,9 +326,7 @@ class Embedder:
                 vectors = await self.embed([m.text for m in rows], deadline_s=60.0)
                 if vectors is None:
                     return done
-                await self._store_vectors(
-                    tier, owner, [(m.id, v) for m, v in zip(rows, vectors, strict=True)]
-                )
+                await self._store_vectors(tier, owner, list(zip(rows, vectors, strict=True)), epoch)
                 done += len(rows)
         if done:
             log.info("jupyter-agent: embedded %d fact(s) that had no vector", done)

@@ -236,9 +236,12 @@ class MemoryService:
         return memory
 
     async def delete(self, memory_id: str, *, owner: str = "") -> None:
-        """Delete a fact, or ``NotFound``."""
+        """Delete a fact (and, with ``vectors``, its vector from the in-memory index), or
+        ``NotFound``."""
         if not await asyncio.to_thread(lambda: self.store.delete_memory(memory_id, owner=owner)):
             raise _no_memory(memory_id)
+        if self.vectors is not None:  # its vector leaves the in-memory index now
+            self.vectors.on_deleted(memory_id, owner=owner)
 
     async def list(
         self, category: str | None = None, *, limit: int = DEFAULT_LIST, owner: str = ""

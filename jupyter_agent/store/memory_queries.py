@@ -125,8 +125,10 @@ def update_memory(
     owner: str,
 ) -> Memory | None:
     """Set the text and/or category and ``updated`` = ``now``; reindex it. None when the
-    owner has no such memory."""
+    owner has no such memory. A changed text drops the memory's vectors in the same
+    transaction: they were of the old text (the embedder computes the new one)."""
     what = f"memory {memory_id}"
+    before = get_memory(conn, memory_id, owner) if text is not None else None
     values: dict[str, Any] = {"updated": now}
     if text is not None:
         values["text"] = valid(text, what)
@@ -142,6 +144,8 @@ def update_memory(
         return None
     stored = get_memory(conn, memory_id, owner)
     assert stored is not None
+    if before is not None and before.text != stored.text:
+        conn.execute(delete(_VECTORS).where(_VECTORS.c.memory_id == memory_id))
     recall_index.replace_doc(conn, _doc(stored))
     return stored
 
@@ -172,10 +176,18 @@ def categories(conn: Any, owner: str) -> list[tuple[str, int]]:
     return sorted((str(name), int(count)) for name, count in conn.execute(query))
 
 
-def put_vector(conn: Any, memory_id: str, model: str, vector: Sequence[float]) -> bool:
-    """Store (or replace) the memory's vector; False when there is no such memory."""
-    exists = conn.execute(core_select(_M.id).where(_M.id == memory_id)).first()
-    if exists is None:
+def put_vector(
+    conn: Any, memory_id: str, model: str, vector: Sequence[float], updated: str | None = None
+) -> bool:
+    """Store (or replace) the memory's vector; False when there is no such memory, or
+    (``updated`` given) when its ``updated`` is no longer that: the text embedded was
+    replaced meanwhile, so the vector is stale and discarded. The row is locked (``FOR
+    UPDATE`` on PostgreSQL; SQLite's write transaction is exclusive) so an update cannot
+    commit between the check and the insert."""
+    exists = conn.execute(
+        core_select(_M.updated).where(_M.id == memory_id).with_for_update()
+    ).first()
+    if exists is None or (updated is not None and exists[0] != updated):
         return False
     values = {
         "memory_id": memory_id,

@@ -58,7 +58,8 @@ class MemoryMethods:
         owner: str = "",
     ) -> Memory | None:
         """Change the text and/or the category (None: unchanged), set ``updated`` = ``now``
-        and reindex it; the memory as stored, or None when missing."""
+        and reindex it (a changed text drops its vectors); the memory as stored, or None
+        when missing."""
         with self._write("cannot update the memory") as session:
             return memory_queries.update_memory(
                 session.connection(),
@@ -91,11 +92,16 @@ class MemoryMethods:
 
     # --- vectors (the embeddings' side table) ----------------------------------------------
 
-    def put_vector(self, memory_id: str, model: str, vector: Sequence[float]) -> bool:
+    def put_vector(
+        self, memory_id: str, model: str, vector: Sequence[float], *, updated: str | None = None
+    ) -> bool:
         """Store the memory's embedding by ``model`` (replacing its previous one); False
-        when the memory does not exist (deleted meanwhile)."""
+        when the memory does not exist (deleted meanwhile) or, ``updated`` given, was
+        updated since (the vector is of an older text: discarded)."""
         with self._write("cannot store the vector") as session:
-            return memory_queries.put_vector(session.connection(), memory_id, model, vector)
+            return memory_queries.put_vector(
+                session.connection(), memory_id, model, vector, updated
+            )
 
     def memory_vectors(self, *, owner: str = "", model: str) -> list[tuple[str, list[float]]]:
         """Every (memory id, vector) of the owner's memories embedded by ``model``."""

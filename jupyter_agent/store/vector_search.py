@@ -10,7 +10,9 @@ index (:mod:`jupyter_agent.runtime.vector_index`).
 
 The extension is detected once per store (``pg_extension``; a failed check counts as not
 installed). **The pgvector path is untested on the build machine**: pgvector is not
-packaged for its PostgreSQL (see BUILD-NOTES); the detection, and the fallback, are.
+packaged for its PostgreSQL (see BUILD-NOTES); the detection, and the fallback, are: the
+embedder catches any error of :func:`nearest_vectors`, logs one warning and searches its
+in-memory index from then on (``tests/runtime/test_embedder_freshness.py``).
 """
 
 from __future__ import annotations

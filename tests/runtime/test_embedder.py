@@ -310,7 +310,7 @@ async def test_the_index_follows_puts_and_drops_between_loads(
     a, b, c = (save(store, "x", t) for t in ("alpha one", "beta two", "gamma three"))
     vec = {m.id: embed_text(m.text, terms=terms) for m in (a, b, c)}
     store.put_vector(a.id, MODEL, vec[a.id])
-    index = vector_index.VectorIndex(store, owner="", model=MODEL, ttl_s=3600)
+    index = vector_index.VectorIndex(store, owner="", model=MODEL)
     assert set(await index.cosines(vec[a.id])) == {a.id}
     store.put_vector(b.id, MODEL, vec[b.id])
     index.put(b.id, vec[b.id])  # what the embedder does after storing it
