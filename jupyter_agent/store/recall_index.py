@@ -4,7 +4,9 @@ Functions on a SQLAlchemy Core connection inside the caller's transaction (the
 :class:`~jupyter_agent.store.repo.Store` opens it): a turn's doc is written by the
 transaction that stores the turn, a chunk's by the one that stores the chunk, a memory's
 by the one that writes the memory; deleting a chat deletes its turns' and chunks' docs
-(its memories stay, and so do theirs).
+(its memories stay, and so do theirs). Deleting a memory also deletes the doc of the turn
+its run stored (:func:`forget_run_turn`): a forgotten fact is not recalled through the turn
+that saved it, and that turn, stored later, is not indexed (:func:`run_suppressed`).
 
 A doc holds its distinct terms (:func:`jupyter_agent.core.recall_terms.terms`, space-joined,
 in first-seen order). The
@@ -44,9 +46,11 @@ __all__ = [
     "delete_chat_docs",
     "delete_doc",
     "final_reply",
+    "forget_run_turn",
     "put_docs",
     "record_reply",
     "replace_doc",
+    "run_suppressed",
     "turn_doc",
     "turn_text",
 ]
@@ -230,6 +234,35 @@ def delete_doc(conn: Any, kind: str, ref_id: str) -> bool:
     """Delete one doc; False when it was not indexed."""
     where = "kind = :kind AND ref_id = :ref"
     return bool(_delete_where(conn, where, {"kind": kind, "ref": ref_id}))
+
+
+def forget_run_turn(conn: Any, run_id: str, *, memory_id: str | None = None) -> int:
+    """Delete the doc of the turn ``run_id`` stored (the turn itself stays) and record the
+    run in ``agent_recall_suppressed``, so its turn, if it is stored later, gets no doc.
+    ``memory_id``: that memory's doc goes too, in the same count update (one sorted pass
+    over the df rows: two would lock them out of order). The number of docs deleted."""
+    where = "kind = 'turn' AND ref_id IN (SELECT id FROM agent_turns WHERE run_id = :run)"
+    params: dict[str, Any] = {"run": run_id}
+    if memory_id is not None:
+        where = f"({where}) OR (kind = 'memory' AND ref_id = :memory)"
+        params["memory"] = memory_id
+    deleted = _delete_where(conn, where, params)
+    conn.execute(
+        text(
+            "INSERT INTO agent_recall_suppressed (run_id) VALUES (:run)"
+            " ON CONFLICT (run_id) DO NOTHING"
+        ),
+        {"run": run_id},
+    )
+    return deleted
+
+
+def run_suppressed(conn: Any, run_id: str) -> bool:
+    """Whether the run's turn must not be indexed (a memory it saved was deleted)."""
+    found = conn.execute(
+        text("SELECT 1 FROM agent_recall_suppressed WHERE run_id = :run"), {"run": run_id}
+    ).first()
+    return found is not None
 
 
 def delete_chat_docs(conn: Any, chat_id: str) -> int:
