@@ -65,7 +65,9 @@ def test_deleting_a_chat_while_its_runs_store_turns(store: Store, db_url: str) -
         store.create_chat(chat_id=doomed, title="doomed", now=iso(0))
         start = threading.Barrier(4)
 
-        def writer(worker: int, chat_id: str = doomed, barrier: threading.Barrier = start) -> None:
+        def writer(
+            worker: int, chat_id: str = doomed, barrier: threading.Barrier = start, rnd: int = rnd
+        ) -> None:
             nonlocal refused
             barrier.wait()
             for i in range(8):
@@ -97,7 +99,7 @@ def test_deleting_a_chat_while_its_runs_store_turns(store: Store, db_url: str) -
             barrier.wait()
             try:
                 assert store.delete_chat(chat_id)
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 with lock:
                     errors.append(exc)
 
@@ -114,4 +116,3 @@ def test_deleting_a_chat_while_its_runs_store_turns(store: Store, db_url: str) -
     assert orphans(db_url) == 0
     assert store.get_chat(keep) is not None
     assert [c.id for c in store.list_chats()] == [keep]
-    assert refused >= 0  # how often a writer lost the race varies; any error but it fails
