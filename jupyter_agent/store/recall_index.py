@@ -26,6 +26,8 @@ backend and computable from what a history window shows.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ from jupyter_agent.core.recall_terms import terms as text_terms
 from jupyter_agent.core.turns import TurnRecord
 
 __all__ = [
+    "BACKFILL_LOG_EVERY",
     "MAX_DOC_TERMS",
     "Doc",
     "backfill",
@@ -58,6 +61,10 @@ __all__ = [
 #: A doc keeps at most this many distinct terms (a huge reply is indexed by its start).
 MAX_DOC_TERMS: Final = 10_000
 _PAGE: Final = 1000
+#: The backfill logs its progress every this many docs.
+BACKFILL_LOG_EVERY: Final = 5000
+
+log = logging.getLogger(__name__)
 
 _INSERT_DOC: Final = text(
     "INSERT INTO agent_recall_docs (owner, kind, ref_id, chat_id, created, terms, n_terms)"
@@ -66,6 +73,10 @@ _INSERT_DOC: Final = text(
 # Driver SQL with positional parameters (sqlite3: ?, psycopg: %s), run by executemany on
 # tuples: a turn updates ~100 counts, and per-row parameter handling of a text() statement
 # cost more than the database's own work.
+_INSERT_ROWS: Final = (
+    "INSERT INTO agent_recall_docs (owner, kind, ref_id, chat_id, created, terms, n_terms)"
+    " VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})"
+)
 _ADD_DF: Final = (
     "INSERT INTO agent_recall_df (owner, term, df) VALUES ({p}, {p}, {p})"
     " ON CONFLICT (owner, term) DO UPDATE SET df = agent_recall_df.df + excluded.df"
@@ -270,9 +281,27 @@ def delete_chat_docs(conn: Any, chat_id: str) -> int:
     return _delete_where(conn, "chat_id = :chat AND kind IN ('turn', 'chunk')", {"chat": chat_id})
 
 
-def backfill(conn: Any) -> None:
-    """Index every stored turn and chunk summary (migration v5), page by page."""
-    deltas: Counter[tuple[str, str]] = Counter()
+def _insert_rows(conn: Any, docs: Sequence[Doc]) -> None:
+    """Insert docs by driver executemany on tuples (the backfill's bulk path)."""
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    rows = [
+        (d.owner, d.kind, d.ref_id, d.chat_id, d.created, " ".join(d.terms), d.length) for d in docs
+    ]
+    conn.exec_driver_sql(_INSERT_ROWS.format(p=mark), rows)
+
+
+def backfill(conn: Any, *, log_every: int = BACKFILL_LOG_EVERY) -> int:
+    """Index every stored turn and chunk summary (migration v5), page by page; the docs
+    written. Logs its progress every ``log_every`` docs and its total at the end (a big
+    database takes a while, and the server waits for it)."""
+    started = time.perf_counter()
+    # Every backfilled doc is the server user's (owner ""): one term counter, C-fast.
+    counts: Counter[str] = Counter()
+    n_docs = 0
+    logged = 0
+    total = int(conn.execute(text("SELECT COUNT(*) FROM agent_turns")).scalar() or 0)
+    if total:
+        log.info("indexing %d stored turns for recall (migration v5)", total)
     after = ""
     while True:
         rows = conn.execute(
@@ -284,22 +313,30 @@ def backfill(conn: Any) -> None:
         ).all()
         if not rows:
             break
-        docs = []
-        for turn_id, chat_id, created, user_text, record in rows:
-            docs.append(
-                Doc.of(
-                    owner="",
-                    kind="turn",
-                    ref_id=turn_id,
-                    chat_id=chat_id,
-                    created=created,
-                    body=turn_text(user_text, record_reply(record)),
-                )
+        docs = [
+            Doc.of(
+                owner="",
+                kind="turn",
+                ref_id=turn_id,
+                chat_id=chat_id,
+                created=created,
+                body=turn_text(user_text, record_reply(record)),
             )
+            for turn_id, chat_id, created, user_text, record in rows
+        ]
         for doc in docs:
-            _count(deltas, doc.owner, doc.terms, 1)
-        conn.execute(_INSERT_DOC, [doc.values() for doc in docs])
+            counts.update(doc.terms)  # distinct already
+        _insert_rows(conn, docs)
+        n_docs += len(docs)
         after = rows[-1][0]
+        if n_docs - logged >= log_every:
+            logged = n_docs
+            log.info(
+                "recall index: %d of %d turns indexed (%.1f s)",
+                n_docs,
+                total,
+                time.perf_counter() - started,
+            )
     chunks = conn.execute(
         text("SELECT chat_id, level, first_turn, created, text FROM agent_chunks")
     ).all()
@@ -315,10 +352,23 @@ def backfill(conn: Any) -> None:
         for chat_id, level, first, created, body in chunks
     ]
     for doc in docs:
-        _count(deltas, doc.owner, doc.terms, 1)
+        counts.update(doc.terms)
     if docs:
-        conn.execute(_INSERT_DOC, [doc.values() for doc in docs])
+        _insert_rows(conn, docs)
+    n_docs += len(docs)
+    deltas = {("", term): count for term, count in counts.items()}
+    if n_docs:
+        deltas[("", "")] = n_docs
     _apply_df(conn, deltas)
+    if n_docs:
+        log.info(
+            "recall index built: %d turns and %d chunk summaries, %d terms, in %.1f s",
+            n_docs - len(docs),
+            len(docs),
+            len(counts),
+            time.perf_counter() - started,
+        )
+    return n_docs
 
 
 def record_reply(record: str) -> str:
