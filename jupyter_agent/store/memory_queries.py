@@ -23,7 +23,12 @@ from sqlalchemy import select as core_select
 from jupyter_agent.core.memory import Memory
 from jupyter_agent.store import recall_index
 from jupyter_agent.store.rows import valid
-from jupyter_agent.store.tables import AgentMemoryRow, AgentMemoryVectorRow, AgentTurnRow
+from jupyter_agent.store.tables import (
+    AgentMemoryRow,
+    AgentMemoryVectorRow,
+    AgentTurnRow,
+    ChatRow,
+)
 
 __all__ = [
     "add_memory",
@@ -40,6 +45,7 @@ __all__ = [
 _MEMORIES: Final = AgentMemoryRow.metadata.tables["agent_memories"]
 _VECTORS: Final = AgentMemoryVectorRow.metadata.tables["agent_memory_vectors"]
 _TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
+_CHATS: Final = ChatRow.metadata.tables["chats"]
 _M = _MEMORIES.c
 _COLUMNS: Final = (
     _M.id,
@@ -151,13 +157,32 @@ def update_memory(
 
 
 def delete_memory(conn: Any, memory_id: str, owner: str) -> bool:
-    """Delete the owner's memory, its doc and (cascade) its vectors; False when missing."""
+    """Delete the owner's memory, its doc, (cascade) its vectors and the doc of the turn its
+    run stored (:func:`.recall_index.forget_run_turn`: the fact is not recalled through
+    it, even when that turn is stored later); False when missing.
+
+    The memory's chat row is locked first (``FOR UPDATE`` on PostgreSQL; SQLite writes are
+    serialised anyway), the order ``append_turn`` takes its locks in (the chat, then the
+    counts): a turn of that run being stored now is either committed before the turn doc
+    is looked for, or waits and then sees the run suppressed.
+    """
     found = conn.execute(
-        delete(_MEMORIES).where(_M.id == memory_id, _M.owner == owner).returning(_M.id)
+        core_select(_M.chat_id, _M.run_id).where(_M.id == memory_id, _M.owner == owner)
     ).first()
     if found is None:
         return False
-    recall_index.delete_doc(conn, "memory", memory_id)
+    chat_id, run_id = found
+    if chat_id is not None:
+        conn.execute(core_select(_CHATS.c.id).where(_CHATS.c.id == chat_id).with_for_update())
+    deleted = conn.execute(
+        delete(_MEMORIES).where(_M.id == memory_id, _M.owner == owner).returning(_M.id)
+    ).first()
+    if deleted is None:
+        return False
+    if run_id is None:
+        recall_index.delete_doc(conn, "memory", memory_id)
+    else:
+        recall_index.forget_run_turn(conn, run_id, memory_id=memory_id)
     return True
 
 

@@ -71,7 +71,9 @@ class MemoryMethods:
             )
 
     def delete_memory(self, memory_id: str, *, owner: str = "") -> bool:
-        """Delete the memory, its recall doc and its vectors; False when missing."""
+        """Delete the memory, its recall doc and its vectors, and the recall doc of the turn
+        its run stored (the turn stays in its chat; stored later, it is not indexed): a
+        forgotten fact is not recalled again. False when missing."""
         with self._write("cannot delete the memory") as session:
             return memory_queries.delete_memory(session.connection(), memory_id, owner)
 

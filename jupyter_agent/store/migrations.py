@@ -24,7 +24,8 @@ History:
    recall index: one doc per memory, turn and chunk, full-text searchable: a contentless
    FTS5 table with a column per kind, kept by triggers, on SQLite; a generated
    ``tsvector`` with a GIN index on PostgreSQL), ``agent_recall_df`` (docs per term and per owner),
-   ``agent_memory_vectors``; every stored turn and chunk gets its doc (backfill).
+   ``agent_recall_suppressed`` (runs whose turn is not indexed: a fact they saved was
+   forgotten), ``agent_memory_vectors``; every stored turn and chunk gets its doc (backfill).
 
 Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
 never derived from the current table models, so an old step keeps building the old schema.
@@ -215,6 +216,7 @@ _V5_SQL: Final = (
         df BIGINT NOT NULL,
         PRIMARY KEY (owner, term)
     ){without_rowid}""",
+    "CREATE TABLE agent_recall_suppressed (run_id TEXT PRIMARY KEY)",
     """CREATE TABLE agent_memory_vectors (
         memory_id TEXT PRIMARY KEY REFERENCES agent_memories (id) ON DELETE CASCADE,
         model TEXT NOT NULL,

@@ -4,7 +4,9 @@ Functions on a SQLAlchemy Core connection inside the caller's transaction (the
 :class:`~jupyter_agent.store.repo.Store` opens it): a turn's doc is written by the
 transaction that stores the turn, a chunk's by the one that stores the chunk, a memory's
 by the one that writes the memory; deleting a chat deletes its turns' and chunks' docs
-(its memories stay, and so do theirs).
+(its memories stay, and so do theirs). Deleting a memory also deletes the doc of the turn
+its run stored (:func:`forget_run_turn`): a forgotten fact is not recalled through the turn
+that saved it, and that turn, stored later, is not indexed (:func:`run_suppressed`).
 
 A doc holds its distinct terms (:func:`jupyter_agent.core.recall_terms.terms`, space-joined,
 in first-seen order). The
@@ -24,6 +26,8 @@ backend and computable from what a history window shows.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +40,7 @@ from jupyter_agent.core.recall_terms import terms as text_terms
 from jupyter_agent.core.turns import TurnRecord
 
 __all__ = [
+    "BACKFILL_LOG_EVERY",
     "MAX_DOC_TERMS",
     "Doc",
     "backfill",
@@ -44,9 +49,11 @@ __all__ = [
     "delete_chat_docs",
     "delete_doc",
     "final_reply",
+    "forget_run_turn",
     "put_docs",
     "record_reply",
     "replace_doc",
+    "run_suppressed",
     "turn_doc",
     "turn_text",
 ]
@@ -54,6 +61,10 @@ __all__ = [
 #: A doc keeps at most this many distinct terms (a huge reply is indexed by its start).
 MAX_DOC_TERMS: Final = 10_000
 _PAGE: Final = 1000
+#: The backfill logs its progress every this many docs.
+BACKFILL_LOG_EVERY: Final = 5000
+
+log = logging.getLogger(__name__)
 
 _INSERT_DOC: Final = text(
     "INSERT INTO agent_recall_docs (owner, kind, ref_id, chat_id, created, terms, n_terms)"
@@ -62,6 +73,10 @@ _INSERT_DOC: Final = text(
 # Driver SQL with positional parameters (sqlite3: ?, psycopg: %s), run by executemany on
 # tuples: a turn updates ~100 counts, and per-row parameter handling of a text() statement
 # cost more than the database's own work.
+_INSERT_ROWS: Final = (
+    "INSERT INTO agent_recall_docs (owner, kind, ref_id, chat_id, created, terms, n_terms)"
+    " VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})"
+)
 _ADD_DF: Final = (
     "INSERT INTO agent_recall_df (owner, term, df) VALUES ({p}, {p}, {p})"
     " ON CONFLICT (owner, term) DO UPDATE SET df = agent_recall_df.df + excluded.df"
@@ -232,14 +247,61 @@ def delete_doc(conn: Any, kind: str, ref_id: str) -> bool:
     return bool(_delete_where(conn, where, {"kind": kind, "ref": ref_id}))
 
 
+def forget_run_turn(conn: Any, run_id: str, *, memory_id: str | None = None) -> int:
+    """Delete the doc of the turn ``run_id`` stored (the turn itself stays) and record the
+    run in ``agent_recall_suppressed``, so its turn, if it is stored later, gets no doc.
+    ``memory_id``: that memory's doc goes too, in the same count update (one sorted pass
+    over the df rows: two would lock them out of order). The number of docs deleted."""
+    where = "kind = 'turn' AND ref_id IN (SELECT id FROM agent_turns WHERE run_id = :run)"
+    params: dict[str, Any] = {"run": run_id}
+    if memory_id is not None:
+        where = f"({where}) OR (kind = 'memory' AND ref_id = :memory)"
+        params["memory"] = memory_id
+    deleted = _delete_where(conn, where, params)
+    conn.execute(
+        text(
+            "INSERT INTO agent_recall_suppressed (run_id) VALUES (:run)"
+            " ON CONFLICT (run_id) DO NOTHING"
+        ),
+        {"run": run_id},
+    )
+    return deleted
+
+
+def run_suppressed(conn: Any, run_id: str) -> bool:
+    """Whether the run's turn must not be indexed (a memory it saved was deleted)."""
+    found = conn.execute(
+        text("SELECT 1 FROM agent_recall_suppressed WHERE run_id = :run"), {"run": run_id}
+    ).first()
+    return found is not None
+
+
 def delete_chat_docs(conn: Any, chat_id: str) -> int:
     """Delete the docs of the chat's turns and chunks (not of memories saved in it)."""
     return _delete_where(conn, "chat_id = :chat AND kind IN ('turn', 'chunk')", {"chat": chat_id})
 
 
-def backfill(conn: Any) -> None:
-    """Index every stored turn and chunk summary (migration v5), page by page."""
-    deltas: Counter[tuple[str, str]] = Counter()
+def _insert_rows(conn: Any, docs: Sequence[Doc]) -> None:
+    """Insert docs by driver executemany on tuples (the backfill's bulk path)."""
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    rows = [
+        (d.owner, d.kind, d.ref_id, d.chat_id, d.created, " ".join(d.terms), d.length) for d in docs
+    ]
+    conn.exec_driver_sql(_INSERT_ROWS.format(p=mark), rows)
+
+
+def backfill(conn: Any, *, log_every: int = BACKFILL_LOG_EVERY) -> int:
+    """Index every stored turn and chunk summary (migration v5), page by page; the docs
+    written. Logs its progress every ``log_every`` docs and its total at the end (a big
+    database takes a while, and the server waits for it)."""
+    started = time.perf_counter()
+    # Every backfilled doc is the server user's (owner ""): one term counter, C-fast.
+    counts: Counter[str] = Counter()
+    n_docs = 0
+    logged = 0
+    total = int(conn.execute(text("SELECT COUNT(*) FROM agent_turns")).scalar() or 0)
+    if total:
+        log.info("indexing %d stored turns for recall (migration v5)", total)
     after = ""
     while True:
         rows = conn.execute(
@@ -251,22 +313,30 @@ def backfill(conn: Any) -> None:
         ).all()
         if not rows:
             break
-        docs = []
-        for turn_id, chat_id, created, user_text, record in rows:
-            docs.append(
-                Doc.of(
-                    owner="",
-                    kind="turn",
-                    ref_id=turn_id,
-                    chat_id=chat_id,
-                    created=created,
-                    body=turn_text(user_text, record_reply(record)),
-                )
+        docs = [
+            Doc.of(
+                owner="",
+                kind="turn",
+                ref_id=turn_id,
+                chat_id=chat_id,
+                created=created,
+                body=turn_text(user_text, record_reply(record)),
             )
+            for turn_id, chat_id, created, user_text, record in rows
+        ]
         for doc in docs:
-            _count(deltas, doc.owner, doc.terms, 1)
-        conn.execute(_INSERT_DOC, [doc.values() for doc in docs])
+            counts.update(doc.terms)  # distinct already
+        _insert_rows(conn, docs)
+        n_docs += len(docs)
         after = rows[-1][0]
+        if n_docs - logged >= log_every:
+            logged = n_docs
+            log.info(
+                "recall index: %d of %d turns indexed (%.1f s)",
+                n_docs,
+                total,
+                time.perf_counter() - started,
+            )
     chunks = conn.execute(
         text("SELECT chat_id, level, first_turn, created, text FROM agent_chunks")
     ).all()
@@ -282,10 +352,23 @@ def backfill(conn: Any) -> None:
         for chat_id, level, first, created, body in chunks
     ]
     for doc in docs:
-        _count(deltas, doc.owner, doc.terms, 1)
+        counts.update(doc.terms)
     if docs:
-        conn.execute(_INSERT_DOC, [doc.values() for doc in docs])
+        _insert_rows(conn, docs)
+    n_docs += len(docs)
+    deltas = {("", term): count for term, count in counts.items()}
+    if n_docs:
+        deltas[("", "")] = n_docs
     _apply_df(conn, deltas)
+    if n_docs:
+        log.info(
+            "recall index built: %d turns and %d chunk summaries, %d terms, in %.1f s",
+            n_docs - len(docs),
+            len(docs),
+            len(counts),
+            time.perf_counter() - started,
+        )
+    return n_docs
 
 
 def record_reply(record: str) -> str:

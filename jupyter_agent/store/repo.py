@@ -29,6 +29,8 @@ Decisions worth knowing:
 - ``prune_runs`` never deletes a run whose status is still ``running``.
 - A turn's and a chunk's recall doc (:mod:`.recall_index`) is written in the transaction
   storing it; ``delete_chat`` deletes them (memories saved in the chat stay, with theirs).
+  ``delete_chat`` locks the chat row before the counts, as ``append_turn`` does: one lock
+  order, no deadlock between deleting a chat and storing its turn on PostgreSQL.
 - The durable mailbox: ``accept_message`` stores a user message before the server
   acknowledges it (``open_run`` stores the message opening a run with that run);
   ``append_turn(turn, delivered=ids)`` deletes the messages the turn holds in the
@@ -260,6 +262,13 @@ class Store(ChunkMethods, MemoryMethods):
         """Delete the chat, its turns and chunks and their recall docs (runs stay, and so do
         memories saved in it); False when it did not exist."""
         with self._write("cannot delete the chat") as session:
+            # The chat row first (FOR UPDATE; SQLite writes are serialised anyway), the
+            # order append_turn and add_chunk lock in (the chat by their insert's foreign
+            # key and the bump, then the counts): the other order deadlocks on PostgreSQL.
+            # Once it is held, no turn or chunk of the chat can be stored until we commit.
+            session.connection().execute(
+                core_select(_CHATS.c.id).where(_CHATS.c.id == chat_id).with_for_update()
+            )
             recall_index.delete_chat_docs(session.connection(), chat_id)
             chunk_queries.delete_chunks(session.connection(), chat_id)
             session.exec(delete(AgentTurnRow).where(col(AgentTurnRow.chat_id) == chat_id))
@@ -298,7 +307,8 @@ class Store(ChunkMethods, MemoryMethods):
         ended by a restart must not move its chat to the top of the list.
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
         wins) and False is returned. A turn for an unknown chat is a StoreError. A stored
-        turn's recall doc is written in the same transaction.
+        turn's recall doc is written in the same transaction (none when a memory its run
+        saved was deleted meanwhile: :func:`.recall_index.run_suppressed`).
         """
         with self._write("cannot append the turn") as session:
             # RETURNING, not rowcount: rowcount is unreliable here through psycopg.
@@ -307,7 +317,8 @@ class Store(ChunkMethods, MemoryMethods):
             inserted = found is not None
             if inserted:
                 conn.execute(_BUMP_CHAT, {"b_chat": turn.chat_id, "b_at": turn.created})
-                recall_index.put_docs(conn, [recall_index.turn_doc(turn)])
+                if not recall_index.run_suppressed(conn, turn.run_id):
+                    recall_index.put_docs(conn, [recall_index.turn_doc(turn)])
             if delivered:
                 conn.execute(delete(_MAIL).where(_MAIL.c.id.in_(list(delivered))))
             if ended is not None:

@@ -41,6 +41,10 @@ Tables:
     per owner, how many docs hold each term (``df``), and the owner's doc count in the row
     whose ``term`` is "" (no term is empty): the numbers recall's idf needs, exact and read
     by primary key, kept by the transactions that write docs.
+``agent_recall_suppressed``
+    the runs whose turn must not be recalled (since v5): deleting a memory deletes the
+    doc of the turn its run stored, and records the run here so a turn stored later
+    (the fact was forgotten mid-run) gets no doc.
 ``agent_memory_vectors``
     one embedding per memory (since v5; JSON list of floats), deleted with its memory.
 ``schema_version``
@@ -59,6 +63,7 @@ __all__ = [
     "AgentMemoryVectorRow",
     "AgentRecallDfRow",
     "AgentRecallDocRow",
+    "AgentRecallSuppressedRow",
     "AgentRunRow",
     "AgentTurnRow",
     "ChatRow",
@@ -230,6 +235,15 @@ class AgentRecallDfRow(SQLModel, table=True):
     owner: str = Field(sa_column=Column(Text, primary_key=True))
     term: str = Field(sa_column=Column(Text, primary_key=True))
     df: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class AgentRecallSuppressedRow(SQLModel, table=True):
+    """``agent_recall_suppressed``: a run whose turn is not indexed (a memory it saved was
+    deleted; since v5)."""
+
+    __tablename__ = "agent_recall_suppressed"
+
+    run_id: str = Field(sa_column=Column(Text, primary_key=True))
 
 
 class AgentMemoryVectorRow(SQLModel, table=True):

@@ -73,6 +73,7 @@ def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
         "AgentMemoryVectorRow",
         "AgentRecallDfRow",
         "AgentRecallDocRow",
+        "AgentRecallSuppressedRow",
         "AgentRunRow",
         "AgentTurnRow",
         "ChatRow",
@@ -80,8 +81,10 @@ def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
     }
     Store(db_url).close()
     inspector = inspect(raw)
-    names = ("chats", "agent_turns", "agent_runs", "agent_mail", "agent_chunks", "schema_version")
+    names: tuple[str, ...] = ("chats", "agent_turns", "agent_runs", "agent_mail", "agent_chunks")
+    names += ("schema_version",)
     names += ("agent_memories", "agent_recall_docs", "agent_recall_df", "agent_memory_vectors")
+    names += ("agent_recall_suppressed",)
     for name in names:
         table = SQLModel.metadata.tables[name]
         columns = {c["name"] for c in inspector.get_columns(table.name)}
