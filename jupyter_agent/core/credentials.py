@@ -17,8 +17,11 @@
   and ``tokenizer`` are not), then ``=``, ``:`` or ``is``, then a value that reads like a
   secret. A value is no secret when it is a word ("token: usage"; after ``is`` any word:
   "the password is required"), an environment variable's name (``GITHUB_TOKEN``) or
-  lookup (``os.environ[...]``, ``os.getenv(...)``, ``$VAR``), or a plain number (``4096``,
-  ``8k``; 8 digits or more in a row read as a secret);
+  lookup (``os.environ[...]``, ``os.getenv(...)``, ``$VAR``), a reference (a dotted name,
+  a call or a subscript: ``self.password``, ``getpass()``), or, for a name that is not a
+  password word, a plain number (``4096``, ``8k``; 8 digits or more in a row read as a
+  secret). A name part that ends in a credential word counts (``PGPASSWORD``); a leading
+  ``--`` (a command-line flag) and the separators ``:=`` and ``=>`` are read too;
 - a key word (``key``, ``token``, ``secret``, ``password``, ...) followed by a run of 32 or
   more lower-case hex digits ("the key is 3f8a..."); a hex run on its own (a commit, a
   digest) passes.
@@ -92,20 +95,31 @@ _SHAPES: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
 # (:func:`_credential_name`, :func:`_secret_value`): the pattern only finds candidates, and
 # each piece is bounded, so a long text costs one pass.
 _ASSIGNMENT: Final = re.compile(
-    r"(?<![A-Za-z0-9_\-])([A-Za-z][A-Za-z0-9_\-]{0,60}(?: [A-Za-z][A-Za-z0-9_\-]{0,60})?)"
-    r"[\"']?(?:[ \t]{0,8}([:=])[ \t]{0,8}|[ \t]{1,8}(?i:is|was)[ \t]{1,8})"
+    r"(?<![A-Za-z0-9_])-{0,2}([A-Za-z][A-Za-z0-9_\-]{0,60}(?: [A-Za-z][A-Za-z0-9_\-]{0,60})?)"
+    r"[\"']?(?:[ \t]{0,8}(:=|=>|[:=])[ \t]{0,8}|[ \t]{1,8}(?i:is|was)(?::[ \t]{0,8}|[ \t]{1,8}))"
     r"[\"']?([^\s\"',;]{1,200})"
 )
 # The parts of a name: ``DB_PASSWORD`` -> db, password; ``apiKey`` -> api, key.
 _NAME_PART: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _WORDS: Final = frozenset({"password", "passwd", "pwd", "secret", "token", "apikey"})
+# A name part ending in one of these is a credential word too: ``PGPASSWORD``,
+# ``mypassword`` (``tokens``, ``tokenizer`` do not end in one).
+_ENDINGS: Final = ("password", "passwd", "secret", "apikey", "token")
+# Words whose value is a password: a plain number is one (``password: 123456``).
+_PASSWORD_WORDS: Final = ("password", "passwd", "pwd", "secret")
 _PAIRS: Final = frozenset(
     {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key")}
 )
 # Values that name where a secret is, not the secret: ``GITHUB_TOKEN``, ``PATH``,
 # ``os.environ[...]``, ``os.getenv(...)``, ``$VAR`` / ``${VAR}``, ``process.env.X``; and
 # plain numbers (``4096``, ``8k``, ``1.5``: at most 7 digits in a row).
-_ENV_NAME: Final = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]{2,}")
+_ENV_NAME: Final = re.compile(
+    r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z][A-Z0-9]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|PWD)"
+)
+# A reference to where a secret is held, not the secret: a dotted name
+# (``self.password``, ``settings.OPENAI_API_KEY``), a call (``getpass()``) or a subscript
+# (``request.headers['X-Token']``; the value stops at the quote).
+_REFERENCE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:[(\[].*)?")
 _ENV_LOOKUP: Final = re.compile(
     r"(?:os\.)?(?:environ\b|getenv\b)|process\.env\b|ENV\[|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$"
 )
@@ -125,29 +139,42 @@ _TOKEN: Final = re.compile(rf"[A-Za-z0-9+_=\-]{{{MIN_TOKEN_CHARS},}}")
 _MAX_RANDOM_RUN: Final = 2.5
 
 
-def _credential_name(name: str) -> bool:
-    """A name whose (last) word is a credential word, whole: ``DB_PASSWORD``, ``apiKey``,
+def _part_kind(part: str) -> str | None:
+    """``"password"`` for a password word, ``"key"`` for another credential word, or None."""
+    if part in _WORDS or part.endswith(_ENDINGS):
+        return "password" if part.endswith(_PASSWORD_WORDS) else "key"
+    return None
+
+
+def _credential_name(name: str) -> str | None:
+    """The kind of a name whose (last) word is a credential word, whole or as its end
+    (``"password"`` or ``"key"``): ``DB_PASSWORD``, ``PGPASSWORD``, ``apiKey``,
     ``my password``, ``api key``; not ``max_tokens``, ``tokenizer`` or ``token budget``."""
     words = name.split(" ")
     last = [p.lower() for p in _NAME_PART.findall(words[-1])]
     if len(words) == 2:
         first = [p.lower() for p in _NAME_PART.findall(words[0])]
         if first and last and (first[-1], last[0]) in _PAIRS:
-            return True
-    if any(p in _WORDS for p in last):
-        return True
-    return any(pair in _PAIRS for pair in pairwise(last))
+            return "key"
+    kinds = [kind for p in last if (kind := _part_kind(p)) is not None]
+    if kinds:
+        return "password" if "password" in kinds else "key"
+    return "key" if any(pair in _PAIRS for pair in pairwise(last)) else None
 
 
-def _secret_value(value: str, *, loose: bool) -> bool:
+def _secret_value(value: str, *, loose: bool, password: bool = False) -> bool:
     """An assignment's value that reads like a secret: not a word ("token: usage"), an
-    environment variable's name or lookup, or a plain number. ``loose`` (after ``is``):
-    "the password is required" is prose, so the value needs a character not a letter."""
+    environment variable's name or lookup, a reference (``self.password``, ``getpass()``)
+    or, unless ``password`` (the name is a password word), a plain number. ``loose``
+    (after ``is``): "the password is required" is prose, so the value needs a character
+    not a letter."""
     if loose:
         value = value.rstrip(_TRAILING)
     if not value or _ENV_NAME.fullmatch(value) or _ENV_LOOKUP.match(value):
         return False
-    if _NUMBER.fullmatch(value):
+    if ("." in value or "(" in value or "[" in value) and _REFERENCE.fullmatch(value):
+        return False
+    if not password and _NUMBER.fullmatch(value):
         return False
     if value.isalpha():
         return not loose and len(value) >= 8
@@ -196,7 +223,10 @@ def credential_reason(text: str, known: Iterable[str] = ()) -> str | None:
     pos = 0
     while (match := _ASSIGNMENT.search(text, pos)) is not None:
         name, sep, value = match.groups()
-        if _credential_name(name) and _secret_value(value, loose=sep is None):
+        kind = _credential_name(name)
+        if kind is not None and _secret_value(
+            value, loose=sep is None, password=kind == "password"
+        ):
             return "looks like a password or key assignment"
         # Go on from the value, not past it: ``note: password=...`` is two candidates.
         pos = match.start(3)

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Final
 
 from jupyter_agent.core.memory import Memory, RecallHit
+from jupyter_agent.core.recall_terms import clip_words
 
 __all__ = [
     "HIT_TEXT_CHARS",
@@ -57,7 +58,7 @@ def memory_hit(memory: Memory, *, chat_title: str | None = None) -> RecallHit:
         kind="memory",
         id=memory.id,
         chat_id=memory.chat_id,
-        text=memory.text[:HIT_TEXT_CHARS],
+        text=clip_words(memory.text, HIT_TEXT_CHARS),
         score=0.0,
         created=memory.created,
         category=memory.category,

@@ -14,6 +14,10 @@ which query terms a doc holds (not how often, not the doc's length), so a fact o
 that says what was asked scores as well as a long turn that mentions it. Deterministic:
 the same inputs give the same float on every machine.
 
+:func:`clip_words` is how a hit's text is cut to its length: at whitespace only, so the
+secret filter (:func:`~jupyter_agent.core.recall.without_secrets`) always sees a key
+whole, or not at all.
+
 The stemmer is the pure-Python Snowball English stemmer of ``snowballstemmer`` (never the
 optional C ``PyStemmer`` it may prefer): stored terms and query terms must come from the
 same algorithm on every machine. Stems are cached (the words of chats repeat), one stemmer
@@ -33,11 +37,13 @@ from typing import Final
 from snowballstemmer.english_stemmer import EnglishStemmer  # type: ignore[import-untyped]
 
 __all__ = [
+    "ELLIPSIS",
     "KIND_ORDER",
     "KIND_WEIGHTS",
     "MAX_QUERY_TERMS",
     "MAX_TERM_CHARS",
     "STOPWORDS",
+    "clip_words",
     "hit_score",
     "idf",
     "query_terms",
@@ -68,6 +74,25 @@ _STOPWORD_LIST: Final = """
 STOPWORDS: Final = frozenset(_STOPWORD_LIST.split())
 
 _local = threading.local()
+
+#: What :func:`clip_words` puts where it cut.
+ELLIPSIS: Final = "…"
+
+
+def clip_words(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start ended by
+    :data:`ELLIPSIS` (``limit`` characters at most in all), cut at the last whitespace
+    before the limit: never inside a run without whitespace (a token, a key), so a run that
+    would straddle the limit is dropped whole, as is a first run longer than the limit."""
+    if len(text) <= limit:
+        return text
+    room = max(0, limit - len(ELLIPSIS))
+    if room < len(text) and not text[room].isspace():
+        # The cut would fall inside a run: go back to the whitespace before it.
+        cut = next((i for i in range(room - 1, -1, -1) if text[i].isspace()), 0)
+    else:
+        cut = room
+    return text[:cut].rstrip() + ELLIPSIS
 
 
 def _stemmer() -> EnglishStemmer:

@@ -36,7 +36,13 @@ from typing import Any, Final
 from sqlalchemy import bindparam, text
 
 from jupyter_agent.core.memory import HIT_KINDS, RecallHit
-from jupyter_agent.core.recall_terms import KIND_ORDER, hit_score, query_terms, score
+from jupyter_agent.core.recall_terms import (
+    KIND_ORDER,
+    clip_words,
+    hit_score,
+    query_terms,
+    score,
+)
 from jupyter_agent.store import recall_index
 
 __all__ = ["DEFAULT_CANDIDATES", "HIT_TEXT_CHARS", "recall"]
@@ -54,10 +60,6 @@ class _Row:
     chat_id: str | None
     created: str
     score: float
-
-
-def _clip(body: str) -> str:
-    return body if len(body) <= HIT_TEXT_CHARS else body[: HIT_TEXT_CHARS - 1] + "…"
 
 
 def _frequencies(conn: Any, owner: str, terms: Sequence[str]) -> tuple[dict[str, int], int]:
@@ -284,7 +286,7 @@ def _hits(conn: Any, rows: Sequence[_Row]) -> list[RecallHit]:
                 kind=row.kind,  # type: ignore[arg-type]
                 id=row.ref_id,
                 chat_id=row.chat_id,
-                text=_clip(body),
+                text=clip_words(body, HIT_TEXT_CHARS),
                 score=row.score,
                 created=row.created,
                 chat_title=titles.get(row.chat_id) if row.chat_id is not None else None,

@@ -49,6 +49,20 @@ REFUSED = [
     ("The DB password was s3cr3t!.", "password"),
     ("apiKey = 'zz99zz99'", "password"),
     ("note: password=abc12345", "password"),  # a second candidate after a first
+    # Command-line flags, a credential word at a name's end, other separators.
+    ("run it with --password=hunter2x", "password"),
+    ("--api-key=abc123def", "password"),
+    ("--token=abc123def", "password"),
+    ("PGPASSWORD=hunter2 psql", "password"),
+    ("mypassword: hunter22", "password"),
+    ("rootpassword=hunter22", "password"),
+    ("My password is: hunter2", "password"),
+    ('password := "hunter2x"', "password"),
+    ("'password' => 'hunter2x'", "password"),
+    # A number is a password's value; an all-caps word without ``_`` names no variable.
+    ("password: 123456", "password"),
+    ("secret = 98765", "password"),
+    ("api_key: ABCDEFGH", "password"),
     (f"the value {KNOWN} again", "knows"),
     ("saved [redacted: ANTHROPIC_API_KEY] here", "redacted"),
 ]
@@ -85,6 +99,15 @@ ALLOWED = [
     "tokenizer: bpe50k",
     "the key is in the drawer",
     "sha256 digest " + "3f8a9c1e5b7d8f0a1c2e3f4a5b6c7d8e" * 2,
+    # A value that refers to where the secret is held is no secret.
+    "password=self.password",
+    "api_key = settings.OPENAI_API_KEY",
+    "password = getpass()",
+    "token = request.headers['X-Token']",
+    "token: GITHUB_TOKEN",
+    "max_tokens: 4096",
+    "tokenizer: bpe50k",
+    "run with --max-tokens=4096",
 ]
 
 

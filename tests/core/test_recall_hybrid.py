@@ -80,7 +80,7 @@ def test_the_order_is_deterministic() -> None:
 def test_memory_hit_is_the_stores_shape() -> None:
     memory = Memory(
         id="mem_1",
-        text="x" * 900,
+        text="word " * 180,
         category="project",
         chat_id="chat_1",
         author="agent",
@@ -92,9 +92,27 @@ def test_memory_hit_is_the_stores_shape() -> None:
         "kind": "memory",
         "id": "mem_1",
         "chat_id": "chat_1",
-        "text": "x" * 600,
+        "text": "word " * 119 + "word…",  # 600 chars, cut at whitespace
         "score": 0.0,
         "created": "2026-01-01T00:00:00Z",
         "category": "project",
         "chat_title": "Planning",
     }
+
+
+def test_a_token_straddling_the_clip_is_dropped_whole() -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2"
+    text = "x " * 295 + token + " tail"  # the token spans chars 590..617
+    memory = Memory(
+        id="mem_1",
+        text=text,
+        category="project",
+        chat_id=None,
+        author="agent",
+        created="2026-01-01T00:00:00Z",
+        updated="2026-01-01T00:00:00Z",
+    )
+    clipped = memory_hit(memory).text
+    assert len(clipped) <= 600
+    assert "ghp_" not in clipped
+    assert clipped.endswith("x…")

@@ -9,6 +9,7 @@ from sqlalchemy import create_engine, text
 
 from jupyter_agent.core.chunks import StoredChunk
 from jupyter_agent.core.memory import Memory, RecallHit
+from jupyter_agent.core.recall import without_secrets
 from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.store import Store
@@ -161,10 +162,34 @@ def test_kind_weights_then_time_then_id_break_ties(chats: Store) -> None:
 
 
 def test_a_long_text_is_clipped(chats: Store) -> None:
+    body = "zeppelin " + "word " * 300  # char 599 starts a word: cut at the space before
+    chats.add_memory(fact(1, body))
+    (hit,) = chats.recall("zeppelin")
+    assert hit.text == body[:598] + "…"
+    assert len(hit.text) == 599
+
+
+def test_a_run_longer_than_the_clip_is_dropped(chats: Store) -> None:
     chats.add_memory(fact(1, "zeppelin " + "x" * 1500))
     (hit,) = chats.recall("zeppelin")
-    assert len(hit.text) == 600
-    assert hit.text.endswith("…")
+    assert hit.text == "zeppelin…"
+
+
+def test_a_token_straddling_the_clip_is_recalled_neither_whole_nor_in_part(
+    chats: Store,
+) -> None:
+    # Cut mid-token, the first 10 chars of a key lose the shape the secret filter knows.
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2"
+    body = "zeppelin " + "x " * 291 + token + " tail"
+    assert body.index(token) < 600 < body.index(token) + len(token)
+    chats.add_memory(fact(1, body))
+    hits = chats.recall("zeppelin")
+    assert [h.id for h in hits] == ["mem_0001"]
+    assert "ghp_" not in hits[0].text
+    assert without_secrets(hits) == hits  # what is left is no credential
+    # Whole, the same text is refused by the filter.
+    chats.add_memory(fact(2, "zeppelin " + token))
+    assert [h.id for h in without_secrets(chats.recall("zeppelin"))] == ["mem_0001"]
 
 
 def test_queries_without_terms_or_kinds_find_nothing(chats: Store) -> None:

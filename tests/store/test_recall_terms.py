@@ -9,6 +9,7 @@ import pytest
 from jupyter_agent.core.recall_terms import (
     MAX_QUERY_TERMS,
     STOPWORDS,
+    clip_words,
     hit_score,
     idf,
     query_terms,
@@ -55,3 +56,20 @@ def test_score_is_idf_weighted_coverage() -> None:
     assert hit_score("memory", 0.5) == 0.5
     assert hit_score("chunk", 0.5) == 0.45
     assert hit_score("turn", 0.3333) == 0.2666
+
+
+def test_clip_words_cuts_at_whitespace_only() -> None:
+    assert clip_words("short text", 600) == "short text"
+    assert clip_words("abc def ghi", 11) == "abc def ghi"
+    assert clip_words("abc def ghi", 10) == "abc def…"  # "ghi" would be cut: dropped
+    assert clip_words("abc def ghi", 9) == "abc def…"
+    assert clip_words("abc defghi jk", 9) == "abc…"
+    assert clip_words("abcdefghijk more", 8) == "…"  # a first run longer than the limit
+    assert clip_words("ab\tcd\nef gh", 7) == "ab\tcd…"
+    for limit in range(1, 40):
+        text = "one two three fourteen fifteen sixteen seventeen"
+        clipped = clip_words(text, limit)
+        assert len(clipped) <= limit
+        head = clipped.removesuffix("…")
+        assert text.startswith(head)
+        assert head == "" or text[len(head) :][:1].isspace()
