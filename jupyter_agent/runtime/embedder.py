@@ -15,7 +15,15 @@ person's override from the browser; None when there is none or it is not ready).
 - :meth:`Embedder.kick` starts the background backfill: facts without a vector for the
   tier's model (``memories_without_vector``) are embedded in batches. It runs at start,
   after a failure heals, and when the model changes (a new model has no vectors yet).
-- :meth:`Embedder.query_vector` embeds a recall query within ``query_deadline_s`` (2 s).
+- :meth:`Embedder.query_vector` embeds a recall query within ``query_deadline_s`` (2 s),
+  or the shorter deadline of its caller (a run's recall): past that deadline the answer is
+  None (lexical recall) and nothing else happens: the caller's deadline is not the tier's
+  failure (no cooldown, a debug line).
+- The in-memory index of an (owner, model) is loaded in the background, started early
+  (:meth:`Embedder.kick` at the server's start, the first save); until it is loaded,
+  recall is lexical (a search never waits for the load). It is checked against the store
+  at most every ``reload_every_s`` (60 s; in the background) for vectors another server
+  wrote.
 - :func:`recall_hits` is recall with the hybrid ranking when a query vector is had
   (:mod:`jupyter_agent.core.recall_hybrid`), else exactly the store's lexical recall;
   :func:`hybrid_rank` is it as the ``rank`` hook of ``recall.search``
@@ -33,6 +41,7 @@ transport's errors are redacted, and every message also goes through the server'
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -46,7 +55,7 @@ from jupyter_agent.core.recall_hybrid import (
     merge_hybrid,
     top_neighbours,
 )
-from jupyter_agent.exceptions import AgentError
+from jupyter_agent.exceptions import AgentError, ProviderTimeout
 from jupyter_agent.llm.embeddings import (
     MAX_BATCH,
     build_embed_request,
@@ -81,6 +90,7 @@ class Embedder:
         cooldown_s: float = 30.0,
         batch: int = 32,
         pgvector: bool | None = None,
+        reload_every_s: float = 60.0,
     ) -> None:
         self.store = store
         self.transport = transport
@@ -90,6 +100,7 @@ class Embedder:
         self.save_deadline_s = save_deadline_s
         self.cooldown_s = cooldown_s
         self.batch = max(1, min(batch, MAX_BATCH))
+        self.reload_every_s = reload_every_s
         self._tier_cache: tuple[dict[str, Any], Tier | None] | None = None
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
         self._owners: set[str] = {""}
@@ -133,9 +144,14 @@ class Embedder:
 
     # --- embedding ---------------------------------------------------------------------------
 
-    async def embed(self, texts: Sequence[str], *, deadline_s: float) -> list[list[float]] | None:
+    async def embed(
+        self, texts: Sequence[str], *, deadline_s: float, shortened: bool = False
+    ) -> list[list[float]] | None:
         """Unit vectors of ``texts`` (in order) from the tier, or None: no tier, cooling
-        down after a failure, or this call failed (logged). Never raises but on cancel."""
+        down after a failure, or this call failed (logged). Never raises but on cancel.
+        ``shortened``: ``deadline_s`` is the caller's, shorter than the tier's own; a call
+        that only ran out of it (no error answer, the endpoint merely slower) is no
+        failure of the tier: a debug line, no cooldown."""
         tier = self.tier()
         if tier is None or self._cooling() or not texts:
             return None
@@ -147,6 +163,14 @@ class Embedder:
                 reply = await self.transport.post(spec)
                 vectors.extend(parse_embed_reply(reply.json, len(chunk)))
         except (AgentError, ValueError, OSError) as exc:
+            if shortened and _only_slow(exc):
+                log.debug(
+                    "jupyter-agent: no vector from the embed tier (%s) within the caller's "
+                    "%g ms: lexical this time",
+                    _where(tier),
+                    round(deadline_s * 1000),
+                )
+                return None
             self._failed(tier, exc)
             return None
         if self._failing:
@@ -174,10 +198,9 @@ class Embedder:
         Also kicks the backfill (of ``owner``'s facts too), so facts saved before the tier
         existed, or under another model, get vectors.
         """
-        deadline = self.query_deadline_s
-        if deadline_s is not None:
-            deadline = min(deadline, deadline_s)
-        vectors = await self.embed([text], deadline_s=deadline)
+        shortened = deadline_s is not None and deadline_s < self.query_deadline_s
+        deadline = deadline_s if deadline_s is not None and shortened else self.query_deadline_s
+        vectors = await self.embed([text], deadline_s=deadline, shortened=shortened)
         if vectors is None:
             return None
         self._owners.add(owner)
@@ -196,10 +219,35 @@ class Embedder:
         return self._indexes[key]
 
     def invalidate(self) -> None:
-        """Read every index from the store again at its next search (vectors written by
+        """Read every index from the store again, in the background (vectors written by
         another server on the same database)."""
         for index in self._indexes.values():
-            index.invalidate()
+            self._track(index.start_load(force=True))
+
+    def warm(self, owner: str, model: str) -> None:
+        """Start loading the ``(owner, model)`` index in the background (if not loaded)."""
+        if self._pgvector:
+            return
+        with contextlib.suppress(RuntimeError):  # no loop (a sync caller): a search starts it
+            self._track(self.index(owner, model).start_load())
+
+    def _track(self, task: asyncio.Task[Any] | None) -> None:
+        if task is not None and task not in self._tasks:
+            self._tasks.add(task)
+            task.add_done_callback(self._done)
+
+    def vectors_ready(self, owner: str, model: str) -> bool:
+        """True when a search can have cosines now: pgvector (or not yet detected), or the
+        in-memory index loaded; else starts its load and the owner's backfill (recall is
+        lexical meanwhile)."""
+        if self._pgvector is not False:
+            return True
+        if self.index(owner, model).loaded:
+            return True
+        self._owners.add(owner)
+        self.warm(owner, model)
+        self.kick()
+        return False
 
     async def cosines(
         self,
@@ -209,12 +257,14 @@ class Embedder:
         model: str,
         limit: int,
         ids: Sequence[str] = (),
-    ) -> dict[str, float]:
+    ) -> dict[str, float] | None:
         """``{memory_id: cosine}`` of the ``limit`` nearest facts and of ``ids``: in SQL on
         PostgreSQL with pgvector (:mod:`jupyter_agent.store.vector_search`, untested
         here), else from the in-memory index. A pgvector search that fails (any error)
         is logged once and turns pgvector off: this answer and the later ones come from
-        the in-memory index."""
+        the in-memory index. None while that index is not loaded yet (its load started:
+        recall is lexical; a search never waits for it); a loaded one is checked against
+        the store in the background at most every ``reload_every_s``."""
         if self._pgvector is None:
             self._pgvector = await asyncio.to_thread(pgvector_installed, self.store)
         if self._pgvector:
@@ -231,7 +281,12 @@ class Embedder:
                     "in memory from now on",
                     self._clean(exc),
                 )
-        return await self.index(owner, model).nearest(vector, limit=limit, ids=ids)
+        index = self.index(owner, model)
+        if not index.loaded:
+            self.warm(owner, model)
+            return None
+        self._track(index.refresh(every_s=self.reload_every_s))
+        return await index.nearest(vector, limit=limit, ids=ids)
 
     # --- hooks and the backfill --------------------------------------------------------------
 
@@ -245,9 +300,11 @@ class Embedder:
         """
         if memory.updated != memory.created:
             self._forget(memory.id, memory.owner)
-        if not self.enabled:
+        tier = self.tier()
+        if tier is None:
             return
         self._owners.add(memory.owner)
+        self.warm(memory.owner, tier.model)
         self._spawn(self._embed_saved(memory, self._epoch))
 
     def on_deleted(self, memory_id: str, *, owner: str = "") -> None:
@@ -289,11 +346,17 @@ class Embedder:
         for memory_id, vector in stored:
             if self._stamped.get(memory_id, 0) <= epoch:
                 index.put(memory_id, vector)
+        self._track(index.start_fold())
 
     def kick(self) -> None:
-        """Start the backfill unless it runs, has nothing to do, or the tier is down."""
+        """Start loading the owners' indexes (if not loaded), and the backfill unless it
+        runs, has nothing to do, or the tier is down."""
         tier = self.tier()
-        if tier is None or self._cooling():
+        if tier is None:
+            return
+        for owner in sorted(self._owners):
+            self.warm(owner, tier.model)
+        if self._cooling():
             return
         if all((o, tier.model) in self._backfilled for o in self._owners):
             return
@@ -367,6 +430,16 @@ class Embedder:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _only_slow(exc: BaseException) -> bool:
+    """True for a deadline that passed with no attempt answered in error (the endpoint was
+    only slower than the caller's deadline)."""
+    if not isinstance(exc, ProviderTimeout):
+        return False
+    return all(
+        a.get("status") is None and a.get("error") in (None, "deadline") for a in exc.attempts
+    )
+
+
 def _where(tier: Tier) -> str:
     # host and port only: a base URL may hold user:password@ (never logged)
     parts = urlsplit(tier.base_url)
@@ -411,19 +484,33 @@ async def recall_hits(
         "candidates": candidates,
     }
     tier = embedder.tier() if embedder is not None else None
-    vector = None
-    if embedder is not None and tier is not None and "memory" in kinds:
-        vector = await embedder.query_vector(query, owner=owner, deadline_s=vector_deadline_s)
-    if embedder is None or tier is None or vector is None:
+    if (
+        embedder is None
+        or tier is None
+        or "memory" not in kinds
+        or not embedder.vectors_ready(owner, tier.model)
+    ):
         hits: list[RecallHit] = await asyncio.to_thread(store.recall, query, k=k, **lexical_args)
         return hits
-    lexical: list[RecallHit] = await asyncio.to_thread(
-        store.recall, query, k=max(k, candidates), **lexical_args
+    # the lexical candidates meanwhile; the vector is used only if it comes in time.
+    # (The store's order is total: its first k of more candidates are its k hits.)
+    reading = asyncio.ensure_future(
+        asyncio.to_thread(store.recall, query, k=max(k, candidates), **lexical_args)
     )
+    try:
+        vector = await embedder.query_vector(query, owner=owner, deadline_s=vector_deadline_s)
+    except BaseException:
+        reading.cancel()
+        raise
+    lexical: list[RecallHit] = await reading
+    if vector is None:
+        return lexical[:k]
     known = {h.id for h in lexical if h.kind == "memory"}
     cosines = await embedder.cosines(
         vector, owner=owner, model=tier.model, limit=candidates, ids=sorted(known)
     )
+    if cosines is None:  # the index is still loading: lexical this time
+        return lexical[:k]
     merged = merge_hybrid(lexical, cosines, k=len(lexical))
     floor = merged[k - 1].score if len(merged) >= k else 0.0
     wanted = [(i, c) for i, c in top_neighbours(cosines, candidates) if i not in known]

@@ -16,8 +16,10 @@
   first model call, so its time is time to first token. Past it, :class:`RecallTimeout`
   (an error result, as for a failed search); the worker thread is left to finish and its
   late answer is dropped. The hybrid ranking's query vector gets :data:`VECTOR_SHARE` of
-  the deadline: a slow or failing embed endpoint makes the answer lexical (and the
-  embedder cools down), not late.
+  the deadline, embedded while the lexical candidates are read: a slow endpoint makes the
+  answer lexical, not late (a failing one also cools the embedder down; one that is only
+  slower than this shortened deadline does not), and so does a vector index still
+  loading (in the background: a search never waits for it).
 
 Owner: ``""``, the server's user (the multi-user issue gives runs their own).
 """

@@ -1,11 +1,19 @@
 """The facts' vectors of one owner and model, held in memory for cosine search.
 
-:class:`VectorIndex` reads the store's ``memory_vectors(owner=, model=)`` once (the first
-search), then is kept current by the embedder: :meth:`VectorIndex.put` when it stores a
-vector, :meth:`VectorIndex.drop` when a fact is deleted or its text changes. It is read
-again only when told (:meth:`VectorIndex.invalidate`, ``load(force=True)``); a new model
-is a new index. Vectors another server writes to the same database are not seen until
-then (this server's own writes are).
+:class:`VectorIndex` reads the store's ``memory_vectors(owner=, model=)`` once, then is
+kept current by the embedder: :meth:`VectorIndex.put` when it stores a vector,
+:meth:`VectorIndex.drop` when a fact is deleted or its text changes. Vectors another
+server writes to the same database are picked up by :meth:`VectorIndex.refresh`, which
+the embedder calls at most every ``reload_every_s`` (60 s): a cheap check first (the
+count of the vectors and the latest ``updated`` of their facts,
+``store.memory_vectors_stamp``), then a reload only when it changed. A new model is a new
+index.
+
+The load is one task owned by the index (:meth:`VectorIndex.start_load`): started early
+(the embedder's start and first save), awaited only through ``asyncio.shield`` (a
+cancelled search never stops it) and never on a search's path: until it is done
+:attr:`VectorIndex.loaded` is False and recall is lexical. A reload (``force``, a
+refresh) keeps answering from the old snapshot until the new one is ready.
 
 Nothing heavy runs on the event loop: the load (JSON parsing, stacking), folding changes
 into the matrix and every scoring run in ``asyncio.to_thread``. The loop only records a
@@ -13,7 +21,7 @@ change (a dict entry) and hands the worker immutable inputs: a *snapshot* (ids a
 numpy, one float32 matrix; without numpy, a tuple of ``array('f')``) that is replaced,
 never mutated, plus a copy of the small *overlay* of changes since (id -> ``array('f')``,
 or None for dropped). Past :data:`FOLD_AT` changes the overlay is folded into a new
-snapshot (in a worker).
+snapshot (in a worker, a background task: a search never waits for it).
 
 Compact, because a server keeps it for good: 4 bytes a dimension (10,000 facts of 768
 dimensions: 31 MB), with numpy searched by one matrix product and a partial sort (a few
@@ -30,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import math
+import time
 from array import array
 from collections import Counter
 from collections.abc import Sequence
@@ -89,6 +98,10 @@ class VectorIndex:
         self._overlay: Overlay = {}
         self._loaded = False
         self._lock = asyncio.Lock()  # one load or fold at a time
+        self._load_task: asyncio.Task[None] | None = None
+        self._fold_task: asyncio.Task[None] | None = None
+        self._stamp: Any = None  # the store's stamp of the vectors last read
+        self._checked = time.monotonic()  # the last load or refresh check
         # changes made while a load reads the store: the rows read may predate them
         self._during_load: Overlay | None = None
 
@@ -113,36 +126,82 @@ class VectorIndex:
         if self._during_load is not None:
             self._during_load[memory_id] = None
 
+    @property
+    def loaded(self) -> bool:
+        """True once the store's vectors were read (searches before it are lexical)."""
+        return self._loaded
+
     def invalidate(self) -> None:
-        """Read the store again at the next search (vectors written elsewhere)."""
-        self._loaded = False
+        """Read the store again, in the background (the old snapshot answers meanwhile)."""
+        self.start_load(force=True)
+
+    def start_load(self, *, force: bool = False) -> asyncio.Task[None] | None:
+        """Start reading the store (a task of the index) unless loaded (and not ``force``)
+        or a load runs; the running or started load's task, None when there is none."""
+        if self._load_task is not None and not self._load_task.done():
+            return self._load_task
+        if self._loaded and not force:
+            return None
+        self._load_task = asyncio.get_running_loop().create_task(self._load_now())
+        return self._load_task
 
     async def load(self, *, force: bool = False) -> None:
-        """Read the vectors from the store (in a worker) when never read, invalidated, or
-        ``force``; the changes made meanwhile are kept over the rows read."""
+        """Read the vectors from the store (in a worker) when never read or ``force``; the
+        changes made meanwhile are kept over the rows read. Cancelling the caller never
+        cancels the load (shielded): the next caller waits for the same one. Loaded and
+        not ``force``: returns at once (a reload running meanwhile is not waited for)."""
+        if self._loaded and not force:
+            return
+        task = self.start_load(force=force)
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def _load_now(self) -> None:
         async with self._lock:
-            if self._loaded and not force:
-                return
             self._during_load = {}
             try:
-                snap, dim = await asyncio.to_thread(self._read, self.dim)
+                snap, dim, stamp = await asyncio.to_thread(self._read, self.dim)
                 later = self._during_load
             finally:
                 self._during_load = None
-            self._snap, self.dim = snap, dim
+            self._snap, self.dim, self._stamp = snap, dim, stamp
             self._overlay = {i: v for i, v in later.items() if v is None or len(v) == dim}
             self._loaded = True
+            self._checked = time.monotonic()
 
-    def _read(self, dim: int) -> tuple[_Snapshot, int]:
-        """The store's vectors as a snapshot (a worker thread)."""
+    def refresh(self, *, every_s: float) -> asyncio.Task[None] | None:
+        """At most every ``every_s``: check the store's stamp in the background and reload
+        when it changed (vectors another server wrote). Never waited for by a search."""
+        if not self._loaded or time.monotonic() - self._checked < every_s:
+            return None
+        if self._load_task is not None and not self._load_task.done():
+            return None
+        self._checked = time.monotonic()
+        self._load_task = asyncio.get_running_loop().create_task(self._refresh_now())
+        return self._load_task
+
+    async def _refresh_now(self) -> None:
+        stamp = await asyncio.to_thread(self._read_stamp)
+        if stamp is None or stamp != self._stamp:
+            await self._load_now()
+
+    def _read_stamp(self) -> Any:
+        """The store's cheap stamp of the vectors (None: the store has none: reload)."""
+        read = getattr(self.store, "memory_vectors_stamp", None)
+        return None if read is None else read(owner=self.owner, model=self.model)
+
+    def _read(self, dim: int) -> tuple[_Snapshot, int, Any]:
+        """The store's vectors as a snapshot, and its stamp read first (a worker thread:
+        a write between the two is seen by the next refresh)."""
+        stamp = self._read_stamp()
         rows = self.store.memory_vectors(owner=self.owner, model=self.model)
         dims = Counter(len(v) for _, v in rows)
         dim = dims.most_common(1)[0][0] if dims else dim
         kept = [(str(i), array("f", v)) for i, v in rows if len(v) == dim]
-        return _Snapshot([i for i, _ in kept], [v for _, v in kept], dim), dim
+        return _Snapshot([i for i, _ in kept], [v for _, v in kept], dim), dim, stamp
 
     async def _fold(self) -> None:
-        """Fold the overlay into a new snapshot (in a worker)."""
+        """Fold the overlay into a new snapshot (in a worker; a background task)."""
         async with self._lock:
             folded = dict(self._overlay)
             if len(folded) < FOLD_AT:
@@ -159,19 +218,32 @@ class VectorIndex:
                 if i in self._overlay and self._overlay[i] is v:
                     del self._overlay[i]
 
+    def start_fold(self) -> asyncio.Task[None] | None:
+        """Fold the overlay in the background past :data:`FOLD_AT` changes (searches
+        score the overlay meanwhile)."""
+        if len(self._overlay) < FOLD_AT:
+            return None
+        if self._fold_task is None or self._fold_task.done():
+            self._fold_task = asyncio.get_running_loop().create_task(self._fold())
+        return self._fold_task
+
     async def cosines(self, query: Sequence[float]) -> dict[str, float]:
-        """``{memory_id: cosine with query}`` of every held vector."""
+        """``{memory_id: cosine with query}`` of every held vector (waits for the load or
+        the reload running)."""
         await self.load()
+        if self._load_task is not None and not self._load_task.done():
+            await asyncio.shield(self._load_task)
         return await self.nearest(query, limit=len(self))
 
     async def nearest(
         self, query: Sequence[float], *, limit: int, ids: Sequence[str] = ()
     ) -> dict[str, float]:
         """``{memory_id: cosine}`` of the ``limit`` facts nearest ``query`` and of ``ids``
-        (those held); nothing for a query of another dimension than the index's."""
+        (those held); nothing for a query of another dimension than the index's. Waits
+        for the first load (shielded; a search checks :attr:`loaded` first and does not
+        call this before); a fold runs in the background."""
         await self.load()
-        if len(self._overlay) >= FOLD_AT:
-            await self._fold()
+        self.start_fold()
         if len(query) != self.dim or (limit <= 0 and not ids):
             return {}
         norm = math.sqrt(math.fsum(q * q for q in query)) or 1.0

@@ -38,6 +38,7 @@ __all__ = [
     "list_memories",
     "memories_without_vector",
     "memory_vectors",
+    "memory_vectors_stamp",
     "put_vector",
     "update_memory",
 ]
@@ -234,6 +235,18 @@ def memory_vectors(conn: Any, owner: str, model: str) -> list[tuple[str, list[fl
     )
     found = [(str(mid), [float(x) for x in json.loads(v)]) for mid, v in conn.execute(query)]
     return sorted(found)
+
+
+def memory_vectors_stamp(conn: Any, owner: str, model: str) -> tuple[int, str]:
+    """A cheap stamp of :func:`memory_vectors`' answer: how many, and the latest
+    ``updated`` of their memories (a vector stored, dropped or replaced changes it)."""
+    query = (
+        core_select(func.count(), func.max(_M.updated))
+        .select_from(_VECTORS.join(_MEMORIES, _M.id == _VECTORS.c.memory_id))
+        .where(_M.owner == owner, _VECTORS.c.model == model)
+    )
+    count, latest = conn.execute(query).one()
+    return int(count or 0), str(latest or "")
 
 
 def memories_without_vector(conn: Any, owner: str, model: str, limit: int) -> list[Memory]:

@@ -110,6 +110,12 @@ class MemoryMethods:
         with self._read("cannot read vectors") as session:
             return memory_queries.memory_vectors(session.connection(), owner, model)
 
+    def memory_vectors_stamp(self, *, owner: str = "", model: str) -> tuple[int, str]:
+        """A cheap stamp of :meth:`memory_vectors` (count, latest ``updated``): the index
+        reloads only when it changed."""
+        with self._read("cannot read vectors") as session:
+            return memory_queries.memory_vectors_stamp(session.connection(), owner, model)
+
     def memories_without_vector(
         self, *, owner: str = "", model: str, limit: int = 100
     ) -> list[Memory]:

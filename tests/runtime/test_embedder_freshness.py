@@ -52,8 +52,9 @@ async def test_the_index_is_read_once_and_kept_current_by_the_embedder(
     dog = await service.save(DOG, author="person")
     await embedder.drain()
     assert (await recall_hits(store, embedder, QUERY, k=5))[0].id == dog.id
+    await embedder.drain()  # the backfill the search kicked: done before the next fact
     index = embedder.index("", MODEL)
-    # a vector another server wrote: not read again (no TTL) ...
+    # a vector another server wrote: not read again before ``reload_every_s`` ...
     other = save(store, "x", "Her puppy is called Pixel")
     assert store.put_vector(other.id, MODEL, vec(other.text))
     assert set(await index.cosines(vec(QUERY))) == {dog.id}
@@ -160,6 +161,10 @@ async def test_a_failing_pgvector_search_falls_back_to_the_index_with_one_warnin
     service = service_for(store, embedder)
     dog = await service.save(DOG, author="person")
     await embedder.drain()
+    # the pgvector search fails: the in-memory index was never needed, so it starts
+    # loading now and this answer is lexical (nothing: no word in common)
+    assert await recall_hits(store, embedder, QUERY, k=5) == []
+    await embedder.drain()
     for _ in range(2):
         hits = await recall_hits(store, embedder, QUERY, k=5)
         assert [h.id for h in hits][:1] == [dog.id]  # ranked by the in-memory vectors
@@ -187,8 +192,11 @@ async def test_many_changes_are_folded_and_score_as_a_fresh_load(
         index.drop(memory.id)
         store.delete_memory(memory.id)
     query = vec("topic3 fact")
-    near = await index.nearest(query, limit=8, ids=[facts[0].id, facts[20].id])
+    await index.nearest(query, limit=8, ids=[facts[0].id, facts[20].id])  # starts the fold
+    assert index._fold_task is not None  # in the background: the search did not wait
+    await index._fold_task
     assert len(index._overlay) < vector_index.FOLD_AT
+    near = await index.nearest(query, limit=8, ids=[facts[0].id, facts[20].id])
     fresh = vector_index.VectorIndex(store, owner="", model=MODEL)
     expect = await fresh.nearest(query, limit=8, ids=[facts[0].id, facts[20].id])
     assert near == pytest.approx(expect, abs=1e-5)
