@@ -15,13 +15,18 @@
     │   ├── KernelDied              the kernel process is gone
     │   └── CellTimeout             a cell ran past its timeout
     ├── AppCallError                an in-cell app call failed (raised inside the kernel)
+    ├── ProgramFault                a program misbehaved in a run (raised, a non-catalogue
+    │                               effect, past a ceiling, no effect for too long): ``program``
     ├── TraceError                  an effect log is unreadable or inconsistent
-    │   └── NondeterminismError     a replay asked for a different effect than was recorded
+    │   ├── NondeterminismError     a replay asked for a different effect than was recorded
+    │   ├── ProgramMissing          a recorded program version is not in this store
+    │   └── ProgramMismatch         a recorded program version's files hash differently
     ├── StoreError                  the database refused a write or a read
     │   └── StoreUnavailable        locked or unreachable: try again later (also Unavailable)
     ├── RequestError                a request the agent refuses: ``message`` and ``reason``
     │   ├── BadRequest              the input is wrong               (bad_request, bad_text, ...)
-    │   │   └── SettingsError       a settings change is refused     (bad_settings)
+    │   │   ├── SettingsError       a settings change is refused     (bad_settings)
+    │   │   └── ProgramRefused      a deploy is refused              (program_refused)
     │   ├── Forbidden               not allowed for this user        (forbidden)
     │   ├── NotFound                no such chat, run or trace       (not_found)
     │   ├── Conflict                the target exists                (exists)
@@ -34,6 +39,8 @@
         └── CliFailure              an expected ``jupyter agent`` failure: one line, exit 2
 
     RunCancelled                    (a BaseException, like asyncio.CancelledError) a hard break
+    ProgramStuck                    (a BaseException) raised into a program's step by the
+                                    watchdog when it yields no effect in time
 
 A :class:`RequestError` is what a service refuses; it knows no HTTP. ``reason`` is a short
 machine word (the class's default, or a finer one given when raised: ``bad_text``,
@@ -73,6 +80,11 @@ __all__ = [
     "NotFound",
     "NotSupported",
     "PayloadTooLarge",
+    "ProgramFault",
+    "ProgramMismatch",
+    "ProgramMissing",
+    "ProgramRefused",
+    "ProgramStuck",
     "ProviderError",
     "ProviderFailure",
     "ProviderProtocolError",
@@ -204,6 +216,35 @@ class NondeterminismError(TraceError):
         self.asked = asked
 
 
+class ProgramMissing(TraceError):
+    """A run names a program version this store does not hold (deployed on another server,
+    or removed): ``ref`` is its recorded ``name@vN#hash``."""
+
+    def __init__(self, message: str, *, ref: str) -> None:
+        super().__init__(message)
+        self.ref = ref
+
+
+class ProgramMismatch(TraceError):
+    """A recorded program version's stored files hash differently from what the run
+    recorded: ``ref`` the recorded reference, ``found`` the stored hash."""
+
+    def __init__(self, message: str, *, ref: str, found: str) -> None:
+        super().__init__(message)
+        self.ref = ref
+        self.found = found
+
+
+class ProgramFault(AgentError):
+    """A program misbehaved in a run: it raised, yielded something that is not an effect
+    of the catalogue, went past one of the run's ceilings, or yielded no effect within the
+    step deadline. ``program`` names it (``name@vN#hash``); the run ends ``error``."""
+
+    def __init__(self, message: str, *, program: str) -> None:
+        super().__init__(message)
+        self.program = program
+
+
 class StoreError(AgentError):
     """The database refused a read or a write."""
 
@@ -239,6 +280,13 @@ class SettingsError(BadRequest):
     """A settings change that is refused; the message says why (never a key value)."""
 
     default_reason = "bad_settings"
+
+
+class ProgramRefused(BadRequest):
+    """A deploy refused: a bad name or files, a syntax error, no entry point, or the smoke
+    test failed. The message says which; the active version stays."""
+
+    default_reason = "program_refused"
 
 
 class Forbidden(RequestError):
@@ -354,3 +402,10 @@ class RunCancelled(BaseException):
         super().__init__(reason)
         self.reason = reason
         self.detail: dict[str, Any] = detail if isinstance(detail, dict) else {}
+
+
+class ProgramStuck(BaseException):
+    """Raised into a program's step (in its worker thread) by the watchdog when the step
+    yields no effect within its deadline. A BaseException so ``except Exception`` in a
+    program does not swallow it (the watchdog raises it again until the step ends)."""
+

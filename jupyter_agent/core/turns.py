@@ -228,6 +228,11 @@ class RunSummary:
     cost: float | None = None
     stop_reason: StopReason | None = None
     end_cause: EndCause | None = None
+    #: Every program the run used, ``name@vN#hash``: the run program first (issue 16;
+    #: empty in rows written before).
+    programs: tuple[str, ...] = ()
+    #: The agent (its space) the run answered as.
+    agent: str = "agent"
 
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)

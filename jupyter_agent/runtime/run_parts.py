@@ -57,6 +57,8 @@ class RunConfig:
     #: The deadline of a ``recall.search`` (RunManager trait ``recall_timeout_ms``): the
     #: host's, not the program's (it is not in the ``config.get memory`` answer).
     recall_timeout_ms: int = 250
+    #: The agent the run answers as (issue 16): its spaces, tiers and program versions.
+    agent: str = "agent"
 
     def get(self, key: str) -> Any:
         """The value of a ``config.get`` key (None when unknown). ``history`` and ``memory``
@@ -98,6 +100,12 @@ class RunServices:
     #: The in-cell ``memory`` app's service (a ``runtime.memory_service.MemoryService``);
     #: None: ``memory.*`` calls fail with a clear error.
     memory: Any = None
+    #: The program registry (``programs.registry.ProgramRegistry``): which version of a
+    #: program a new run uses, and the recorded versions replay loads (issue 16). None: the
+    #: built-in defaults only.
+    programs: Any = None
+    #: The agents this server hosts (``runtime.agents.AgentRegistry``); None: one, "agent".
+    agents: Any = None
 
 
 class ScrubbingPool:
