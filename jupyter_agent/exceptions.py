@@ -408,4 +408,3 @@ class ProgramStuck(BaseException):
     """Raised into a program's step (in its worker thread) by the watchdog when the step
     yields no effect within its deadline. A BaseException so ``except Exception`` in a
     program does not swallow it (the watchdog raises it again until the step ends)."""
-
