@@ -114,8 +114,9 @@ async def open_run(
         "tiers": config.tiers,
         "profile": model,
     }
-    if not program.builtin:  # what a replay steps it under (a stuck step is a failure)
+    if not program.builtin:  # what a replay's guard counts with and steps it under
         header["step_timeout_s"] = step_timeout_s
+        header["ceilings"] = config.ceilings
     summary = RunSummary(
         run_id=run_id,
         chat_id=chat_id,
