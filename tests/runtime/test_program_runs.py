@@ -46,14 +46,18 @@ async def test_a_builtin_run_records_its_hashed_programs_and_agent(agent: Harnes
     agent.fake.load([{"text": "Hello."}])
     turn = await agent.ask(agent.new_chat(), "hi")
     refs = tuple(r.text for r in run_refs("toolcaller@v4"))
-    assert refs[0].startswith("toolcaller@v4#") and len(refs) == 4
+    assert refs[0].startswith("toolcaller@v4#")
+    assert len(refs) == 4
     trace = agent.trace(turn.run_id)
     assert trace.header["program"] == "toolcaller@v4"
     assert tuple(trace.header["programs"]) == refs
     assert trace.header["agent"] == "agent"
     summary = agent.store.get_run(turn.run_id)
-    assert summary is not None and summary.programs == refs and summary.agent == "agent"
-    assert turn.programs == refs and turn.from_agent == "agent"
+    assert summary is not None
+    assert summary.programs == refs
+    assert summary.agent == "agent"
+    assert turn.programs == refs
+    assert turn.from_agent == "agent"
     assert "step_timeout_s" not in trace.header  # built-ins step inline
     assert verify_run(trace).identical
 
@@ -69,8 +73,10 @@ async def test_a_deployed_version_runs_records_and_replays(agent: Harness) -> No
     assert trace.header["programs"][0] == v5.ref.text
     assert trace.header["step_timeout_s"] == 10.0
     summary = agent.store.get_run(turn.run_id)
-    assert summary is not None and summary.program == "toolcaller@v5"
-    assert summary.programs == v5.programs and summary.status == "done"
+    assert summary is not None
+    assert summary.program == "toolcaller@v5"
+    assert summary.programs == v5.programs
+    assert summary.status == "done"
     assert turn.programs == v5.programs
     # replay finds it through the loader; with built-ins only it is missing
     assert verify_run(trace, registry.load).identical
@@ -96,21 +102,25 @@ async def test_a_failing_program_ends_its_run_visibly(
     turn = await agent.ask(chat, "go")
     assert (turn.llm.stop_reason, turn.llm.end_cause) == ("error", "error")
     assert final_text(turn) == f"The program {bad.ref.text} failed: {said} {FAILED}"
-    assert turn.user_text == "go" and turn.programs == bad.programs
+    assert turn.user_text == "go"
+    assert turn.programs == bad.programs
     assert turn.from_agent == "agent"
     reply = await agent.wait_event(chat, "reply")
     assert reply["text"] == final_text(turn)
     summary = agent.store.get_run(turn.run_id)
-    assert summary is not None and (summary.status, summary.end_cause) == ("error", "error")
+    assert summary is not None
+    assert (summary.status, summary.end_cause) == ("error", "error")
     line = last_line(agent, turn.run_id)
-    assert line["kind"] == "program_error" and line["program"] == bad.ref.text
+    assert line["kind"] == "program_error"
+    assert line["program"] == bad.ref.text
     assert line["after_seq"] == agent.trace(turn.run_id).lines[-1].seq
     assert any("failed" in r.getMessage() and r.exc_info for r in caplog.records)
     # replay reproduces the failure at the same point: identical
     trace = agent.trace(turn.run_id)
     assert trace.program_error is not None
     outcome = verify_run(trace, registry.load)
-    assert outcome.identical and outcome.failure is not None
+    assert outcome.identical
+    assert outcome.failure is not None
     # another version that does not fail there is not identical, and says so
     registry.versions["toolcaller@v5"] = ps.Deployed(bad.ref, ps.echo)
     other = verify_run(trace, registry.load)
@@ -119,7 +129,8 @@ async def test_a_failing_program_ends_its_run_visibly(
     registry.activate(None)
     agent.fake.load([{"text": "Fine."}])
     again = await agent.ask(chat, "again")
-    assert final_text(again) == "Fine." and again.llm.stop_reason == "done"
+    assert final_text(again) == "Fine."
+    assert again.llm.stop_reason == "done"
 
 
 async def test_the_model_call_backstop_ends_a_deployed_run(agent: Harness) -> None:
@@ -177,7 +188,8 @@ async def test_a_stuck_program_ends_while_other_chats_go_on(agent: Harness) -> N
         turn = await agent.finish(run["run_id"], timeout_s=30)
     finally:
         probing.cancel()
-    assert final_text(other) == "Quick." and other_s < 2.0
+    assert final_text(other) == "Quick."
+    assert other_s < 2.0
     assert max(lags) < 0.25
     assert final_text(turn) == (
         f"The program {stuck.ref.text} failed: it yielded no effect within 0.5 s "
@@ -201,8 +213,10 @@ async def test_a_deploy_during_a_run_applies_to_the_next_one(agent: Harness) -> 
     registry.activate(v6)  # lands while v5's run is in flight
     second = await agent.ask(agent.new_chat(), "two")
     turn = await agent.finish(first["run_id"])
-    assert final_text(turn) == "echo: one" and turn.programs == v5.programs
-    assert final_text(second) == "echo6: two" and second.programs == v6.programs
+    assert final_text(turn) == "echo: one"
+    assert turn.programs == v5.programs
+    assert final_text(second) == "echo6: two"
+    assert second.programs == v6.programs
     for run_id in (turn.run_id, second.run_id):
         assert verify_run(agent.trace(run_id), registry.load).identical
 
