@@ -128,10 +128,11 @@ def window_line(window: Any) -> str | None:
 def _head(body: dict[str, Any], console: Console) -> None:
     console.print(f"[bold]run[/bold] {escape(str(body.get('run_id')))}", end="  ")
     console.print(f"chat {escape(str(body.get('chat_id')))}  {escape(str(body.get('program')))}")
-    header = body.get("header") if isinstance(body.get("header"), dict) else {}
+    header: dict[str, Any] = body.get("header") or {}
     turn = body.get("turn")
-    programs = header.get("programs") or (turn or {}).get("programs")
-    agent = header.get("agent") or (turn or {}).get("fromAgent")
+    known: dict[str, Any] = turn if isinstance(turn, dict) else {}
+    programs = header.get("programs") or known.get("programs")
+    agent = header.get("agent") or known.get("fromAgent")
     if programs or agent:  # every program the run used, and who answered (issue 16)
         refs = ", ".join(str(p) for p in programs or ())
         console.print(f"agent {escape(str(agent or 'agent'))}  programs {escape(refs or '-')}")

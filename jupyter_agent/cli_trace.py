@@ -270,16 +270,27 @@ def _fetched_log(args: argparse.Namespace, run_id: str) -> TraceFile:
 
 @_guarded
 def _replay(args: argparse.Namespace) -> int:
+    from jupyter_agent.cli_replay import ReplayLoader
     from jupyter_agent.trace.verify import verify_run
 
     local = _local_log(args.run)
     trace = read_log(local) if local is not None else _fetched_log(args, _check_run_id(args.run))
-    outcome = verify_run(trace)
+    with ReplayLoader(args) as loader:
+        outcome = verify_run(trace, loader.load)
+    for note in outcome.notes:  # another build of a built-in: said, not a failure
+        print(f"jupyter agent: note: {note}", file=sys.stderr)
     if args.json:
         _print_json(outcome.to_json())
     elif outcome.identical:
         count = sum(1 for line in trace.lines if line.phase == "intent")
-        print(f"identical: run {outcome.run_id} replayed ({plural(count, 'effect')})")
+        failed = ""
+        if outcome.failure is not None:
+            error = outcome.failure.get("error") or {}
+            failed = f"; its program failed again: {error.get('type')}: {error.get('message')}"
+        print(
+            f"identical: run {outcome.run_id} replayed with {outcome.program}"
+            f" ({plural(count, 'effect')}{failed})"
+        )
     else:
         print(f"diverged at seq {outcome.seq} in run {outcome.run_id}")
         print("recorded:")
@@ -354,6 +365,11 @@ def add_replay(subparsers: Subparsers) -> None:
     replay = subparsers.add_parser("replay", help="replay a run's log and check it is identical")
     _add_server_options(replay)
     replay.add_argument("run", metavar="RUN|FILE", help="a run id or a .jsonl log file")
+    replay.add_argument(
+        "--db-url",
+        default=None,
+        help="the database holding deployed program versions (default: the local one)",
+    )
     replay.add_argument("--json", action="store_true", help="print the outcome as JSON")
     replay.set_defaults(handler=_replay)
 

@@ -48,6 +48,7 @@ __all__ = [
     "drive_program_sync",
     "failure_reply",
     "monotonic_elapsed",
+    "unloadable",
 ]
 
 T = TypeVar("T")
@@ -96,6 +97,13 @@ class ProgramFailed(ProgramFault):
         if isinstance(err, ProgramStuck):
             return cls(program, "ProgramStuck", str(err) or "yielded no effect in time")
         return cls(program, type(err).__name__, str(err))
+
+
+def unloadable(program: str, fault: ProgramFault) -> ProgramFailed:
+    """A version that could not be loaded (the registry's ProgramFault) as its run's
+    failure: "cannot be loaded: ImportError: ..." (the fault's text without the ref)."""
+    message = str(fault).removeprefix(f"{program} ").removeprefix(f"{program}: ")
+    return ProgramFailed(program, "ProgramFault", message)
 
 
 def _is_host(kind: str) -> bool:
@@ -276,7 +284,7 @@ async def _drive_threaded(
 
     async def step(value: Any) -> tuple[bool, Any]:
         try:
-            return await run_with_deadline(  # type: ignore[no-any-return]
+            return await run_with_deadline(
                 lambda: _advance(gen, value), step_timeout_s, message=stuck, name=program
             )
         except _NOT_THE_PROGRAMS:

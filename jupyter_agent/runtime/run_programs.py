@@ -25,6 +25,7 @@ from jupyter_agent.effects import EffectGen
 from jupyter_agent.exceptions import ProgramFault
 from jupyter_agent.programs.builtin import BUILTIN, DEFAULTS, Factory, run_refs
 from jupyter_agent.programs.refs import ProgramRef, parse_ref
+from jupyter_agent.runtime.program_guard import unloadable
 
 __all__ = ["RunProgram", "resolve_run_program"]
 
@@ -71,10 +72,10 @@ class RunProgram:
             ref = parse_ref(fault.program)
         except ValueError:
             ref = ProgramRef("toolcaller", 1)
-        cause = fault.__cause__ or fault
+        failed = unloadable(ref.text, fault)
 
         def factory(run_id: str, chat_id: str) -> EffectGen[Any]:
-            raise cause
+            raise failed
             yield  # pragma: no cover - a generator that fails at its first step
 
         return cls(ref=ref, programs=(ref.text,), factory=factory, builtin=False)
@@ -89,6 +90,8 @@ async def resolve_run_program(services: Any, agent: str, family: str) -> RunProg
     try:
         resolved = await asyncio.to_thread(registry.resolve, agent, family)
     except ProgramFault as fault:
-        log.error("the %s program of agent %s does not load: %s", family, agent, fault)
+        log.error(
+            "the %s program of agent %s does not load: %s", family, agent, fault, exc_info=fault
+        )
         return RunProgram.failing(fault)
     return RunProgram.of(resolved)

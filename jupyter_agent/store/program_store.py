@@ -137,9 +137,7 @@ class ProgramMethods:
             ).scalar()
             # A number an activation names stays taken, even after its row was pruned.
             named = conn.execute(
-                core_select(func.max(_ACTIVATIONS.c.version)).where(
-                    _ACTIVATIONS.c.name == row.name
-                )
+                core_select(func.max(_ACTIVATIONS.c.version)).where(_ACTIVATIONS.c.name == row.name)
             ).scalar()
             version = max(int(top or 0), int(named or 0), after) + 1
             stored = ProgramRow(

@@ -43,6 +43,7 @@ from jupyter_agent.runtime.program_guard import (
     ProgramFailed,
     ProgramGuard,
     drive_program_sync,
+    unloadable,
 )
 from jupyter_agent.trace.log import TraceFile, read_log
 from jupyter_agent.trace.replay import Replayer
@@ -147,8 +148,10 @@ def _ceilings(trace: TraceFile) -> Any:
 
 
 def _elapsed(trace: TraceFile, replayer: Replayer) -> Callable[[], float]:
-    """The guard's clock in a replay: the recorded time of the effect being asked."""
-    start = str(trace.header.get("created") or "")
+    """The guard's clock in a replay: the recorded time of the effect being asked, from
+    the first effect's (the run's start to within milliseconds; a header's ``created``
+    may be written by hand)."""
+    start = trace.lines[0].t if trace.lines else str(trace.header.get("created") or "")
     last = trace.lines[-1].t if trace.lines else start
     end = str((trace.program_error or {}).get("t") or last)
 
@@ -176,7 +179,7 @@ def replay_run(
     try:
         loaded = builtin_loader(ref, notes) if load is None else load(ref)
     except ProgramFault as fault:  # it did not load: as at the run's start
-        return _failed(trace, replayer, ProgramFailed.raised(ref.text, fault.__cause__ or fault))
+        return _failed(trace, replayer, unloadable(ref.text, fault))
     factory = getattr(loaded, "factory", loaded)
     builtin = bool(getattr(loaded, "builtin", ref.key in BUILTIN))
     note = getattr(loaded, "note", None)

@@ -148,18 +148,16 @@ async def test_the_model_call_backstop_ends_a_deployed_run(agent: Harness) -> No
 
 async def test_a_program_that_does_not_load_ends_its_run(agent: Harness) -> None:
     registry = use(agent, ps.FakeRegistry())
-    try:
-        raise ImportError("no module named 'nonesuch'")
-    except ImportError as cause:
-        fault = ProgramFault("toolcaller@v5#abcdefabcdef: it does not load", program="x")
-        fault.program = "toolcaller@v5#abcdefabcdef"
-        fault.__cause__ = cause
-    registry.fault = fault
+    ref = "toolcaller@v5#abcdefabcdef"
+    registry.fault = ProgramFault(
+        f"{ref} cannot be loaded: ImportError: no module named 'nonesuch'", program=ref
+    )
     turn = await agent.ask(agent.new_chat(), "go")
     assert final_text(turn) == (
-        "The program toolcaller@v5#abcdefabcdef failed: ImportError: no module named "
+        f"The program {ref} failed: it cannot be loaded: ImportError: no module named "
         f"'nonesuch' {FAILED}"
     )
+    assert turn.llm.end_cause == "error"
     assert last_line(agent, turn.run_id)["after_seq"] == 0
 
 
