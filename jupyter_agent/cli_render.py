@@ -72,7 +72,8 @@ def render_ls(runs: list[dict[str, Any]], next_cursor: str | None = None) -> Non
         console.print("No runs.")
         return
     table = Table(show_edge=False, header_style="bold")
-    for name in ("run", "chat", "program", "agent", "status", "stop/end", "model", "calls"):
+    table.add_column("run", no_wrap=True)  # whole: a person copies it into `trace show`
+    for name in ("chat", "program", "agent", "status", "stop/end", "model", "calls"):
         table.add_column(name, overflow="fold")
     table.add_column("cells")
     table.add_column("tokens in/out", justify="right")

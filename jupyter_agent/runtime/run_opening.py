@@ -100,7 +100,7 @@ async def open_run(
     """
     first = next(i for i in items if i.get("kind") == "message")
     run_id = run_id or new_id("run")
-    program = await resolve_run_program(services, config.agent, "toolcaller")
+    program = await resolve_run_program(services.programs, config.agent, "toolcaller")
     started = now_iso()
     model = (config.tiers.get("codegen") or {}).get("model")
     header: dict[str, Any] = {

@@ -1,6 +1,6 @@
 """Which program a new run runs: resolved through the program registry (issue 16).
 
-:func:`resolve_run_program` asks ``services.programs`` (a
+:func:`resolve_run_program` asks the registry (``RunServices.programs``, a
 :class:`~jupyter_agent.programs.registry.ProgramRegistry`) for the version of a run family
 (``toolcaller``, ``history``) active for the run's agent, in a worker thread (the registry
 reads the store). No registry: the family's built-in default
@@ -81,10 +81,10 @@ class RunProgram:
         return cls(ref=ref, programs=(ref.text,), factory=factory, builtin=False)
 
 
-async def resolve_run_program(services: Any, agent: str, family: str) -> RunProgram:
-    """The active version of ``family`` for ``agent`` (module docstring). Store errors
-    propagate (the run does not start: the sender gets the error)."""
-    registry = getattr(services, "programs", None)
+async def resolve_run_program(registry: Any, agent: str, family: str) -> RunProgram:
+    """The active version of ``family`` for ``agent`` in ``registry`` (a ProgramRegistry,
+    or None: the built-in default; module docstring). Store errors propagate (the run does
+    not start: the sender gets the error)."""
     if registry is None:
         return RunProgram.of_builtin(DEFAULTS[family])
     try:
