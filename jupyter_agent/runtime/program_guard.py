@@ -278,15 +278,15 @@ async def _drive_threaded(
     guard: ProgramGuard,
     step_timeout_s: float,
 ) -> T:
-    from jupyter_agent.programs.watchdog import run_with_deadline
+    from jupyter_agent.programs.watchdog import StepWorker
 
     program, stuck = guard.program, _stuck_message(step_timeout_s)
+    # One thread for all the run's steps: a thread started per step cost ~1 ms each.
+    worker = StepWorker(name=program)
 
     async def step(value: Any) -> tuple[bool, Any]:
         try:
-            return await run_with_deadline(
-                lambda: _advance(gen, value), step_timeout_s, message=stuck, name=program
-            )
+            return await worker.run(lambda: _advance(gen, value), step_timeout_s, message=stuck)
         except _NOT_THE_PROGRAMS:
             raise
         except (ProgramStuck, Exception) as err:
@@ -300,8 +300,11 @@ async def _drive_threaded(
     finally:
         # Its finally blocks are the program's code too: under the deadline. The run's
         # outcome is already decided; a close that fails changes nothing.
-        with contextlib.suppress(ProgramStuck, Exception):
-            await run_with_deadline(gen.close, step_timeout_s, message=stuck, name=program)
+        try:
+            with contextlib.suppress(ProgramStuck, Exception):
+                await worker.run(gen.close, step_timeout_s, message=stuck)
+        finally:
+            worker.close()
 
 
 def drive_program_sync(

@@ -77,3 +77,27 @@ def test_quick_steps_never_get_a_late_stop() -> None:
     for _ in range(200):
         assert call_with_deadline(lambda: 1, 5.0) == 1
     time.sleep(0.1)
+
+
+def test_a_step_worker_runs_every_step_in_one_thread_and_stops_a_stuck_one() -> None:
+    import threading
+
+    from jupyter_agent.programs.watchdog import StepWorker
+
+    async def scenario() -> None:
+        worker = StepWorker(name="test-steps")
+        idents = {await worker.run(threading.current_thread, 2) for _ in range(50)}
+        assert len(idents) == 1 and threading.current_thread() not in idents
+        with pytest.raises(ValueError, match="boom"):
+            await worker.run(lambda: (_ for _ in ()).throw(ValueError("boom")), 2)
+        started = time.monotonic()
+        with pytest.raises(ProgramStuck, match="stuck step"):
+            await worker.run(_spin_catching, 0.3, message="stuck step")
+        assert time.monotonic() - started < 3
+        # A fresh thread after a stuck step: a late stop never lands in the next step.
+        after = await worker.run(threading.current_thread, 2)
+        assert after not in idents
+        assert [await worker.run(lambda: n * 2, 2) for n in range(3)] == [0, 2, 4]
+        worker.close()
+
+    asyncio.run(scenario())
