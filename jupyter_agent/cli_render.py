@@ -72,8 +72,10 @@ def render_ls(runs: list[dict[str, Any]], next_cursor: str | None = None) -> Non
         console.print("No runs.")
         return
     table = Table(show_edge=False, header_style="bold")
-    for name in ("run", "chat", "status", "stop/end", "model", "calls", "cells"):
+    table.add_column("run", no_wrap=True)  # whole: a person copies it into `trace show`
+    for name in ("chat", "program", "agent", "status", "stop/end", "model", "calls"):
         table.add_column(name, overflow="fold")
+    table.add_column("cells")
     table.add_column("tokens in/out", justify="right")
     table.add_column("cost", justify="right")
     table.add_column("started")
@@ -83,6 +85,8 @@ def render_ls(runs: list[dict[str, Any]], next_cursor: str | None = None) -> Non
         table.add_row(
             escape(str(run.get("run_id"))),
             escape(str(run.get("chat_id"))),
+            escape(run_program(run)),
+            escape(str(run.get("agent") or "agent")),
             escape(str(run.get("status"))),
             f"{stop}/{end}",
             escape(str(run.get("model") or "-")),
@@ -95,6 +99,17 @@ def render_ls(runs: list[dict[str, Any]], next_cursor: str | None = None) -> Non
     console.print(table)
     if next_cursor:
         console.print(f"(more: --before {escape(next_cursor)})")
+
+
+def run_program(run: dict[str, Any]) -> str:
+    """The run program's ref text of a run summary's JSON: ``programs[0]`` (hashed, issue
+    16) when it names the run's ``program``, else ``program`` (rows written before)."""
+    program = str(run.get("program") or "-")
+    programs = run.get("programs")
+    first = programs[0] if isinstance(programs, list) and programs else None
+    if isinstance(first, str) and first.split("#", 1)[0] == program:
+        return first
+    return program
 
 
 def window_line(window: Any) -> str | None:
@@ -114,7 +129,20 @@ def window_line(window: Any) -> str | None:
 def _head(body: dict[str, Any], console: Console) -> None:
     console.print(f"[bold]run[/bold] {escape(str(body.get('run_id')))}", end="  ")
     console.print(f"chat {escape(str(body.get('chat_id')))}  {escape(str(body.get('program')))}")
+    header: dict[str, Any] = body.get("header") or {}
     turn = body.get("turn")
+    known: dict[str, Any] = turn if isinstance(turn, dict) else {}
+    programs = header.get("programs") or known.get("programs")
+    agent = header.get("agent") or known.get("fromAgent")
+    if programs or agent:  # every program the run used, and who answered (issue 16)
+        refs = ", ".join(str(p) for p in programs or ())
+        console.print(f"agent {escape(str(agent or 'agent'))}  programs {escape(refs or '-')}")
+    if body.get("program_error"):
+        error = body["program_error"].get("error") or {}
+        console.print(
+            f"[red]the program failed[/red] after seq {body['program_error'].get('after_seq')}:"
+            f" {escape(str(error.get('type')))}: {escape(str(error.get('message')))}"
+        )
     if isinstance(turn, dict):
         llm = turn.get("llm") or {}
         console.print(

@@ -9,10 +9,16 @@ Registered in :data:`jupyter_agent.cli.VERBS` by :func:`add_trace`, :func:`add_r
   run id on the server, or a local log file.
 - ``trace prune --older-than DAYS [--dry-run] [--db-url URL]``: local; deletes the run
   summaries started more than DAYS days ago (never a running one) from the local database
-  and their logs under the local runs folder.
-- ``replay RUN|FILE``: a file replays that log; a run id is read from the local runs
-  folder, else fetched from the server (``GET agent/runs/{id}?log=raw``). Exit 0 when
-  identical, 1 on a divergence (the seq, what was recorded, what was asked).
+  and their logs under the local runs folder; then the deployed program versions no
+  remaining run names and no layer has active (never a built-in), printing them (issue 16).
+- ``trace ls`` shows each run's program (its hashed ref) and agent; ``trace show`` every
+  program the run used and its agent, and a program's failure.
+- ``replay RUN|FILE [--db-url URL]``: a file replays that log; a run id is read from the
+  local runs folder, else fetched from the server (``GET agent/runs/{id}?log=raw``). The
+  recorded program versions are found by :mod:`jupyter_agent.cli_replay` (built-ins, the
+  local store and program cache, else the server); a missing or changed version is one
+  line, exit 2. Exit 0 when identical, 1 on a divergence (the seq, what was recorded,
+  what was asked).
 - ``export RUN -o FILE.ipynb``: a local log (and its turn from the local database, if
   any), else the server's ``GET agent/runs/{id}/notebook``; writes a valid notebook.
 
@@ -229,6 +235,11 @@ def _trace_prune(args: argparse.Namespace) -> int:
     store = Store(url)
     try:
         ids = _prunable(store, cutoff) if args.dry_run else store.prune_runs(older_than=cutoff)
+        versions = _prunable_programs(store, set(ids) if args.dry_run else None)
+        if not args.dry_run:
+            for row in versions:
+                store.delete_program(row.name, row.version)
+                _uncache(row.hash)
     finally:
         store.close()
     removed_logs = 0
@@ -243,7 +254,50 @@ def _trace_prune(args: argparse.Namespace) -> int:
     print(f"{verb} {runs} started before {cutoff} ({logs})")
     for run_id in ids:
         print(f"  {run_id}")
+    if versions:
+        what = plural(len(versions), "deployed program version")
+        print(f"{verb} {what} no remaining run names and no agent runs:")
+        for row in versions:
+            print(f"  {row.name}@v{row.version}#{row.hash[:12]}")
     return 0
+
+
+def _prunable_programs(store: Any, pruned: set[str] | None) -> list[Any]:
+    """The deployed versions (never a built-in) that no run left names and that no layer
+    has active. ``pruned``: the runs a dry run would delete (None: they are deleted)."""
+    if pruned is None:
+        named = store.named_programs()
+    else:
+        named = set()
+        before: str | None = None
+        while True:
+            page, before = store.list_runs(limit=200, before=before)
+            for run in page:
+                if run.run_id not in pruned:
+                    named.update((run.program, *run.programs))
+            if before is None:
+                break
+    keys = {str(name).split("#", 1)[0] for name in named}
+    active: dict[tuple[str, str], int | None] = {}
+    for row in store.activations():  # oldest first: the newest of each layer wins
+        active[(row.agent, row.name)] = row.version
+    kept = {(name, version) for (_, name), version in active.items() if version is not None}
+    return [
+        row
+        for row in store.programs()
+        if f"{row.name}@v{row.version}" not in keys and (row.name, row.version) not in kept
+    ]
+
+
+def _uncache(full_hash: str) -> None:
+    """Remove a pruned version's folder from the local program cache, if there."""
+    import shutil
+
+    from jupyter_agent.cli_replay import programs_cache_dir
+
+    folder = programs_cache_dir() / full_hash
+    if re.fullmatch(r"[0-9a-f]{64}", full_hash) and folder.is_dir():
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _prunable(store: Any, cutoff: str) -> list[str]:
@@ -270,16 +324,27 @@ def _fetched_log(args: argparse.Namespace, run_id: str) -> TraceFile:
 
 @_guarded
 def _replay(args: argparse.Namespace) -> int:
+    from jupyter_agent.cli_replay import ReplayLoader
     from jupyter_agent.trace.verify import verify_run
 
     local = _local_log(args.run)
     trace = read_log(local) if local is not None else _fetched_log(args, _check_run_id(args.run))
-    outcome = verify_run(trace)
+    with ReplayLoader(args) as loader:
+        outcome = verify_run(trace, loader.load)
+    for note in outcome.notes:  # another build of a built-in: said, not a failure
+        print(f"jupyter agent: note: {note}", file=sys.stderr)
     if args.json:
         _print_json(outcome.to_json())
     elif outcome.identical:
         count = sum(1 for line in trace.lines if line.phase == "intent")
-        print(f"identical: run {outcome.run_id} replayed ({plural(count, 'effect')})")
+        failed = ""
+        if outcome.failure is not None:
+            error = outcome.failure.get("error") or {}
+            failed = f"; its program failed again: {error.get('type')}: {error.get('message')}"
+        print(
+            f"identical: run {outcome.run_id} replayed with {outcome.program}"
+            f" ({plural(count, 'effect')}{failed})"
+        )
     else:
         print(f"diverged at seq {outcome.seq} in run {outcome.run_id}")
         print("recorded:")
@@ -354,6 +419,11 @@ def add_replay(subparsers: Subparsers) -> None:
     replay = subparsers.add_parser("replay", help="replay a run's log and check it is identical")
     _add_server_options(replay)
     replay.add_argument("run", metavar="RUN|FILE", help="a run id or a .jsonl log file")
+    replay.add_argument(
+        "--db-url",
+        default=None,
+        help="the database holding deployed program versions (default: the local one)",
+    )
     replay.add_argument("--json", action="store_true", help="print the outcome as JSON")
     replay.set_defaults(handler=_replay)
 

@@ -219,10 +219,16 @@ class AgentClient:
         """``GET agent/chats``: the chats."""
         return list(self._json("GET", "agent/chats").get("chats", []))
 
-    def create_chat(self, title: str | None = None) -> dict[str, Any]:
-        """``POST agent/chats``: the new chat."""
-        body = {"title": title} if title is not None else {}
+    def create_chat(self, title: str | None = None, *, agent: str | None = None) -> dict[str, Any]:
+        """``POST agent/chats``: the new chat, of ``agent`` (None: the server's default)."""
+        body: dict[str, Any] = {"title": title} if title is not None else {}
+        if agent is not None:
+            body["agent"] = agent
         return dict(self._json("POST", "agent/chats", body=body))
+
+    def agents(self) -> list[dict[str, Any]]:
+        """``GET agent/agents``: the agents the server hosts, the default one first."""
+        return list(self._json("GET", "agent/agents").get("agents", []))
 
     def rename_chat(self, chat_id: str, title: str) -> dict[str, Any]:
         """``PATCH agent/chats/{id}``: the renamed chat."""

@@ -5,8 +5,10 @@ life cycle.
 traits as one value) and the objects the Jupyter server lends (its store, kernel pool,
 transport, contents manager): the event bus, the mailbox, the user's settings and the
 effective tiers, contents access, the notebook writer, the demo model, the run manager,
-the history scheduler (chunk summaries, made in the background after each turn) and the
-embedder (facts' vectors through the optional ``embed`` tier). Nothing here answers a
+the history scheduler (chunk summaries, made in the background after each turn), the
+embedder (facts' vectors through the optional ``embed`` tier) and the agents the server
+hosts (:mod:`.agents`: each run answers as its chat's agent, with that agent's spaces and
+tiers). Nothing here answers a
 request: that is the façade's (:mod:`.service`).
 
 Construction is synchronous (the server's loop may not run yet); :meth:`Parts.start`
@@ -30,6 +32,7 @@ from traitlets.config import Config
 
 from jupyter_agent.llm.embeddings import EMBED_TIER
 from jupyter_agent.llm.transport import Transport
+from jupyter_agent.runtime.agents import DEFAULT_AGENT, Agent, AgentRegistry, agent_json
 from jupyter_agent.runtime.contents import Contents
 from jupyter_agent.runtime.demo import DemoModel
 from jupyter_agent.runtime.driver import RunConfig, RunServices
@@ -42,11 +45,12 @@ from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.memory_service import MemoryService
 from jupyter_agent.runtime.paths import default_db_url
+from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.run_parts import ScrubbingPool
 from jupyter_agent.runtime.runs import RunManager
 from jupyter_agent.runtime.secrets import Scrubber, known_secrets
 from jupyter_agent.runtime.settings import UserSettings
-from jupyter_agent.runtime.spaces import load_spaces
+from jupyter_agent.runtime.spaces import SpacesCache
 from jupyter_agent.runtime.tiersettings import TierSettings
 from jupyter_agent.store.repo import Store
 
@@ -75,6 +79,8 @@ class AdminConfig:
     retry_after_cap_s: float = 60.0
     #: Per-model profile overrides, as profile fields (:mod:`.admin_profiles`).
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The ``agents`` trait: ``{name: {space?, tiers?, description?}}`` (:mod:`.agents`).
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class Parts:
@@ -117,6 +123,12 @@ class Parts:
         self.contents = Contents(contents_manager, max_bytes=admin.max_attachment_bytes)
         self.notebooks = NotebookWriter(self.contents, admin.trace_dir)
         self.demo = DemoModel()
+        # The agents (trait and folders, read once), before the scrubber: their tiers'
+        # key references are secrets too.
+        self.agents = AgentRegistry.build(
+            admin.agents, data_dir=self.data_dir, policy=admin.key_policy
+        )
+        self.spaces_cache = SpacesCache()
         self.scrubber = self.build_scrubber(server_token)
         # Facts' vectors through the optional embed tier (the effective one, read at each
         # use: a tier set from the browser applies at once); a no-op without one.
@@ -140,6 +152,7 @@ class Parts:
             root_dir=self.root_dir,
             embedder=self.embedder,
             memory=self.memory,
+            agents=self.agents,
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
         self.manager = RunManager(
@@ -173,7 +186,7 @@ class Parts:
         values the kernel's filter removes (see :func:`known_secrets`)."""
         tiers = [*self.admin.tiers.values(), *self.user_settings.tiers().values()]
         refs = [str(t["api_key_ref"]) for t in tiers if t and t.get("api_key_ref")]
-        key_refs = [*refs, *self.admin.key_policy.refs()]
+        key_refs = [*refs, *self.agents.tier_refs(), *self.admin.key_policy.refs()]
         if isinstance(getattr(self.pool, "env_drop", None), set):
             # A key's variable never reaches the kernel, even under a name no pattern of
             # the filter catches (a transformed key would pass the scrubber).
@@ -189,38 +202,86 @@ class Parts:
         )
         return Scrubber(secrets)
 
-    def run_config(self) -> RunConfig:
-        """The snapshot a run starts with: effective tiers (or the demo), ceilings, spaces.
+    def run_config(self, agent: str = DEFAULT_AGENT) -> RunConfig:
+        """The snapshot a run of ``agent`` starts with: effective tiers (or the demo),
+        ceilings, that agent's spaces.
 
-        Tiers that are not ready are left out (they fall back to codegen); when codegen is
-        not ready, the demo model takes its place.
+        An agent this server no longer hosts answers as the default agent (logged). The
+        agent's tiers replace the user's for the tiers it names. Tiers that are not ready
+        are left out (they fall back to codegen); when codegen is not ready, the demo
+        model takes its place. Called on the event loop at each run start: the spaces
+        come from :class:`SpacesCache` (a ``stat`` walk unless a layer changed).
         """
-        tiers, demo = self.tier_settings.ready_tiers()
+        chosen = self.agents.for_run(agent)
+        tiers, demo = self.agent_tiers(chosen)
         profiles = {model: dict(fields) for model, fields in self.admin.profiles.items()}
         if demo:
             tiers["codegen"] = self.demo.tier()
             profiles.update(self.demo.profiles())
-        spaces = load_spaces(data_dir=self.data_dir, root_dir=Path(self.root_dir))
         layout = {"chunk_turns": self.manager.chunk_turns, "l2_chunks": self.manager.l2_chunks}
         return RunConfig(
             tiers=tiers,
             ceilings=self.manager.ceilings,
-            spaces=spaces,
+            spaces=self.agent_spaces(chosen),
             profiles=profiles,
             history_layout=layout,
             recall=self.manager.recall_settings,
             recall_timeout_ms=int(self.manager.recall_timeout_ms),
+            agent=chosen.name,
         )
 
-    def history_config(self) -> RunConfig:
-        """The snapshot a summary run starts with: :meth:`run_config`'s, but never the demo
-        model (a canned summary would be stored for good): with no ready codegen tier
-        there is no tier to summarise with, and the scheduler retries later."""
-        config = self.run_config()
-        if not self.tier_settings.ready_tiers()[1]:
+    def history_config(self, agent: str = DEFAULT_AGENT) -> RunConfig:
+        """The snapshot a summary run of ``agent``'s chat starts with: :meth:`run_config`'s,
+        but never the demo model (a canned summary would be stored for good): with no
+        ready codegen tier there is no tier to summarise with, and the scheduler retries
+        later."""
+        config = self.run_config(agent)
+        if not self.agent_tiers(self.agents.for_run(config.agent))[1]:
             return config
         tiers = {name: tier for name, tier in config.tiers.items() if name != "codegen"}
         return replace(config, tiers=tiers)
+
+    # --- agents ----------------------------------------------------------------------------
+
+    def agent_spaces(self, agent: Agent) -> dict[str, Any]:
+        """``agent``'s spaces snapshot (package < its space < user < project), cached."""
+        return self.spaces_cache.snapshot(
+            data_dir=self.data_dir,
+            root_dir=Path(self.root_dir),
+            agent_name=agent.name,
+            agent_space=agent.space,
+        )
+
+    def agent_effective_tiers(self, agent: Agent) -> dict[str, dict[str, Any]]:
+        """The admin's tiers, overlaid by the user's, overlaid by ``agent``'s (copies)."""
+        tiers = self.tier_settings.effective()
+        tiers.update({name: dict(tier) for name, tier in agent.tiers.items()})
+        return tiers
+
+    def agent_tiers(self, agent: Agent) -> tuple[dict[str, dict[str, Any]], bool]:
+        """``agent``'s effective tiers that are ready, and whether codegen is not (the demo
+        runs). The agent's own tiers are the admin's (trusted, or checked by the key policy
+        when its folder set them); a user tier the policy refuses stays refused unless the
+        agent replaces it."""
+        if not agent.tiers:
+            return self.tier_settings.ready_tiers()
+        tiers = self.agent_effective_tiers(agent)
+        refused = {
+            name: reason
+            for name, reason in self.tier_settings.refused_overrides().items()
+            if name not in agent.tiers
+        }
+        status = build_status(tiers, self.environ, self.admin.version, refused=refused)
+        ready = {n: t for n, t in tiers.items() if status["tiers"].get(n, {}).get("ready")}
+        return ready, bool(status["demo"])
+
+    def describe_agents(self) -> list[dict[str, Any]]:
+        """``GET agent/agents``' entries (:func:`~.agents.agent_json`), the default agent
+        first. Reads the spaces (a ``stat`` walk at least): call it in a thread."""
+        return [
+            agent_json(a, spaces=self.agent_spaces(a), tiers=self.agent_effective_tiers(a))
+            for a in self.agents.agents()
+        ]
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -235,8 +296,10 @@ class Parts:
         await asyncio.shield(started)
 
     async def _start(self) -> None:
-        for warning in self.admin.policy_warnings:
+        for warning in (*self.admin.policy_warnings, *self.agents.warnings):
             self.server_log.warning("jupyter-agent: %s", warning)
+        if len(self.agents) > 1:
+            self.server_log.info("jupyter-agent: agents: %s", ", ".join(self.agents.names()))
         # Once, in the server's log: which tiers are ready, whether the demo runs.
         self.server_log.info("%s", self.tier_settings.readiness_line())
         if not self._pool_started:

@@ -1,6 +1,9 @@
 """The driver: runs one turn's loop and performs every effect it asks for.
 
-:class:`RunDriver` steps the pure :func:`~jupyter_agent.core.loop.toolcaller` generator.
+:class:`RunDriver` steps the run's program (the pure
+:func:`~jupyter_agent.core.loop.toolcaller` generator, or a deployed version: issue 16),
+every value it yields checked by :mod:`~jupyter_agent.runtime.program_guard` (a program
+that fails ends its run visibly: :mod:`~jupyter_agent.runtime.program_end`).
 For each effect it writes the intent line to the run's log, performs the effect (model
 call, cell, bash, mailbox drain, config, clock, id, reply, persistence, recall), then writes
 the result line and sends the result back. ``config.get memory`` and ``recall.search``
@@ -48,7 +51,6 @@ from jupyter_agent.core.digest_record import (
     digest_options_from_config,
     digest_record,
 )
-from jupyter_agent.core.drive import drive_async
 from jupyter_agent.core.events import (
     BubbleEvent,
     CellKind,
@@ -61,7 +63,7 @@ from jupyter_agent.core.events import (
     Retry,
     SteeringEvent,
 )
-from jupyter_agent.core.loop import PROGRAM, program
+from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.core.recall import recall_tokens
 from jupyter_agent.core.recall_program import AUTORECALL_PROGRAM
 from jupyter_agent.core.turns import RunSummary, TurnRecord
@@ -94,9 +96,18 @@ from jupyter_agent.runtime.embedder import hybrid_rank
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.live_output import LiveCell
 from jupyter_agent.runtime.model_calls import perform
+from jupyter_agent.runtime.program_end import failed_turn
+from jupyter_agent.runtime.program_guard import (
+    DEFAULT_STEP_TIMEOUT_S,
+    ProgramFailed,
+    ProgramGuard,
+    drive_program,
+    monotonic_elapsed,
+)
 from jupyter_agent.runtime.recall_search import memory_answer, search
 from jupyter_agent.runtime.run_kernel import RunKernel
 from jupyter_agent.runtime.run_parts import RunConfig, RunServices, read_history
+from jupyter_agent.runtime.run_programs import RunProgram
 from jupyter_agent.runtime.run_records import ended_by
 from jupyter_agent.trace.log import EffectLog
 
@@ -126,18 +137,26 @@ class RunDriver:
         config: RunConfig,
         services: RunServices,
         cwd: str | None = None,
+        program: RunProgram | None = None,
         program_name: str = PROGRAM,
         gen: EffectGen[TurnRecord] | None = None,
         summary: RunSummary | None = None,
+        agent: str | None = None,
+        step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
     ) -> None:
-        """``program_name``: the program the run's log header names (a key of
-        :data:`~jupyter_agent.core.loop.PROGRAMS`); ``gen`` replaces it (tests)."""
+        """``program``: the run's program (resolved at its opening; None: the built-in
+        ``program_name``); ``gen`` replaces its generator (tests). ``agent``: the agent the
+        run answers as (default ``config.agent``): the stored turn's ``fromAgent``.
+        ``step_timeout_s``: a deployed program's step deadline."""
         self.run_id = run_id
         self.chat_id = chat_id
         self.log = log_
         self.config = config
         self.services = services
-        self._gen = gen if gen is not None else program(program_name, run_id, chat_id)
+        self.program = program or RunProgram.of_builtin(program_name)
+        self.agent = agent or config.agent
+        self.step_timeout_s = step_timeout_s
+        self._gen = gen if gen is not None else self.program.factory(run_id, chat_id)
         self._hard = False
         self._inflight: asyncio.Task[tuple[Any, dict[str, Any] | None]] | None = None
         self._inflight_name: str | None = None
@@ -149,7 +168,7 @@ class RunDriver:
         self._tool_runs = 0  # cells and commands so far: a command's id is c<n>, as the loop's
         self._opened = False  # the first message taken is the run's opening one
         self.turn_written = False  # the run manager writes the turn again if this stays False
-        self._summary = summary
+        self.summary = summary
         self.ended: RunSummary | None = None
         self.stored_turn: TurnRecord | None = None  # the turn stored with self.ended
         """The run's end summary, once stored with its turn (one write: see turn.append)."""
@@ -221,12 +240,25 @@ class RunDriver:
     # --- the run -----------------------------------------------------------------------
 
     async def run(self) -> TurnRecord:
-        """Run the loop to its end; returns the turn record it appended.
+        """Run the program to its end; returns the turn stored (the loop's, with the run's
+        ``programs`` and ``fromAgent``), or the turn of a failed program
+        (:func:`~jupyter_agent.runtime.program_end.failed_turn`: the manager stores it).
 
         The run takes its kernel at its first cell or command (a chat-only turn takes none).
         """
+        guard = ProgramGuard(self.program.text, self.config.ceilings, elapsed=monotonic_elapsed())
         try:
-            return await drive_async(self._gen, self._perform)
+            try:
+                turn = await drive_program(
+                    self._gen,
+                    self._perform,
+                    guard,
+                    threaded=not self.program.builtin,
+                    step_timeout_s=self.step_timeout_s,
+                )
+            except ProgramFailed as failed:  # the server is fine: the run ends, visibly
+                return await failed_turn(self, failed)
+            return self.stored_turn or turn
         finally:
             # However the loop ended, the run takes no more mail from here (synchronously,
             # before the awaits below): later messages are answered with the next run.
@@ -339,11 +371,17 @@ class RunDriver:
             return self._chat_post(effect.data), None
 
         async def turn_append(effect: Effect, seq: int) -> Outcome:
-            turn = TurnRecord.from_json(effect.data)
+            # Stored with what the host knows (the hashed refs, the agent); the intent stays
+            # as the loop yielded it, so a replay compares like for like.
+            turn = replace(
+                TurnRecord.from_json(effect.data),
+                programs=self.program.programs,
+                from_agent=self.agent,
+            )
             delivered, _left = self.held_by(turn)
             # The run's end is stored with its turn: one transaction (and one sync) per
             # end instead of three.
-            ended = ended_by(self._summary, turn, now_iso()) if self._summary else None
+            ended = ended_by(self.summary, turn, now_iso()) if self.summary else None
             await asyncio.to_thread(
                 self.services.store.append_turn, turn, delivered=delivered, ended=ended
             )

@@ -4,11 +4,15 @@ Not the chat's :class:`~jupyter_agent.runtime.driver.RunDriver`: a summary run h
 mailbox, no kernel and no reply. :func:`run_history` makes one run of
 :func:`~jupyter_agent.core.history_program.history` for a :class:`HistoryJob`:
 
+- its program: the ``history`` version active for the chat's agent (issue 16; the
+  built-in ``history@v1`` without a registry), under the program guard; a failure of it
+  is the outcome's error and the log's ``program_error`` line;
 - its effect log ``{runs_dir}/{run_id}.jsonl`` (:class:`~jupyter_agent.trace.log.EffectLog`,
-  header program ``history@v1``, the chat summarised as ``chat_id``), every effect an
-  intent line before it is performed and a result line after. The log uses the ``effect``
-  sync policy: its outside effects (the model call, the store write) are synced first, in
-  a worker thread (a summary is not on any reply's path);
+  header program ``history@vN``, ``programs`` (hashed) and ``agent``, the chat summarised
+  as ``chat_id``), every effect an intent line before it is performed and a result line
+  after. The log uses the ``effect`` sync policy: its outside effects (the model call,
+  the store write) are synced first, in a worker thread (a summary is not on any reply's
+  path);
 - the effects: ``config.get`` (``history_job``: the job; the rest from the
   :class:`~jupyter_agent.runtime.run_parts.RunConfig` snapshot, tier fallback included),
   ``clock.now``, ``id.new``, ``http.post`` (:func:`~jupyter_agent.runtime.model_calls.perform`
@@ -34,12 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.core.chunks import StoredChunk
-from jupyter_agent.core.drive import drive_async
 from jupyter_agent.core.history_program import (
     HISTORY_PROGRAM,
     HistoryJob,
     HistoryOutcome,
-    history,
 )
 from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.effects import (
@@ -53,7 +55,14 @@ from jupyter_agent.effects import (
 )
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.model_calls import perform
+from jupyter_agent.runtime.program_guard import (
+    ProgramFailed,
+    ProgramGuard,
+    drive_program,
+    monotonic_elapsed,
+)
 from jupyter_agent.runtime.run_parts import RunConfig
+from jupyter_agent.runtime.run_programs import RunProgram, resolve_run_program
 from jupyter_agent.runtime.run_records import store_call
 from jupyter_agent.trace.log import EffectLog
 
@@ -129,7 +138,9 @@ class _Performer:
         return {"stored": bool(stored)}
 
 
-async def _drive(log_: EffectLog, performer: _Performer, run_id: str, chat_id: str) -> Any:
+async def _drive(
+    log_: EffectLog, performer: _Performer, program: RunProgram, run_id: str, chat_id: str
+) -> Any:
     async def step(effect: Effect) -> Result:
         seq = log_.intent(effect, durable=False)
         if log_.sync_before(effect.name):
@@ -143,7 +154,27 @@ async def _drive(log_: EffectLog, performer: _Performer, run_id: str, chat_id: s
             data, error = None, {"type": type(err).__name__, "message": str(err)}
         return log_.result(seq, effect.name, data, error=error)
 
-    return await drive_async(history(run_id, chat_id), step)
+    guard = ProgramGuard(program.text, performer.config.ceilings, elapsed=monotonic_elapsed())
+    try:
+        return await drive_program(
+            program.factory(run_id, chat_id), step, guard, threaded=not program.builtin
+        )
+    except ProgramFailed as failed:  # recorded in the log; the run is an error, visibly
+        log.error("summary run %s: %s", run_id, failed, exc_info=failed)
+        log_.program_error(failed.program, failed.error)
+        return HistoryOutcome(error=failed.reply)
+
+
+async def _history_program(programs: Any, store: Any, chat_id: str) -> tuple[RunProgram, str]:
+    """The history version active for the chat's agent (the server-wide layer when the
+    chat's agent cannot be read), and that agent; the built-in without a registry."""
+    try:
+        agent = str(await asyncio.to_thread(store.chat_agent, chat_id))
+    except Exception:  # a deleted chat, a store without agents: the server-wide layer
+        agent = ""
+    if programs is None:
+        return RunProgram.of_builtin(HISTORY_PROGRAM), agent or "agent"
+    return await resolve_run_program(programs, agent, "history"), agent or "agent"
 
 
 async def run_history(
@@ -155,21 +186,27 @@ async def run_history(
     runs_dir: Path,
     run_id: str | None = None,
     on_stored: Callable[[StoredChunk], None] | None = None,
+    programs: Any = None,
 ) -> HistoryRun:
     """Make one summary run of ``job``; returns its row (also stored) and outcome.
 
     A failure of the program (no tier, the provider down, the store refusing) is the
     outcome's ``error`` and status ``error``; only cancellation propagates. The row's
     write is retried a few times and then logged, never raised.
+    ``programs``: the program registry (None: the built-in
+    ``history@v1``); the run records the version it resolved (``history@vN#hash``).
     """
     run_id = run_id or new_id("run")
     started = now_iso()
     tier = config.get("llm.tier.classify") or config.get("llm.tier.codegen") or {}
     model = tier.get("model") if isinstance(tier, dict) else None
+    program, agent = await _history_program(programs, store, job.chat_id)
     header = {
         "run_id": run_id,
         "chat_id": job.chat_id,
-        "program": HISTORY_PROGRAM,
+        "program": program.ref.key,
+        "programs": list(program.programs),
+        "agent": agent,
         "created": started,
         "tiers": config.tiers,
         "profile": model,
@@ -186,7 +223,7 @@ async def run_history(
         on_stored=on_stored,
     )
     try:
-        outcome = await _drive(effect_log, performer, run_id, job.chat_id)
+        outcome = await _drive(effect_log, performer, program, run_id, job.chat_id)
     except asyncio.CancelledError:
         raise
     except Exception as err:  # a bug must not stop the scheduler: the run is an error
@@ -198,7 +235,9 @@ async def run_history(
     summary = RunSummary(
         run_id=run_id,
         chat_id=job.chat_id,
-        program=HISTORY_PROGRAM,
+        program=program.ref.key,
+        programs=program.programs,
+        agent=agent,
         status="done" if ok else "error",
         started=started,
         ended=now_iso(),

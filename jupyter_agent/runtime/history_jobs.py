@@ -129,12 +129,14 @@ class HistoryScheduler:
         first_backoff_s: float = 5.0,
         max_backoff_s: float = 300.0,
         events: Any = None,
+        programs: Any = None,
     ) -> None:
         if min(chunk_turns or 1, l2_chunks or 1, max_concurrent) < 1:
             raise ValueError("chunk_turns, l2_chunks and max_concurrent must be >= 1")
         self.store = store
         self.transport = transport
         self.events = events  # the chats' event bus: a ``summary`` event per summary made
+        self.programs = programs  # the program registry: which history version runs
         self._config = run_config
         self.runs_dir = Path(runs_dir)
         self.chunk_turns = chunk_turns
@@ -334,6 +336,7 @@ class HistoryScheduler:
                 runs_dir=self.runs_dir,
                 run_id=run_id,
                 on_stored=lambda chunk: self._made(chunk, run_id),
+                programs=self.programs,
             )
         self.runs_made += 1
         if run.outcome.ok:

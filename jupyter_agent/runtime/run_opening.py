@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.core.loop import PROGRAM, V4_PROGRAMS
 from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.driver import RunConfig, RunDriver
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.program_guard import DEFAULT_STEP_TIMEOUT_S
 from jupyter_agent.runtime.run_parts import RunServices
+from jupyter_agent.runtime.run_programs import RunProgram, resolve_run_program
 from jupyter_agent.runtime.run_records import ended_summary, store_call
 from jupyter_agent.trace.log import EffectLog, GroupSyncer
 
@@ -65,6 +66,8 @@ class Opening:
     view: dict[str, Any] | None
     text: str
     message_id: str | None
+    #: The program the run runs (resolved for ``config.agent``).
+    program: RunProgram
 
     @property
     def cwd(self) -> str | None:
@@ -83,6 +86,7 @@ async def open_run(
     run_id: str | None = None,
     new: dict[str, Any] | None = None,
     syncer: GroupSyncer | None = None,
+    step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
 ) -> Opening:
     """Write a new run's records; its first message in ``items`` opens it.
 
@@ -90,28 +94,38 @@ async def open_run(
     run, in one transaction. Raises NotFound when the chat is gone, else what the store or
     the file system raised, with nothing of the run left ``running`` and ``new`` not kept.
     ``syncer``: the log's sync policy (see :meth:`EffectLog.create`; None: ``effect``).
+    The run's program is resolved first (:func:`resolve_run_program`, for ``config.agent``):
+    the header, the summary and the opening name it. ``step_timeout_s``: a deployed
+    program's step deadline, recorded in the header for replay.
     """
     first = next(i for i in items if i.get("kind") == "message")
     run_id = run_id or new_id("run")
+    program = await resolve_run_program(services.programs, config.agent, "toolcaller")
     started = now_iso()
     model = (config.tiers.get("codegen") or {}).get("model")
-    header = {
+    header: dict[str, Any] = {
         "run_id": run_id,
         "chat_id": chat_id,
-        "program": PROGRAM,
-        # The programs the run is made of (DESIGN section 7): the loop and its sub-programs.
-        "programs": list(V4_PROGRAMS),
+        "program": program.ref.key,
+        # Every program the run is made of, hashed (DESIGN section 7): its own first.
+        "programs": list(program.programs),
+        "agent": config.agent,
         "created": started,
         "tiers": config.tiers,
         "profile": model,
     }
+    if not program.builtin:  # what a replay's guard counts with and steps it under
+        header["step_timeout_s"] = step_timeout_s
+        header["ceilings"] = config.ceilings
     summary = RunSummary(
         run_id=run_id,
         chat_id=chat_id,
-        program=PROGRAM,
+        program=program.ref.key,
         status="running",
         started=started,
         model=str(model) if model else None,
+        programs=program.programs,
+        agent=config.agent,
     )
     store = services.store
     # The chat's history is not read here: the run reads its window through an effect.
@@ -132,6 +146,7 @@ async def open_run(
         view=first.get("view"),
         text=str(first.get("text", "")),
         message_id=message_id if isinstance(message_id, str) else None,
+        program=program,
     )
 
 

@@ -186,7 +186,7 @@ def log_facts(log_path: Path) -> LogFacts:
 def minimal_turn(summary: RunSummary, stop: str, cause: str, facts: LogFacts | Path) -> TurnRecord:
     """The turn the host writes for a run whose loop could not write one: the messages it
     took (``facts``, or read back from the log at that path) as its text and steering, and
-    the replies it posted."""
+    the replies it posted; its ``programs`` and ``fromAgent`` are the summary's."""
     if isinstance(facts, Path):
         facts = log_facts(facts)
     first, *rest = facts.messages or [{}]
@@ -203,4 +203,7 @@ def minimal_turn(summary: RunSummary, stop: str, cause: str, facts: LogFacts | P
         interrupted=True,
         model=summary.model,
         llm=TurnLLM(stop_reason=stop, end_cause=cause),  # type: ignore[arg-type]
+        # What the run's opening recorded (issue 16; none in rows written before).
+        programs=tuple(summary.programs) or None,
+        from_agent=summary.agent,
     )

@@ -75,7 +75,11 @@ _RECALL_TRAITS = {
     "recall_threshold",
     "recall_timeout_ms",
 }
-_NOT_CEILINGS = logsync.LOG_SYNC_TRAITS | {"chunk_turns", "l2_chunks"} | _RECALL_TRAITS
+_NOT_CEILINGS = (
+    logsync.LOG_SYNC_TRAITS
+    | {"chunk_turns", "l2_chunks", "program_step_timeout_s"}
+    | _RECALL_TRAITS
+)
 
 
 def _trait(kind: Callable[..., Any], default: Any, help_: str, **kw: Any) -> Any:
@@ -91,8 +95,9 @@ def _ceiling(kind: Callable[..., Any], name: str, what: str, **kw: Any) -> Any:
 class RunManager(LoggingConfigurable):
     """Owns the runs of one server (see the module docstring).
 
-    ``run_config`` gives the snapshot each new run starts with (its ``ceilings`` are
-    usually this manager's :attr:`ceilings`); effect logs go in ``runs_dir``.
+    ``run_config(agent)`` gives the snapshot each new run of a chat of that agent starts
+    with (its ``ceilings`` are usually this manager's :attr:`ceilings`; the chat's agent
+    is read once per chat, ``store.chat_agent``); effect logs go in ``runs_dir``.
     The ceiling traits are given as keyword arguments or through ``config`` / ``parent``;
     so are the effect logs' sync traits (``log_sync``: :mod:`~jupyter_agent.runtime.log_sync`).
     """
@@ -175,7 +180,17 @@ class RunManager(LoggingConfigurable):
         min=1,
     )
 
-    @validate("max_wall_s", "max_cost_usd", "cell_timeout_s", "model_deadline_s")
+    # A deployed program's step deadline (issue 16; not a ceiling: the driver's).
+    program_step_timeout_s = _trait(
+        Float,
+        10.0,
+        "Seconds a deployed program's step (between two effects) may compute before the "
+        "watchdog stops it and its run ends with an error.",
+    )
+
+    @validate(
+        "max_wall_s", "max_cost_usd", "cell_timeout_s", "model_deadline_s", "program_step_timeout_s"
+    )
     def _validate_positive(self, proposal: Mapping[str, Any]) -> float:
         """Durations and budgets must be positive."""
         value = float(proposal["value"])
@@ -205,7 +220,7 @@ class RunManager(LoggingConfigurable):
         self,
         *,
         services: RunServices,
-        run_config: Callable[[], RunConfig],
+        run_config: Callable[[str], RunConfig],
         runs_dir: Path,
         **traits: Any,
     ) -> None:
@@ -218,6 +233,7 @@ class RunManager(LoggingConfigurable):
         self._by_run: dict[str, ActiveRun] = {}
         self._next: dict[str, NextRun] = {}  # chat id -> the run reserved after a closed one
         self._locks: dict[str, asyncio.Lock] = {}  # chat id -> its sends and hand-overs
+        self._agents: dict[str, str] = {}  # chat id -> its agent (it never changes)
         self._stopping = False
         self._retries: set[asyncio.Task[None]] = set()
         self._syncer = logsync.ServerSyncer()
@@ -413,13 +429,14 @@ class RunManager(LoggingConfigurable):
         """
         opening = await open_run(
             self.services,
-            self._config(),
+            self._config(await self._agent_of(chat_id)),
             self.log_path,
             chat_id,
             items,
             run_id=run_id,
             new=new,
             syncer=self._syncer.for_new_log(self.log_sync, self.log_sync_interval_ms),
+            step_timeout_s=self.program_step_timeout_s,
         )
         try:
             self._launch(opening)
@@ -431,6 +448,23 @@ class RunManager(LoggingConfigurable):
             self.services.mailbox.put(chat_id, item)
         return opening.summary.run_id
 
+    async def _agent_of(self, chat_id: str) -> str:
+        """The chat's agent (read once from the store, then cached: it never changes).
+
+        A chat the store does not know answers the default agent: the run's opening then
+        finds it gone (NotFound) as before."""
+        agent = self._agents.get(chat_id)
+        if agent is None:
+            read = getattr(self.services.store, "chat_agent", None)
+            if read is None:  # a store without agents (a test's stand-in): the default
+                return "agent"
+            try:
+                agent = str(await asyncio.to_thread(read, chat_id))
+            except NotFound:
+                return "agent"
+            self._agents[chat_id] = agent
+        return agent
+
     def _launch(self, opening: Opening) -> None:
         summary = opening.summary
         run_id, chat_id = summary.run_id, summary.chat_id
@@ -439,7 +473,9 @@ class RunManager(LoggingConfigurable):
             chat_id=chat_id,
             log_=opening.effect_log,
             config=opening.config,
-            program_name=opening.summary.program,
+            program=opening.program,
+            agent=opening.summary.agent,
+            step_timeout_s=self.program_step_timeout_s,
             services=self.services,
             cwd=opening.cwd,
             summary=summary,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.exceptions import BadRequest, NotFound
+from jupyter_agent.runtime.agents import DEFAULT_AGENT
 from jupyter_agent.runtime.assembly import AdminConfig, Parts
 from jupyter_agent.runtime.contents import check_relative_path, shown
 from jupyter_agent.runtime.driver import RunConfig
@@ -173,9 +174,16 @@ class AgentService:
         await asyncio.to_thread(self.user_settings.update, changes)
         return self.settings()
 
-    def run_config(self) -> RunConfig:
-        """The snapshot a run starts with (:meth:`Parts.run_config`)."""
-        return self.parts.run_config()
+    def run_config(self, agent: str = DEFAULT_AGENT) -> RunConfig:
+        """The snapshot a run of ``agent`` starts with (:meth:`Parts.run_config`)."""
+        return self.parts.run_config(agent)
+
+    # --- agents ----------------------------------------------------------------------------
+
+    async def agents(self) -> dict[str, Any]:
+        """``GET agent/agents``: ``{agents: [{name, description, soul_fingerprint, tiers:
+        {tier: {provider, model}}, default}]}``, the default agent first."""
+        return {"agents": await asyncio.to_thread(self.parts.describe_agents)}
 
     # --- chats -----------------------------------------------------------------------------
 
@@ -209,11 +217,15 @@ class AgentService:
             raise BadRequest(f"'title' is longer than {MAX_TITLE} characters", reason="bad_title")
         return title.strip()
 
-    async def create_chat(self, *, title: str = "") -> dict[str, Any]:
-        """``POST agent/chats``: the new chat (``title`` at most :data:`MAX_TITLE` chars)."""
+    async def create_chat(self, *, title: str = "", agent: str = DEFAULT_AGENT) -> dict[str, Any]:
+        """``POST agent/chats``: the new chat (``title`` at most :data:`MAX_TITLE` chars) of
+        ``agent`` (one this server hosts, else ``BadRequest`` reason ``unknown_agent``)."""
         clean = self._title(title)
+        name = self.parts.agents.get(agent).name
         chat = await asyncio.to_thread(
-            lambda: self.store.create_chat(chat_id=new_id("chat"), title=clean, now=now_iso())
+            lambda: self.store.create_chat(
+                chat_id=new_id("chat"), title=clean, now=now_iso(), agent=name
+            )
         )
         return self._chat_json(chat)
 

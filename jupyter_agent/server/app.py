@@ -236,6 +236,20 @@ class JupyterAgent(ExtensionApp):
             raise TraitError(f"JupyterAgent.{exc}") from None
         return dict(proposal["value"])
 
+    # --- agents (issue 16) ---
+    agents = Dict(
+        {},
+        help=(
+            "The agents this server hosts besides the default one ('agent'), by name "
+            "([a-z][a-z0-9_-]{0,39}): {name: {'space': folder (its _soul.md, skills, ...; "
+            "relative to {jupyter_data_dir}/jupyter_agent), 'tiers': {tier: {...}} (as the "
+            "tiers trait; they replace the user's settings for the tiers named), "
+            "'description': str}}. Folders {jupyter_data_dir}/jupyter_agent/agents/<name>/ "
+            "(with an optional agent.json {tiers, description}) add agents too; this trait "
+            "wins on a clash. A bad entry is skipped with a warning at start."
+        ),
+    ).tag(config=True)
+
     @validate("tiers")
     def _validate_tiers(self, proposal: Mapping[str, Any]) -> dict[str, Any]:
         """Reject a tier that is not a dict naming its provider and model as strings."""
@@ -332,6 +346,7 @@ class JupyterAgent(ExtensionApp):
             trace_dir=self.trace_dir,
             db_url=self.effective_db_url,
             profiles=admin_profiles(self.profiles),
+            agents={str(name): entry for name, entry in self.agents.items()},
         )
 
     def parts_config(self) -> tuple[Config, list[str]]:

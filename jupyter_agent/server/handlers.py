@@ -3,9 +3,10 @@
 Routes are listed in ``default_handlers`` (patterns relative to the server's base URL);
 ``JupyterAgent.initialize_handlers`` registers them. Handlers live by subject:
 :mod:`.handlers_chats` (chats, history, messages), :mod:`.handlers_runs` (runs, break),
-:mod:`.handlers_memory` (memories), :mod:`.websocket` (the events socket); status and
-settings are here. See :mod:`.base` for authentication, authorization and errors,
-:mod:`.parse` for turning bodies and queries into the service's typed arguments.
+:mod:`.handlers_memory` (memories), :mod:`.websocket` (the events socket); status,
+settings and the agents list are here. See :mod:`.base` for authentication, authorization
+and errors, :mod:`.parse` for turning bodies and queries into the service's typed
+arguments.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from jupyter_agent.server.websocket import EventsSocket
 __all__ = [
     "AUTH_RESOURCE",
     "AgentHandler",
+    "AgentsHandler",
     "SettingsHandler",
     "StatusHandler",
     "default_handlers",
@@ -77,12 +79,25 @@ class SettingsHandler(AgentHandler):
         self.finish_json(await service.update_settings(tiers=tiers))
 
 
+class AgentsHandler(AgentHandler):
+    """``GET agent/agents``: the agents this server hosts."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """Answer ``{agents: [{name, description, soul_fingerprint, tiers: {tier: {provider,
+        model}}, default}]}``, the default agent first."""
+        service = await self.service()
+        self.finish_json(await service.agents())
+
+
 _ID = r"(?P<{}>[^/]+)"
 
 #: Routes relative to the server's base URL (``JupyterAgent`` joins them with it).
 default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (r"/agent/status", StatusHandler),
     (r"/agent/settings", SettingsHandler),
+    (r"/agent/agents", AgentsHandler),
     (r"/agent/chats", ChatsHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}", ChatHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}/notebook", ChatNotebookHandler),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from jupyter_agent.runtime.agents import DEFAULT_AGENT
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
@@ -24,7 +25,8 @@ __all__ = [
 
 
 class ChatsHandler(AgentHandler):
-    """``GET agent/chats`` (``{"chats": [...]}``), ``POST agent/chats`` ``{title?}`` (201)."""
+    """``GET agent/chats`` (``{"chats": [...]}``), ``POST agent/chats`` ``{title?, agent?}``
+    (201)."""
 
     @web.authenticated
     @authorized
@@ -36,10 +38,13 @@ class ChatsHandler(AgentHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        """Create a chat; answer it with 201."""
-        title = parse.string(self.json_body(), "title", reason="bad_title", default="")
+        """Create a chat of ``agent`` (default: the default agent; one the server does not
+        host: 400 ``unknown_agent``); answer it with 201."""
+        body = self.json_body()
+        title = parse.string(body, "title", reason="bad_title", default="")
+        agent = parse.string(body, "agent", reason="unknown_agent", default=DEFAULT_AGENT)
         service = await self.service()
-        self.finish_json(await service.create_chat(title=title), status=201)
+        self.finish_json(await service.create_chat(title=title, agent=agent), status=201)
 
 
 class ChatHandler(AgentHandler):

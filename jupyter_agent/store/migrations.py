@@ -26,6 +26,10 @@ History:
    ``tsvector`` with a GIN index on PostgreSQL), ``agent_recall_df`` (docs per term and per owner),
    ``agent_recall_suppressed`` (runs whose turn is not indexed: a fact they saved was
    forgotten), ``agent_memory_vectors``; every stored turn and chunk gets its doc (backfill).
+6. programs and agents (issue 16): ``agent_programs`` (deployed versions, immutable, unique
+   per (name, version) and per (name, hash)), ``agent_program_activations`` (which version
+   each layer runs, newest row wins), ``agent`` on ``chats`` (the agent a chat
+   talks to), ``programs`` (JSON list of refs) and ``agent`` on ``agent_runs``.
 
 Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
 never derived from the current table models, so an old step keeps building the old schema.
@@ -291,12 +295,50 @@ def _v5(conn: Connection) -> None:
     backfill(conn)
 
 
+_V6_SQL: Final = (
+    """CREATE TABLE agent_programs (
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        files TEXT NOT NULL,
+        entry TEXT NOT NULL,
+        uses TEXT NOT NULL,
+        description TEXT NOT NULL,
+        created TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        PRIMARY KEY (name, version),
+        CONSTRAINT uq_agent_programs_hash UNIQUE (name, hash)
+    )""",
+    """CREATE TABLE agent_program_activations (
+        id {id},
+        agent TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version INTEGER,
+        at TEXT NOT NULL,
+        by TEXT NOT NULL
+    )""",
+    "CREATE INDEX ix_agent_program_activations_layer ON agent_program_activations"
+    " (agent, name, id)",
+    "ALTER TABLE chats ADD COLUMN agent TEXT NOT NULL DEFAULT 'agent'",
+    "ALTER TABLE agent_runs ADD COLUMN programs TEXT NOT NULL DEFAULT '[]'",
+    "ALTER TABLE agent_runs ADD COLUMN agent TEXT NOT NULL DEFAULT 'agent'",
+)
+
+
+def _v6(conn: Connection) -> None:
+    pg = conn.dialect.name == "postgresql"
+    ident = "BIGSERIAL PRIMARY KEY" if pg else "INTEGER PRIMARY KEY AUTOINCREMENT"
+    for statement in _V6_SQL:
+        conn.execute(text(statement.replace("{id}", ident)))
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "chats, agent_turns, agent_runs, schema_version", _v1),
     Migration(2, "end_cause on turns and runs (backfilled); index on run status", _v2),
     Migration(3, "agent_mail: the durable mailbox", _v3),
     Migration(4, "agent_chunks: summaries of chunks of a chat's turns", _v4),
     Migration(5, "memories, the recall index (full-text), document frequencies, vectors", _v5),
+    Migration(6, "deployed programs, their activations; the agent of chats and runs", _v6),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

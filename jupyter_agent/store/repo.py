@@ -71,6 +71,7 @@ from jupyter_agent.store.engine import (
 from jupyter_agent.store.filters import program_filter
 from jupyter_agent.store.memory_store import MemoryMethods
 from jupyter_agent.store.migrations import migrate
+from jupyter_agent.store.program_store import ProgramMethods
 from jupyter_agent.store.rows import (
     RUN_COLUMNS,
     Chat,
@@ -121,10 +122,11 @@ _SQLITE_LOCKS: dict[str, threading.Lock] = {}
 _SQLITE_LOCKS_GUARD = threading.Lock()
 
 
-class Store(ChunkMethods, MemoryMethods):
+class Store(ChunkMethods, MemoryMethods, ProgramMethods):
     """The agent database at ``url`` (``sqlite:///path`` or ``postgresql://...``); its
     chunk methods are :class:`~.chunk_store.ChunkMethods`, its memory and recall methods
-    :class:`~.memory_store.MemoryMethods`.
+    :class:`~.memory_store.MemoryMethods`, its program methods (deployed versions,
+    activations, a chat's agent) :class:`~.program_store.ProgramMethods`.
 
     Opening it creates the SQLite file's folder and runs pending migrations; a bad URL or an
     unreachable server raises StoreError.
@@ -227,12 +229,13 @@ class Store(ChunkMethods, MemoryMethods):
 
     # --- chats ---------------------------------------------------------------------------
 
-    def create_chat(self, *, chat_id: str, title: str, now: str) -> Chat:
-        """Insert a chat (``created`` = ``updated`` = ``now``). A duplicate id is a StoreError."""
+    def create_chat(self, *, chat_id: str, title: str, now: str, agent: str = "agent") -> Chat:
+        """Insert a chat (``created`` = ``updated`` = ``now``) talking to ``agent`` (the
+        caller checks the name). A duplicate id is a StoreError."""
         title = valid(title, "chat title")
         with self._write("cannot create the chat") as session:
-            session.add(ChatRow(id=chat_id, title=title, created=now, updated=now))
-        return Chat(id=chat_id, title=title, created=now, updated=now)
+            session.add(ChatRow(id=chat_id, title=title, created=now, updated=now, agent=agent))
+        return Chat(id=chat_id, title=title, created=now, updated=now, agent=agent)
 
     def get_chat(self, chat_id: str) -> Chat | None:
         """The chat, or None."""

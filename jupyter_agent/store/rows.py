@@ -51,6 +51,8 @@ class Chat:
     created: str
     updated: str
     active_run_id: str | None = None
+    #: The agent the chat talks to (issue 16; "agent" for chats made before).
+    agent: str = "agent"
 
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)
@@ -106,6 +108,7 @@ def mail_row(chat_id: str, item: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_values(summary: RunSummary) -> dict[str, Any]:
     values = _columns(summary)
+    values["programs"] = json.dumps(list(summary.programs), separators=(",", ":"))
     return {
         k: valid(v, f"run {summary.run_id}") if isinstance(v, str) else v for k, v in values.items()
     }
@@ -114,7 +117,17 @@ def run_values(summary: RunSummary) -> dict[str, Any]:
 def summary(row: Row[Any]) -> RunSummary:
     values = dict(zip(row._fields, row, strict=True))  # the cheapest named view of a Row
     values["usage"] = {name: values.pop(column) for name, column in _USAGE_COLUMNS.items()}
+    values["programs"] = _programs(values.get("programs"))
     return load(RunSummary, values, by_name=True)
+
+
+def _programs(raw: Any) -> list[str]:
+    """The stored JSON list of refs (``[]`` for a value that is not one)."""
+    try:
+        found = json.loads(raw) if isinstance(raw, str) else []
+    except ValueError:
+        return []
+    return [p for p in found if isinstance(p, str)] if isinstance(found, list) else []
 
 
 def encode_cursor(started: str, run_id: str) -> str:

@@ -47,6 +47,15 @@ Tables:
     (the fact was forgotten mid-run) gets no doc.
 ``agent_memory_vectors``
     one embedding per memory (since v5; JSON list of floats), deleted with its memory.
+``agent_programs``
+    one row per deployed program version (since v6): ``name`` (the family), ``version``
+    (global per family, after the built-in ones), ``hash`` (the full sha256 of the files),
+    ``files`` (JSON ``{path: text}``), ``entry`` (the entry module), ``uses`` (JSON list of
+    ``name@vN``), ``description``, ``created``, ``created_by``. Immutable: never updated.
+``agent_program_activations``
+    one row per activation (since v6): ``agent`` ("" = the server-wide layer), ``name``,
+    ``version`` (None: clear this layer's override), ``at``, ``by``. The newest row (by
+    ``id``) of a layer and family wins; ``MAX(id)`` says whether anything changed.
 ``schema_version``
     one row per applied migration; the schema's version is ``MAX(version)``.
 """
@@ -61,6 +70,8 @@ __all__ = [
     "AgentMailRow",
     "AgentMemoryRow",
     "AgentMemoryVectorRow",
+    "AgentProgramActivationRow",
+    "AgentProgramRow",
     "AgentRecallDfRow",
     "AgentRecallDocRow",
     "AgentRecallSuppressedRow",
@@ -86,6 +97,7 @@ class ChatRow(SQLModel, table=True):
     created: str = Field(sa_column=_text())
     updated: str = Field(sa_column=_text())
     active_run_id: str | None = Field(default=None, sa_column=_text(nullable=True))
+    agent: str = Field(default="agent", sa_column=_text())  # since v6
 
 
 class AgentTurnRow(SQLModel, table=True):
@@ -147,6 +159,8 @@ class AgentRunRow(SQLModel, table=True):
     cost: float | None = Field(default=None, sa_column=Column(Float, nullable=True))
     stop_reason: str | None = Field(default=None, sa_column=_text(nullable=True))
     end_cause: str | None = Field(default=None, sa_column=_text(nullable=True))  # since v2
+    programs: str = Field(default="[]", sa_column=_text())  # since v6: JSON list of refs
+    agent: str = Field(default="agent", sa_column=_text())  # since v6
 
 
 class AgentMailRow(SQLModel, table=True):
@@ -259,6 +273,40 @@ class AgentMemoryVectorRow(SQLModel, table=True):
     model: str = Field(sa_column=_text())
     dim: int = Field(sa_column=Column(Integer, nullable=False))
     vector: str = Field(sa_column=_text())
+
+
+class AgentProgramRow(SQLModel, table=True):
+    """``agent_programs``: one deployed version of a program (since v6)."""
+
+    __tablename__ = "agent_programs"
+    __table_args__ = (UniqueConstraint("name", "hash", name="uq_agent_programs_hash"),)
+
+    name: str = Field(sa_column=Column(Text, primary_key=True))
+    version: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    hash: str = Field(sa_column=_text())
+    files: str = Field(sa_column=_text())
+    entry: str = Field(sa_column=_text())
+    uses: str = Field(sa_column=_text())
+    description: str = Field(sa_column=_text())
+    created: str = Field(sa_column=_text())
+    created_by: str = Field(sa_column=_text())
+
+
+class AgentProgramActivationRow(SQLModel, table=True):
+    """``agent_program_activations``: one activation of a version for a layer (since v6)."""
+
+    __tablename__ = "agent_program_activations"
+    __table_args__ = (Index("ix_agent_program_activations_layer", "agent", "name", "id"),)
+
+    id: int | None = Field(
+        default=None,
+        sa_column=Column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    )
+    agent: str = Field(sa_column=_text())
+    name: str = Field(sa_column=_text())
+    version: int | None = Field(default=None, sa_column=Column(Integer, nullable=True))
+    at: str = Field(sa_column=_text())
+    by: str = Field(sa_column=_text())
 
 
 class SchemaVersionRow(SQLModel, table=True):

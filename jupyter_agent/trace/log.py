@@ -10,7 +10,17 @@ Format (DESIGN section 3)::
     {"seq": 7, "phase": "result", "name": "app.call", "data": null, "t": "...Z", "error": {...}}
 
 ``programs`` (``toolcaller@v4`` on) names the programs the run is made of: the loop and
-its sub-programs (``["toolcaller@v4", "autorecall@v1"]``); older logs have none.
+its sub-programs; from issue 16 hashed (``["toolcaller@v4#ab12...", "llm@v1#...", ...]``,
+the run program first) with ``agent``; older logs have none.
+
+A run whose program failed (issue 16: it raised, yielded what it may not, went past a
+backstop, or was stuck) ends with one more line, written by :meth:`EffectLog.program_error`
+and read as :attr:`TraceFile.program_error`::
+
+    {"kind": "program_error", "program": "toolcaller@v5#...", "error": {"type", "message"},
+     "after_seq": 12, "t": "...Z"}
+
+``after_seq``: the last seq written before the failure (the program failed after it).
 
 Contracts:
 
@@ -361,6 +371,17 @@ class EffectLog:
             if _FAULT is not None:
                 _fault_point("after", name, fd)
         return Result(seq=seq, name=name, data=data, error=err)
+
+    def program_error(self, program: str, error: Mapping[str, Any], *, t: str | None = None) -> int:
+        """Append the run's ``program_error`` line (module docstring) after the last effect
+        written; returns its ``after_seq``. Not synced here (the close syncs)."""
+        with self._lock:
+            self._require_open()
+            after = self._seq
+            err = {"type": str(error.get("type", "")), "message": str(error.get("message", ""))}
+            line = {"kind": "program_error", "program": program, "error": err, "after_seq": after}
+            self._append(_dumps({**line, "t": t or now_iso()}))
+        return after
 
     def sync(self) -> None:
         """Make every line written so far durable (fdatasync); ValueError once closed."""

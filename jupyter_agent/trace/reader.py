@@ -5,6 +5,8 @@ The format is :mod:`jupyter_agent.trace.log`'s. Contracts:
 - :func:`read_log` tolerates a truncated last line (a crash mid-write) and reports it
   (:attr:`TraceFile.truncated`); any other damage is a :class:`TraceError` naming the
   1-based line number.
+- a ``program_error`` line (issue 16) ends a run whose program failed: it is
+  :attr:`TraceFile.program_error`, and no effect line may follow it;
 - :func:`pair_effects` joins each intent to its result (None for an effect the run never
   finished), in seq order.
 
@@ -51,6 +53,9 @@ class TraceFile:
     header: dict[str, Any]
     lines: list[LogLine] = field(default_factory=list)
     truncated: bool = False
+    #: The run's ``program_error`` line (``{program, error: {type, message}, after_seq,
+    #: t}``) when its program failed (issue 16); None for every other log.
+    program_error: dict[str, Any] | None = None
 
     @property
     def run_id(self) -> str | None:
@@ -125,6 +130,7 @@ def read_log(path: Path | str) -> TraceFile:
     lines: list[LogLine] = []
     last_seq = 0
     pending: dict[int, str] = {}
+    program_error: dict[str, Any] | None = None
     for index, chunk in enumerate(chunks):
         lineno = index + 1
         is_last = index == len(chunks) - 1
@@ -140,6 +146,11 @@ def read_log(path: Path | str) -> TraceFile:
                 raise TraceError(f"line {lineno}: expected the header line")
             header = obj
             continue
+        if isinstance(obj, dict) and obj.get("kind") == "program_error":
+            program_error = _program_error(obj, lineno)
+            continue
+        if program_error is not None:
+            raise TraceError(f"line {lineno}: an effect after the program_error line")
         line = _parse_line(obj, lineno)
         if line.phase == "intent":
             if line.seq != last_seq + 1:
@@ -158,7 +169,16 @@ def read_log(path: Path | str) -> TraceFile:
         lines.append(line)
     if header is None:
         raise TraceError("line 1: the log has no header")
-    return TraceFile(header=header, lines=lines, truncated=truncated)
+    return TraceFile(header=header, lines=lines, truncated=truncated, program_error=program_error)
+
+
+def _program_error(obj: dict[str, Any], lineno: int) -> dict[str, Any]:
+    error, after = obj.get("error"), obj.get("after_seq")
+    if not isinstance(error, dict) or not isinstance(obj.get("program"), str):
+        raise TraceError(f"line {lineno}: a program_error line without program and error")
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise TraceError(f"line {lineno}: bad after_seq {after!r}")
+    return obj
 
 
 def pair_effects(trace: TraceFile) -> list[LoggedEffect]:

@@ -79,6 +79,20 @@ class Replayer:
         return len(self._effects) - self._index
 
     @property
+    def next_seq(self) -> int:
+        """The seq of the next recorded top-level effect (past the log's last when none)."""
+        if self._index < len(self._effects):
+            return self._effects[self._index].seq
+        return self._next_seq_after_log
+
+    @property
+    def next_t(self) -> str | None:
+        """The time of the next recorded top-level intent (None past the last)."""
+        if self._index < len(self._effects):
+            return self._effects[self._index].intent.t
+        return None
+
+    @property
     def trace(self) -> TraceFile:
         return self._trace
 

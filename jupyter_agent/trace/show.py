@@ -2,7 +2,10 @@
 
 :func:`show_run` (pure) returns::
 
-    {"run_id", "chat_id", "program", "header", "truncated", "turn", "steps", "effects"}
+    {"run_id", "chat_id", "program", "header", "truncated", "turn", "steps", "effects",
+     "program_error"?}
+
+- ``program_error``: only for a run whose program failed (the log's last line, issue 16).
 
 - ``turn``: the turn record JSON given by the caller (the database's), else the log's
   ``turn.append`` intent, else None.
@@ -109,4 +112,6 @@ def show_run(
         "steps": steps,
         "effects": effects,
     }
+    if trace.program_error is not None:  # the program failed (issue 16): how, and where
+        body["program_error"] = trace.program_error
     return body if full else {k: bound(v) for k, v in body.items()}

@@ -52,7 +52,7 @@ class Harness:
     #: the ``recall.search`` deadline (None: RunConfig's default)
     recall_timeout_ms: int | None = None
 
-    def config(self) -> RunConfig:
+    def config(self, agent: str = "agent") -> RunConfig:
         tier = self.tier or {"provider": "fake", "model": MODEL, "base_url": self.fake.base_url}
         extra: dict[str, Any] = {}
         if self.history_layout is not None:
@@ -66,6 +66,7 @@ class Harness:
             ceilings=dict(self.ceilings),
             spaces=self.spaces,
             profiles=dict(self.profiles),
+            agent=agent,
             **extra,
         )
 

@@ -13,7 +13,7 @@ import pytest
 
 from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.core.window import window_record
-from jupyter_agent.runtime import run_opening
+from jupyter_agent.programs.registry import ProgramRegistry
 from jupyter_agent.trace.log import TraceFile, pair_effects
 from jupyter_agent.trace.verify import verify_run
 from tests.runtime.harness import Harness, close_harness, make_harness
@@ -78,8 +78,10 @@ async def test_a_long_chats_logs_stay_bounded_and_v2_still_replays(
     assert text.startswith(f"[{window['omitted']} earlier turns of this chat are not shown]")
     assert window["anchor"] == 0
 
-    # A v2 run (recorded now, by the real path) reads the whole chat, and still replays.
-    monkeypatch.setattr(run_opening, "PROGRAM", "toolcaller@v2")
+    # A v2 run (recorded now, by the real path: v2 activated server-wide through the
+    # program registry) reads the whole chat, and still replays.
+    agent.store.activate("", "toolcaller", 2)
+    agent.manager.services.programs = ProgramRegistry(agent.store, agent.root / "programs")
     old = await agent.ask(chat, "Message 101: and one more?")
     old_trace = agent.trace(old.run_id)
     assert old_trace.header["program"] == "toolcaller@v2"

@@ -24,11 +24,15 @@ from jupyter_agent.cli import main
 from jupyter_agent.core.loop import NEW_CHAT_LEAD
 from jupyter_agent.core.recall import HEADER
 from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.programs.builtin import run_refs
 from jupyter_agent.trace.notebook_recall import TITLE
 from jupyter_agent.trace.verify import verify_run
 from tests.server.test_e2e import Server, new_chat, send, start_server, stop_server, wait_turn
 
 pytestmark = pytest.mark.timeout(300)
+
+#: What a toolcaller@v4 run records (issue 16): every program it used, hashed, its own first.
+RUN_PROGRAMS = [ref.text for ref in run_refs("toolcaller@v4")]
 
 FACT = "The person's favourite chart colour is teal."
 SAVE = f"""
@@ -106,7 +110,7 @@ def saved(server: Server) -> dict[str, Any]:
     assert turn["replies"][-1]["text"] == "Saved."
     assert "recall_1" not in json.dumps(first)  # memory was empty: nothing recalled
     assert "recall" not in turn
-    assert turn["programs"] == ["toolcaller@v4", "autorecall@v1"]
+    assert turn["programs"] == RUN_PROGRAMS
     with server.http() as client:
         [fact] = client.get("agent/memories").json()["memories"]
     assert (fact["text"], fact["category"], fact["author"]) == (FACT, "preferences", "agent")
@@ -150,7 +154,7 @@ def test_a_fact_saved_in_chat_a_is_recalled_in_chat_b_before_the_message(
     assert recall["hits"][0]["id"] == fact["id"]
     assert recall["hits"][0]["kind"] == "memory"
     assert 0 < recall["tokens"] <= 800
-    assert recalled["turn"]["programs"] == ["toolcaller@v4", "autorecall@v1"]
+    assert recalled["turn"]["programs"] == RUN_PROGRAMS
 
 
 def test_the_categories_reach_the_system_prompt(recalled: dict[str, Any]) -> None:
@@ -180,7 +184,7 @@ def test_a_recalled_run_replays_identically(
     path = effect_log(server, run_id)
     header = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
     assert header["program"] == "toolcaller@v4"
-    assert header["programs"] == ["toolcaller@v4", "autorecall@v1"]
+    assert header["programs"] == RUN_PROGRAMS
     # The CLI fetches the log from the server and replays it: no model, no store, no kernel.
     addr = ["--addr", server.url, "--token", server.token]
     assert main(["replay", run_id, *addr]) == 0

@@ -20,7 +20,12 @@ def test_create_get_and_to_json(store: Store) -> None:
         "created": iso(1),
         "updated": iso(1),
         "active_run_id": None,
+        "agent": "agent",
     }
+    other = store.create_chat(chat_id="chat_01B", title="Plans", now=iso(2), agent="planner")
+    assert other.agent == "planner"
+    assert store.get_chat("chat_01B") == other
+    assert store.chat_agent("chat_01B") == "planner"
 
 
 def test_duplicate_id_is_a_store_error(store: Store) -> None:

@@ -71,6 +71,8 @@ def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
         "AgentMailRow",
         "AgentMemoryRow",
         "AgentMemoryVectorRow",
+        "AgentProgramActivationRow",
+        "AgentProgramRow",
         "AgentRecallDfRow",
         "AgentRecallDocRow",
         "AgentRecallSuppressedRow",
@@ -84,7 +86,7 @@ def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
     names: tuple[str, ...] = ("chats", "agent_turns", "agent_runs", "agent_mail", "agent_chunks")
     names += ("schema_version",)
     names += ("agent_memories", "agent_recall_docs", "agent_recall_df", "agent_memory_vectors")
-    names += ("agent_recall_suppressed",)
+    names += ("agent_recall_suppressed", "agent_programs", "agent_program_activations")
     for name in names:
         table = SQLModel.metadata.tables[name]
         columns = {c["name"] for c in inspector.get_columns(table.name)}
@@ -139,12 +141,15 @@ def test_v1_database_upgrades_in_place(db_url: str, raw: Engine) -> None:
         chat = store.get_chat("chat_01A")
         assert chat is not None
         assert chat.title == "old chat"
+        assert chat.agent == "agent"  # v6: chats made before talk to the default agent
+        assert store.chat_agent("chat_01A") == "agent"
         assert store.list_turns("chat_01A") == [turn]
         assert store.list_turns("chat_01A")[0].to_json() == record
         run = store.get_run(turn.run_id)
         assert run is not None
         assert run.end_cause == "ceiling:cells"  # backfilled from the turn's record
         assert run.stop_reason == "wrapup"
+        assert (run.programs, run.agent) == ((), "agent")  # v6 defaults
         # The upgraded database works like a fresh one.
         store.append_turn(make_turn(2))
         assert [t.id for t in store.list_turns("chat_01A")] == [turn.id, "turn_000002"]

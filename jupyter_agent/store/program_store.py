@@ -1,0 +1,257 @@
+"""The Store's program methods (issue 16): deployed versions and which one each layer runs.
+
+A mixin of :class:`~jupyter_agent.store.repo.Store`, like
+:class:`~jupyter_agent.store.memory_store.MemoryMethods`.
+
+- A deployed version (:class:`ProgramRow`) is immutable: :meth:`ProgramMethods.add_program`
+  inserts it with the family's next version number (after every stored one and every
+  built-in one), or answers the stored row whose files hash the same. Two deploys of one
+  family at once (two servers on one PostgreSQL) never get the same number: the insert runs
+  in a transaction and is retried when it meets the unique constraint (the other one won).
+- An activation (:class:`Activation`) says which version a layer runs: ``agent`` "" is the
+  server-wide layer, any other name that agent's override; ``version`` None clears the
+  layer's override. The newest row (by ``id``) of a layer and family wins; rows are never
+  updated, so ``MAX(id)`` (:meth:`ProgramMethods.activation_mark`) changes exactly when an
+  activation was written: the registry's cheap "did anything change".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Final
+
+from sqlalchemy import delete, func
+from sqlalchemy import select as core_select
+from sqlalchemy.exc import IntegrityError
+
+from jupyter_agent.exceptions import NotFound, StoreError
+from jupyter_agent.store.tables import AgentProgramActivationRow, AgentProgramRow, AgentRunRow
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+__all__ = ["Activation", "ProgramMethods", "ProgramRow"]
+
+_PROGRAMS: Final = AgentProgramRow.metadata.tables["agent_programs"]
+_ACTIVATIONS: Final = AgentProgramActivationRow.metadata.tables["agent_program_activations"]
+_RUNS: Final = AgentRunRow.metadata.tables["agent_runs"]
+_CHATS: Final = AgentRunRow.metadata.tables["chats"]
+#: How many times a deploy retries after losing the race for a version number.
+_ATTEMPTS: Final = 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProgramRow:
+    """One deployed version: ``name`` (the family), ``version`` (0 in a row not stored
+    yet: :meth:`ProgramMethods.add_program` assigns it), ``hash`` (the full sha256 hex of
+    its files), ``files`` (``{path: text}``; empty when listed without them), ``entry``
+    (the entry module), ``uses`` (``name@vN`` of the sub-programs), ``description``,
+    ``created`` (ISO time), ``created_by`` (who deployed it)."""
+
+    name: str
+    version: int = 0
+    hash: str
+    files: Mapping[str, str] = field(default_factory=dict)
+    entry: str = "program"
+    uses: tuple[str, ...] = ()
+    description: str = ""
+    created: str = ""
+    created_by: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Activation:
+    """One activation row: ``agent`` ("" = server-wide), ``name``, ``version`` (None: the
+    layer's override cleared), ``at``, ``by``; ``id`` orders them (newest wins)."""
+
+    id: int
+    agent: str
+    name: str
+    version: int | None
+    at: str
+    by: str
+
+
+def _row(values: Any, *, files: bool = True) -> ProgramRow:
+    return ProgramRow(
+        name=values["name"],
+        version=int(values["version"]),
+        hash=values["hash"],
+        files=json.loads(values["files"]) if files else {},
+        entry=values["entry"],
+        uses=tuple(json.loads(values["uses"])),
+        description=values["description"],
+        created=values["created"],
+        created_by=values["created_by"],
+    )
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class ProgramMethods:
+    """Deployed programs and activations; the Store provides its sessions."""
+
+    if TYPE_CHECKING:
+
+        def _read(self, what: str) -> AbstractContextManager[Session]: ...
+        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+
+    # --- versions ------------------------------------------------------------------------
+
+    def add_program(self, row: ProgramRow, *, after: int | None = None) -> ProgramRow:
+        """Store a new version of ``row.name`` and return it as stored: its version is one
+        more than the highest stored one and than ``after`` (default: the family's highest
+        built-in version), its ``created`` now when empty. When a stored version of the
+        family has the same ``hash``, nothing is written and that row is returned.
+        Race-safe (retried on a unique violation); StoreError when it keeps losing."""
+        if after is None:
+            from jupyter_agent.programs.builtin import latest_builtin  # no import cycle
+
+            after = latest_builtin(row.name)
+        for _attempt in range(_ATTEMPTS):
+            try:
+                return self._insert_program(row, after)
+            except StoreError as exc:
+                if not isinstance(exc.__cause__, IntegrityError):
+                    raise
+        raise StoreError(f"cannot store {row.name}: the version number stayed taken")
+
+    def _insert_program(self, row: ProgramRow, after: int) -> ProgramRow:
+        with self._write("cannot store the program") as session:
+            conn = session.connection()
+            same = conn.execute(
+                core_select(_PROGRAMS).where(
+                    _PROGRAMS.c.name == row.name, _PROGRAMS.c.hash == row.hash
+                )
+            ).first()
+            if same is not None:
+                return _row(same._mapping)
+            top = conn.execute(
+                core_select(func.max(_PROGRAMS.c.version)).where(_PROGRAMS.c.name == row.name)
+            ).scalar()
+            # A number an activation names stays taken, even after its row was pruned.
+            named = conn.execute(
+                core_select(func.max(_ACTIVATIONS.c.version)).where(_ACTIVATIONS.c.name == row.name)
+            ).scalar()
+            version = max(int(top or 0), int(named or 0), after) + 1
+            stored = ProgramRow(
+                name=row.name,
+                version=version,
+                hash=row.hash,
+                files=dict(row.files),
+                entry=row.entry,
+                uses=tuple(row.uses),
+                description=row.description,
+                created=row.created or _now(),
+                created_by=row.created_by,
+            )
+            conn.execute(
+                _PROGRAMS.insert(),
+                {
+                    "name": stored.name,
+                    "version": stored.version,
+                    "hash": stored.hash,
+                    "files": json.dumps(dict(stored.files), ensure_ascii=False, sort_keys=True),
+                    "entry": stored.entry,
+                    "uses": json.dumps(list(stored.uses)),
+                    "description": stored.description,
+                    "created": stored.created,
+                    "created_by": stored.created_by,
+                },
+            )
+            return stored
+
+    def program(self, name: str, version: int) -> ProgramRow | None:
+        """The stored version (with its files), or None."""
+        query = core_select(_PROGRAMS).where(
+            _PROGRAMS.c.name == name, _PROGRAMS.c.version == version
+        )
+        with self._read("cannot read the program") as session:
+            found = session.connection().execute(query).first()
+        return _row(found._mapping) if found is not None else None
+
+    def programs(self, name: str | None = None, *, files: bool = False) -> list[ProgramRow]:
+        """Every stored version (of ``name``), by name then version; ``files`` empty
+        unless asked for."""
+        columns = [c for c in _PROGRAMS.c if files or c.name != "files"]
+        query = core_select(*columns).order_by(_PROGRAMS.c.name, _PROGRAMS.c.version)
+        if name is not None:
+            query = query.where(_PROGRAMS.c.name == name)
+        with self._read("cannot list programs") as session:
+            rows = session.connection().execute(query).all()
+        return [_row(r._mapping, files=files) for r in rows]
+
+    def delete_program(self, name: str, version: int) -> bool:
+        """Delete a stored version (``trace prune``: no run names it, no layer runs it;
+        the caller checks). False when there was none."""
+        statement = delete(_PROGRAMS).where(
+            _PROGRAMS.c.name == name, _PROGRAMS.c.version == version
+        )
+        with self._write("cannot delete the program") as session:
+            return bool(session.connection().execute(statement).rowcount)
+
+    # --- activations ---------------------------------------------------------------------
+
+    def activate(
+        self, agent: str, name: str, version: int | None, by: str = "", *, now: str = ""
+    ) -> None:
+        """Record that layer ``agent`` ("" = server-wide) runs ``name@v{version}`` from now
+        on (None: clear the layer's override). The caller checks that the version exists."""
+        values = {"agent": agent, "name": name, "version": version, "at": now or _now()}
+        with self._write("cannot activate the program") as session:
+            session.connection().execute(_ACTIVATIONS.insert(), {**values, "by": by})
+
+    def activations(self, agent: str | None = None, name: str | None = None) -> list[Activation]:
+        """The activation rows (of layer ``agent``, of family ``name``), oldest first."""
+        query = core_select(_ACTIVATIONS).order_by(_ACTIVATIONS.c.id)
+        if agent is not None:
+            query = query.where(_ACTIVATIONS.c.agent == agent)
+        if name is not None:
+            query = query.where(_ACTIVATIONS.c.name == name)
+        with self._read("cannot read the activations") as session:
+            rows = session.connection().execute(query).all()
+        return [
+            Activation(
+                id=int(r.id), agent=r.agent, name=r.name, version=r.version, at=r.at, by=r.by
+            )
+            for r in rows
+        ]
+
+    def activation_mark(self) -> int:
+        """The newest activation's id (0 when none): changes exactly when one is written."""
+        query = core_select(func.max(_ACTIVATIONS.c.id))
+        with self._read("cannot read the activations") as session:
+            return int(session.connection().execute(query).scalar() or 0)
+
+    # --- what runs and chats name --------------------------------------------------------
+
+    def chat_agent(self, chat_id: str) -> str:
+        """The agent the chat talks to; NotFound when there is no such chat."""
+        query = core_select(_CHATS.c.agent).where(_CHATS.c.id == chat_id)
+        with self._read("cannot read the chat") as session:
+            found = session.connection().execute(query).scalar()
+        if found is None:
+            raise NotFound(f"no chat {chat_id}")
+        return str(found)
+
+    def named_programs(self) -> set[str]:
+        """Every program reference any stored run names (its ``program`` and each of its
+        ``programs``): what ``trace prune`` must keep."""
+        query = core_select(_RUNS.c.program, _RUNS.c.programs).distinct()
+        names: set[str] = set()
+        with self._read("cannot list the runs' programs") as session:
+            for program, programs in session.connection().execute(query):
+                names.add(program)
+                try:
+                    listed = json.loads(programs or "[]")
+                except ValueError:
+                    continue
+                if isinstance(listed, list):
+                    names.update(p for p in listed if isinstance(p, str))
+        return names

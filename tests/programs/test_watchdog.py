@@ -1,0 +1,79 @@
+"""The watchdog stops a step that loops without yielding, even one catching Exception."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from jupyter_agent.exceptions import ProgramStuck
+from jupyter_agent.programs.watchdog import call_with_deadline, run_with_deadline
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def _spin_catching() -> None:
+    while True:
+        try:  # noqa: SIM105 - the program's own guard must not swallow the watchdog's stop
+            sum(range(100))
+        except Exception:
+            pass
+
+
+def _spin_catching_base() -> None:
+    caught = 0
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:  # caught three times: the watchdog raises it again each time
+            caught += 1
+            if caught == 3:
+                break
+    while True:
+        pass
+
+
+@pytest.mark.parametrize("step", [_spin, _spin_catching, _spin_catching_base])
+def test_sync_step_is_stopped(step: object) -> None:
+    started = time.monotonic()
+    with pytest.raises(ProgramStuck, match="endless"):
+        call_with_deadline(step, 0.3, message="program.py: endless")  # type: ignore[arg-type]
+    assert time.monotonic() - started < 8
+
+
+@pytest.mark.parametrize("step", [_spin, _spin_catching])
+def test_async_step_is_stopped(step: object) -> None:
+    async def main() -> None:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        task = asyncio.ensure_future(ticker())
+        with pytest.raises(ProgramStuck):
+            await run_with_deadline(step, 0.3)  # type: ignore[arg-type]
+        task.cancel()
+        assert ticks >= 3  # the event loop kept running meanwhile
+
+    asyncio.run(main())
+
+
+def test_values_and_errors_pass_through() -> None:
+    assert call_with_deadline(lambda: 41 + 1, 1.0) == 42
+    with pytest.raises(ValueError, match="boom"):
+        call_with_deadline(lambda: int("boom"), 1.0)
+    assert asyncio.run(run_with_deadline(lambda: "ok", 1.0)) == "ok"
+
+
+def test_quick_steps_never_get_a_late_stop() -> None:
+    for _ in range(200):
+        assert call_with_deadline(lambda: 1, 5.0) == 1
+    time.sleep(0.1)
