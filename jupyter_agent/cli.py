@@ -9,7 +9,8 @@ handler) and appending it to :data:`VERBS`. Verbs that talk to a server should c
 Verbs here: ``kernel install [--user | --sys-prefix | --prefix P] [--name NAME]``; the
 trace verbs (``trace ls|show|prune``, ``replay``, ``export``) live in
 :mod:`jupyter_agent.cli_trace`, the memory verbs (``memory ls|search|add|edit|rm|export``)
-in :mod:`jupyter_agent.cli_memory`.
+in :mod:`jupyter_agent.cli_memory`, the program verbs (``program deploy|ls|show|rollback``)
+in :mod:`jupyter_agent.cli_program`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from importlib.resources import as_file, files
 from typing import Any
 
 from jupyter_agent.cli_memory import add_memory
+from jupyter_agent.cli_program import add_program
 from jupyter_agent.cli_trace import add_export, add_replay, add_trace
 
 __all__ = ["VERBS", "add_server_options", "build_parser", "install_kernelspec", "main"]
@@ -89,6 +91,7 @@ VERBS: list[Callable[[Subparsers], None]] = [
     add_replay,
     add_export,
     add_memory,
+    add_program,
 ]
 
 

@@ -349,6 +349,42 @@ class AgentClient:
         """``DELETE agent/memories/{id}``."""
         self._request("DELETE", f"agent/memories/{_seg(memory_id)}")
 
+    # --- programs (issue 16) -------------------------------------------------------------
+
+    def programs(self) -> dict[str, Any]:
+        """``GET agent/programs``: ``{programs: [{name, kind, versions, active}]}``."""
+        return dict(self._json("GET", "agent/programs"))
+
+    def program(self, name_or_ref: str) -> dict[str, Any]:
+        """``GET agent/programs/{name}`` or ``{name}@v{N}``: one version with its ``files``
+        (a ``#hash`` suffix is dropped)."""
+        key = name_or_ref.split("#", 1)[0]
+        return dict(self._json("GET", f"agent/programs/{_seg(key)}"))
+
+    def deploy(
+        self,
+        name: str,
+        files: dict[str, str],
+        agent: str | None = None,
+        activate: bool = True,
+    ) -> dict[str, Any]:
+        """``POST agent/programs/{name}``: ``{program, active}`` (admin)."""
+        body: dict[str, Any] = {"files": files, "activate": activate}
+        if agent:
+            body["agent"] = agent
+        return dict(self._json("POST", f"agent/programs/{_seg(name)}", body=body))
+
+    def rollback(
+        self, name: str, agent: str | None = None, to: int | None = None
+    ) -> dict[str, Any]:
+        """``POST agent/programs/{name}/rollback``: ``{active}`` (admin)."""
+        body: dict[str, Any] = {}
+        if agent:
+            body["agent"] = agent
+        if to is not None:
+            body["to"] = to
+        return dict(self._json("POST", f"agent/programs/{_seg(name)}/rollback", body=body))
+
     # --- events ------------------------------------------------------------------------
 
     def events_url(self, chat_id: str, since: int = 0) -> str:

@@ -32,6 +32,8 @@ from traitlets.config import Config
 
 from jupyter_agent.llm.embeddings import EMBED_TIER
 from jupyter_agent.llm.transport import Transport
+from jupyter_agent.programs.registry import ProgramRegistry
+from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.runtime.agents import DEFAULT_AGENT, Agent, AgentRegistry, agent_json
 from jupyter_agent.runtime.contents import Contents
 from jupyter_agent.runtime.demo import DemoModel
@@ -142,7 +144,11 @@ class Parts:
         self.memory = MemoryService(
             store, self.scrubber, embedder=self.embedder.on_saved, vectors=self.embedder
         )
+        # Deployed program versions (issue 16): which one a run uses; deploys and rollbacks.
+        self.programs = ProgramRegistry(store, cache_dir=self.data_dir / "programs")
+        self.program_service = ProgramService(store, self.programs)
         services = RunServices(
+            programs=self.programs,
             transport=transport,
             pool=ScrubbingPool(pool, self.scrubber),
             scrubber=self.scrubber,

@@ -123,6 +123,8 @@ class AgentService:
         self.manager = parts.manager
         #: ``agent/memories``: the routes call it directly (typed, like this façade).
         self.memory = parts.memory
+        #: ``agent/programs``: deploys, listings, rollbacks (issue 16), called directly.
+        self.programs = parts.program_service
         self.data_dir: Path = parts.data_dir
         self.root_dir: str = parts.root_dir
 

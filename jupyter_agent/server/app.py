@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Config
 
 from jupyter_agent import __version__
@@ -138,6 +138,20 @@ class JupyterAgent(ExtensionApp):
     max_body_bytes = Int(
         10 * 1024 * 1024,
         help="Largest request body in bytes the agent's REST API accepts (larger: 413).",
+    ).tag(config=True)
+
+    # --- programs (issue 16) ---
+    program_deploy = Enum(
+        ["token", "browser", "off"],
+        default_value="token",
+        help="Who may deploy programs (besides the agent_programs write permission):"
+        " 'token' only requests authenticated by a token (the CLI, scripts); 'browser' also"
+        " cookie sessions (the browser); 'off' nobody.",
+    ).tag(config=True)
+    program_step_timeout_s = Float(
+        10.0,
+        help="A deployed program's step (from one effect to the next) longer than this"
+        " ends its run (the program is stopped: ProgramStuck).",
     ).tag(config=True)
 
     key_bindings = Dict(

@@ -24,6 +24,11 @@ from jupyter_agent.server.handlers_chats import (
     MessagesHandler,
 )
 from jupyter_agent.server.handlers_memory import MemoriesHandler, MemoryHandler
+from jupyter_agent.server.handlers_programs import (
+    ProgramHandler,
+    ProgramRollbackHandler,
+    ProgramsHandler,
+)
 from jupyter_agent.server.handlers_runs import (
     BreakHandler,
     RunHandler,
@@ -111,4 +116,7 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (rf"/agent/break/{_ID.format('run_id')}", BreakHandler),
     (r"/agent/memories", MemoriesHandler),
     (rf"/agent/memories/{_ID.format('memory_id')}", MemoryHandler),
+    (r"/agent/programs", ProgramsHandler),
+    (rf"/agent/programs/{_ID.format('name')}", ProgramHandler),
+    (rf"/agent/programs/{_ID.format('name')}/rollback", ProgramRollbackHandler),
 ]

@@ -39,11 +39,15 @@ def _code(cell: str) -> list[str]:
     return _CODE.findall(cell)
 
 
-def documented_routes() -> dict[tuple[str, str], str]:
-    """``{(METHOD, path): permission}`` from the page (the first code span of each cell)."""
-    routes: dict[tuple[str, str], str] = {}
+def documented_routes() -> dict[tuple[str, str], tuple[str, str]]:
+    """``{(METHOD, path): (permission, resource)}`` from the page (the first code span of
+    each cell; a second one in the permission cell names the resource, default
+    ``agent``: deploys ask ``write`` on ``agent_programs``)."""
+    routes: dict[tuple[str, str], tuple[str, str]] = {}
     for row in _table("routes"):
-        method, path, permission = (_code(cell)[0] for cell in row[:3])
+        method, path = (_code(cell)[0] for cell in row[:2])
+        spans = _code(row[2])
+        permission = (spans[0], spans[1] if len(spans) > 1 else "agent")
         assert (method, path) not in routes, f"{method} {path} is documented twice"
         routes[(method, path)] = permission
     return routes
@@ -126,7 +130,12 @@ def jp_server_config() -> dict[str, Any]:
     }
 
 
-IDS = {"chat_id": "chat_01DOC", "run_id": "run_01DOC", "memory_id": "mem_01DOC"}
+IDS = {
+    "chat_id": "chat_01DOC",
+    "run_id": "run_01DOC",
+    "memory_id": "mem_01DOC",
+    "name": "toolcaller",
+}
 
 
 def test_each_route_asks_the_documented_permission(fetch: Any, jp_serverapp: Any) -> None:
@@ -141,4 +150,4 @@ def test_each_route_asks_the_documented_permission(fetch: Any, jp_serverapp: Any
         assert info.value.code == 403, (method, path)
         asked = [(a, r) for m, p, a, r in RecordingAuthorizer.asked if p == f"/{url}"]
         assert asked, f"{method} {path} asked for no permission"
-        assert asked[0] == (permission, "agent"), (method, path, asked)
+        assert asked[0] == permission, (method, path, asked)

@@ -1,0 +1,112 @@
+"""Program routes (issue 16): ``agent/programs``, ``agent/programs/{name}[@vN]`` and
+``agent/programs/{name}/rollback``.
+
+Thin: each method authenticates, authorizes, parses and calls the
+:class:`~jupyter_agent.programs.service.ProgramService` (``service.programs``). Reads need
+``read`` on resource ``agent``. Deploying and rolling back are admin acts: ``write`` on
+their own resource ``agent_programs`` (so an Authorizer, JupyterHub's scopes, can refuse
+them while allowing chats) AND the trait ``JupyterAgent.program_deploy``: ``token`` (the
+default) lets only token-authenticated requests through (the CLI, scripts; a browser
+cookie session gets 403 ``browser_deploy``), ``browser`` also cookie sessions, ``off``
+nobody (403 ``deploy_off``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Final, TypeVar, cast
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_agent.exceptions import BadRequest, Forbidden
+from jupyter_agent.server import parse
+from jupyter_agent.server.base import AgentHandler
+
+__all__ = ["PROGRAMS_RESOURCE", "ProgramHandler", "ProgramRollbackHandler", "ProgramsHandler"]
+
+#: The authorization resource of deploys and rollbacks.
+PROGRAMS_RESOURCE: Final = "agent_programs"
+_VERSIONED: Final = re.compile(r"([a-z][a-z0-9_-]{0,39})(?:@v([1-9][0-9]{0,5}))?")
+_REASON: Final = "program_refused"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _admin(method: _F) -> _F:
+    """``@authorized(action="write", resource="agent_programs")``, typed."""
+    return cast("_F", authorized(action="write", resource=PROGRAMS_RESOURCE)(method))
+
+
+class _Admin(AgentHandler):
+    def check_deploy_allowed(self) -> None:
+        """Forbidden unless ``program_deploy`` lets this request's kind of session in."""
+        mode = self.agent.program_deploy
+        if mode == "off":
+            raise Forbidden(
+                "deploying programs is off on this server (JupyterAgent.program_deploy)",
+                reason="deploy_off",
+            )
+        if mode == "token" and not self.token_authenticated:
+            raise Forbidden(
+                "deploying from the browser is off: set JupyterAgent.program_deploy = 'browser'",
+                reason="browser_deploy",
+            )
+
+    def who(self) -> str:
+        user = self.current_user
+        return str(getattr(user, "username", "") or "")
+
+
+class ProgramsHandler(AgentHandler):
+    """``GET agent/programs``: every family, its versions and each layer's active one."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.finish_json(await (await self.service()).programs.list())
+
+
+class ProgramHandler(_Admin):
+    """``GET agent/programs/{name}[@vN]`` (one version with its files) and ``POST
+    agent/programs/{name}`` ``{files, agent?, activate?}`` (deploy: 201)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, name: str) -> None:
+        match = _VERSIONED.fullmatch(name)
+        if match is None:
+            raise BadRequest(f"{name[:60]!r}: use NAME or NAME@vN", reason="bad_request")
+        family, version = match.group(1), match.group(2)
+        programs = (await self.service()).programs
+        self.finish_json(await programs.show(family, int(version) if version else None))
+
+    @web.authenticated
+    @_admin
+    async def post(self, name: str) -> None:
+        self.check_deploy_allowed()
+        body = self.json_body()
+        parse.only_keys(body, ("files", "agent", "activate"), reason=_REASON)
+        files: Any = parse.mapping(body, "files", reason=_REASON)
+        agent = parse.string(body, "agent", reason=_REASON, default="")
+        activate = parse.flag(body, "activate", reason=_REASON, default=True)
+        programs = (await self.service()).programs
+        answer = await programs.deploy(name, files, agent=agent, by=self.who(), activate=activate)
+        self.finish_json(answer, status=201)
+
+
+class ProgramRollbackHandler(_Admin):
+    """``POST agent/programs/{name}/rollback`` ``{agent?, to?}``: 200 ``{active}``."""
+
+    @web.authenticated
+    @_admin
+    async def post(self, name: str) -> None:
+        self.check_deploy_allowed()
+        body = self.json_body()
+        parse.only_keys(body, ("agent", "to"), reason="bad_request")
+        agent = parse.string(body, "agent", reason="bad_request", default="")
+        to = body.get("to")
+        if to is not None and (not isinstance(to, int) or isinstance(to, bool)):
+            raise BadRequest("`to` must be a version number", reason="bad_request")
+        programs = (await self.service()).programs
+        self.finish_json(await programs.rollback(name, agent=agent, to=to, by=self.who()))
