@@ -5,11 +5,12 @@
 The run is real but for the model: the run manager and driver of the package, a real agent
 kernel (the ``jupyter-agent`` kernelspec, installed into a temporary Jupyter data dir), the
 scripted fake provider on loopback (:data:`SCRIPT`) speaking the Anthropic wire, a SQLite
-store in a temporary folder. The run's program is ``plan_first``'s entry point in place of
-the built-in loop; the log's header names the program the driver wrote
-(``toolcaller@v...``): a deploy replays a scenario with the version being deployed,
-whatever version its header names (the scenario is part of the files the version's hash
-covers, so it cannot name that hash itself).
+store in a temporary folder, where ``plan_first`` is deployed (through the program service,
+every deploy check included) as the server-wide ``toolcaller``. The folder is deployed
+without its ``scenarios/``: the scenario is part of the files a version's hash covers, so
+it cannot name that hash itself. Its header names that version (``toolcaller@v5#...``);
+a deploy replays a scenario with the version being deployed, whatever version its header
+names.
 
 The script lives outside the program's folder on purpose: the folder is exactly what an
 admin deploys.
@@ -68,34 +69,42 @@ def _isolate() -> Path:
 
 
 async def record(root: Path) -> Path:
-    """Run :data:`MESSAGE` through ``plan_first`` in a new chat under ``root``; return the
-    run's log path (AssertionError when the run did not end ``done``)."""
+    """Deploy ``plan_first`` (without its scenarios) to a new store under ``root``, run
+    :data:`MESSAGE` in a new chat, return the run's log path (AssertionError when the run
+    did not run the deployed version or did not end ``done``)."""
     from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
-    from examples.programs.plan_first.program import program
     from jupyter_agent.cli import install_kernelspec
     from jupyter_agent.llm.fake import FakeProvider
-    from jupyter_agent.runtime import driver
+    from jupyter_agent.programs.files import read_source
+    from jupyter_agent.programs.registry import ProgramRegistry
+    from jupyter_agent.programs.service import ProgramService
     from tests.runtime.harness import close_harness, make_harness
 
     install_kernelspec(user=True)
     manager = AsyncMultiKernelManager()
     fake = FakeProvider(SCRIPT).start()
-    built_in = getattr(driver, "program")  # noqa: B009 - not in the module's __all__
-    # The run's program: plan_first in place of the built-in loop (see the module docstring).
-    setattr(driver, "program", lambda _name, run_id, chat_id: program(run_id, chat_id))  # noqa: B010
     try:
         harness = await make_harness(root, fake, manager)
         try:
+            registry = ProgramRegistry(harness.store, cache_dir=root / "programs")
+            harness.manager.services.programs = registry
+            files = {
+                path: text
+                for path, text in read_source(FOLDER).items()
+                if not path.startswith("scenarios/")
+            }
+            deployed = await ProgramService(harness.store, registry).deploy("toolcaller", files)
             chat = harness.new_chat("plan first")
             turn = await harness.ask(chat, MESSAGE)
             assert turn.llm.stop_reason == "done", turn.llm
+            assert turn.programs is not None
+            assert turn.programs[0] == deployed["active"], (turn.programs, deployed)
             assert fake.remaining == 0, "the script was not used up"
             return harness.manager.log_path(turn.run_id)
         finally:
             await close_harness(harness)
     finally:
-        setattr(driver, "program", built_in)  # noqa: B010
         fake.stop()
         await manager.shutdown_all(now=True)
 

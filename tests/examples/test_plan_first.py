@@ -148,6 +148,16 @@ def test_the_recorded_scenario_replays_identically(trace: TraceFile) -> None:
     assert recorded(trace, "turn.append", "intent")[0] == turn.to_json()
 
 
+def test_the_scenario_was_recorded_from_a_deployed_version(trace: TraceFile) -> None:
+    assert trace.header["program"] == "toolcaller@v5"
+    assert trace.header["programs"][0].startswith("toolcaller@v5#")
+    assert [p.split("#")[0] for p in trace.header["programs"][1:]] == [
+        "llm@v1",
+        "history@v1",
+        "autorecall@v1",
+    ]
+
+
 def test_the_plan_is_posted_before_the_first_cell(trace: TraceFile) -> None:
     names = [line.name for line in trace.lines if line.phase == "intent"]
     assert names.index("chat.post") < names.index("cell.run")
