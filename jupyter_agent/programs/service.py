@@ -12,9 +12,10 @@ Contracts:
   version (and activates it as asked). Deployed versions are materialised in the cache dir;
 - :meth:`~ProgramService.rollback`: with ``to``, activate that version (built-in or
   deployed; unknown: NotFound); without, activate the version this layer ran before the
-  current one (its activation rows, back to the previous distinct version); none before:
-  a clear row (an agent layer falls back to the server-wide one, the server-wide layer to
-  the built-in default);
+  current one, walking back on repeated rollbacks (:meth:`~ProgramService._previous`):
+  back past the first activation, the layer's override is cleared (an agent layer falls
+  back to the server-wide one, the server-wide layer to the built-in default); with
+  nothing to go back to, BadRequest ``no_rollback``;
 - agents are names (``[a-z][a-z0-9_-]{0,39}``, "" the server-wide layer); this service
   does not know which agents the server hosts (the handler may check);
 - raises only the error tree (ProgramRefused, BadRequest, NotFound, StoreError).
@@ -119,15 +120,31 @@ class ProgramService:
         return {"active": await asyncio.to_thread(roll)}
 
     def _previous(self, layer: str, family: str) -> int | None:
-        """The version this layer ran before its current one (None: none before)."""
-        rows = self.store.activations(agent=layer, name=family)
-        if not rows:
-            return None
-        current = rows[-1].version
-        for row in reversed(rows[:-1]):
-            if row.version != current:
-                gone = row.version is not None and not self._exists(family, row.version)
-                return None if gone else row.version
+        """The version this layer ran before its current one (None: the layer's override
+        cleared), walking back: a second rollback in a row goes further back, never
+        returns to the version just left.
+
+        The layer's activation rows are read as a stack: a row naming the version below
+        the top (what a rollback writes, or an activation of that same version) pops the
+        top; any other row pushes. The target is the version under the top that still
+        exists. BadRequest ``no_rollback`` when the layer has nothing to go back to.
+        """
+        stack: list[int | None] = [None]  # None: no override (the layer below, or built in)
+        for row in self.store.activations(agent=layer, name=family):
+            if len(stack) > 1 and row.version == stack[-2]:
+                stack.pop()
+            elif row.version != stack[-1]:
+                stack.append(row.version)
+        if len(stack) == 1:
+            where = f"agent {layer!r}" if layer else "the server-wide layer"
+            raise BadRequest(
+                f"{family} has nothing to roll back to in {where}: it runs the version"
+                " below it (give `to` to pick one)",
+                reason="no_rollback",
+            )
+        for version in reversed(stack[:-1]):
+            if version is None or self._exists(family, version):
+                return version
         return None
 
     def _exists(self, family: str, version: int) -> bool:

@@ -175,6 +175,7 @@ class Parts:
             run_config=self.history_config,
             runs_dir=self.manager.runs_dir,
             events=self.events,
+            programs=self.programs,
         )
         services.after_turn = self.history.kick
         self._started: asyncio.Task[None] | None = None

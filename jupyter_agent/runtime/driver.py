@@ -43,19 +43,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from jupyter_agent.core.cell_status import bash_status, cell_status
-from jupyter_agent.core.cells import BashResult, CellError, CellResult
-from jupyter_agent.core.digest import digest_bash, digest_cell
 from jupyter_agent.core.digest_record import (
-    DIGEST_KEY,
     digest_options_from_config,
-    digest_record,
 )
 from jupyter_agent.core.events import (
     BubbleEvent,
-    CellKind,
-    CellOutput,
-    CellStart,
     Delta,
     Event,
     RecallEvent,
@@ -83,18 +75,13 @@ from jupyter_agent.effects import (
     EffectGen,
     Result,
 )
-from jupyter_agent.exceptions import KernelDied, ProviderError
-from jupyter_agent.runtime.apphost import CellHost
+from jupyter_agent.exceptions import ProviderError
 from jupyter_agent.runtime.cell_events import (
     RunningCell,
-    bash_end,
-    cell_end,
-    digest_or_none,
-    with_model_calls,
 )
+from jupyter_agent.runtime.driver_tools import ToolRuns
 from jupyter_agent.runtime.embedder import hybrid_rank
 from jupyter_agent.runtime.ids import new_id, now_iso
-from jupyter_agent.runtime.live_output import LiveCell
 from jupyter_agent.runtime.model_calls import perform
 from jupyter_agent.runtime.program_end import failed_turn
 from jupyter_agent.runtime.program_guard import (
@@ -125,7 +112,7 @@ Performer = Callable[[Effect, int], Awaitable[Outcome]]
 CANCELLABLE = frozenset({HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST})
 
 
-class RunDriver:
+class RunDriver(ToolRuns):
     """Performs the effects of one run; see the module docstring."""
 
     def __init__(
@@ -460,88 +447,6 @@ class RunDriver:
                 Retry(attempt=info.attempt, status=info.status, wait_s=info.wait_s)
             ),
         )
-
-    def _live(self, seq: int, cell_id: str, kind: CellKind, code: str) -> RunningCell:
-        """Start a cell or command: ``cell_start``, then its live ``cell_output`` events."""
-        self._tool_runs += 1
-        self._publish(CellStart(cell_id=cell_id, kind=kind, code=code))
-        live = LiveCell(lambda out: self._publish(CellOutput(cell_id=cell_id, output=out)))
-        self._running = RunningCell(seq=seq, cell_id=cell_id, kind=kind, code=code, live=live)
-        return self._running
-
-    def _end_failed(self, running: RunningCell) -> None:
-        """A cell that could not run to its end (the effect fails): still end it visibly."""
-        self._running = None
-        self._publish(running.partial("error")[2])
-
-    async def _cell_run(self, data: dict[str, Any], seq: int) -> dict[str, Any]:
-        cell_id, code = str(data["cell_id"]), str(data["code"])
-        self._bubbles = []
-        running = self._live(seq, cell_id, "python", code)
-        host = CellHost(self, seq)
-        try:
-            handle = running.handle = await self.kernel.handle()
-            cell: CellResult = await handle.run_cell(
-                cell_id,
-                code,
-                timeout_s=float(data["timeout_s"]),
-                host=host,
-                parent=seq,
-                on_output=running.live.add,
-            )
-        except KernelDied as err:
-            await self.kernel.replace_dead()
-            # What it printed before it died stays (the live output collected so far).
-            _, printed, _ = running.partial("error")
-            cell = replace(
-                CellResult.from_json(printed),
-                error=CellError(
-                    ename="KernelDied",
-                    evalue=f"{err}. A new kernel was started: earlier variables are gone.",
-                ),
-            )
-        except Exception:
-            self._end_failed(running)
-            raise
-        finally:
-            running.live.close()
-        self._running = None
-        if host.model_calls:
-            cell = with_model_calls(cell, host.model_calls)
-        result = cell.to_json()
-        digest = digest_or_none(lambda: digest_cell(cell, self._digest_options))
-        if digest is not None:
-            result[DIGEST_KEY] = digest_record(digest)  # what the loop gives the model
-        text = digest.text if digest is not None else None
-        self._publish(cell_end(cell, cell_status(cell), text))
-        if self._bubbles:
-            result["bubbles"], self._bubbles = list(self._bubbles), []
-        return result
-
-    async def _bash_run(self, data: dict[str, Any], seq: int) -> dict[str, Any]:
-        command = str(data["command"])
-        cell_id = f"c{self._tool_runs + 1}"  # the loop's count of cells and commands
-        running = self._live(seq, cell_id, "bash", command)
-        try:
-            handle = running.handle = await self.kernel.handle()
-            result: BashResult = await handle.run_bash(
-                command, timeout_s=float(data["timeout_s"]), on_output=running.live.add
-            )
-        except Exception:
-            self._end_failed(running)
-            raise
-        finally:
-            running.live.close()
-        self._running = None
-        digest = digest_or_none(lambda: digest_bash(result, self._digest_options))
-        status = bash_status(result)
-        if status == "ok" and digest is not None and digest.is_error:
-            status = "error"
-        self._publish(bash_end(cell_id, result, status, digest.text if digest else None))
-        data_out = result.to_json()
-        if digest is not None:
-            data_out[DIGEST_KEY] = digest_record(digest)
-        return data_out
 
     def _chat_post(self, data: dict[str, Any]) -> Any:
         done = bool(data.get("done"))

@@ -29,6 +29,7 @@ summaries.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,8 @@ from jupyter_agent.core.events import SummaryEvent
 from jupyter_agent.core.history_program import HistoryJob
 from jupyter_agent.core.tokens import chars_for_tokens, count_tokens
 from jupyter_agent.core.window import render_turn
+from jupyter_agent.exceptions import NotFound
+from jupyter_agent.runtime.agents import DEFAULT_AGENT
 from jupyter_agent.runtime.history_driver import run_history
 from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.runtime.run_parts import RunConfig
@@ -110,10 +113,11 @@ def build_job(store: Any, chat_id: str, span: ChunkSpan) -> HistoryJob:
 class HistoryScheduler:
     """Makes the summaries chats are due, in the background (see the module docstring).
 
-    ``run_config`` gives the snapshot each summary run starts with (the tiers that are
-    ready now); logs go in ``runs_dir``; ``chunk_turns`` and ``l2_chunks`` are the chunk
-    layout (``core.chunks``); None (each): the run config's ``history_layout`` (the one
-    the chat's window uses), else 10 and 5.
+    ``run_config(agent)`` gives the snapshot each summary run of a chat of ``agent``
+    starts with (that agent's tiers that are ready now, its spaces); logs go in
+    ``runs_dir``; ``chunk_turns`` and ``l2_chunks`` are the chunk layout
+    (``core.chunks``); None (each): the run config's ``history_layout`` (the one the
+    chat's window uses), else 10 and 5.
     """
 
     def __init__(
@@ -121,7 +125,7 @@ class HistoryScheduler:
         *,
         store: Any,
         transport: Any,
-        run_config: Callable[[], RunConfig],
+        run_config: Callable[[str], RunConfig],
         runs_dir: Path,
         chunk_turns: int | None = None,
         l2_chunks: int | None = None,
@@ -227,9 +231,19 @@ class HistoryScheduler:
         chunks = self.l2_chunks or int(layout.get("l2_chunks") or 5)
         return turns, chunks
 
+    def _chat_config(self, chat_id: str) -> RunConfig:
+        """The run config of a summary of ``chat_id``: its agent's (the default agent's
+        when the chat is gone or the store predates agents)."""
+        agent = DEFAULT_AGENT
+        chat_agent = getattr(self.store, "chat_agent", None)
+        if chat_agent is not None:
+            with contextlib.suppress(NotFound):  # gone: its runs end at their next read
+                agent = str(chat_agent(chat_id))
+        return self._config(agent)
+
     def _due_chats(self) -> dict[str, int]:
         due: dict[str, int] = {}
-        chunk_turns, l2_chunks = self._layout(self._config())
+        chunk_turns, l2_chunks = self._layout(self._config(DEFAULT_AGENT))
         for chat in self.store.list_chats():
             spans = self.store.pending_spans(chat.id, chunk_turns, l2_chunks)
             if spans:
@@ -263,7 +277,7 @@ class HistoryScheduler:
                 error: str | None
                 try:
                     # The config (read from disk: off the loop) of this pass's run, if any.
-                    config = await asyncio.to_thread(self._config)
+                    config = await asyncio.to_thread(self._chat_config, chat_id)
                     chunk_turns, l2_chunks = self._layout(config)
                     spans = await asyncio.to_thread(
                         self.store.pending_spans, chat_id, chunk_turns, l2_chunks

@@ -148,11 +148,7 @@ class JupyterAgent(ExtensionApp):
         " 'token' only requests authenticated by a token (the CLI, scripts); 'browser' also"
         " cookie sessions (the browser); 'off' nobody.",
     ).tag(config=True)
-    program_step_timeout_s = Float(
-        10.0,
-        help="A deployed program's step (from one effect to the next) longer than this"
-        " ends its run (the program is stopped: ProgramStuck).",
-    ).tag(config=True)
+    # A deployed program's step deadline is RunManager.program_step_timeout_s.
 
     key_bindings = Dict(
         value_trait=List(Unicode()),

@@ -9,6 +9,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { IAgentInfo } from './agents';
 import type { RunStep } from './events';
 import type { IMemory, IMemoryApi, IMemoryList, IMemoryQuery } from './memory';
 import type { ITurnRecord } from './model';
@@ -106,6 +107,8 @@ export interface IChatSummary {
   title: string;
   created: string;
   updated: string;
+  /** The agent the chat talks to (absent from servers before issue 16: `agent`). */
+  agent?: string;
   active_run_id: string | null;
 }
 
@@ -202,8 +205,22 @@ export class AgentApi implements IMemoryApi {
     return body.chats;
   }
 
-  createChat(title?: string): Promise<IChatSummary> {
-    return this.req('chats', jsonInit('POST', title ? { title } : {}));
+  /** `POST agent/chats`: a new chat of `agent` (absent: the server's default agent). */
+  createChat(title?: string, agent?: string): Promise<IChatSummary> {
+    const body: { title?: string; agent?: string } = {};
+    if (title) {
+      body.title = title;
+    }
+    if (agent) {
+      body.agent = agent;
+    }
+    return this.req('chats', jsonInit('POST', body));
+  }
+
+  /** `GET agent/agents`: the agents the server hosts, the default one first. */
+  async listAgents(): Promise<IAgentInfo[]> {
+    const body = await this.req<{ agents: IAgentInfo[] }>('agents', jsonInit('GET'));
+    return Array.isArray(body?.agents) ? body.agents : [];
   }
 
   renameChat(id: string, title: string): Promise<IChatSummary> {

@@ -3,12 +3,16 @@
  * restorer), opened and created through the chats service. Provided under the
  * `IChatViews` token by the `jupyter-agent:chat-views` plugin; the sidebar and the
  * commands plugins require it.
+ *
+ * Creating a chat asks which agent answers it when the server hosts more than one
+ * (`agents.ts`: the last pick preselected, else the default agent).
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { InputDialog, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Token } from '@lumino/coreutils';
 
+import { AgentChoice, IPickStore } from './agents';
 import type { IView } from './api';
 import type { IChatsService } from './service';
 import { ChatView } from './widgets/chatview';
@@ -30,8 +34,11 @@ export interface IChatViews {
   find(chatId: string): ChatView | null;
   /** Open (or activate) a chat's view. */
   open(chat: { id: string; title?: string }): Promise<ChatView>;
-  /** Create a chat on the server and open it. */
-  create(): Promise<ChatView>;
+  /**
+   * Create a chat on the server and open it. Without `agent`, the person picks one when
+   * the server hosts several; null when they cancel the pick (nothing is created).
+   */
+  create(agent?: string): Promise<ChatView | null>;
   /** The path of the document the person works in, if any. */
   docPath(): string | null;
 }
@@ -50,6 +57,8 @@ export interface IChatViewsOptions {
   docPath: () => string | null;
   /** Open the Memory view (each chat's header has a button for it). */
   openMemory?: () => void;
+  /** Where the last agent picked for a new chat is remembered (the browser's storage). */
+  pickStore?: IPickStore | null;
 }
 
 /** The chat views of one JupyterLab. */
@@ -109,8 +118,42 @@ export class ChatViews implements IChatViews {
     return content;
   }
 
-  async create(): Promise<ChatView> {
-    const chat = await this.options.service.createChat();
+  async create(agent?: string): Promise<ChatView | null> {
+    const chosen = agent ?? (await this.pickAgent());
+    if (chosen === null) {
+      return null;
+    }
+    const chat = await this.options.service.createChat(undefined, chosen);
     return this.open(chat);
+  }
+
+  /**
+   * The agent for a new chat: undefined (the server's default) when it hosts one agent
+   * or cannot list them, the one picked, or null when the person cancelled.
+   */
+  private async pickAgent(): Promise<string | undefined | null> {
+    let choice: AgentChoice;
+    try {
+      choice = new AgentChoice(await this.options.service.listAgents(), this.options.pickStore);
+    } catch {
+      return undefined; // a server without agents: its default answers
+    }
+    if (!choice.needsPick) {
+      return undefined;
+    }
+    const labels = choice.labels;
+    const result = await InputDialog.getItem({
+      title: 'New chat',
+      label: 'Which agent answers this chat?',
+      items: labels,
+      current: Math.max(0, choice.agents.findIndex(a => a.name === choice.preselected)),
+      okLabel: 'Start chat'
+    });
+    const name = result.button.accept && result.value !== null ? choice.fromLabel(result.value) : null;
+    if (name === null) {
+      return null;
+    }
+    choice.remember(name);
+    return name;
   }
 }

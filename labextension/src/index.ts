@@ -24,6 +24,7 @@ import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/no
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { Widget } from '@lumino/widgets';
 
+import type { IPickStore } from './agents';
 import { AgentApi, IChatSummary, IView } from './api';
 import { agentIcon, ChatViews, IChatViews } from './chatviews';
 import { ChatsService, IChatsService } from './service';
@@ -44,6 +45,15 @@ export const CommandIds = {
   exportChat: 'jupyter-agent:export-chat',
   memory: 'jupyter-agent:memory'
 };
+
+/** The browser's local storage (null where it is refused). */
+function browserStorage(): IPickStore | null {
+  try {
+    return window.localStorage;
+  } catch {
+    return null;
+  }
+}
 
 /** The chats service over this server's REST API. */
 const chatsPlugin: JupyterFrontEndPlugin<IChatsService> = {
@@ -130,7 +140,8 @@ const viewsPlugin: JupyterFrontEndPlugin<IChatViews> = {
       ctx,
       getView,
       docPath,
-      openMemory: () => void app.commands.execute(CommandIds.memory)
+      openMemory: () => void app.commands.execute(CommandIds.memory),
+      pickStore: browserStorage()
     });
     app.commands.addCommand(CommandIds.openChat, {
       label: 'Agent: Open Chat',
@@ -242,6 +253,9 @@ const commandsPlugin: JupyterFrontEndPlugin<void> = {
         }
         const view =
           views.current ?? views.tracker.find(() => true)?.content ?? (await views.create());
+        if (!view) {
+          return; // the person cancelled the agent pick
+        }
         paths.forEach(p => view.attach(p));
         const w = views.tracker.find(v => v.content === view);
         if (w) {

@@ -9,6 +9,7 @@
 import { Token } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
 
+import type { IAgentInfo } from './agents';
 import { AgentApi, IAgentStatus, IChatDetail, IChatSummary, ISendResult, IView } from './api';
 import type { RunStep } from './events';
 import { EventStream, IEventStreamOptions } from './stream';
@@ -25,7 +26,10 @@ export interface IChatsService {
   readonly chatsChanged: ISignal<IChatsService, void>;
   refreshStatus(): Promise<IAgentStatus | null>;
   listChats(): Promise<IChatSummary[]>;
-  createChat(title?: string): Promise<IChatSummary>;
+  /** A new chat of `agent` (absent: the server's default agent). */
+  createChat(title?: string, agent?: string): Promise<IChatSummary>;
+  /** The agents the server hosts (`GET agent/agents`; read once, then kept). */
+  listAgents(): Promise<IAgentInfo[]>;
   renameChat(id: string, title: string): Promise<IChatSummary>;
   deleteChat(id: string): Promise<void>;
   getChat(id: string): Promise<IChatDetail>;
@@ -74,10 +78,22 @@ export class ChatsService implements IChatsService {
     return this.api.listChats();
   }
 
-  async createChat(title?: string): Promise<IChatSummary> {
-    const chat = await this.api.createChat(title);
+  async createChat(title?: string, agent?: string): Promise<IChatSummary> {
+    const chat = await this.api.createChat(title, agent);
     this._chatsChanged.emit();
     return chat;
+  }
+
+  listAgents(): Promise<IAgentInfo[]> {
+    // The agents change only with a server restart: one request per page load (a failed
+    // one is asked again next time).
+    if (!this._agents) {
+      this._agents = this.api.listAgents().catch(error => {
+        this._agents = null;
+        throw error;
+      });
+    }
+    return this._agents;
   }
 
   async renameChat(id: string, title: string): Promise<IChatSummary> {
@@ -117,6 +133,7 @@ export class ChatsService implements IChatsService {
   }
 
   private _status: IAgentStatus | null = null;
+  private _agents: Promise<IAgentInfo[]> | null = null;
   private readonly _statusChanged = new Signal<IChatsService, IAgentStatus>(this);
   private readonly _chatsChanged = new Signal<IChatsService, void>(this);
 }

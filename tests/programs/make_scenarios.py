@@ -92,7 +92,9 @@ async def test_make_history(fake_provider: Any) -> None:
     scheduler = HistoryScheduler(
         store=store,
         transport=Transport(retry_after_cap_s=1),
-        run_config=lambda: RunConfig(tiers={"codegen": tier}, ceilings={}, spaces=spaces),
+        run_config=lambda agent="agent": RunConfig(
+            tiers={"codegen": tier}, ceilings={}, spaces=spaces
+        ),
         runs_dir=root / "runs",
         chunk_turns=5,
         l2_chunks=5,

@@ -73,7 +73,9 @@ def scheduler(store: Store, tmp_path: Path, config: Any, **kw: Any) -> HistorySc
 
 def config_of(base_url: str, tmp_path: Path, *, classify: bool = True) -> Any:
     spaces = load_spaces(data_dir=tmp_path / "data", root_dir=tmp_path)
-    return lambda: RunConfig(tiers=tiers(base_url, classify=classify), ceilings={}, spaces=spaces)
+    return lambda agent="agent": RunConfig(
+        tiers=tiers(base_url, classify=classify), ceilings={}, spaces=spaces
+    )
 
 
 async def stop(s: HistoryScheduler) -> None:
@@ -281,7 +283,7 @@ async def test_no_ready_tier_is_failing_until_one_is_configured(
     s = scheduler(
         store,
         tmp_path,
-        lambda: RunConfig(tiers=dict(ready), ceilings={}, spaces={}),
+        lambda agent="agent": RunConfig(tiers=dict(ready), ceilings={}, spaces={}),
         first_backoff_s=0.2,
         max_backoff_s=0.2,
     )

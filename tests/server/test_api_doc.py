@@ -41,13 +41,13 @@ def _code(cell: str) -> list[str]:
 
 def documented_routes() -> dict[tuple[str, str], tuple[str, str]]:
     """``{(METHOD, path): (permission, resource)}`` from the page (the first code span of
-    each cell; a second one in the permission cell names the resource, default
-    ``agent``: deploys ask ``write`` on ``agent_programs``)."""
+    each cell; a permission cell "`write` on `agent_programs`" names its resource, else
+    it is ``agent``)."""
     routes: dict[tuple[str, str], tuple[str, str]] = {}
     for row in _table("routes"):
         method, path = (_code(cell)[0] for cell in row[:2])
-        spans = _code(row[2])
-        permission = (spans[0], spans[1] if len(spans) > 1 else "agent")
+        on = re.match(r"`([^`]*)` on `([^`]*)`", row[2])
+        permission = (on.group(1), on.group(2)) if on else (_code(row[2])[0], "agent")
         assert (method, path) not in routes, f"{method} {path} is documented twice"
         routes[(method, path)] = permission
     return routes

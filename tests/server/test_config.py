@@ -59,6 +59,7 @@ NEW_TRAITS: list[tuple[str, str, Any]] = [
     ("RunManager", "recall_budget_tokens", 400),
     ("RunManager", "recall_threshold", 0.5),
     ("RunManager", "recall_timeout_ms", 400),
+    ("RunManager", "program_step_timeout_s", 5.0),
 ]
 
 PARTS = {

@@ -25,13 +25,13 @@ FILES = {"program.py": GOOD, "helpers.py": 'KEY = "toolcaller@v4"\n'}
 CONFIG = [{"pool_size": 0}]
 
 
-def deploy(fetch: Any, files: dict[str, str], **extra: Any) -> tuple[int, Any]:
+def deploy(fetch: Any, files: dict[str, str], **extra: Any) -> Any:
     return call(
         fetch, "agent", "programs", "toolcaller", method="POST", body={"files": files, **extra}
     )
 
 
-def active(fetch: Any) -> dict[str, str]:
+def active(fetch: Any) -> Any:
     _, listed = call(fetch, "agent", "programs")
     return next(p for p in listed["programs"] if p["name"] == "toolcaller")["active"]
 

@@ -1,12 +1,14 @@
 /**
  * The left sidebar: the server's status (the demo label, a first-run note saying what
- * to configure), and the chats, newest first (open, rename, delete, new). It follows the
+ * to configure), and the chats, newest first (open, rename, delete, new; a chat's agent
+ * is named when it is not the default one). It follows the
  * chats service: the list is read again when `chatsChanged` fires.
  */
 import { Dialog, InputDialog, showDialog } from '@jupyterlab/apputils';
 import { deleteIcon, editIcon, settingsIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
+import { chatAgentLabel } from '../agents';
 import { IAgentStatus, IChatSummary } from '../api';
 import type { IChatsService } from '../service';
 import { button } from './items';
@@ -125,6 +127,14 @@ export class ChatListPanel extends Widget {
       when.className = 'jp-agent-chat-when';
       when.textContent = (chat.updated || chat.created || '').replace('T', ' ').slice(0, 16);
       open.appendChild(when);
+      const agent = chatAgentLabel(chat);
+      if (agent) {
+        const badge = document.createElement('span');
+        badge.className = 'jp-agent-chat-agent';
+        badge.textContent = agent;
+        badge.title = `This chat talks to the agent ${agent}`;
+        open.appendChild(badge);
+      }
       li.append(
         open,
         button('Rename', `Rename the chat ${chat.title}`, () => void this.rename(chat), 'jp-agent-chat-rename', editIcon),

@@ -2,11 +2,12 @@
  * The widget of one run (one turn): the person's message, what autorecall recalled for
  * it (a collapsible block, marked as recalled), the run's items in order,
  * the text being streamed, a provider retry, the final reply and the turn's footer
- * (how it ended, tokens, cost, cells, duration, model, the history window it held,
- * "Open trace as notebook").
+ * (how it ended, the agent that answered, tokens, cost, cells, duration, model, the
+ * history window it held, "Open trace as notebook").
  */
 import { Panel, Widget } from '@lumino/widgets';
 
+import { answeredBy } from '../agents';
 import {
   describeEnd,
   IRunState,
@@ -138,7 +139,13 @@ export class RunWidget extends Panel {
   }
 
   private renderFooter(run: IRunState): void {
-    const key = JSON.stringify([run.ended, run.endCause, run.turn?.id, run.turn?.durationMs]);
+    const key = JSON.stringify([
+      run.ended,
+      run.endCause,
+      run.turn?.id,
+      run.turn?.durationMs,
+      run.turn?.fromAgent
+    ]);
     if (key === this._footerKey) {
       return;
     }
@@ -157,6 +164,12 @@ export class RunWidget extends Panel {
     end.textContent = describeEnd(run.endCause, run.stopReason);
     node.appendChild(end);
     if (run.turn) {
+      const agent = document.createElement('span');
+      agent.className = 'jp-agent-from';
+      agent.dataset.agent = answeredBy(run.turn);
+      agent.textContent = `answered by ${answeredBy(run.turn)}`;
+      agent.title = 'The agent that answered this turn (its soul, skills and model tiers)';
+      node.appendChild(agent);
       const stats = document.createElement('span');
       stats.className = 'jp-agent-stats';
       stats.textContent = turnStats(run.turn).join(' · ');
