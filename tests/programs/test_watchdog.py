@@ -87,7 +87,8 @@ def test_a_step_worker_runs_every_step_in_one_thread_and_stops_a_stuck_one() -> 
     async def scenario() -> None:
         worker = StepWorker(name="test-steps")
         idents = {await worker.run(threading.current_thread, 2) for _ in range(50)}
-        assert len(idents) == 1 and threading.current_thread() not in idents
+        assert len(idents) == 1
+        assert threading.current_thread() not in idents
         with pytest.raises(ValueError, match="boom"):
             await worker.run(lambda: (_ for _ in ()).throw(ValueError("boom")), 2)
         started = time.monotonic()
@@ -97,7 +98,7 @@ def test_a_step_worker_runs_every_step_in_one_thread_and_stops_a_stuck_one() -> 
         # A fresh thread after a stuck step: a late stop never lands in the next step.
         after = await worker.run(threading.current_thread, 2)
         assert after not in idents
-        assert [await worker.run(lambda: n * 2, 2) for n in range(3)] == [0, 2, 4]
+        assert [await worker.run(lambda n=n: n * 2, 2) for n in range(3)] == [0, 2, 4]
         worker.close()
 
     asyncio.run(scenario())
