@@ -207,8 +207,8 @@ async def main(turns: int, deploys: int) -> None:
     per_step = (_med_ms(steps["deployed"]) - _med_ms(steps["agent"])) / max(effects, 1)
     per_pooled = (_med_ms(pooled) - _med_ms(steps["agent"])) / max(effects, 1)
     print(
-        f"a deployed step costs {per_step * 1000:.0f} us more (a thread of its own per step);"
-        f" through a shared worker thread {per_pooled * 1000:.0f} us (goal: 1 ms per run)"
+        f"a deployed step costs {per_step * 1000:.0f} us more (the run's worker thread);"
+        f" through a plain shared thread {per_pooled * 1000:.0f} us (goal: 1 ms per run)"
     )
     print()
     print(f"deploy of {EXAMPLE.relative_to(ROOT)} ({first['program']['ref']}):")
