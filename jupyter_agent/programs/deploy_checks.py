@@ -154,7 +154,7 @@ def check_deploy(name: str, files: Any, *, scratch: Path | None = None) -> Check
             raise ProgramRefused(
                 f"{entry_file}: importing it ran past {STEP_S:g} s (an endless loop?)"
             ) from None
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit too: a program's top level is its own
             raise ProgramRefused(
                 f"{where(exc, folder, entry_file)}: import failed:"
                 f" {type(exc).__name__}: {str(exc)[:300]}"

@@ -57,6 +57,8 @@ def _path_problem(path: str) -> str | None:
         return "a path may not hold '..' or '.'"
     if any(p.startswith(".") for p in parts):
         return "hidden files are not kept"
+    if path == META:
+        return f"{META} is the program cache's own file: use program.json"
     if "__pycache__" in parts:
         return "__pycache__ is not kept"
     if not all(_PART_RE.fullmatch(p) for p in parts):

@@ -27,7 +27,14 @@ PARENT: Final = "jupyter_agent_deployed"
 #: The entry function's name.
 ENTRY: Final = "program"
 # Imports mutate sys.modules: one at a time (the import system's own locks are per module).
-_IMPORTS: Final = threading.Lock()
+_LOCKS_GUARD: Final = threading.Lock()
+#: One lock per package name: a version whose top level hangs blocks only its own import.
+_LOCKS: Final[dict[str, threading.Lock]] = {}
+
+
+def _lock_for(name: str) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(name, threading.Lock())
 
 
 class EntryMissing(Exception):
@@ -53,8 +60,9 @@ def import_program(folder: Path, name: str, entry: str = "program") -> Factory:
     function. Raises what the import raised (SyntaxError, ImportError, any exception of
     the module's top level), or :class:`EntryMissing`. A package already imported under
     ``name`` is reused (a version's files never change)."""
-    with _IMPORTS:
-        parent = _parent()
+    with _lock_for(name):
+        with _LOCKS_GUARD:
+            parent = _parent()
         package = sys.modules.get(name)
         if package is None:
             package = types.ModuleType(name)

@@ -151,9 +151,9 @@ def smoke(
             answer = world.answer(effect)
     except StopIteration as stop:
         return _check_value(stop.value, family, last_name, entry_file)
-    except ProgramRefused:
+    except (ProgramRefused, ProgramStuck):
         raise
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt too: the program's own
         raise ProgramRefused(
             f"{where(exc, folder, entry_file)}: the smoke test failed:"
             f" {type(exc).__name__}: {str(exc)[:300]}"

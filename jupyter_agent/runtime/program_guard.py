@@ -287,9 +287,11 @@ async def _drive_threaded(
     async def step(value: Any) -> tuple[bool, Any]:
         try:
             return await worker.run(lambda: _advance(gen, value), step_timeout_s, message=stuck)
-        except _NOT_THE_PROGRAMS:
+        except RunCancelled:
             raise
-        except (ProgramStuck, Exception) as err:
+        except BaseException as err:
+            # In the worker thread nothing but the program raises: a SystemExit or
+            # KeyboardInterrupt there is its own, and must never reach the event loop.
             raise ProgramFailed.raised(program, err) from err
 
     try:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,10 @@ async def _recover_one(store: Any, summary: RunSummary, path: Path) -> None:
     if stored is None and facts.turn is not None:
         try:
             from_log = TurnRecord.from_json(facts.turn)
+            if summary.programs:  # the host names the programs, as a live run's store does
+                from_log = replace(
+                    from_log, programs=tuple(summary.programs), from_agent=summary.agent
+                )
         except ValueError:
             log.warning("run %s: its logged turn does not read back", summary.run_id)
     turn = stored or from_log or minimal_turn(summary, "error", "restart", facts)

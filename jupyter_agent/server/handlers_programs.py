@@ -47,7 +47,15 @@ class _Admin(AgentHandler):
                 "deploying programs is off on this server (JupyterAgent.program_deploy)",
                 reason="deploy_off",
             )
-        if mode == "token" and not self.token_authenticated:
+        # JupyterLab's own requests carry the server token (the page config hands it to
+        # @jupyterlab/services), so token-authenticated alone does not mean "not a
+        # browser": a browser also sends fetch metadata or Origin, which page scripts
+        # cannot remove; the CLI and scripts send neither.
+        browser = any(
+            self.request.headers.get(name)
+            for name in ("Sec-Fetch-Site", "Sec-Fetch-Mode", "Origin")
+        )
+        if mode == "token" and (browser or not self.token_authenticated):
             raise Forbidden(
                 "deploying from the browser is off: set JupyterAgent.program_deploy = 'browser'",
                 reason="browser_deploy",

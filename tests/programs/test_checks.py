@@ -197,3 +197,22 @@ def test_the_smoke_world_answers_by_name() -> None:
     assert missing.error["type"] == "SmokeWorld"
     posts = [world.answer(Effect(name="chat.post", data={})).data for _ in range(5)]
     assert posts[-1] == posts[-2]  # the last one repeats
+
+
+@pytest.mark.parametrize("exit_code", ["raise SystemExit(3)", "raise KeyboardInterrupt"])
+def test_a_program_raising_systemexit_is_refused_not_obeyed(exit_code: str) -> None:
+    at_import = {**FILES, "program.py": f"{exit_code}\n" + GOOD}
+    assert "import failed" in _refused("toolcaller", at_import)
+    in_a_step = {
+        **FILES,
+        "program.py": GOOD.replace(
+            "def program(run_id, chat_id):\n",
+            f"def program(run_id, chat_id):\n    {exit_code}\n",
+            1,
+        ),
+    }
+    assert "smoke test failed" in _refused("toolcaller", in_a_step)
+
+
+def test_meta_json_is_refused() -> None:
+    assert "meta.json" in _refused("toolcaller", {**FILES, "meta.json": "{}"})

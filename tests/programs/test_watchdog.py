@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
@@ -102,3 +103,25 @@ def test_a_step_worker_runs_every_step_in_one_thread_and_stops_a_stuck_one() -> 
         worker.close()
 
     asyncio.run(scenario())
+
+
+def test_a_deployed_step_raising_systemexit_is_the_programs_fault() -> None:
+    from jupyter_agent.effects import Effect
+    from jupyter_agent.runtime.program_guard import ProgramFailed, ProgramGuard, drive_program
+
+    def program() -> Any:
+        yield Effect(name="clock.now", data={})
+        raise SystemExit(4)
+
+    async def perform(effect: Effect) -> Any:
+        from jupyter_agent.effects import Result
+
+        return Result(seq=1, name=effect.name, data="2026-01-01T00:00:00Z")
+
+    async def scenario() -> None:
+        guard = ProgramGuard("toolcaller@v5#abc", None, elapsed=lambda: 0.0)
+        with pytest.raises(ProgramFailed) as failed:
+            await drive_program(program(), perform, guard, threaded=True, step_timeout_s=2)
+        assert "SystemExit" in failed.value.reply
+
+    asyncio.run(scenario())  # the loop survives: no SystemExit escapes

@@ -261,6 +261,29 @@ def test_the_browser_cannot_deploy_by_default(
     assert agent_service.store.programs() == []
 
 
+@pytest.mark.parametrize("agent_config", CONFIG)
+@pytest.mark.parametrize(
+    "header", [("Sec-Fetch-Site", "same-origin"), ("Sec-Fetch-Mode", "cors"), ("Origin", "x")]
+)
+def test_jupyterlab_with_the_token_cannot_deploy_by_default(
+    fetch: Any, agent_service: Any, header: tuple[str, str]
+) -> None:
+    # JupyterLab's page holds the server token and @jupyterlab/services sends it with every
+    # request: token-authenticated, yet a browser's (its fetch metadata gives it away).
+    error = refused(
+        fetch,
+        "agent",
+        "programs",
+        "toolcaller",
+        method="POST",
+        body={"files": FILES},
+        headers=dict([header]),
+        status=403,
+    )
+    assert error["reason"] == "browser_deploy"
+    assert agent_service.store.programs() == []
+
+
 @pytest.mark.parametrize("agent_config", [{"pool_size": 0, "program_deploy": "browser"}])
 def test_browser_deploys_when_allowed(fetch: Any, jp_serverapp: Any) -> None:
     headers = _cookie(fetch, jp_serverapp)
