@@ -176,6 +176,19 @@ class ProgramMethods:
             found = session.connection().execute(query).first()
         return _row(found._mapping) if found is not None else None
 
+    def program_by_hash(self, name: str, hash_prefix: str) -> ProgramRow | None:
+        """The stored version of ``name`` whose full hash starts with ``hash_prefix`` (a
+        recorded ref's hex, at least 6 digits), with its files; None when none or more
+        than one matches."""
+        if len(hash_prefix) < 6 or any(c not in "0123456789abcdef" for c in hash_prefix):
+            return None
+        query = core_select(_PROGRAMS).where(
+            _PROGRAMS.c.name == name, _PROGRAMS.c.hash.startswith(hash_prefix)
+        )
+        with self._read("cannot read the program") as session:
+            found = session.connection().execute(query.limit(2)).all()
+        return _row(found[0]._mapping) if len(found) == 1 else None
+
     def programs(self, name: str | None = None, *, files: bool = False) -> list[ProgramRow]:
         """Every stored version (of ``name``), by name then version; ``files`` empty
         unless asked for."""
