@@ -8,6 +8,9 @@ A mixin of :class:`~jupyter_agent.store.repo.Store`, like
   built-in one), or answers the stored row whose files hash the same. Two deploys of one
   family at once (two servers on one PostgreSQL) never get the same number: the insert runs
   in a transaction and is retried when it meets the unique constraint (the other one won).
+  A package upgrade that makes a deployed number built in moves that row to a free number
+  (migration v7, :mod:`~jupyter_agent.store.program_renumber`);
+  :meth:`ProgramMethods.program_by_hash` finds it under its recorded hash.
 - An activation (:class:`Activation`) says which version a layer runs: ``agent`` "" is the
   server-wide layer, any other name that agent's override; ``version`` None clears the
   layer's override. The newest row (by ``id``) of a layer and family wins; rows are never
