@@ -58,6 +58,7 @@ from jupyter_agent.core.tracebacks import compact_traceback, strip_ansi
 
 __all__ = [
     "CUT_MARK",
+    "DIGEST_MIME",
     "MAX_BUDGET_TOKENS",
     "NotebookOptions",
     "NotebookRead",
@@ -68,6 +69,9 @@ __all__ = [
 
 #: What ends a text the bounds cut (then `` N chars in all]``).
 CUT_MARK: Final = "\n… [cut by the host:"
+#: The mime type whose presence in a last value's bundle says "this repr is a notebook
+#: digest, budgeted already": the cell digest shows it whole (the kernel's NotebookView).
+DIGEST_MIME: Final = "application/vnd.jupyter-agent.notebook-digest+json"
 #: The most a digest may be: the kernel keeps a last value's repr whole up to 20,000 chars.
 MAX_BUDGET_TOKENS: Final = 4500
 _OUTPUTS_SHOWN = 6  # outputs of one cell the digest lists at full detail
