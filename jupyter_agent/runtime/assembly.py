@@ -46,6 +46,7 @@ from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.memory_service import MemoryService
+from jupyter_agent.runtime.notebook_app import NotebookReader
 from jupyter_agent.runtime.paths import default_db_url
 from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.run_parts import ScrubbingPool
@@ -159,6 +160,8 @@ class Parts:
             embedder=self.embedder,
             memory=self.memory,
             agents=self.agents,
+            # The in-cell notebook app reads through the contents manager (issue 17).
+            notebooks=NotebookReader(self.contents),
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
         self.manager = RunManager(
