@@ -312,7 +312,6 @@ class _Render:
                 break
             first = text.split("\n", 1)[0][:100]
             lines.append(f"  [out {n}] {len(text):,} chars: {first}")
-            self.stubs[1].append(self._call(n))
         return lines
 
     def _outline(self) -> list[str]:
@@ -380,14 +379,25 @@ def read_cells(
                 break
             total += renders[i].size(level) - renders[i].size(levels[i])
             levels[i] = level
-    for i in order:
-        if total <= budget:
-            break
-        before = i > 0 and hidden[i - 1]
-        after = i + 1 < len(hidden) and hidden[i + 1]
-        hidden[i] = True
-        gaps = -1 if before and after else (0 if before or after else 1)
-        total += gaps * _GAP_CHARS - renders[i].size(levels[i])
+    if total > budget:
+        # Outlines of every cell do not fit: leave the farthest out, down to a quarter
+        # under the budget, then give the room back to the nearest ones, nearest first.
+        for i in order:
+            if total <= budget * 3 // 4:
+                break
+            before = i > 0 and hidden[i - 1]
+            after = i + 1 < len(hidden) and hidden[i + 1]
+            hidden[i] = True
+            gaps = -1 if before and after else (0 if before or after else 1)
+            total += gaps * _GAP_CHARS - renders[i].size(levels[i])
+        for level in (1, 0):
+            for i in reversed(order):
+                if hidden[i]:
+                    continue
+                grown = total + renders[i].size(level) - renders[i].size(levels[i])
+                if grown > budget:
+                    break
+                total, levels[i] = grown, min(levels[i], level)
     for level in (1, 2):
         if renders and total > budget:
             total += renders[at].size(level) - renders[at].size(levels[at])
