@@ -5,7 +5,8 @@ outputs?, execution_count?, attachments?}``, ``source`` a str or a list of str).
 
 The model writes (through ``notebook.propose(path, edits)``)::
 
-    {"op": "insert",  "after": CELL_ID | None, "source": str, "cell_type": "code"|"markdown"|"raw", "reason": str}
+    {"op": "insert",  "after": CELL_ID | None, "source": str, "reason": str,
+     "cell_type"?: "code" | "markdown" | "raw"}        # default code
     {"op": "replace", "cell_id": CELL_ID, "source": str, "cell_type"?: ..., "reason": str}
     {"op": "delete",  "cell_id": CELL_ID, "reason": str}
     {"op": "move",    "cell_id": CELL_ID, "after": CELL_ID | None, "reason": str}
@@ -219,7 +220,7 @@ def normalize_edits(
         if cell_type is not None and cell_type not in CELL_TYPES:
             raise _refused(index, f"'cell_type' must be one of {', '.join(CELL_TYPES)}")
 
-        def known(key: str, value: Any, *, top: bool = False) -> str | None:
+        def known(key: str, value: Any, *, top: bool = False, index: int = index) -> str | None:
             if value is None and top:
                 return None
             if not isinstance(value, str) or value not in present:
@@ -253,8 +254,9 @@ def normalize_edits(
                 )
             )
             continue
-        cell_id = known("cell_id", raw.get("cell_id"))
-        assert cell_id is not None
+        target = known("cell_id", raw.get("cell_id"))
+        assert target is not None
+        cell_id = target
         if cell_id in inserted:
             raise _refused(index, f"'cell_id' {cell_id!r} is not a cell of it")
         old = cell_source(by_id[cell_id])

@@ -70,9 +70,13 @@ def test_normalize_fills_ids_diffs_bases_deterministically() -> None:
     assert replace.old_source == "df = load()"
     assert replace.diff.startswith("--- cell load\n+++ cell load\n")
     assert "-df = load()\n+df = load(cache=True)\n" in replace.diff
-    assert insert.cell_type == "code" and len(insert.cell_id) == 8 and insert.after == "load"
-    assert delete.old_source == "df.tail()" and "-df.tail()" in delete.diff
-    assert move.after is None and move.diff == ""
+    assert insert.cell_type == "code"
+    assert len(insert.cell_id) == 8
+    assert insert.after == "load"
+    assert delete.old_source == "df.tail()"
+    assert "-df.tail()" in delete.diff
+    assert move.after is None
+    assert move.diff == ""
     assert all(len(e.base) == 12 for e in edits)
     assert replace.base == insert.base != delete.base  # both cover cell 'load' as read
     assert edits_from_json(edits_json(edits)) == edits
@@ -92,7 +96,10 @@ def test_normalize_fills_ids_diffs_bases_deterministically() -> None:
         ({"op": "delete", "cell_id": "plot"}, "'reason' must be a string"),
         ({"op": "delete", "cell_id": "plot", "reason": "  "}, "'reason' must say"),
         ({"op": "replace", "cell_id": "plot", "source": ["x"], "reason": "r"}, "'source' must"),
-        ({"op": "insert", "after": None, "source": "x", "cell_type": "sql", "reason": "r"}, "one of"),
+        (
+            {"op": "insert", "after": None, "source": "x", "cell_type": "sql", "reason": "r"},
+            "one of",
+        ),
         ({"op": "rename", "cell_id": "plot", "reason": "r"}, "'op' must be one of"),
         ({"op": "delete", "cell_id": "plot", "source": "x", "reason": "r"}, "takes no 'source'"),
         ("delete it", "an edit is an object"),
@@ -132,7 +139,8 @@ def test_apply_all_then_undo_restores_every_cell_whole() -> None:
         [
             {"op": "replace", "cell_id": "load", "source": "df = load(1)", "reason": "r"},
             {"op": "insert", "after": "load", "source": "a", "reason": "r"},
-            {"op": "insert", "after": "load", "source": "b", "cell_type": "markdown", "reason": "r"},
+            {"op": "insert", "after": "load", "source": "b", "cell_type": "markdown"}
+            | {"reason": "r"},
             {"op": "delete", "cell_id": "tail", "reason": "r"},
             {"op": "move", "cell_id": "intro", "after": "plot", "reason": "r"},
         ],
@@ -142,9 +150,12 @@ def test_apply_all_then_undo_restores_every_cell_whole() -> None:
     a, b = edits[1].cell_id, edits[2].cell_id
     assert _ids(new) == ["load", a, b, "plot", "intro"]  # consecutive inserts keep their order
     load = new[0]
-    assert load["source"] == "df = load(1)" and load["metadata"] == {"tags": ["load"]}
-    assert load["outputs"] == [] and load["execution_count"] is None
-    assert new[2]["cell_type"] == "markdown" and "outputs" not in new[2]
+    assert load["source"] == "df = load(1)"
+    assert load["metadata"] == {"tags": ["load"]}
+    assert load["outputs"] == []
+    assert load["execution_count"] is None
+    assert new[2]["cell_type"] == "markdown"
+    assert "outputs" not in new[2]
     assert new[3] == before[2]  # untouched cells keep their outputs
     _valid(new)
     restored, again = apply_edits(new, inverse)
@@ -190,7 +201,8 @@ def test_a_changed_or_gone_cell_is_a_conflict_naming_it() -> None:
     with pytest.raises(ProposalConflict) as caught:
         apply_edits(changed, edits)
     message = caught.value.message
-    assert "cell 'load' changed" in message and "cell 'intro' is gone" in message
+    assert "cell 'load' changed" in message
+    assert "cell 'intro' is gone" in message
     assert caught.value.reason == "proposal_conflict"
     # Outputs or metadata changing is not a conflict: the base is type + source.
     ran = copy.deepcopy(cells)
