@@ -135,7 +135,7 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
                 value = await _llm_chat(driver, args, seq, host)
             elif app == "notebook":
                 cell_id = str(getattr(host, "cell_id", "") or "")
-                value = await perform_notebook_call(driver, method, args, cell_id=cell_id)
+                value = await perform_notebook_call(driver, method, args, seq=seq, cell_id=cell_id)
             elif app == "memory":
                 value = await perform_memory_call(
                     driver.services.memory,

@@ -173,8 +173,10 @@ class Parts:
             embedder=self.embedder,
             memory=self.memory,
             agents=self.agents,
-            # The in-cell notebook app reads through the contents manager (issue 17).
-            notebooks=NotebookReader(self.contents),
+            # The in-cell notebook app (issue 17): reads live documents or the contents
+            # manager; proposes through the proposal service.
+            notebooks=NotebookReader(self.contents, live=self.live_docs),
+            proposals=self.proposals,
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
         self.manager = RunManager(

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from jupyter_core.utils import ensure_async
 
 from jupyter_agent.core.notebook_digest import NotebookOptions, read_cells
+from jupyter_agent.core.proposals import with_cell_ids
 from jupyter_agent.exceptions import AgentError, NotFound, RequestError
 from jupyter_agent.runtime.contents import shown
 from jupyter_agent.runtime.nb_paths import notebook_path
@@ -95,6 +96,7 @@ class Proposals(Protocol):
         path: str,
         edits: Any,
         cells_at_read: list[dict[str, Any]],
+        id_seed: str | None = None,
     ) -> Any:
         """Check and store the proposal (publishing ``proposal``); its row (``.id``) or an
         awaitable of it; BadRequest for a bad edit."""
@@ -141,8 +143,10 @@ class NotebookReader:
         modified = model.get("last_modified")
         stamp = modified.isoformat() if hasattr(modified, "isoformat") else modified
         content = model.get("content")
+        # A notebook before nbformat 4.5 has no cell ids: the proposals' ids (cell-<index>).
+        nb = await asyncio.to_thread(with_cell_ids, content if isinstance(content, dict) else {})
         return ReadNotebook(
-            nb=content if isinstance(content, dict) else {},
+            nb=nb,
             via="contents",
             last_modified=str(stamp) if stamp is not None else None,
         )
@@ -213,7 +217,7 @@ async def _read(driver: AppDriver, args: dict[str, Any]) -> dict[str, Any]:
     return await asyncio.to_thread(digest)
 
 
-async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str) -> str:
+async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: int) -> str:
     proposals = getattr(driver.services, "proposals", None)
     if proposals is None:
         raise AgentError("proposals are not available on this server")
@@ -234,20 +238,27 @@ async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str) -> str
             path=path,
             edits=edits,
             cells_at_read=read.cells,
+            id_seed=f"{driver.run_id}:{seq}",  # the new cells' ids: the same in a replay
         )
     )
     proposal_id = str(getattr(row, "id", row))
     if str(driver.config.ceilings.get("approval") or "none") == "none":
-        await _maybe(proposals.decide(proposal_id, owner=OWNER, apply=True, cells=None))
+        try:
+            await _maybe(proposals.decide(proposal_id, owner=OWNER, apply=True, cells=None))
+        except AgentError as err:  # a conflict: the proposal is finished as such
+            raise AgentError(
+                f"proposal {proposal_id} was made but could not be applied: {err}"
+            ) from None
     return proposal_id
 
 
 async def perform_notebook_call(
-    driver: AppDriver, method: str, args: dict[str, Any], *, cell_id: str = ""
+    driver: AppDriver, method: str, args: dict[str, Any], *, seq: int, cell_id: str = ""
 ) -> Any:
-    """Perform ``notebook.<method>`` for the agent cell ``cell_id``; the JSON value."""
+    """Perform ``notebook.<method>`` (the app call at ``seq``) for the agent cell
+    ``cell_id``; the JSON value."""
     if method == "read":
         return await _read(driver, args)
     if method == "propose":
-        return await _propose(driver, args, cell_id)
+        return await _propose(driver, args, cell_id, seq)
     raise AgentError(f"unknown app method notebook.{method}")
