@@ -1,4 +1,4 @@
-"""The toolcaller loop (``toolcaller@v4``): one conversation turn as a pure state machine.
+"""The toolcaller loop (``toolcaller@v5``): one conversation turn as a pure state machine.
 
 Versions (a log replays with the version its header names, :data:`PROGRAMS`):
 
@@ -22,6 +22,12 @@ Versions (a log replays with the version its header names, :data:`PROGRAMS`):
   turn record gains ``recall`` (when something was recalled) and ``programs``; its
   prompt lists the ``memory`` app (:func:`~jupyter_agent.core.apps.apps_for`). v1..v3
   run as they did (their logs replay byte for byte).
+- ``toolcaller@v5``: the person's notebook and approvals (issue 17). The prompt lists the
+  ``notebook`` app; ``run_cell`` and ``bash`` take ``writes: bool`` (the cell writes or
+  deletes files); ``ceilings.approval`` (``none``, ``writes``, ``every_cell``) makes a
+  cell wait for the person (``approval.wait``, :mod:`jupyter_agent.core.approval`) before
+  it runs; mailbox ``notice`` items reach the model as ``[notice] ...`` lines; the user
+  message header names the viewed cell by id. v1..v4 run as they did.
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
 values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
@@ -104,6 +110,7 @@ __all__ = [
     "PROGRAM",
     "PROGRAMS",
     "V4_PROGRAMS",
+    "V5_PROGRAMS",
     "WRAPUP_PROMPTS",
     "Turn",
     "end",
@@ -115,17 +122,20 @@ __all__ = [
 ]
 
 #: The version new runs use.
-PROGRAM = "toolcaller@v4"
+PROGRAM = "toolcaller@v5"
 #: Every version this code replays, by its recorded name.
 PROGRAMS: Final = {
     "toolcaller@v1": 1,
     "toolcaller@v2": 2,
     "toolcaller@v3": 3,
     "toolcaller@v4": 4,
+    "toolcaller@v5": 5,
 }
 #: The programs a ``toolcaller@v4`` turn runs (its record's and its log header's
 #: ``programs``).
 V4_PROGRAMS: Final = ("toolcaller@v4", AUTORECALL_PROGRAM)
+#: The programs a ``toolcaller@v5`` turn runs.
+V5_PROGRAMS: Final = ("toolcaller@v5", AUTORECALL_PROGRAM)
 #: The user message that opens a request whose recall call nothing precedes (a new chat,
 #: or an empty window): providers (Anthropic's Messages API, strict chat templates) want
 #: the first message to be the user's, not the synthetic assistant call.
@@ -216,7 +226,7 @@ def setup(
     spaces = (yield from config("spaces")) or {}
     state = RunState(started=started)
     if version >= 4:
-        state.programs = V4_PROGRAMS
+        state.programs = V4_PROGRAMS if version == 4 else V5_PROGRAMS
     try:
         tier = yield from resolve_tier("codegen")
     except ConfigError as err:
