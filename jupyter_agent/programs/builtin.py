@@ -3,7 +3,8 @@
 :data:`BUILTIN` maps ``name@vN`` to a :class:`BuiltinProgram`: the chat loop's versions
 (``toolcaller@v1..v5``, run programs), the history program ``history@v1`` (a run
 program), and the sub-programs the loop is made of, ``llm@v1`` (the adapters: request
-building and reply parsing) and ``autorecall@v1`` (the recall step of ``toolcaller@v4`` and ``@v5``).
+building and reply parsing) and ``autorecall@v1`` (the recall step of ``toolcaller@v4``
+and ``@v5``).
 A run program's ``uses`` are the sub-programs its runs record after it.
 
 A built-in's hash covers its name and the text of the package modules that make it
