@@ -25,6 +25,9 @@ The catalogue (DESIGN section 3), as ``name: intent data -> result data``:
   exclude_chunks}`` -> ``{hits: [RecallHit JSON]}`` (``autorecall@v1``: memory and the
   user's earlier chats searched for the message, the hits packed within the budget; a
   read of the store, so not an outside effect)
+- ``approval.wait``: ``{approval_id, kind, code, summary, timeout_s}`` -> ``{approve, rest,
+  by}`` (``toolcaller@v5``, the ``approval`` policy: the person's decision, ``by``
+  ``person``, ``break`` or ``timeout``; ``rest``: approve the rest of this turn)
 
 A failed effect has ``error`` set (a JSON object with at least ``type`` and ``message``);
 an effect cancelled by a hard break has data ``{"cancelled": "break_hard"}``.
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 __all__ = [
+    "APPROVAL_WAIT",
     "APP_CALL",
     "BASH_RUN",
     "CELL_RUN",
@@ -68,6 +72,7 @@ CHAT_POST: Final = "chat.post"
 TURN_APPEND: Final = "turn.append"
 CHUNK_STORE: Final = "chunk.store"
 RECALL_SEARCH: Final = "recall.search"
+APPROVAL_WAIT: Final = "approval.wait"
 
 EFFECT_NAMES: Final = frozenset(
     {
@@ -83,12 +88,13 @@ EFFECT_NAMES: Final = frozenset(
         TURN_APPEND,
         CHUNK_STORE,
         RECALL_SEARCH,
+        APPROVAL_WAIT,
     }
 )
 
 # Effects that reach outside the process: the log is fsynced before each of them.
 OUTSIDE_EFFECTS: Final = frozenset(
-    {HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST, TURN_APPEND, CHUNK_STORE}
+    {HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST, TURN_APPEND, CHUNK_STORE, APPROVAL_WAIT}
 )
 
 

@@ -26,10 +26,14 @@
     ├── RequestError                a request the agent refuses: ``message`` and ``reason``
     │   ├── BadRequest              the input is wrong               (bad_request, bad_text, ...)
     │   │   ├── SettingsError       a settings change is refused     (bad_settings)
-    │   │   └── ProgramRefused      a deploy is refused              (program_refused)
+    │   │   ├── ProgramRefused      a deploy is refused              (program_refused)
+    │   │   └── PathRefused         a notebook path the agent may not touch (path_refused)
     │   ├── Forbidden               not allowed for this user        (forbidden)
     │   ├── NotFound                no such chat, run or trace       (not_found)
     │   ├── Conflict                the target exists                (exists)
+    │   │   ├── ProposalConflict    the notebook changed since       (proposal_conflict)
+    │   │   ├── ProposalDecided     the proposal was decided         (proposal_decided)
+    │   │   └── ApprovalDecided     the approval was answered        (approval_decided)
     │   ├── PayloadTooLarge         a body over the size limit       (body_too_large)
     │   ├── NotSupported            this server cannot do it         (no_contents)
     │   └── Unavailable             try again later; ``retry_after_s`` (unavailable)
@@ -66,6 +70,7 @@ from jupyter_agent.codec import dump_dict
 __all__ = [
     "AgentError",
     "AppCallError",
+    "ApprovalDecided",
     "BadRequest",
     "CellTimeout",
     "CliFailure",
@@ -79,12 +84,15 @@ __all__ = [
     "NondeterminismError",
     "NotFound",
     "NotSupported",
+    "PathRefused",
     "PayloadTooLarge",
     "ProgramFault",
     "ProgramMismatch",
     "ProgramMissing",
     "ProgramRefused",
     "ProgramStuck",
+    "ProposalConflict",
+    "ProposalDecided",
     "ProviderError",
     "ProviderFailure",
     "ProviderProtocolError",
@@ -289,6 +297,13 @@ class ProgramRefused(BadRequest):
     default_reason = "program_refused"
 
 
+class PathRefused(BadRequest):
+    """A notebook path the agent may not touch: outside the server's root (``..``, a
+    symlink out of it), hidden (a component starting with ``.``), or not a notebook."""
+
+    default_reason = "path_refused"
+
+
 class Forbidden(RequestError):
     """The request is understood but not allowed for this user."""
 
@@ -305,6 +320,26 @@ class Conflict(RequestError):
     """The target exists (a notebook path, every free name taken)."""
 
     default_reason = "exists"
+
+
+class ProposalConflict(Conflict):
+    """The notebook changed since the proposal was made (or, for an undo, since it was
+    applied): nothing was written; the message names the cells."""
+
+    default_reason = "proposal_conflict"
+
+
+class ProposalDecided(Conflict):
+    """The proposal was already decided (applied, discarded, undone or in conflict)."""
+
+    default_reason = "proposal_decided"
+
+
+class ApprovalDecided(Conflict):
+    """The approval was already answered (by the person, a break or the wall-time
+    ceiling)."""
+
+    default_reason = "approval_decided"
 
 
 class PayloadTooLarge(RequestError):

@@ -10,7 +10,8 @@ The prompt of a program version lists :func:`apps_for` that version: an app adde
 (``memory``, issue 15, first listed by ``toolcaller@v4``) is left out of the older
 versions' prompts, so their recorded runs replay byte-identically; the kernel binds every
 app whatever the version. :data:`APPS` is the list those older versions were recorded
-with (``apps_for(3)``), kept under its old name for them.
+with (``apps_for(3)``), kept under its old name for them. ``notebook`` (issue 17) is first
+listed by ``toolcaller@v5``.
 """
 
 from __future__ import annotations
@@ -110,6 +111,39 @@ ALL_APPS: tuple[AppSpec, ...] = (
                 name="list",
                 signature="memory.list(category: str | None = None) -> list[dict]",
                 doc="Every fact (of one category), newest first ({id, text, category, ...}).",
+            ),
+        ),
+    ),
+    AppSpec(
+        name="notebook",
+        doc=(
+            "The person's notebooks (contents paths under the server's root). You never "
+            "change a notebook yourself: you propose edits, the person applies them."
+        ),
+        since=5,
+        methods=(
+            MethodSpec(
+                name="read",
+                signature="notebook.read(path: str | None = None) -> NotebookView",
+                doc=(
+                    "The notebook the person has open (or the one at path): print it to see "
+                    "its cells (ids, sources, outputs digested like cell results); .cells is "
+                    "a list of {id, cell_type, source, outputs, execution_count}, "
+                    ".output(cell_id, n) a whole output the digest cut."
+                ),
+            ),
+            MethodSpec(
+                name="propose",
+                signature="notebook.propose(path: str, edits: list[dict]) -> str",
+                doc=(
+                    "Propose edits by cell id, each with a short reason: "
+                    '{"op": "insert", "after": id | None, "source", "cell_type"?}, '
+                    '{"op": "replace", "cell_id", "source"}, {"op": "delete", "cell_id"}, '
+                    '{"op": "move", "cell_id", "after": id | None}. Returns the proposal id '
+                    "at once; the person sees the diff and applies it or not, and you are "
+                    "told the outcome."
+                ),
+                mutation=True,
             ),
         ),
     ),

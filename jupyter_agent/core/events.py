@@ -28,6 +28,9 @@ from jupyter_agent.codec import tagged
 __all__ = [
     "EVENTS",
     "LIVE_ONLY_TYPES",
+    "ApprovalEnd",
+    "ApprovalEvent",
+    "ApprovalKind",
     "BubbleEvent",
     "CellEnd",
     "CellKind",
@@ -36,6 +39,9 @@ __all__ = [
     "CellStatus",
     "Delta",
     "Event",
+    "ProposalEnd",
+    "ProposalEvent",
+    "ProposalOutcome",
     "RecallEvent",
     "ReplyEvent",
     "Retry",
@@ -135,6 +141,55 @@ class CellEnd:
     returncode: int | None = None
 
 
+ApprovalKind = Literal["cell", "bash", "proposal", "mcp"]
+#: How a proposal ended (``proposal_end.outcome``); ``undone`` follows an applied one.
+ProposalOutcome = Literal["applied", "partly", "discarded", "conflict", "undone"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalEvent:
+    """The run waits for the person (the ``approval`` policy): ``kind`` says what asks,
+    ``code`` is the cell's code or the command (``""`` for other kinds), ``summary`` one
+    line of what it does. ``POST agent/runs/{run_id}/approvals/{approval_id}`` answers."""
+
+    type: Literal["approval"] = field(default="approval", init=False)
+    approval_id: str
+    kind: ApprovalKind
+    code: str = ""
+    summary: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalEnd:
+    """The wait ended: approved or not (denied, a break, the wall-time ceiling)."""
+
+    type: Literal["approval_end"] = field(default="approval_end", init=False)
+    approval_id: str
+    approve: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProposalEvent:
+    """The agent proposed edits of the notebook at ``path`` (contents path); ``edits`` are
+    the stored edit JSON (``{op, cell_id, after?, cell_type?, source?, old_source?, reason,
+    diff, base}``). Nothing changes before the person applies."""
+
+    type: Literal["proposal"] = field(default="proposal", init=False)
+    proposal_id: str
+    path: str
+    edits: tuple[JsonObject, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProposalEnd:
+    """A proposal was decided (``applied``, ``partly``, ``discarded``, ``conflict``) or an
+    applied one undone (``undone``); ``run_id`` is the run that proposed it."""
+
+    type: Literal["proposal_end"] = field(default="proposal_end", init=False)
+    proposal_id: str
+    outcome: ProposalOutcome
+
+
 @dataclass(frozen=True, kw_only=True)
 class SteeringEvent:
     """The run took a message sent while it was going (it joins this turn, here)."""
@@ -193,6 +248,10 @@ EVENTS: Final = (
     CellStart,
     CellOutput,
     CellEnd,
+    ApprovalEvent,
+    ApprovalEnd,
+    ProposalEvent,
+    ProposalEnd,
     SteeringEvent,
     Retry,
     ReplyEvent,
@@ -208,6 +267,10 @@ Event = Annotated[
     | CellStart
     | CellOutput
     | CellEnd
+    | ApprovalEvent
+    | ApprovalEnd
+    | ProposalEvent
+    | ProposalEnd
     | SteeringEvent
     | Retry
     | ReplyEvent

@@ -61,6 +61,7 @@ from jupyter_agent.core.recall_program import AUTORECALL_PROGRAM
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.effects import (
     APP_CALL,
+    APPROVAL_WAIT,
     BASH_RUN,
     CELL_RUN,
     CHAT_POST,
@@ -109,7 +110,7 @@ Performer = Callable[[Effect, int], Awaitable[Outcome]]
 """Performs one effect (with its seq in the run's log)."""
 
 # Effects a hard break cancels in flight, and answers as cancelled without performing after.
-CANCELLABLE = frozenset({HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST})
+CANCELLABLE = frozenset({HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST, APPROVAL_WAIT})
 
 
 class RunDriver(ToolRuns):

@@ -30,6 +30,8 @@ History:
    per (name, version) and per (name, hash)), ``agent_program_activations`` (which version
    each layer runs, newest row wins), ``agent`` on ``chats`` (the agent a chat
    talks to), ``programs`` (JSON list of refs) and ``agent`` on ``agent_runs``.
+7. notebook proposals (issue 17): ``agent_proposals`` (edits the agent proposed to a
+   notebook, their status, what was applied and how to undo it).
 
 Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
 never derived from the current table models, so an old step keeps building the old schema.
@@ -332,6 +334,32 @@ def _v6(conn: Connection) -> None:
         conn.execute(text(statement.replace("{id}", ident)))
 
 
+_V7_SQL: Final = (
+    """CREATE TABLE agent_proposals (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        chat_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        cell_id TEXT NOT NULL,
+        path TEXT NOT NULL,
+        edits TEXT NOT NULL,
+        status TEXT NOT NULL,
+        applied TEXT NOT NULL,
+        undo TEXT NOT NULL,
+        via TEXT NOT NULL,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL
+    )""",
+    "CREATE INDEX ix_agent_proposals_chat ON agent_proposals (chat_id, created)",
+    "CREATE INDEX ix_agent_proposals_run ON agent_proposals (run_id)",
+)
+
+
+def _v7(conn: Connection) -> None:
+    for statement in _V7_SQL:
+        conn.execute(text(statement))
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "chats, agent_turns, agent_runs, schema_version", _v1),
     Migration(2, "end_cause on turns and runs (backfilled); index on run status", _v2),
@@ -339,6 +367,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(4, "agent_chunks: summaries of chunks of a chat's turns", _v4),
     Migration(5, "memories, the recall index (full-text), document frequencies, vectors", _v5),
     Migration(6, "deployed programs, their activations; the agent of chats and runs", _v6),
+    Migration(7, "agent_proposals: notebook edits the agent proposed", _v7),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -56,6 +56,13 @@ Tables:
     one row per activation (since v6): ``agent`` ("" = the server-wide layer), ``name``,
     ``version`` (None: clear this layer's override), ``at``, ``by``. The newest row (by
     ``id``) of a layer and family wins; ``MAX(id)`` says whether anything changed.
+``agent_proposals``
+    one row per notebook proposal (since v7): ``id`` (``p`` + a ULID), ``owner``,
+    ``chat_id``/``run_id``/``cell_id`` (the run and cell that proposed it), ``path`` (a
+    contents path), ``edits`` (JSON list of edit JSON), ``status`` (``pending``,
+    ``applied``, ``partly``, ``discarded``, ``conflict``, ``undone``), ``applied`` (JSON list
+    of the cell ids applied), ``undo`` (JSON inverse edits), ``via`` (``contents`` or
+    ``live``, once applied), ``created``, ``updated``.
 ``schema_version``
     one row per applied migration; the schema's version is ``MAX(version)``.
 """
@@ -72,6 +79,7 @@ __all__ = [
     "AgentMemoryVectorRow",
     "AgentProgramActivationRow",
     "AgentProgramRow",
+    "AgentProposalRow",
     "AgentRecallDfRow",
     "AgentRecallDocRow",
     "AgentRecallSuppressedRow",
@@ -307,6 +315,30 @@ class AgentProgramActivationRow(SQLModel, table=True):
     version: int | None = Field(default=None, sa_column=Column(Integer, nullable=True))
     at: str = Field(sa_column=_text())
     by: str = Field(sa_column=_text())
+
+
+class AgentProposalRow(SQLModel, table=True):
+    """``agent_proposals``: edits the agent proposed to a notebook (since v7)."""
+
+    __tablename__ = "agent_proposals"
+    __table_args__ = (
+        Index("ix_agent_proposals_chat", "chat_id", "created"),
+        Index("ix_agent_proposals_run", "run_id"),
+    )
+
+    id: str = Field(sa_column=Column(Text, primary_key=True))
+    owner: str = Field(sa_column=_text())
+    chat_id: str = Field(sa_column=_text())
+    run_id: str = Field(sa_column=_text())
+    cell_id: str = Field(sa_column=_text())
+    path: str = Field(sa_column=_text())
+    edits: str = Field(sa_column=_text())
+    status: str = Field(sa_column=_text())
+    applied: str = Field(sa_column=_text())
+    undo: str = Field(sa_column=_text())
+    via: str = Field(sa_column=_text())
+    created: str = Field(sa_column=_text())
+    updated: str = Field(sa_column=_text())
 
 
 class SchemaVersionRow(SQLModel, table=True):

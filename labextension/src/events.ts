@@ -83,6 +83,37 @@ export interface ICellEndEvent extends IEventEnvelope {
   returncode: number | null;
 }
 
+/** The run waits for the person (the `approval` policy): `kind` says what asks, `code` is the cell's code or the command (`""` for other kinds), `summary` one line of what it does. `POST agent/runs/{run_id}/approvals/{approval_id}` answers. */
+export interface IApprovalEvent extends IEventEnvelope {
+  type: "approval";
+  approval_id: string;
+  kind: "cell" | "bash" | "proposal" | "mcp";
+  code: string;
+  summary: string;
+}
+
+/** The wait ended: approved or not (denied, a break, the wall-time ceiling). */
+export interface IApprovalEndEvent extends IEventEnvelope {
+  type: "approval_end";
+  approval_id: string;
+  approve: boolean;
+}
+
+/** The agent proposed edits of the notebook at `path` (contents path); `edits` are the stored edit JSON (`{op, cell_id, after?, cell_type?, source?, old_source?, reason, diff, base}`). Nothing changes before the person applies. */
+export interface IProposalEvent extends IEventEnvelope {
+  type: "proposal";
+  proposal_id: string;
+  path: string;
+  edits: { [key: string]: any }[];
+}
+
+/** A proposal was decided (`applied`, `partly`, `discarded`, `conflict`) or an applied one undone (`undone`); `run_id` is the run that proposed it. */
+export interface IProposalEndEvent extends IEventEnvelope {
+  type: "proposal_end";
+  proposal_id: string;
+  outcome: "applied" | "partly" | "discarded" | "conflict" | "undone";
+}
+
 /** The run took a message sent while it was going (it joins this turn, here). */
 export interface ISteeringEvent extends IEventEnvelope {
   type: "steering";
@@ -130,6 +161,10 @@ export type AgentEvent =
   | ICellStartEvent
   | ICellOutputEvent
   | ICellEndEvent
+  | IApprovalEvent
+  | IApprovalEndEvent
+  | IProposalEvent
+  | IProposalEndEvent
   | ISteeringEvent
   | IRetryEvent
   | IReplyEvent
@@ -137,7 +172,7 @@ export type AgentEvent =
   | ISummaryEvent;
 
 /** The event types, in the order a run emits them. */
-export const EVENT_TYPES = ["run_start", "recall", "delta", "bubble", "cell_start", "cell_output", "cell_end", "steering", "retry", "reply", "run_end", "summary"] as const;
+export const EVENT_TYPES = ["run_start", "recall", "delta", "bubble", "cell_start", "cell_output", "cell_end", "approval", "approval_end", "proposal", "proposal_end", "steering", "retry", "reply", "run_end", "summary"] as const;
 
 /** The types delivered live only, never kept for `?since=` catch-up. */
 export const LIVE_ONLY: ReadonlyArray<string> = ["delta", "retry"];

@@ -7,7 +7,7 @@ from jupyter_agent.kernel.apps import _signature
 
 
 def test_the_memory_app_is_in_the_catalogue_with_its_mutations() -> None:
-    assert [a.name for a in ALL_APPS] == ["chat", "llm", "memory"]
+    assert [a.name for a in ALL_APPS] == ["chat", "llm", "memory", "notebook"]
     methods = {m.name: m for m in next(a for a in ALL_APPS if a.name == "memory").methods}
     assert set(methods) == {"save", "search", "forget", "list"}
     assert {name for name, m in methods.items() if m.mutation} == {"save", "forget"}
@@ -31,3 +31,11 @@ def test_older_program_versions_list_the_apps_they_were_recorded_with() -> None:
     for version in (1, 2, 3):
         assert apps_for(version) == APPS
     assert [a.name for a in apps_for(4)] == ["chat", "llm", "memory"]
+    assert [a.name for a in apps_for(5)] == ["chat", "llm", "memory", "notebook"]
+
+
+def test_the_notebook_app_reads_and_proposes_and_only_propose_is_a_mutation() -> None:
+    methods = {m.name: m for m in next(a for a in ALL_APPS if a.name == "notebook").methods}
+    assert {name: m.mutation for name, m in methods.items()} == {"read": False, "propose": True}
+    sig = {name: str(_signature(m)) for name, m in methods.items()}
+    assert sig == {"read": "(path=None)", "propose": "(path, edits)"}

@@ -73,6 +73,7 @@ def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
         "AgentMemoryVectorRow",
         "AgentProgramActivationRow",
         "AgentProgramRow",
+        "AgentProposalRow",
         "AgentRecallDfRow",
         "AgentRecallDocRow",
         "AgentRecallSuppressedRow",
@@ -87,6 +88,7 @@ def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
     names += ("schema_version",)
     names += ("agent_memories", "agent_recall_docs", "agent_recall_df", "agent_memory_vectors")
     names += ("agent_recall_suppressed", "agent_programs", "agent_program_activations")
+    names += ("agent_proposals",)
     for name in names:
         table = SQLModel.metadata.tables[name]
         columns = {c["name"] for c in inspector.get_columns(table.name)}
