@@ -53,6 +53,7 @@ DEFAULTS: Final = {"toolcaller": "toolcaller@v5", "history": "history@v1"}
 _LOOP: Final = (
     "core/loop.py",
     "core/loop_steps.py",
+    "core/approval.py",
     "core/steps.py",
     "core/prompt.py",
     "core/digest.py",
