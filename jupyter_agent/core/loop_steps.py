@@ -9,7 +9,7 @@ wrap-up, and writing the turn record. None does I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from jupyter_agent.core.approval import Approvals, Decision, refusal, wait, writes_of
 from jupyter_agent.core.cells import BashResult, CellResult
@@ -196,7 +196,7 @@ def approve(
     if left <= 0:
         return Decision(approve=False, by="timeout")
     approval_id = str((yield Effect(name=ID_NEW, data={"kind": "approval"})).data)
-    kind = "bash" if call.name == "bash" else "cell"
+    kind: Literal["cell", "bash"] = "bash" if call.name == "bash" else "cell"
     decision = yield from wait(approval_id=approval_id, kind=kind, code=code, timeout_s=left)
     approvals.take(decision)
     if decision.by == "break":

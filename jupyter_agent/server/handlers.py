@@ -16,6 +16,7 @@ from tornado import web
 
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AUTH_RESOURCE, AgentHandler, authorized_execute
+from jupyter_agent.server.handlers_approvals import ApprovalHandler
 from jupyter_agent.server.handlers_chats import (
     ChatHandler,
     ChatHistoryHandler,
@@ -113,6 +114,10 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (rf"/agent/runs/{_ID.format('run_id')}", RunHandler),
     (rf"/agent/runs/{_ID.format('run_id')}/stats", RunStatsHandler),
     (rf"/agent/runs/{_ID.format('run_id')}/notebook", RunNotebookHandler),
+    (
+        rf"/agent/runs/{_ID.format('run_id')}/approvals/{_ID.format('approval_id')}",
+        ApprovalHandler,
+    ),
     (rf"/agent/break/{_ID.format('run_id')}", BreakHandler),
     (r"/agent/memories", MemoriesHandler),
     (rf"/agent/memories/{_ID.format('memory_id')}", MemoryHandler),
