@@ -61,11 +61,13 @@ _TITLE_WORDS = 6
 @dataclass(frozen=True, kw_only=True)
 class View:
     """What the person had open when sending: a contents ``path``, a ``cell`` (id or
-    index), a ``selection`` (text). Given to the model with the message."""
+    index), the active cell's model id ``cell_id`` (issue 17: ``toolcaller@v5`` names it),
+    a ``selection`` (text). Given to the model with the message."""
 
     path: str | None = None
     cell: str | int | None = None
     selection: str | None = None
+    cell_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The fields that are set."""
@@ -125,6 +127,8 @@ class AgentService:
         self.memory = parts.memory
         #: ``agent/programs``: deploys, listings, rollbacks (issue 16), called directly.
         self.programs = parts.program_service
+        #: ``agent/proposals``: the person's notebook edits (issue 17), called directly.
+        self.proposals = parts.proposals
         self.data_dir: Path = parts.data_dir
         self.root_dir: str = parts.root_dir
 
@@ -235,8 +239,12 @@ class AgentService:
         """The chat with its ``turns`` (oldest first) and ``active_run_id``."""
         chat = await self._chat(chat_id)
         turns = await asyncio.to_thread(self.store.list_turns, chat_id)
+        rows = await self.proposals.list(chat_id=chat_id)
         body = self._chat_json(chat)
-        body["turns"] = [t.to_json() for t in turns]
+        body["turns"] = [
+            {**t.to_json(), "proposals": [p.turn_json() for p in rows if p.run_id == t.run_id]}
+            for t in turns
+        ]
         return body
 
     async def chat_history(self, chat_id: str) -> dict[str, Any]:
@@ -358,6 +366,24 @@ class AgentService:
             raise _no_run(run_id)
         return {"run_id": run_id, "state": state}
 
+    async def decide_approval(
+        self, run_id: str, approval_id: str, *, approve: bool, rest_of_turn: bool = False
+    ) -> dict[str, Any]:
+        """``POST agent/runs/{run_id}/approvals/{approval_id}``: answer a wait of the run
+        (``toolcaller@v5``); ``{run_id, approval_id, approve, rest_of_turn}``. NotFound for
+        a wait that is not open, ApprovalDecided (409) for one already answered or ended."""
+        if not _RUN_ID.match(run_id):
+            raise _no_run(run_id)
+        self.manager.services.approvals.decide(
+            run_id, approval_id, approve=approve, rest=rest_of_turn
+        )
+        return {
+            "run_id": run_id,
+            "approval_id": approval_id,
+            "approve": approve,
+            "rest_of_turn": bool(approve and rest_of_turn),
+        }
+
     # --- runs ------------------------------------------------------------------------------
 
     async def list_runs(
@@ -397,7 +423,9 @@ class AgentService:
         trace = await self._trace(run_id)
         turn = await asyncio.to_thread(self.store.get_turn_by_run, run_id)
         summary = await asyncio.to_thread(self.store.get_run, run_id)
-        body = show_run(trace, turn.to_json() if turn else None, full=full)
+        rows = await asyncio.to_thread(lambda: self.store.list_proposals(run_ids=[run_id]))
+        record = {**turn.to_json(), "proposals": [p.turn_json() for p in rows]} if turn else None
+        body = show_run(trace, record, full=full)
         body["summary"] = summary.to_json() if summary else None
         return body
 

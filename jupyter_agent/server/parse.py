@@ -36,6 +36,7 @@ __all__ = [
     "mapping",
     "only_keys",
     "optional_string",
+    "proposal_decision",
     "query_flag",
     "query_int",
     "string",
@@ -48,6 +49,7 @@ _VIEW_TYPES: Final[dict[str, tuple[type, ...]]] = {
     "path": (str,),
     "cell": (str, int),
     "selection": (str,),
+    "cell_id": (str,),
 }
 
 
@@ -176,8 +178,17 @@ def control(body: Mapping[str, Any], name: str = "control") -> Control | None:
     return Control(hard=hard)
 
 
+def approval(body: Mapping[str, Any]) -> tuple[bool, bool]:
+    """The body of an approval: ``{approve: bool, rest_of_turn?: bool}`` -> (approve,
+    rest_of_turn); ``approve`` is required (``bad_approval``), no other key is taken."""
+    only_keys(body, ("approve", "rest_of_turn"), reason="bad_approval")
+    if not isinstance(body.get("approve"), bool):
+        raise BadRequest("'approve' must be true or false", reason="bad_approval")
+    return body["approve"], flag(body, "rest_of_turn", reason="bad_approval")
+
+
 def view(body: Mapping[str, Any], name: str = "view") -> View | None:
-    """Field ``view``: ``{path?, cell?, selection?}`` or absent (``bad_view``); the path's
+    """Field ``view``: ``{path?, cell?, cell_id?, selection?}`` or absent (``bad_view``); the path's
     meaning is checked by the service."""
     value = body.get(name)
     if value is None:
@@ -197,6 +208,18 @@ def view(body: Mapping[str, Any], name: str = "view") -> View | None:
             raise BadRequest(f"'{name}.{key}' has the wrong type", reason="bad_view")
         clean[key] = item
     return View(**clean)
+
+
+def proposal_decision(body: Mapping[str, Any]) -> tuple[bool, list[str] | None]:
+    """``{apply: bool, cells?: [cell ids]}`` (``bad_decision``): ``apply`` is required;
+    ``cells`` absent (or null) means every edit."""
+    only_keys(body, ("apply", "cells"), reason="bad_decision")
+    if not isinstance(body.get("apply"), bool):
+        raise BadRequest("'apply' must be true or false", reason="bad_decision")
+    cells = None
+    if not _absent(body, "cells"):
+        cells = string_list(body, "cells", reason="bad_decision", what="cell ids")
+    return body["apply"], cells
 
 
 def query_int(handler: Query, name: str, *, reason: str, default: int) -> int:
