@@ -25,7 +25,6 @@ from jupyter_agent.core.cells import BashResult, Value
 from jupyter_agent.core.loop import Turn, end, program, setup, step
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.core.window import HistoryWindow
-from jupyter_agent.exceptions import RunCancelled
 from tests.core.test_loop_step import NOW, TIER, Stepper, reply, text
 
 LATER = "2026-01-01T00:01:40.000Z"  # 100 s after NOW
@@ -175,7 +174,8 @@ def test_approve_the_rest_skips_every_later_wait_of_the_turn() -> None:
     assert s.returned
     s = model_says(turn, call("b = 2", id_="t2"))
     s.answer("cell.run", {"cell_id": "c3"})  # straight to the cell
-    assert s.returned and turn.state.cells == 3
+    assert s.returned
+    assert turn.state.cells == 3
 
 
 def test_the_writes_policy_waits_only_for_cells_that_say_they_write() -> None:
@@ -271,7 +271,8 @@ def test_a_wait_counts_against_wall_time() -> None:
     turn, _ = open_turn("every_cell", max_wall_s=10)
     s = model_says(turn, call("more()"))
     s.answer("clock.now", "2026-01-01T00:00:11.000Z")
-    assert s.returned and TIMEOUT_REFUSAL in str(turn.messages[-1])
+    assert s.returned
+    assert TIMEOUT_REFUSAL in str(turn.messages[-1])
 
 
 # --- notices and the view ------------------------------------------------------------------
