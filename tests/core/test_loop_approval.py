@@ -65,7 +65,8 @@ def open_turn(
     drain = s.answer("mailbox.drain", drained if drained is not None else [HELLO])
     if version >= 4:
         s.answer("config.get", OFF)  # memory, recall off: no search
-    assert s.returned and isinstance(s.value, Turn), s.effect
+    assert s.returned, s.effect
+    assert isinstance(s.value, Turn)
     return s.value, [dict(drain.data)]
 
 
