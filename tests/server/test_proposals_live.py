@@ -16,10 +16,10 @@ import nbformat
 import pytest
 
 pytest.importorskip("jupyter_server_ydoc")
-from jupyter_ydoc import YNotebook  # noqa: E402
-from pycrdt import Doc, Provider  # noqa: E402
-from tornado.httpclient import HTTPRequest  # noqa: E402
-from tornado.websocket import websocket_connect  # noqa: E402
+from jupyter_ydoc import YNotebook
+from pycrdt import Doc, Provider
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
 
 PATH = "work/live.ipynb"
 
