@@ -47,6 +47,7 @@ from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.live_docs import LiveDocs
 from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.memory_service import MemoryService
+from jupyter_agent.runtime.notebook_app import NotebookReader
 from jupyter_agent.runtime.paths import default_db_url
 from jupyter_agent.runtime.proposals import ProposalService
 from jupyter_agent.runtime.readiness import build_status
@@ -172,6 +173,10 @@ class Parts:
             embedder=self.embedder,
             memory=self.memory,
             agents=self.agents,
+            # The in-cell notebook app (issue 17): reads live documents or the contents
+            # manager; proposes through the proposal service.
+            notebooks=NotebookReader(self.contents, live=self.live_docs),
+            proposals=self.proposals,
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
         self.manager = RunManager(
