@@ -333,3 +333,37 @@ def test_an_unknown_cell_or_edit_is_a_clear_error(harness: Harness, notebook: Pa
     row = harness.propose("chat_z", [REPLACE])
     with pytest.raises(BadRequest, match="no edit of this proposal is for cell 'zzz'"):
         harness.run(harness.proposals.decide(row.id, apply=True, cells=["zzz"]))
+
+
+def test_a_file_changed_between_the_read_and_the_save_is_refused(
+    harness: Harness, notebook: Path
+) -> None:
+    """Another writer saves the file while the edits are being checked (after the read):
+    the last_modified re-check refuses the save; the other writer's file stays."""
+    import os
+
+    from jupyter_agent.exceptions import ProposalConflict
+
+    row = harness.propose("chat_r", [REPLACE])
+    manager = harness.proposals.contents.writer()
+    real_get = manager.get
+    theirs: list[bytes] = []
+
+    async def get_then_someone_saves(path: str, content: bool = True, **kw: Any) -> Any:
+        if not content and not theirs:  # the re-check before the save: someone saved first
+            nb = nbformat.read(notebook, as_version=4)
+            nb.cells[0].source = "# Sales (theirs)"
+            nbformat.write(nb, notebook)
+            stat = notebook.stat()
+            os.utime(notebook, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+            theirs.append(notebook.read_bytes())
+        return await real_get(path, content=content, **kw)
+
+    manager.get = get_then_someone_saves
+    try:
+        with pytest.raises(ProposalConflict, match="changed while the edits were applied"):
+            harness.run(harness.proposals.decide(row.id, apply=True))
+    finally:
+        del manager.get
+    assert notebook.read_bytes() == theirs[0]
+    assert harness.run(harness.proposals.get(row.id)).status == "conflict"
