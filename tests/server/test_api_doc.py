@@ -134,6 +134,7 @@ IDS = {
     "chat_id": "chat_01DOC",
     "run_id": "run_01DOC",
     "memory_id": "mem_01DOC",
+    "approval_id": "appr_01DOC",
     "name": "toolcaller",
     "proposal_id": "p01doc",
 }
