@@ -18,13 +18,16 @@ Called by :func:`jupyter_agent.runtime.apphost.perform_app_call` (each call is o
   revision, via, last_modified, digest, tokens, cut, cells}``; the kernel wraps it in a
   :class:`~jupyter_agent.kernel.notebook_view.NotebookView`. The person's cell (the view's
   ``cell_id``, else its ``cell`` index) is the digest's focus when the notebook is the
-  viewed one.
+  viewed one. Cells of a notebook older than nbformat 4.5 show the ids the proposals use
+  (``cell-<index>``: :func:`~jupyter_agent.core.proposals.with_cell_ids`).
 - ``propose``: reads the notebook fresh (the cells the edits are checked against), asks
   ``services.proposals`` (:class:`Proposals`) to create the proposal (it checks the edits:
   a bad edit is the call's error, with the reason for the model; it publishes the
   ``proposal`` event) and returns its id at once. Nothing in the notebook changes unless
   the run's approval policy (``ceilings["approval"]``; absent: ``none``) is ``none``: then
-  it is applied at once, as the agent (the outcome reaches the model as a notice).
+  it is applied at once, as the agent (the outcome reaches the model as a notice; a
+  conflict is the call's error naming the proposal). The ids of inserted cells are
+  seeded with ``run_id:seq`` of the call.
 - Errors the model can act on are :class:`~jupyter_agent.exceptions.AgentError`; a
   contents manager's own error (a missing file: its 404) becomes one naming the path.
 """
