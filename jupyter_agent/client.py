@@ -311,6 +311,29 @@ class AgentClient:
         """``POST agent/break/{run_id}``: ``{run_id, state}``."""
         return dict(self._json("POST", f"agent/break/{_seg(run_id)}", body={"hard": hard}))
 
+    # --- proposals (issue 17) -----------------------------------------------------------
+
+    def proposals(self, chat_id: str | None = None) -> list[dict[str, Any]]:
+        """``GET agent/proposals?chat_id=``: the proposals (of one chat), oldest first."""
+        body = self._json("GET", "agent/proposals", params={"chat_id": chat_id})
+        return list(body["proposals"])
+
+    def decide_proposal(
+        self, run_id: str, proposal_id: str, *, apply: bool, cells: list[str] | None = None
+    ) -> str:
+        """``POST agent/runs/{run_id}/proposals/{proposal_id}``: apply (all, or the edits
+        of ``cells``) or discard; the outcome. A conflict is a ClientError 409."""
+        body: dict[str, Any] = {"apply": apply}
+        if cells is not None:
+            body["cells"] = cells
+        path = f"agent/runs/{_seg(run_id)}/proposals/{_seg(proposal_id)}"
+        return str(self._json("POST", path, body=body)["outcome"])
+
+    def undo_proposal(self, proposal_id: str) -> str:
+        """``POST agent/proposals/{proposal_id}/undo``: the outcome (``undone``)."""
+        path = f"agent/proposals/{_seg(proposal_id)}/undo"
+        return str(self._json("POST", path)["outcome"])
+
     # --- memories ----------------------------------------------------------------------
 
     def memories(

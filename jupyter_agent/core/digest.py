@@ -39,6 +39,9 @@ Contract:
 - Images (PNG/JPEG, in displays or the last value): with ``vision`` the first
   ``max_images`` become File parts after the text; otherwise the text says the model cannot
   see them. Sizes come from the image header.
+- A last value whose mime bundle holds ``DIGEST_MIME`` (``notebook.read()``'s view, see
+  :mod:`jupyter_agent.core.notebook_digest`) is a digest budgeted already: shown whole
+  unless the kernel cut it.
 - Paths under ``env_prefix`` read ``<env>``, under ``home`` read ``~``, everywhere.
 - Deterministic and pure: the same result and options give the same digest, byte for byte.
   Work is bounded by the budgets (and the number of values), never by the size of a value.
@@ -62,6 +65,7 @@ from jupyter_agent.core.digest_parts import (
     size_text,
     stub,
 )
+from jupyter_agent.core.notebook_digest import DIGEST_MIME
 from jupyter_agent.core.paths import normalize_paths
 from jupyter_agent.core.tokens import chars_for_tokens, count_tokens
 from jupyter_agent.core.tracebacks import compact_traceback
@@ -272,9 +276,13 @@ def digest_cell(result: CellResult, options: DigestOptions = _DEFAULT) -> Digest
     if result.last is not None:
         label = _last_label(result.last, images)
         call = f"values.get({cell}, {json.dumps('last')})"
-        last_item = budget.value(label, result.last.repr, result.last.repr.text, call)
-        if len(last_item.text) > room:
-            last_item = budget.over_total(label, result.last.repr, call)
+        if DIGEST_MIME in result.last.mime and not result.last.repr.truncated:
+            # notebook.read()'s view: a digest budgeted by its producer, never stubbed
+            last_item = Rendered(block(label, result.last.repr.text), ())
+        else:
+            last_item = budget.value(label, result.last.repr, result.last.repr.text, call)
+            if len(last_item.text) > room:
+                last_item = budget.over_total(label, result.last.repr, call)
         room -= len(last_item.text) + 1
     if result.prints:
         items.extend(_place_prints(result, cell, budget, max(room, 0)))

@@ -17,6 +17,9 @@ message. ``batch(*calls)`` takes specs made with ``proxy.method.spec(...)`` (or 
 ``("llm", "chat", {"messages": ...})``, or one list of either) and returns a list of
 :class:`AppResult` in order (``.ok``, ``.value``, ``.error``, ``.seq``; ``.unwrap()`` returns
 the value or raises AppCallError): an item's failure never hides the other items.
+
+``notebook.read``'s JSON value becomes a :class:`~.notebook_view.NotebookView` (also in a
+batch's ``AppResult.value``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from jupyter_agent.codec import dump_dict
 from jupyter_agent.core.apps import ALL_APPS, AppSpec, MethodSpec
 from jupyter_agent.core.cells import AppCallRecord
 from jupyter_agent.exceptions import AppCallError
+
+from .notebook_view import NotebookView
 
 __all__ = [
     "AppCall",
@@ -149,6 +154,12 @@ class AppResult:
         return self.value
 
 
+#: The objects some methods' JSON values become in the cell (``notebook.read()``'s view).
+_VALUE_TYPES: dict[tuple[str, str], Callable[[dict[str, Any]], Any]] = {
+    ("notebook", "read"): NotebookView,
+}
+
+
 def _check_json(call: AppCall) -> None:
     try:
         json.dumps(call.args)
@@ -178,7 +189,11 @@ def _record(
             batch=batch,
         )
     )
-    return AppResult(ok=ok, value=reply.get("value"), error=error, seq=seq)
+    value = reply.get("value")
+    wrap = _VALUE_TYPES.get((call.app, call.method))
+    if ok and wrap is not None and isinstance(value, dict):
+        value = wrap(value)
+    return AppResult(ok=ok, value=value, error=error, seq=seq)
 
 
 class AppMethod:

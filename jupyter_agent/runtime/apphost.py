@@ -1,5 +1,5 @@
-"""The host side of in-cell app calls: performs ``chat.post``, ``llm.chat`` and ``memory.*``
-for a cell.
+"""The host side of in-cell app calls: performs ``chat.post``, ``llm.chat``, ``memory.*``
+and ``notebook.*`` (:mod:`.notebook_app`) for a cell.
 
 Each call is logged as an ``app.call`` effect whose ``parent`` is the seq of the cell's
 ``cell.run``; a model call made for ``llm.chat`` runs the same pure
@@ -25,10 +25,11 @@ from jupyter_agent.exceptions import AgentError, RunCancelled
 from jupyter_agent.llm.chat import ChatResult, chat
 from jupyter_agent.messages import Message, Text, usage_to_json
 from jupyter_agent.runtime.memory_service import perform_memory_call, refused_call
+from jupyter_agent.runtime.notebook_app import perform_notebook_call
 
 if TYPE_CHECKING:
     from jupyter_agent.effects import Result
-    from jupyter_agent.runtime.run_parts import RunServices
+    from jupyter_agent.runtime.run_parts import RunConfig, RunServices
     from jupyter_agent.trace.log import EffectLog
 
 
@@ -39,6 +40,9 @@ class AppDriver(Protocol):
     run_id: str
     chat_id: str
     services: RunServices
+    config: RunConfig
+    #: The view of the newest message the run took (``{path?, cell?, cell_id?, ...}``).
+    view: dict[str, Any] | None
 
     @property
     def breaking(self) -> bool:
@@ -129,6 +133,9 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
                 value = driver.post_bubble(str(args.get("text", "")))
             elif (app, method) == ("llm", "chat"):
                 value = await _llm_chat(driver, args, seq, host)
+            elif app == "notebook":
+                cell_id = str(getattr(host, "cell_id", "") or "")
+                value = await perform_notebook_call(driver, method, args, seq=seq, cell_id=cell_id)
             elif app == "memory":
                 value = await perform_memory_call(
                     driver.services.memory,
@@ -152,9 +159,10 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
 class CellHost:
     """The host a cell's kernel calls back into: one per cell, its app calls parented to it."""
 
-    def __init__(self, driver: AppDriver, cell_seq: int) -> None:
+    def __init__(self, driver: AppDriver, cell_seq: int, cell_id: str = "") -> None:
         self.driver = driver
         self.cell_seq = cell_seq
+        self.cell_id = cell_id  # the agent cell ("c3"): what a proposal names
         self.model_calls: list[dict[str, Any]] = []
 
     async def call(

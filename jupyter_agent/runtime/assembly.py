@@ -44,9 +44,12 @@ from jupyter_agent.runtime.exports import DEFAULT_FOLDER, NotebookWriter
 from jupyter_agent.runtime.history_jobs import HistoryScheduler
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import KeyPolicy
+from jupyter_agent.runtime.live_docs import LiveDocs
 from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.memory_service import MemoryService
+from jupyter_agent.runtime.notebook_app import NotebookReader
 from jupyter_agent.runtime.paths import default_db_url
+from jupyter_agent.runtime.proposals import ProposalService
 from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.run_parts import ScrubbingPool
 from jupyter_agent.runtime.runs import RunManager
@@ -103,6 +106,7 @@ class Parts:
         server_log: logging.Logger | None = None,
         config: Config | None = None,
         server_token: str | None = None,
+        live_docs: LiveDocs | None = None,
     ) -> None:
         self.admin = admin
         self.server_log = server_log or log
@@ -124,6 +128,16 @@ class Parts:
         )
         self.contents = Contents(contents_manager, max_bytes=admin.max_attachment_bytes)
         self.notebooks = NotebookWriter(self.contents, admin.trace_dir)
+        # The person's notebooks (issue 17): open ones through their shared model (RTC),
+        # the others through the contents manager; the run manager's notices tell runs.
+        self.live_docs = live_docs or LiveDocs()
+        self.proposals = ProposalService(
+            store=store,
+            contents=self.contents,
+            events=self.events,
+            live=self.live_docs,
+            root_dir=self.root_dir,
+        )
         self.demo = DemoModel()
         # The agents (trait and folders, read once), before the scrubber: their tiers'
         # key references are secrets too.
@@ -159,6 +173,10 @@ class Parts:
             embedder=self.embedder,
             memory=self.memory,
             agents=self.agents,
+            # The in-cell notebook app (issue 17): reads live documents or the contents
+            # manager; proposes through the proposal service.
+            notebooks=NotebookReader(self.contents, live=self.live_docs),
+            proposals=self.proposals,
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
         self.manager = RunManager(
@@ -178,6 +196,7 @@ class Parts:
             programs=self.programs,
         )
         services.after_turn = self.history.kick
+        self.proposals.notify = getattr(self.manager, "notify", None)
         self._started: asyncio.Task[None] | None = None
         self._pool_started = False
         self._stopped = False
@@ -353,6 +372,7 @@ def assemble(
     server_log: logging.Logger | None = None,
     config: Config | None = None,
     server_token: str | None = None,
+    live_docs: LiveDocs | None = None,
 ) -> Parts:
     """Build the parts of one server's agent (synchronously: nothing starts yet).
 
@@ -362,7 +382,8 @@ def assemble(
     key references resolve in (default: the server's, read at each use); ``server_log``
     where the start-up lines go; ``config`` the traitlets config the parts read;
     ``server_token`` the Jupyter server's token (scrubbed from kernel output). Opening
-    the store may raise :class:`~jupyter_agent.exceptions.StoreError`.
+    the store may raise :class:`~jupyter_agent.exceptions.StoreError`. ``live_docs``
+    finds the open notebooks' shared models (default: none, every edit goes to the file).
     """
     if pool is None:
         if kernel_manager is None:
@@ -384,4 +405,5 @@ def assemble(
         server_log=server_log,
         config=config,
         server_token=server_token,
+        live_docs=live_docs,
     )

@@ -155,6 +155,8 @@ class RunDriver(ToolRuns):
         self._digest_options = digest_options_from_config(config.get)
         self._tool_runs = 0  # cells and commands so far: a command's id is c<n>, as the loop's
         self._opened = False  # the first message taken is the run's opening one
+        #: The view of the newest message taken that has one (``notebook.read()``'s default).
+        self.view: dict[str, Any] | None = None
         self.turn_written = False  # the run manager writes the turn again if this stays False
         self.summary = summary
         self.ended: RunSummary | None = None
@@ -418,6 +420,8 @@ class RunDriver(ToolRuns):
         for item in items:
             if item.get("kind") != "message":
                 continue
+            if isinstance(item.get("view"), dict):
+                self.view = item["view"]
             if isinstance(item.get("id"), str):
                 self._taken.append(item)
             if not self._opened:

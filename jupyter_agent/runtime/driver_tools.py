@@ -61,7 +61,7 @@ class ToolRuns:
         cell_id, code = str(data["cell_id"]), str(data["code"])
         self._bubbles = []
         running = self._live(seq, cell_id, "python", code)
-        host = CellHost(self._app_driver(), seq)
+        host = CellHost(self._app_driver(), seq, cell_id)
         try:
             handle = running.handle = await self.kernel.handle()
             cell: CellResult = await handle.run_cell(

@@ -106,6 +106,12 @@ class RunServices:
     programs: Any = None
     #: The agents this server hosts (``runtime.agents.AgentRegistry``); None: one, "agent".
     agents: Any = None
+    #: Where the in-cell ``notebook`` app reads notebooks (a
+    #: ``runtime.notebook_app.NotebookSource``); None: ``notebook.*`` fails clearly.
+    notebooks: Any = None
+    #: The proposal service ``notebook.propose`` creates proposals with (issue 17); None:
+    #: proposals fail clearly.
+    proposals: Any = None
 
 
 class ScrubbingPool:

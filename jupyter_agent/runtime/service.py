@@ -125,6 +125,8 @@ class AgentService:
         self.memory = parts.memory
         #: ``agent/programs``: deploys, listings, rollbacks (issue 16), called directly.
         self.programs = parts.program_service
+        #: ``agent/proposals``: the person's notebook edits (issue 17), called directly.
+        self.proposals = parts.proposals
         self.data_dir: Path = parts.data_dir
         self.root_dir: str = parts.root_dir
 
@@ -235,8 +237,12 @@ class AgentService:
         """The chat with its ``turns`` (oldest first) and ``active_run_id``."""
         chat = await self._chat(chat_id)
         turns = await asyncio.to_thread(self.store.list_turns, chat_id)
+        rows = await self.proposals.list(chat_id=chat_id)
         body = self._chat_json(chat)
-        body["turns"] = [t.to_json() for t in turns]
+        body["turns"] = [
+            {**t.to_json(), "proposals": [p.turn_json() for p in rows if p.run_id == t.run_id]}
+            for t in turns
+        ]
         return body
 
     async def chat_history(self, chat_id: str) -> dict[str, Any]:
@@ -397,7 +403,9 @@ class AgentService:
         trace = await self._trace(run_id)
         turn = await asyncio.to_thread(self.store.get_turn_by_run, run_id)
         summary = await asyncio.to_thread(self.store.get_run, run_id)
-        body = show_run(trace, turn.to_json() if turn else None, full=full)
+        rows = await asyncio.to_thread(lambda: self.store.list_proposals(run_ids=[run_id]))
+        record = {**turn.to_json(), "proposals": [p.turn_json() for p in rows]} if turn else None
+        body = show_run(trace, record, full=full)
         body["summary"] = summary.to_json() if summary else None
         return body
 

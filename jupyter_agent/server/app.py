@@ -41,6 +41,7 @@ from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.exports import DEFAULT_FOLDER, check_folder
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
+from jupyter_agent.runtime.live_docs import LiveDocs
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.runs import RunManager
@@ -412,6 +413,7 @@ class JupyterAgent(ExtensionApp):
             server_log=serverapp.log,
             config=config,
             server_token=server_token(serverapp),
+            live_docs=LiveDocs(lambda: collaboration_app(serverapp)),
         )
         self.service = AgentService(parts)
 
@@ -428,6 +430,20 @@ class JupyterAgent(ExtensionApp):
     def initialize_handlers(self) -> None:
         """Register the REST routes under ``{base_url}agent/``."""
         self.handlers.extend(default_handlers)
+
+
+def collaboration_app(serverapp: Any) -> Any:
+    """The running real-time collaboration extension (``jupyter_server_ydoc``'s
+    ``YDocExtension``: its ``get_document`` answers an open notebook's shared model), or
+    None when it is not installed or not enabled."""
+    manager = getattr(serverapp, "extension_manager", None)
+    if manager is None:
+        return None
+    try:
+        apps = manager.extension_apps.get("jupyter_server_ydoc") or ()
+    except Exception:  # an extension manager of another shape: no live documents
+        return None
+    return next((app for app in apps if hasattr(app, "get_document")), None)
 
 
 def server_token(serverapp: Any) -> str | None:

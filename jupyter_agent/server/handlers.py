@@ -3,7 +3,8 @@
 Routes are listed in ``default_handlers`` (patterns relative to the server's base URL);
 ``JupyterAgent.initialize_handlers`` registers them. Handlers live by subject:
 :mod:`.handlers_chats` (chats, history, messages), :mod:`.handlers_runs` (runs, break),
-:mod:`.handlers_memory` (memories), :mod:`.websocket` (the events socket); status,
+:mod:`.handlers_memory` (memories), :mod:`.handlers_proposals` (notebook proposals),
+:mod:`.websocket` (the events socket); status,
 settings and the agents list are here. See :mod:`.base` for authentication, authorization
 and errors, :mod:`.parse` for turning bodies and queries into the service's typed
 arguments.
@@ -28,6 +29,11 @@ from jupyter_agent.server.handlers_programs import (
     ProgramHandler,
     ProgramRollbackHandler,
     ProgramsHandler,
+)
+from jupyter_agent.server.handlers_proposals import (
+    ProposalDecisionHandler,
+    ProposalsHandler,
+    ProposalUndoHandler,
 )
 from jupyter_agent.server.handlers_runs import (
     BreakHandler,
@@ -114,6 +120,12 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (rf"/agent/runs/{_ID.format('run_id')}/stats", RunStatsHandler),
     (rf"/agent/runs/{_ID.format('run_id')}/notebook", RunNotebookHandler),
     (rf"/agent/break/{_ID.format('run_id')}", BreakHandler),
+    (
+        rf"/agent/runs/{_ID.format('run_id')}/proposals/{_ID.format('proposal_id')}",
+        ProposalDecisionHandler,
+    ),
+    (r"/agent/proposals", ProposalsHandler),
+    (rf"/agent/proposals/{_ID.format('proposal_id')}/undo", ProposalUndoHandler),
     (r"/agent/memories", MemoriesHandler),
     (rf"/agent/memories/{_ID.format('memory_id')}", MemoryHandler),
     (r"/agent/programs", ProgramsHandler),

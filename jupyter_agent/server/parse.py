@@ -36,6 +36,7 @@ __all__ = [
     "mapping",
     "only_keys",
     "optional_string",
+    "proposal_decision",
     "query_flag",
     "query_int",
     "string",
@@ -197,6 +198,18 @@ def view(body: Mapping[str, Any], name: str = "view") -> View | None:
             raise BadRequest(f"'{name}.{key}' has the wrong type", reason="bad_view")
         clean[key] = item
     return View(**clean)
+
+
+def proposal_decision(body: Mapping[str, Any]) -> tuple[bool, list[str] | None]:
+    """``{apply: bool, cells?: [cell ids]}`` (``bad_decision``): ``apply`` is required;
+    ``cells`` absent (or null) means every edit."""
+    only_keys(body, ("apply", "cells"), reason="bad_decision")
+    if not isinstance(body.get("apply"), bool):
+        raise BadRequest("'apply' must be true or false", reason="bad_decision")
+    cells = None
+    if not _absent(body, "cells"):
+        cells = string_list(body, "cells", reason="bad_decision", what="cell ids")
+    return body["apply"], cells
 
 
 def query_int(handler: Query, name: str, *, reason: str, default: int) -> int:

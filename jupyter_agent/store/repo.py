@@ -72,6 +72,7 @@ from jupyter_agent.store.filters import program_filter
 from jupyter_agent.store.memory_store import MemoryMethods
 from jupyter_agent.store.migrations import migrate
 from jupyter_agent.store.program_store import ProgramMethods
+from jupyter_agent.store.proposal_store import ProposalMethods
 from jupyter_agent.store.rows import (
     RUN_COLUMNS,
     Chat,
@@ -122,11 +123,12 @@ _SQLITE_LOCKS: dict[str, threading.Lock] = {}
 _SQLITE_LOCKS_GUARD = threading.Lock()
 
 
-class Store(ChunkMethods, MemoryMethods, ProgramMethods):
+class Store(ChunkMethods, MemoryMethods, ProgramMethods, ProposalMethods):
     """The agent database at ``url`` (``sqlite:///path`` or ``postgresql://...``); its
     chunk methods are :class:`~.chunk_store.ChunkMethods`, its memory and recall methods
     :class:`~.memory_store.MemoryMethods`, its program methods (deployed versions,
-    activations, a chat's agent) :class:`~.program_store.ProgramMethods`.
+    activations, a chat's agent) :class:`~.program_store.ProgramMethods`, its notebook
+    proposals :class:`~.proposal_store.ProposalMethods`.
 
     Opening it creates the SQLite file's folder and runs pending migrations; a bad URL or an
     unreachable server raises StoreError.

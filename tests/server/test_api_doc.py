@@ -135,6 +135,7 @@ IDS = {
     "run_id": "run_01DOC",
     "memory_id": "mem_01DOC",
     "name": "toolcaller",
+    "proposal_id": "p01doc",
 }
 
 

@@ -1,0 +1,264 @@
+"""The host side of the in-cell ``notebook`` app: ``notebook.read`` and ``notebook.propose``.
+
+Called by :func:`jupyter_agent.runtime.apphost.perform_app_call` (each call is one logged
+``app.call`` effect of the cell). Contracts:
+
+- Paths go through :func:`~jupyter_agent.runtime.nb_paths.notebook_path` first
+  (``PathRefused``: outside the root, hidden, a symlink out, not ``.ipynb``). ``path=None``
+  is the viewed notebook: the ``view.path`` of the newest message the run took (the
+  opening one, or a later steering message with a view); no view is a clear error naming
+  ``path=``.
+- ``read``: the notebook as it is now, through ``services.notebooks``
+  (:class:`NotebookSource`: the live document when the notebook is open with real-time
+  collaboration, else the contents manager). Every string is passed through the run's
+  scrubber first, then :func:`~jupyter_agent.core.notebook_digest.read_cells` bounds it
+  and digests it (in a worker thread: a big notebook never blocks the event loop). The
+  value (the app call's logged result, bounded by the digest module's caps: about 200 KB
+  of output text and 1 MB of sources at most; images are placeholders) is ``{path,
+  revision, via, last_modified, digest, tokens, cut, cells}``; the kernel wraps it in a
+  :class:`~jupyter_agent.kernel.notebook_view.NotebookView`. The person's cell (the view's
+  ``cell_id``, else its ``cell`` index) is the digest's focus when the notebook is the
+  viewed one.
+- ``propose``: reads the notebook fresh (the cells the edits are checked against), asks
+  ``services.proposals`` (:class:`Proposals`) to create the proposal (it checks the edits:
+  a bad edit is the call's error, with the reason for the model; it publishes the
+  ``proposal`` event) and returns its id at once. Nothing in the notebook changes unless
+  the run's approval policy (``ceilings["approval"]``; absent: ``none``) is ``none``: then
+  it is applied at once, as the agent (the outcome reaches the model as a notice).
+- Errors the model can act on are :class:`~jupyter_agent.exceptions.AgentError`; a
+  contents manager's own error (a missing file: its 404) becomes one naming the path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from jupyter_core.utils import ensure_async
+
+from jupyter_agent.core.notebook_digest import NotebookOptions, read_cells
+from jupyter_agent.core.proposals import with_cell_ids
+from jupyter_agent.exceptions import AgentError, NotFound, RequestError
+from jupyter_agent.runtime.contents import shown
+from jupyter_agent.runtime.nb_paths import notebook_path
+
+if TYPE_CHECKING:
+    from jupyter_agent.runtime.apphost import AppDriver
+    from jupyter_agent.runtime.contents import Contents
+
+__all__ = [
+    "NotebookReader",
+    "NotebookSource",
+    "Proposals",
+    "ReadNotebook",
+    "perform_notebook_call",
+]
+
+#: The owner of the run's proposals: chats have no owner yet ("" is the server's user).
+OWNER = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadNotebook:
+    """A notebook as read: its nbformat JSON, where it came from and its file's mtime."""
+
+    nb: dict[str, Any]
+    via: str  # "live" or "contents"
+    last_modified: str | None = None
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        """The nbformat cells (``[]`` for a notebook without any)."""
+        cells = self.nb.get("cells")
+        return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []
+
+
+class NotebookSource(Protocol):
+    """Where the app reads notebooks (``services.notebooks``)."""
+
+    async def read(self, path: str) -> ReadNotebook:
+        """The notebook at the clean contents path ``path``; AgentError if it cannot."""
+        ...
+
+
+class Proposals(Protocol):
+    """What the app needs of the proposal service (``services.proposals``)."""
+
+    def create(
+        self,
+        *,
+        owner: str,
+        chat_id: str,
+        run_id: str,
+        cell_id: str,
+        path: str,
+        edits: Any,
+        cells_at_read: list[dict[str, Any]],
+        id_seed: str | None = None,
+    ) -> Any:
+        """Check and store the proposal (publishing ``proposal``); its row (``.id``) or an
+        awaitable of it; BadRequest for a bad edit."""
+        ...
+
+    def decide(self, proposal_id: str, *, owner: str, apply: bool, cells: list[str] | None) -> Any:
+        """Apply or discard a pending proposal; the outcome (or an awaitable of it)."""
+        ...
+
+
+async def _maybe(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class NotebookReader:
+    """:class:`NotebookSource` over the contents manager, and the live documents of
+    real-time collaboration when ``live`` (``runtime.live_docs.LiveDocs``) is given: its
+    ``read_notebook(path)`` answers the live document's nbformat JSON, or None when no
+    room is open (then the contents manager is read)."""
+
+    def __init__(self, contents: Contents, live: Any = None) -> None:
+        self.contents = contents
+        self.live = live
+
+    async def read(self, path: str) -> ReadNotebook:
+        reader = getattr(self.live, "read_notebook", None)
+        if reader is not None:
+            nb = await _maybe(reader(path))
+            if isinstance(nb, dict):
+                return ReadNotebook(nb=nb, via="live")
+        if not self.contents.available:
+            raise AgentError("this server has no contents manager: notebooks cannot be read")
+        try:
+            model = await ensure_async(
+                self.contents.writer().get(path, content=True, type="notebook")
+            )
+        except RequestError:
+            raise
+        except Exception as exc:  # the contents manager's HTTPError (404, 400), OSError
+            if getattr(exc, "status_code", None) == 404:
+                raise NotFound(f"no notebook {shown(path)} under the server's root") from None
+            why = getattr(exc, "log_message", None) or type(exc).__name__
+            raise AgentError(f"cannot read the notebook {shown(path)}: {why}") from None
+        modified = model.get("last_modified")
+        stamp = modified.isoformat() if hasattr(modified, "isoformat") else modified
+        content = model.get("content")
+        # A notebook before nbformat 4.5 has no cell ids: the proposals' ids (cell-<index>).
+        nb = await asyncio.to_thread(with_cell_ids, content if isinstance(content, dict) else {})
+        return ReadNotebook(
+            nb=nb,
+            via="contents",
+            last_modified=str(stamp) if stamp is not None else None,
+        )
+
+
+def _viewed(driver: AppDriver) -> dict[str, Any]:
+    view = getattr(driver, "view", None)
+    return view if isinstance(view, dict) else {}
+
+
+def _path_of(driver: AppDriver, raw: Any) -> str:
+    if raw is None:
+        viewed = _viewed(driver).get("path")
+        if not isinstance(viewed, str) or not viewed:
+            raise AgentError(
+                "no notebook is open in the person's view: name one with path=, e.g. "
+                "notebook.read(path='analysis/sales.ipynb')"
+            )
+        raw = viewed
+    return notebook_path(raw, driver.services.root_dir)
+
+
+def _source(driver: AppDriver) -> NotebookSource:
+    source = getattr(driver.services, "notebooks", None)
+    if source is None:
+        raise AgentError("notebooks are not available on this server (no contents manager)")
+    return source  # type: ignore[no-any-return]
+
+
+def _options(driver: AppDriver) -> NotebookOptions:
+    spaces = driver.config.spaces if isinstance(driver.config.spaces, dict) else {}
+    return NotebookOptions(
+        env_prefix=str(spaces.get("env_prefix", "")), home=str(spaces.get("home", ""))
+    )
+
+
+def _focus(driver: AppDriver, path: str) -> str | int | None:
+    view = _viewed(driver)
+    viewed = view.get("path")
+    if not isinstance(viewed, str) or viewed.strip().lstrip("/") != path:
+        return None
+    cell_id, index = view.get("cell_id"), view.get("cell")
+    if isinstance(cell_id, str) and cell_id:
+        return cell_id
+    return index if isinstance(index, int) and not isinstance(index, bool) else None
+
+
+async def _read(driver: AppDriver, args: dict[str, Any]) -> dict[str, Any]:
+    path = _path_of(driver, args.get("path"))
+    read = await _source(driver).read(path)
+    scrubber = driver.services.scrubber
+    options, focus = _options(driver), _focus(driver, path)
+
+    def digest() -> dict[str, Any]:
+        cells = scrubber.clean_json(read.cells)
+        result = read_cells(path, cells, options, focus=focus)
+        return {
+            "path": path,
+            "revision": result.revision,
+            "via": read.via,
+            "last_modified": read.last_modified,
+            "digest": result.text,
+            "tokens": result.tokens,
+            "cut": result.cut,
+            "cells": result.cells,
+        }
+
+    return await asyncio.to_thread(digest)
+
+
+async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: int) -> str:
+    proposals = getattr(driver.services, "proposals", None)
+    if proposals is None:
+        raise AgentError("proposals are not available on this server")
+    path = _path_of(driver, args.get("path"))
+    edits = args.get("edits")
+    if not isinstance(edits, list) or not edits:
+        raise AgentError(
+            "edits must be a non-empty list of edit dicts, e.g. "
+            '[{"op": "replace", "cell_id": "...", "source": "...", "reason": "..."}]'
+        )
+    read = await _source(driver).read(path)
+    row = await _maybe(
+        proposals.create(
+            owner=OWNER,
+            chat_id=driver.chat_id,
+            run_id=driver.run_id,
+            cell_id=cell_id,
+            path=path,
+            edits=edits,
+            cells_at_read=read.cells,
+            id_seed=f"{driver.run_id}:{seq}",  # the new cells' ids: the same in a replay
+        )
+    )
+    proposal_id = str(getattr(row, "id", row))
+    if str(driver.config.ceilings.get("approval") or "none") == "none":
+        try:
+            await _maybe(proposals.decide(proposal_id, owner=OWNER, apply=True, cells=None))
+        except AgentError as err:  # a conflict: the proposal is finished as such
+            raise AgentError(
+                f"proposal {proposal_id} was made but could not be applied: {err}"
+            ) from None
+    return proposal_id
+
+
+async def perform_notebook_call(
+    driver: AppDriver, method: str, args: dict[str, Any], *, seq: int, cell_id: str = ""
+) -> Any:
+    """Perform ``notebook.<method>`` (the app call at ``seq``) for the agent cell
+    ``cell_id``; the JSON value."""
+    if method == "read":
+        return await _read(driver, args)
+    if method == "propose":
+        return await _propose(driver, args, cell_id, seq)
+    raise AgentError(f"unknown app method notebook.{method}")
