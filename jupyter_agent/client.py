@@ -334,6 +334,15 @@ class AgentClient:
         path = f"agent/proposals/{_seg(proposal_id)}/undo"
         return str(self._json("POST", path)["outcome"])
 
+    def approve(
+        self, run_id: str, approval_id: str, *, approve: bool = True, rest_of_turn: bool = False
+    ) -> dict[str, Any]:
+        """``POST agent/runs/{run_id}/approvals/{approval_id}``: answer a run's wait for the
+        person (``toolcaller@v5``); ``{run_id, approval_id, approve, rest_of_turn}``."""
+        path = f"agent/runs/{_seg(run_id)}/approvals/{_seg(approval_id)}"
+        body = {"approve": approve, "rest_of_turn": rest_of_turn}
+        return dict(self._json("POST", path, body=body))
+
     # --- memories ----------------------------------------------------------------------
 
     def memories(

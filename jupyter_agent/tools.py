@@ -2,6 +2,13 @@
 
 Adapters render a :class:`ToolSpec` into their provider's tool schema (native mode) or
 into the system prompt (fenced / xml modes). The tool result's text is the digest.
+
+``toolcaller@v5`` offers :data:`RUN_CELL_V5` / :data:`BASH_V5`: the same tools with an
+optional ``writes: bool`` argument (the cell writes or deletes files; the approval policy
+``writes`` waits for those, :mod:`jupyter_agent.core.approval`). Older versions keep
+:data:`RUN_CELL` / :data:`BASH` exactly (they are in their recorded requests). In the
+fenced and xml modes a tool takes its one string argument only, so ``writes`` is never
+set there.
 """
 
 from __future__ import annotations
@@ -9,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BASH", "RUN_CELL", "ToolSpec", "tools_for"]
+__all__ = ["BASH", "BASH_V5", "RUN_CELL", "RUN_CELL_V5", "WRITES", "ToolSpec", "tools_for"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +66,28 @@ BASH = ToolSpec(
 )
 
 
-def tools_for(*, bash_enabled: bool) -> tuple[ToolSpec, ...]:
-    """The tools offered to the model: run_cell always, bash when the runtime allows it."""
-    return (RUN_CELL, BASH) if bash_enabled else (RUN_CELL,)
+#: The ``writes`` argument of the v5 tools (JSON schema).
+WRITES: dict[str, Any] = {
+    "type": "boolean",
+    "description": (
+        "true when this writes or deletes files (the person may have to approve it first);"
+        " default false."
+    ),
+}
+
+
+def _with_writes(spec: ToolSpec) -> ToolSpec:
+    schema = dict(spec.input_schema)
+    schema["properties"] = {**schema["properties"], "writes": WRITES}
+    return ToolSpec(name=spec.name, description=spec.description, input_schema=schema)
+
+
+RUN_CELL_V5 = _with_writes(RUN_CELL)
+BASH_V5 = _with_writes(BASH)
+
+
+def tools_for(*, bash_enabled: bool, writes: bool = False) -> tuple[ToolSpec, ...]:
+    """The tools offered to the model: run_cell always, bash when the runtime allows it;
+    ``writes``: the v5 specs, with the ``writes`` argument."""
+    cell, bash = (RUN_CELL_V5, BASH_V5) if writes else (RUN_CELL, BASH)
+    return (cell, bash) if bash_enabled else (cell,)

@@ -21,7 +21,7 @@ GOOD = """from jupyter_agent.core import loop
 
 
 def program(run_id, chat_id):
-    return (yield from loop.program("toolcaller@v4", run_id, chat_id))
+    return (yield from loop.program("toolcaller@v5", run_id, chat_id))
 """
 
 
@@ -67,9 +67,9 @@ def test_deploy_ls_show_rollback(
     folder = tmp_path / "plan"
     (folder / "lib").mkdir(parents=True)
     (folder / "program.py").write_text(
-        "from .lib.keys import KEY\n" + GOOD.replace('"toolcaller@v4"', "KEY")
+        "from .lib.keys import KEY\n" + GOOD.replace('"toolcaller@v5"', "KEY")
     )
-    (folder / "lib" / "keys.py").write_text('KEY = "toolcaller@v4"\n')
+    (folder / "lib" / "keys.py").write_text('KEY = "toolcaller@v5"\n')
     (folder / "program.json").write_text(json.dumps({"description": "plans first"}))
     (folder / "picture.png").write_bytes(b"\x89PNG")  # not kept: skipped by the CLI
     (folder / "__pycache__").mkdir()

@@ -221,7 +221,7 @@ async def test_live_chat_run_then_trace_verbs(live_server, tmp_path, capsys):
     nbformat.validate(nbformat.read(out, as_version=4))
 
 
-# The stored program is "toolcaller@v4" (core.loop.PROGRAM), written by the real run path.
+# The stored program is "toolcaller@v5" (core.loop.PROGRAM), written by the real run path.
 LIVE_FILTERS = [
     ("toolcaller", True),
     (PROGRAM, True),

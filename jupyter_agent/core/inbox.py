@@ -7,6 +7,11 @@ The ``mailbox.drain`` result is a list of JSON items, queued by the host:
   drain of a run holds the message that started it; later ones are steering.
 - ``{"kind": "break", "hard": bool, "at"}``: a break. A soft one ends the run at this drain
   through the wrap-up; a hard one (normally acted on by the host at once) ends it now.
+- ``{"kind": "notice", "text", "at"}``: something the host tells the agent (a proposal's
+  outcome, ...): queued by ``RunManager.notify``, handed only to a drain that asks for
+  notices (``toolcaller@v5``: ``mailbox.drain {notices: true}``), which gives it to the
+  model as a ``[notice] ...`` line and keeps it in the turn's steering (so the turn holds
+  it, and the durable mailbox forgets it). A notice never starts a run.
 
 Unknown kinds are ignored, so an older loop replays logs of a newer host.
 """
@@ -22,7 +27,10 @@ from typing import Any
 from jupyter_agent.core.turns import Steering
 from jupyter_agent.messages import File
 
-__all__ = ["Inbox", "InboxMessage", "read_items"]
+__all__ = ["NOTICE_PREFIX", "Inbox", "InboxMessage", "InboxNotice", "read_items"]
+
+#: How a notice reads to the model and in the turn's steering.
+NOTICE_PREFIX = "[notice] "
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,11 +55,29 @@ class InboxMessage:
         return Steering(text=self.text, at=self.at)
 
 
+@dataclass(frozen=True, kw_only=True)
+class InboxNotice:
+    """A notice taken from the mailbox (see the module docstring)."""
+
+    text: str
+    at: str
+
+    @property
+    def line(self) -> str:
+        """The notice as the model reads it: ``[notice] <text>``."""
+        return NOTICE_PREFIX + self.text
+
+    def steering(self) -> Steering:
+        """This notice as a steering entry of the turn record."""
+        return Steering(text=self.line, at=self.at)
+
+
 @dataclass(kw_only=True)
 class Inbox:
-    """One drain's content: the messages in order, and whether a break came."""
+    """One drain's content: the messages and notices in order, and whether a break came."""
 
     messages: list[InboxMessage] = field(default_factory=list)
+    notices: list[InboxNotice] = field(default_factory=list)
     soft_break: bool = False
     hard_break: bool = False
 
@@ -86,6 +112,10 @@ def read_items(items: Sequence[Any]) -> Inbox:
                     view=view if isinstance(view, dict) else None,
                     files=_files(item.get("attachments")),
                 )
+            )
+        elif kind == "notice":
+            inbox.notices.append(
+                InboxNotice(text=str(item.get("text") or ""), at=str(item.get("at") or ""))
             )
         elif kind == "break":
             if item.get("hard"):

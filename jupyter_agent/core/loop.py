@@ -1,4 +1,4 @@
-"""The toolcaller loop (``toolcaller@v4``): one conversation turn as a pure state machine.
+"""The toolcaller loop (``toolcaller@v5``): one conversation turn as a pure state machine.
 
 Versions (a log replays with the version its header names, :data:`PROGRAMS`):
 
@@ -22,6 +22,12 @@ Versions (a log replays with the version its header names, :data:`PROGRAMS`):
   turn record gains ``recall`` (when something was recalled) and ``programs``; its
   prompt lists the ``memory`` app (:func:`~jupyter_agent.core.apps.apps_for`). v1..v3
   run as they did (their logs replay byte for byte).
+- ``toolcaller@v5``: the person's notebook and approvals (issue 17). The prompt lists the
+  ``notebook`` app; ``run_cell`` and ``bash`` take ``writes: bool`` (the cell writes or
+  deletes files); ``ceilings.approval`` (``none``, ``writes``, ``every_cell``) makes a
+  cell wait for the person (``approval.wait``, :mod:`jupyter_agent.core.approval`) before
+  it runs; mailbox ``notice`` items reach the model as ``[notice] ...`` lines; the user
+  message header names the viewed cell by id. v1..v4 run as they did.
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
 values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
@@ -61,6 +67,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from jupyter_agent.core.approval import POLICIES, Approvals, Policy
 from jupyter_agent.core.apps import apps_for
 from jupyter_agent.core.digest import DigestOptions
 from jupyter_agent.core.inbox import read_items
@@ -71,6 +78,7 @@ from jupyter_agent.core.loop_steps import (
     count,
     drain,
     finish,
+    inbox_steering,
     now,
     post,
     post_final,
@@ -104,6 +112,7 @@ __all__ = [
     "PROGRAM",
     "PROGRAMS",
     "V4_PROGRAMS",
+    "V5_PROGRAMS",
     "WRAPUP_PROMPTS",
     "Turn",
     "end",
@@ -115,17 +124,20 @@ __all__ = [
 ]
 
 #: The version new runs use.
-PROGRAM = "toolcaller@v4"
+PROGRAM = "toolcaller@v5"
 #: Every version this code replays, by its recorded name.
 PROGRAMS: Final = {
     "toolcaller@v1": 1,
     "toolcaller@v2": 2,
     "toolcaller@v3": 3,
     "toolcaller@v4": 4,
+    "toolcaller@v5": 5,
 }
 #: The programs a ``toolcaller@v4`` turn runs (its record's and its log header's
 #: ``programs``).
 V4_PROGRAMS: Final = ("toolcaller@v4", AUTORECALL_PROGRAM)
+#: The programs a ``toolcaller@v5`` turn runs.
+V5_PROGRAMS: Final = ("toolcaller@v5", AUTORECALL_PROGRAM)
 #: The user message that opens a request whose recall call nothing precedes (a new chat,
 #: or an empty window): providers (Anthropic's Messages API, strict chat templates) want
 #: the first message to be the user's, not the synthetic assistant call.
@@ -152,6 +164,15 @@ class Turn:
     #: ``messages[:history_len]`` is the boot window: the stable prefix a provider's
     #: prompt cache can keep (0: not marked, as v1/v2 sent it).
     history_len: int = 0
+    #: The program version's behaviour (see the module docstring).
+    version: int = 4
+    #: The turn's approval state (v5; None: nothing ever waits, as in v1..v4).
+    approvals: Approvals | None = None
+
+    @property
+    def notices(self) -> bool:
+        """Whether this turn's drains take notices (v5)."""
+        return self.version >= 5
 
     def finish(self, stop: StopReason, cause: EndCause) -> EffectGen[TurnRecord]:
         """Write this turn's record (see :func:`~jupyter_agent.core.loop_steps.finish`)."""
@@ -205,8 +226,8 @@ def setup(
 ) -> EffectGen[Turn | TurnRecord]:
     """Read config, the tier, history and the opening drain; build the prompt.
 
-    ``version``: 3 reads the history as its window, 4 also memory and recall (see the
-    module docstring).
+    ``version``: 3 reads the history as its window, 4 also memory and recall, 5 the
+    notebook app, approvals and notices (see the module docstring).
 
     Returns the :class:`Turn` to step, or the turn record of a run that ended here (a bad
     tier, a hard break before the first model call, nothing to answer).
@@ -215,13 +236,15 @@ def setup(
     ceilings = Ceilings.from_json((yield from config("ceilings")))
     spaces = (yield from config("spaces")) or {}
     state = RunState(started=started)
+    notices = version >= 5
     if version >= 4:
-        state.programs = V4_PROGRAMS
+        state.programs = V4_PROGRAMS if version == 4 else V5_PROGRAMS
     try:
         tier = yield from resolve_tier("codegen")
     except ConfigError as err:
         # A bad tier is the person's to fix: say so in the chat, not only in a log.
-        inbox = read_items((yield from drain()))
+        inbox = read_items((yield from drain(notices=notices)))
+        state.steering.extend(n.steering() for n in inbox.notices)
         text = inbox.messages[0].text if inbox.messages else ""
         # (toolcaller@v1 kept only the first message here; a bad tier now becomes the demo
         # model before a run starts, so this path is for configs no check foresaw.)
@@ -238,9 +261,9 @@ def setup(
         window = yield from read_history(budget)
         if window is None:
             # Answering without the chat's context would mislead: say so and end.
-            inbox = read_items((yield from drain()))
+            inbox = read_items((yield from drain(notices=notices)))
             text = inbox.messages[0].text if inbox.messages else ""
-            state.steering.extend(m.steering() for m in inbox.messages[1:])
+            state.steering.extend(inbox_steering(inbox, skip_first=True))
             try:
                 yield from post_final(state, "The chat's earlier turns could not be read.")
             except RunCancelled as cancel:
@@ -251,19 +274,19 @@ def setup(
     else:
         history = [TurnRecord.from_json(t) for t in ((yield from config("history")) or [])]
         older, chunks = 0, ()
-    inbox = read_items((yield from drain()))
+    inbox = read_items((yield from drain(notices=notices)))
     if inbox.hard_break or not inbox.messages:
         # Broken before it began, or nothing to answer: end with a minimal turn (that still
         # holds the messages it was given).
         cause: EndCause = "break_hard" if inbox.hard_break else "error"
         stop: StopReason = "break_hard" if inbox.hard_break else "error"
         first_text = inbox.messages[0].text if inbox.messages else ""
-        state.steering.extend(m.steering() for m in inbox.messages[1:])
+        state.steering.extend(inbox_steering(inbox, skip_first=True))
         return (yield from finish(run_id, chat_id, state, spaces, first_text, stop, cause))
     opening = inbox.messages[0]
-    state.steering.extend(m.steering() for m in inbox.messages[1:])
+    state.steering.extend(inbox_steering(inbox, skip_first=True))
     memory = (yield from read_memory()) if version >= 4 else None
-    tools = tools_for(bash_enabled=ceilings.bash_enabled)
+    tools = tools_for(bash_enabled=ceilings.bash_enabled, writes=version >= 5)
     apps = apps_for(version)  # an app added later is not in an older version's prompt
     system = build_system(
         spaces,
@@ -303,11 +326,21 @@ def setup(
     messages: list[Message] = list(shown.messages)
     if memory is not None:
         yield from recall(state, messages, memory, opening.text, chat_id, history, shown)
+    for notice in inbox.notices:  # (v5) what the host said before the message came
+        add_user(messages, Message(role="user", parts=(Text(text=notice.line),)))
     for item in inbox.messages:
         add_user(
-            messages, user_message(item.text, at=item.at, view=item.view, attachments=item.files)
+            messages,
+            user_message(
+                item.text,
+                at=item.at,
+                view=item.view,
+                attachments=item.files,
+                cell_ids=version >= 5,
+            ),
         )
     options = DigestOptions.from_config(ceilings, spaces, tier.profile)
+    approvals = Approvals(policy=_policy(ceilings.approval)) if version >= 5 else None
     return Turn(
         run_id=run_id,
         chat_id=chat_id,
@@ -321,7 +354,18 @@ def setup(
         user_text=opening.text,
         messages=messages,
         history_len=len(shown.messages) if layout is not None else 0,
+        version=version,
+        approvals=approvals,
     )
+
+
+def _policy(value: str) -> Policy:
+    """The configured approval policy; an unknown value waits for every cell (the safe
+    reading of a config this code does not know)."""
+    for policy in POLICIES:
+        if value == policy:
+            return policy
+    return "every_cell"
 
 
 def recall(
@@ -360,8 +404,8 @@ def step(turn: Turn, *, drain_first: bool) -> EffectGen[EndCause | None]:
     """
     state, messages = turn.state, turn.messages
     if drain_first:
-        inbox = read_items((yield from drain()))
-        take_steering(state, messages, inbox)
+        inbox = read_items((yield from drain(notices=turn.notices)))
+        take_steering(state, messages, inbox, cell_ids=turn.version >= 5)
         if inbox.hard_break:
             raise RunCancelled()
     if state.soft_break:
@@ -383,7 +427,9 @@ def step(turn: Turn, *, drain_first: bool) -> EffectGen[EndCause | None]:
     if reply.stop == "tool" and reply.tool_calls:
         if reply.text.strip():
             yield from post(state, reply.text, done=False)
-        outcomes, cause = yield from run_tools(reply.tool_calls, state, turn.ceilings, turn.options)
+        outcomes, cause = yield from run_tools(
+            reply.tool_calls, state, turn.ceilings, turn.options, turn.approvals
+        )
         messages.append(Message(role="user", parts=tuple(outcomes)))
         return cause
     deferred = yield from post(state, reply.text, done=True)
@@ -392,7 +438,7 @@ def step(turn: Turn, *, drain_first: bool) -> EffectGen[EndCause | None]:
     # Messages came while the model answered: they belong to this turn (taken first, so a
     # hard break during the bubble cannot lose them). What it said shows as a bubble, and
     # the next model call reads them.
-    take_steering(state, messages, deferred)
+    take_steering(state, messages, deferred, cell_ids=turn.version >= 5)
     if reply.text.strip():
         yield from post(state, reply.text, done=False)
     return None

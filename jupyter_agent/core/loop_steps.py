@@ -9,15 +9,23 @@ wrap-up, and writing the turn record. None does I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
+from jupyter_agent.core.approval import Approvals, Decision, refusal, wait, writes_of
 from jupyter_agent.core.cells import BashResult, CellResult
 from jupyter_agent.core.digest import DigestOptions, digest_bash, digest_cell
 from jupyter_agent.core.digest_record import recorded_content
 from jupyter_agent.core.inbox import Inbox, read_items
 from jupyter_agent.core.prompt import user_message
 from jupyter_agent.core.runstate import Ceilings, RunState, seconds_between
-from jupyter_agent.core.turns import EndCause, Reply, StopReason, TurnLLM, TurnRecord
+from jupyter_agent.core.turns import (
+    EndCause,
+    Reply,
+    Steering,
+    StopReason,
+    TurnLLM,
+    TurnRecord,
+)
 from jupyter_agent.core.window import HistoryWindow
 from jupyter_agent.effects import (
     BASH_RUN,
@@ -51,6 +59,7 @@ __all__ = [
     "post",
     "post_final",
     "provider_failure_text",
+    "inbox_steering",
     "read_history",
     "run_tool",
     "run_tools",
@@ -93,8 +102,10 @@ def read_history(budget_tokens: int) -> EffectGen[HistoryWindow | None]:
     return HistoryWindow.from_json(result.data)
 
 
-def drain() -> EffectGen[list[Any]]:
-    result = yield Effect(name=MAILBOX_DRAIN, data={})
+def drain(*, notices: bool = False) -> EffectGen[list[Any]]:
+    """``mailbox.drain``; ``notices`` (``toolcaller@v5``): ask for the mailbox's notices too
+    (``{notices: true}``; older versions' drains ask ``{}`` and are never handed any)."""
+    result = yield Effect(name=MAILBOX_DRAIN, data={"notices": True} if notices else {})
     return list(result.data or [])
 
 
@@ -115,16 +126,31 @@ def post_final(state: RunState, text: str) -> EffectGen[None]:
         deferred = yield from post(state, text, done=True)
         if deferred is None:
             return
-        state.steering.extend(m.steering() for m in deferred.messages)
+        state.steering.extend(inbox_steering(deferred))
 
 
-def take_steering(state: RunState, messages: list[Message], inbox: Inbox) -> None:
-    """Mid-run messages join the turn's steering and the next model call."""
+def inbox_steering(inbox: Inbox, *, skip_first: bool = False) -> list[Steering]:
+    """The steering entries of a drain's notices and messages (``skip_first``: without the
+    message that opens the run, its ``userText``). Only a v5 drain holds notices."""
+    messages = inbox.messages[1:] if skip_first else inbox.messages
+    return [*(n.steering() for n in inbox.notices), *(m.steering() for m in messages)]
+
+
+def take_steering(
+    state: RunState, messages: list[Message], inbox: Inbox, *, cell_ids: bool = False
+) -> None:
+    """Mid-run notices and messages join the turn's steering and the next model call
+    (notices first, each a ``[notice] ...`` line; ``cell_ids``: the v5 view header)."""
+    for notice in inbox.notices:
+        state.steering.append(notice.steering())
+        add_user(messages, Message(role="user", parts=(Text(text=notice.line),)))
     for item in inbox.messages:
         state.steering.append(item.steering())
         add_user(
             messages,
-            user_message(item.text, at=item.at, view=item.view, attachments=item.files),
+            user_message(
+                item.text, at=item.at, view=item.view, attachments=item.files, cell_ids=cell_ids
+            ),
         )
     state.soft_break = state.soft_break or inbox.soft_break
 
@@ -134,7 +160,7 @@ def take_cancel_detail(state: RunState, cancel: RunCancelled) -> None:
     for text in cancel.detail.get("bubbles") or ():
         state.replies.append(Reply(text=str(text), done=False))
     deferred = read_items(cancel.detail.get("deferred") or [])
-    state.steering.extend(m.steering() for m in deferred.messages)
+    state.steering.extend(inbox_steering(deferred))
 
 
 def count(state: RunState, result: ChatResult) -> None:
@@ -158,14 +184,42 @@ def error_result(call: ToolCall, text: str) -> ToolResult:
     return ToolResult(call_id=call.id, content=(Text(text=text),), is_error=True)
 
 
+def approve(
+    call: ToolCall, code: str, state: RunState, ceilings: Ceilings, approvals: Approvals | None
+) -> EffectGen[Decision | None]:
+    """``toolcaller@v5``: wait for the person when the policy says so (``approvals``; None:
+    an older version, nothing waits). None when the call may run, else the refusal's
+    decision. The wait's timeout is the turn's wall time left."""
+    if approvals is None or not approvals.needs_wait(writes=writes_of(call.args)):
+        return None
+    left = ceilings.max_wall_s - seconds_between(state.started, (yield from now()))
+    if left <= 0:
+        return Decision(approve=False, by="timeout")
+    approval_id = str((yield Effect(name=ID_NEW, data={"kind": "approval"})).data)
+    kind: Literal["cell", "bash"] = "bash" if call.name == "bash" else "cell"
+    decision = yield from wait(approval_id=approval_id, kind=kind, code=code, timeout_s=left)
+    approvals.take(decision)
+    if decision.by == "break":
+        state.soft_break = True  # the loop ends at its next drain
+    return None if decision.approve else decision
+
+
 def run_tool(
-    call: ToolCall, state: RunState, ceilings: Ceilings, options: DigestOptions
+    call: ToolCall,
+    state: RunState,
+    ceilings: Ceilings,
+    options: DigestOptions,
+    approvals: Approvals | None = None,
 ) -> EffectGen[ToolResult]:
-    """Run one tool call (a "cell" span) and digest its result into a ToolResult."""
+    """Run one tool call (a "cell" span) and digest its result into a ToolResult; with
+    ``approvals`` (v5) a call the policy holds waits for the person first."""
     if call.name == "run_cell":
         code = call.args.get("code")
         if not isinstance(code, str) or not code.strip():
             return error_result(call, 'run_cell needs {"code": "<python code>"}.')
+        denied = yield from approve(call, code, state, ceilings, approvals)
+        if denied is not None:
+            return error_result(call, refusal(denied))
         state.cells += 1
         cell_id = f"c{state.cells}"
         data = {"cell_id": cell_id, "code": code, "timeout_s": ceilings.cell_timeout_s}
@@ -189,6 +243,9 @@ def run_tool(
         command = call.args.get("command")
         if not isinstance(command, str) or not command.strip():
             return error_result(call, 'bash needs {"command": "<command line>"}.')
+        denied = yield from approve(call, command, state, ceilings, approvals)
+        if denied is not None:
+            return error_result(call, refusal(denied))
         state.cells += 1
         result = yield Effect(
             name=BASH_RUN, data={"command": command, "timeout_s": ceilings.cell_timeout_s}
@@ -208,17 +265,25 @@ def run_tool(
 
 
 def run_tools(
-    calls: Sequence[ToolCall], state: RunState, ceilings: Ceilings, options: DigestOptions
+    calls: Sequence[ToolCall],
+    state: RunState,
+    ceilings: Ceilings,
+    options: DigestOptions,
+    approvals: Approvals | None = None,
 ) -> EffectGen[tuple[list[ToolResult], EndCause | None]]:
-    """Run a reply's tool calls in order; past the cell ceiling, answer them as not run."""
+    """Run a reply's tool calls in order; past the cell ceiling, answer them as not run.
+    With ``approvals`` (v5), once a soft break answered a wait the calls left are not run
+    either."""
     outcomes: list[ToolResult] = []
     cause: EndCause | None = None
     for call in calls:
         if state.cells >= ceilings.max_cells:
             cause = "ceiling:cells"
             outcomes.append(error_result(call, "Not run: the cell ceiling was reached."))
+        elif approvals is not None and state.soft_break:
+            outcomes.append(error_result(call, refusal(Decision(approve=False, by="break"))))
         else:
-            outcomes.append((yield from run_tool(call, state, ceilings, options)))
+            outcomes.append((yield from run_tool(call, state, ceilings, options, approvals)))
     return outcomes, cause
 
 

@@ -269,14 +269,21 @@ def build_system(
     )
 
 
-def _view_header(at: str, view: Mapping[str, Any] | None, attachments: Sequence[File]) -> str:
+def _view_header(
+    at: str, view: Mapping[str, Any] | None, attachments: Sequence[File], *, cell_ids: bool
+) -> str:
     bits = [f"sent {at}"]
     if view:
         path, cell = view.get("path"), view.get("cell")
+        cell_id = view.get("cell_id") if cell_ids else None
         if path:
             where = f"the person has `{path}` open"
             if cell is not None and cell != "":
                 where += f", at cell {cell}"
+            if isinstance(cell_id, str) and cell_id:
+                where += f" (id `{cell_id}`)"
+            if cell_ids and str(path).endswith(".ipynb"):
+                where += "; notebook.read() shows it"
             bits.append(where)
         elif cell is not None and cell != "":
             bits.append(f"the person is at cell {cell}")
@@ -292,14 +299,18 @@ def user_message(
     at: str,
     view: Mapping[str, Any] | None = None,
     attachments: Sequence[File] = (),
+    cell_ids: bool = False,
 ) -> Message:
     """The current user message: a short header (time, view, attachments), then the text.
 
     The header reads like ``[sent 2025-01-02T03:04:05.678Z; the person has `a.ipynb` open,
     at cell 3]``; a selection in the view follows as a quoted block (cut to 2,000
-    characters); attachments follow the text as File parts, in order.
+    characters); attachments follow the text as File parts, in order. ``cell_ids``
+    (``toolcaller@v5``): the header names the cell by its id too (the view's ``cell_id``)
+    and, for a notebook, says ``notebook.read()`` shows it: ``[sent ...; the person has
+    `a.ipynb` open, at cell 3 (id `9f1c`); notebook.read() shows it]``.
     """
-    lines = [_view_header(at, view, attachments)]
+    lines = [_view_header(at, view, attachments, cell_ids=cell_ids)]
     selection = view.get("selection") if view else None
     if isinstance(selection, str) and selection.strip():
         shown = selection if len(selection) <= _SELECTION_MAX else selection[:_SELECTION_MAX] + "…"

@@ -40,6 +40,9 @@ class Ceilings:
     history_budget_tokens: int = 50_000
     value_budget_tokens: int = 600
     total_budget_tokens: int = 3_000
+    #: Which cells wait for the person (``toolcaller@v5``, :mod:`jupyter_agent.core.approval`):
+    #: ``none``, ``writes`` or ``every_cell``; absent from older recorded configs (none).
+    approval: str = "none"
 
     @classmethod
     def from_json(cls, data: Any) -> Ceilings:

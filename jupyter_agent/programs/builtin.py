@@ -1,9 +1,10 @@
 """The base layer: the programs the package ships, with their content hashes.
 
 :data:`BUILTIN` maps ``name@vN`` to a :class:`BuiltinProgram`: the chat loop's versions
-(``toolcaller@v1..v4``, run programs), the history program ``history@v1`` (a run
+(``toolcaller@v1..v5``, run programs), the history program ``history@v1`` (a run
 program), and the sub-programs the loop is made of, ``llm@v1`` (the adapters: request
-building and reply parsing) and ``autorecall@v1`` (the recall step of ``toolcaller@v4``).
+building and reply parsing) and ``autorecall@v1`` (the recall step of ``toolcaller@v4``
+and ``@v5``).
 A run program's ``uses`` are the sub-programs its runs record after it.
 
 A built-in's hash covers its name and the text of the package modules that make it
@@ -47,11 +48,12 @@ RUN_FAMILIES: Final = ("toolcaller", "history")
 #: Families that run inside a run program (shipped by the package only).
 SUB_FAMILIES: Final = ("llm", "autorecall")
 #: The version a new run of each run family uses when nothing is deployed.
-DEFAULTS: Final = {"toolcaller": "toolcaller@v4", "history": "history@v1"}
+DEFAULTS: Final = {"toolcaller": "toolcaller@v5", "history": "history@v1"}
 
 _LOOP: Final = (
     "core/loop.py",
     "core/loop_steps.py",
+    "core/approval.py",
     "core/steps.py",
     "core/prompt.py",
     "core/digest.py",
@@ -137,6 +139,11 @@ BUILTIN: Final[dict[str, BuiltinProgram]] = {
         _toolcaller(3, ("llm@v1", "history@v1"), "reads the chat's window, not its whole history"),
         _toolcaller(
             4, ("llm@v1", "history@v1", "autorecall@v1"), "memory and recall (autorecall@v1)"
+        ),
+        _toolcaller(
+            5,
+            ("llm@v1", "history@v1", "autorecall@v1"),
+            "the person's notebook, approvals and notices",
         ),
         BuiltinProgram(
             key="history@v1",

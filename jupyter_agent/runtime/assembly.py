@@ -86,6 +86,9 @@ class AdminConfig:
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The ``agents`` trait: ``{name: {space?, tiers?, description?}}`` (:mod:`.agents`).
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The ``approval`` trait (issue 17): which cells wait for the person; new runs read it
+    #: as ``ceilings.approval`` (``none``, ``writes``, ``every_cell``).
+    approval: str = "writes"
 
 
 class Parts:
@@ -247,7 +250,7 @@ class Parts:
         layout = {"chunk_turns": self.manager.chunk_turns, "l2_chunks": self.manager.l2_chunks}
         return RunConfig(
             tiers=tiers,
-            ceilings=self.manager.ceilings,
+            ceilings={**self.manager.ceilings, "approval": self.admin.approval},
             spaces=self.agent_spaces(chosen),
             profiles=profiles,
             history_layout=layout,

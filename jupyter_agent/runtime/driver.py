@@ -33,6 +33,12 @@ hard break drains the mailbox at once and hands those items to the loop with the
 cancelled result (``deferred``), with the progress bubbles a cut cell had posted
 (``bubbles``); a finished cell's bubbles ride on its ``cell.run`` result the same way.
 So every message the run manager routed to this run while it was open is in its turn.
+
+Notices (``RunManager.notify``) are handed only to a run whose drains ask for them
+(``mailbox.drain {notices: true}``, ``toolcaller@v5``): from its first such drain on, its
+deferrals and its hard break take them too; another run leaves them queued for the next
+run, and they never defer a final reply. ``approval.wait`` is
+:func:`~jupyter_agent.runtime.approvals.perform_wait` (cancellable: a hard break cuts it).
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from jupyter_agent.core.events import (
     Retry,
     SteeringEvent,
 )
+from jupyter_agent.core.inbox import NOTICE_PREFIX
 from jupyter_agent.core.loop import PROGRAM
 from jupyter_agent.core.recall import recall_tokens
 from jupyter_agent.core.recall_program import AUTORECALL_PROGRAM
@@ -77,6 +84,7 @@ from jupyter_agent.effects import (
     Result,
 )
 from jupyter_agent.exceptions import ProviderError
+from jupyter_agent.runtime.approvals import perform_wait
 from jupyter_agent.runtime.cell_events import (
     RunningCell,
 )
@@ -167,6 +175,7 @@ class RunDriver(ToolRuns):
         self._deferred: list[dict[str, Any]] = []  # mail taken at a hard break
         self._taken: list[dict[str, Any]] = []  # the messages taken from the mailbox
         self._bubbles: list[str] = []  # in-cell bubbles of the cell in flight
+        self._notices = False  # the program's drains take notices (see the module docstring)
 
     # --- control -----------------------------------------------------------------------
 
@@ -186,7 +195,11 @@ class RunDriver(ToolRuns):
             # Atomically with the break (no await before this): what waits in the mailbox
             # was routed to this run, so it joins this turn; later mail starts the next run.
             self.closed = True
-            self._deferred = self._take(self.services.mailbox.drain(self.chat_id))
+            self._deferred = self._take(self._drain_mail())
+
+    def _drain_mail(self) -> list[dict[str, Any]]:
+        """Take the chat's mailbox (its notices only for a run that takes them)."""
+        return self.services.mailbox.drain(self.chat_id, notices=self._notices)
 
     def held_by(self, turn: TurnRecord) -> tuple[list[str], list[dict[str, Any]]]:
         """The messages this run took, split by what ``turn`` holds: (ids of those it holds
@@ -201,6 +214,8 @@ class RunDriver(ToolRuns):
         left: list[dict[str, Any]] = []
         for item in self._taken:
             text = str(item.get("text") or "")
+            if item.get("kind") == "notice":
+                text = NOTICE_PREFIX + text
             if text in texts:
                 texts.remove(text)
                 held.append(str(item["id"]))
@@ -342,7 +357,8 @@ class RunDriver(ToolRuns):
             return new_id(str(effect.data.get("kind") or "id")), None
 
         async def mailbox_drain(effect: Effect, seq: int) -> Outcome:
-            items = self._deferred + self._take(self.services.mailbox.drain(self.chat_id))
+            self._notices = self._notices or effect.data.get("notices") is True
+            items = self._deferred + self._take(self._drain_mail())
             self._deferred = []
             if self._hard:  # broken between effects: the loop ends here, holding the mail
                 items.append({"kind": "break", "hard": True, "at": now_iso()})
@@ -396,6 +412,10 @@ class RunDriver(ToolRuns):
                 self._publish(RecallEvent(hits=shown, tokens=tokens, program=AUTORECALL_PROGRAM))
             return {"hits": [h.to_json() for h in hits]}, None
 
+        async def approval_wait(effect: Effect, seq: int) -> Outcome:
+            waits = self.services.approvals
+            return await perform_wait(waits, self.run_id, effect.data, self._publish), None
+
         return {
             CONFIG_GET: config_get,
             CLOCK_NOW: clock_now,
@@ -407,6 +427,7 @@ class RunDriver(ToolRuns):
             CHAT_POST: chat_post,
             TURN_APPEND: turn_append,
             RECALL_SEARCH: recall_search,
+            APPROVAL_WAIT: approval_wait,
         }
 
     # --- performers --------------------------------------------------------------------
@@ -418,6 +439,8 @@ class RunDriver(ToolRuns):
         """Items just taken from the mailbox: each message after the opening one is steering
         (published as it joins the turn)."""
         for item in items:
+            if item.get("kind") == "notice" and isinstance(item.get("id"), str):
+                self._taken.append(item)  # held by the turn's steering (v5), then forgotten
             if item.get("kind") != "message":
                 continue
             if isinstance(item.get("view"), dict):
@@ -460,7 +483,7 @@ class RunDriver(ToolRuns):
             if mailbox.first_message(self.chat_id) is not None:
                 # Routed here after the last drain: the turn must hold them, so the final
                 # reply waits and the loop reads them (no await between check and drain).
-                return {"deferred": self._take(mailbox.drain(self.chat_id))}
+                return {"deferred": self._take(self._drain_mail())}
             self.closed = True
         message_id = new_id("msg")
         text = str(data.get("text", ""))

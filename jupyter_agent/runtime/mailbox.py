@@ -3,7 +3,8 @@
 Messages that arrive for a chat whose run is going are queued here and drained by that
 run between model calls (a recorded ``mailbox.drain`` effect). At a run's end the driver
 drains once more; what is left starts the next run, so nothing is dropped. Items are the
-JSON shapes documented in :mod:`jupyter_agent.core.inbox`.
+JSON shapes documented in :mod:`jupyter_agent.core.inbox`. A ``notice`` never starts a run:
+it waits here for the next drain that takes notices.
 """
 
 from __future__ import annotations
@@ -24,9 +25,16 @@ class Mailbox:
         """Queue ``item`` for the chat's current (or next) run."""
         self._items[chat_id].append(item)
 
-    def drain(self, chat_id: str) -> list[dict[str, Any]]:
-        """Take every queued item of the chat, oldest first."""
-        return self._items.pop(chat_id, [])
+    def drain(self, chat_id: str, *, notices: bool = True) -> list[dict[str, Any]]:
+        """Take every queued item of the chat, oldest first; without ``notices``, the
+        chat's notices stay queued (for a run that takes them)."""
+        items = self._items.pop(chat_id, [])
+        if notices:
+            return items
+        kept = [i for i in items if i.get("kind") == "notice"]
+        if kept:
+            self._items[chat_id] = kept
+        return [i for i in items if i.get("kind") != "notice"]
 
     def pending(self, chat_id: str) -> int:
         """How many items wait for the chat."""

@@ -22,6 +22,7 @@ from jupyter_agent.core.window import (
     turn_tokens,
 )
 from jupyter_agent.exceptions import StoreUnavailable
+from jupyter_agent.runtime.approvals import ApprovalWaits
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.mailbox import Mailbox
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
@@ -112,6 +113,8 @@ class RunServices:
     #: The proposal service ``notebook.propose`` creates proposals with (issue 17); None:
     #: proposals fail clearly.
     proposals: Any = None
+    #: The open ``approval.wait`` effects of the runs (``toolcaller@v5``, issue 17).
+    approvals: ApprovalWaits = field(default_factory=ApprovalWaits)
 
 
 class ScrubbingPool:

@@ -325,7 +325,34 @@ class RunManager(LoggingConfigurable):
             self.services.mailbox.put(
                 active.chat_id, {"kind": "break", "hard": False, "at": now_iso()}
             )
+            # A wait for the person ends now (not approved): the loop ends at its next drain.
+            self.services.approvals.break_run(run_id)
         return "breaking"
+
+    async def notify(self, chat_id: str, text: str) -> dict[str, Any]:
+        """Queue a notice for the chat's agent (a proposal's outcome, ...): ``{kind:
+        "notice", text, at, id}``, stored in the durable mailbox first (StoreError when it
+        cannot be; NotFound for an unknown chat). It never starts a run: the chat's open
+        run takes it at its next drain (``toolcaller@v5``; older programs leave it
+        queued), else the next run at its opening drain. The turn that holds it (as a
+        ``[notice] ...`` steering entry) has the durable mailbox forget it. Returns the item.
+        """
+        item: dict[str, Any] = {
+            "kind": "notice",
+            "text": text,
+            "at": now_iso(),
+            "id": new_id("ntc"),
+        }
+        async with self._lock(chat_id):
+            if not await asyncio.to_thread(self.services.store.accept_message, chat_id, item):
+                raise NotFound(f"no chat {chat_id[:120]}")
+            active = self._active.get(chat_id)
+            nxt = self._next.get(chat_id)
+            if active is not None and active.closed and nxt is not None:
+                nxt.items.append(item)  # after the messages that open the next run
+            else:
+                self.services.mailbox.put(chat_id, item)
+        return item
 
     async def wait(self, run_id: str) -> None:
         """Wait until the run (if in progress, or reserved) has ended."""
@@ -396,6 +423,10 @@ class RunManager(LoggingConfigurable):
         for chat_id, items in (await queued_by_chat(store)).items():
             async with self._lock(chat_id):
                 if chat_id in self._active:
+                    continue
+                if not any(i.get("kind") == "message" for i in items):
+                    for item in items:  # notices alone start no run: they wait for one
+                        self.services.mailbox.put(chat_id, item)
                     continue
                 try:
                     await self._start(chat_id, items)
@@ -581,6 +612,9 @@ class RunManager(LoggingConfigurable):
             if nxt is not None:
                 self._next.pop(chat_id, None)
                 nxt.started.set()
+            for item in items:  # notices wait for the next run; they never start one
+                if item.get("kind") == "notice":
+                    mailbox.put(chat_id, item)
             return False
         try:
             new_run = await self._start(chat_id, items, run_id=nxt.run_id if nxt else None)

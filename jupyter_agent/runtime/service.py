@@ -61,11 +61,13 @@ _TITLE_WORDS = 6
 @dataclass(frozen=True, kw_only=True)
 class View:
     """What the person had open when sending: a contents ``path``, a ``cell`` (id or
-    index), a ``selection`` (text). Given to the model with the message."""
+    index), the active cell's model id ``cell_id`` (issue 17: ``toolcaller@v5`` names it),
+    a ``selection`` (text). Given to the model with the message."""
 
     path: str | None = None
     cell: str | int | None = None
     selection: str | None = None
+    cell_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The fields that are set."""
@@ -363,6 +365,24 @@ class AgentService:
         if state is None:
             raise _no_run(run_id)
         return {"run_id": run_id, "state": state}
+
+    async def decide_approval(
+        self, run_id: str, approval_id: str, *, approve: bool, rest_of_turn: bool = False
+    ) -> dict[str, Any]:
+        """``POST agent/runs/{run_id}/approvals/{approval_id}``: answer a wait of the run
+        (``toolcaller@v5``); ``{run_id, approval_id, approve, rest_of_turn}``. NotFound for
+        a wait that is not open, ApprovalDecided (409) for one already answered or ended."""
+        if not _RUN_ID.match(run_id):
+            raise _no_run(run_id)
+        self.manager.services.approvals.decide(
+            run_id, approval_id, approve=approve, rest=rest_of_turn
+        )
+        return {
+            "run_id": run_id,
+            "approval_id": approval_id,
+            "approve": approve,
+            "rest_of_turn": bool(approve and rest_of_turn),
+        }
 
     # --- runs ------------------------------------------------------------------------------
 

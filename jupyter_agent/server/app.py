@@ -151,6 +151,15 @@ class JupyterAgent(ExtensionApp):
     ).tag(config=True)
     # A deployed program's step deadline is RunManager.program_step_timeout_s.
 
+    # --- approvals (issue 17) ---
+    approval = Enum(
+        ["none", "writes", "every_cell"],
+        default_value="writes",
+        help="Which of the agent's cells wait for the person to approve them (toolcaller@v5"
+        " on): 'none'; 'writes' those the model says write or delete files; 'every_cell'"
+        " every cell and bash command. New runs read it (the run config's ceilings).",
+    ).tag(config=True)
+
     key_bindings = Dict(
         value_trait=List(Unicode()),
         key_trait=Unicode(),
@@ -358,6 +367,7 @@ class JupyterAgent(ExtensionApp):
             db_url=self.effective_db_url,
             profiles=admin_profiles(self.profiles),
             agents={str(name): entry for name, entry in self.agents.items()},
+            approval=str(self.approval),
         )
 
     def parts_config(self) -> tuple[Config, list[str]]:

@@ -17,6 +17,7 @@ from tornado import web
 
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AUTH_RESOURCE, AgentHandler, authorized_execute
+from jupyter_agent.server.handlers_approvals import ApprovalHandler
 from jupyter_agent.server.handlers_chats import (
     ChatHandler,
     ChatHistoryHandler,
@@ -119,6 +120,10 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (rf"/agent/runs/{_ID.format('run_id')}", RunHandler),
     (rf"/agent/runs/{_ID.format('run_id')}/stats", RunStatsHandler),
     (rf"/agent/runs/{_ID.format('run_id')}/notebook", RunNotebookHandler),
+    (
+        rf"/agent/runs/{_ID.format('run_id')}/approvals/{_ID.format('approval_id')}",
+        ApprovalHandler,
+    ),
     (rf"/agent/break/{_ID.format('run_id')}", BreakHandler),
     (
         rf"/agent/runs/{_ID.format('run_id')}/proposals/{_ID.format('proposal_id')}",

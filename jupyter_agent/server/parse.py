@@ -49,6 +49,7 @@ _VIEW_TYPES: Final[dict[str, tuple[type, ...]]] = {
     "path": (str,),
     "cell": (str, int),
     "selection": (str,),
+    "cell_id": (str,),
 }
 
 
@@ -177,8 +178,17 @@ def control(body: Mapping[str, Any], name: str = "control") -> Control | None:
     return Control(hard=hard)
 
 
+def approval(body: Mapping[str, Any]) -> tuple[bool, bool]:
+    """The body of an approval: ``{approve: bool, rest_of_turn?: bool}`` -> (approve,
+    rest_of_turn); ``approve`` is required (``bad_approval``), no other key is taken."""
+    only_keys(body, ("approve", "rest_of_turn"), reason="bad_approval")
+    if not isinstance(body.get("approve"), bool):
+        raise BadRequest("'approve' must be true or false", reason="bad_approval")
+    return body["approve"], flag(body, "rest_of_turn", reason="bad_approval")
+
+
 def view(body: Mapping[str, Any], name: str = "view") -> View | None:
-    """Field ``view``: ``{path?, cell?, selection?}`` or absent (``bad_view``); the path's
+    """Field ``view``: ``{path?, cell?, cell_id?, selection?}`` or absent (``bad_view``); the path's
     meaning is checked by the service."""
     value = body.get(name)
     if value is None:

@@ -1,4 +1,4 @@
-"""``toolcaller@v4``: memory categories and ``autorecall@v1``, driven by hand (no I/O).
+"""``toolcaller@v4`` and ``@v5``: memory categories and ``autorecall@v1``, driven by hand (no I/O).
 
 Each test answers the effects a host would: the window, the opening drain, ``config.get
 memory``, at most one ``recall.search``, then one model call. The request the loop builds
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.core.drive import drive
-from jupyter_agent.core.loop import NEW_CHAT_LEAD, PROGRAM, V4_PROGRAMS, program
+from jupyter_agent.core.loop import NEW_CHAT_LEAD, PROGRAM, V5_PROGRAMS, program
 from jupyter_agent.core.memory import RecallHit
 from jupyter_agent.core.recall import CALL_ID, HEADER, recall_code
 from jupyter_agent.core.turns import TurnRecord
@@ -152,7 +152,7 @@ def test_hits_become_a_synthetic_call_and_result_before_the_message() -> None:
         "tokens": turn["recall"]["tokens"],
     }
     assert 0 < turn["recall"]["tokens"] <= 800
-    assert turn["programs"] == ["toolcaller@v4", "autorecall@v1"] == list(V4_PROGRAMS)
+    assert turn["programs"] == ["toolcaller@v5", "autorecall@v1"] == list(V5_PROGRAMS)
 
 
 def test_a_new_chat_gets_the_call_before_its_first_message() -> None:
@@ -220,7 +220,7 @@ def test_no_hits_injects_nothing_and_records_no_recall() -> None:
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     turn = run.finish()
     assert "recall" not in turn
-    assert turn["programs"] == ["toolcaller@v4", "autorecall@v1"]
+    assert turn["programs"] == ["toolcaller@v5", "autorecall@v1"]
 
 
 def test_hits_below_the_threshold_or_past_the_budget_are_not_shown() -> None:

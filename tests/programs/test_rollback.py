@@ -41,21 +41,21 @@ def rollback(svc: ProgramService, agent: str = "", to: int | None = None) -> str
 
 def test_rollbacks_walk_back_then_refuse(store: Store, tmp_path: Path) -> None:
     svc, registry = service(store, tmp_path)
-    v4 = builtin_ref("toolcaller@v4").text
-    v5 = deploy(svc, "five")
+    v5 = builtin_ref("toolcaller@v5").text  # the default; deploys are v6 on
     v6 = deploy(svc, "six")
     v7 = deploy(svc, "seven")
-    assert registry.resolve("agent", "toolcaller").ref.text == v7
-    assert rollback(svc) == v6
-    assert rollback(svc) == v5  # not back to v7
-    assert rollback(svc) == v4
-    assert registry.resolve("agent", "toolcaller").ref.text == v4
+    v8 = deploy(svc, "eight")
+    assert registry.resolve("agent", "toolcaller").ref.text == v8
+    assert rollback(svc) == v7
+    assert rollback(svc) == v6  # not back to v8
+    assert rollback(svc) == v5
+    assert registry.resolve("agent", "toolcaller").ref.text == v5
     with pytest.raises(BadRequest) as refused:
         rollback(svc)
     assert refused.value.reason == "no_rollback"
     # `to` pushes: a rollback after it returns to where it was.
-    assert rollback(svc, to=6) == v6
-    assert rollback(svc) == v4
+    assert rollback(svc, to=7) == v7
+    assert rollback(svc) == v5
     with pytest.raises(NotFound):
         rollback(svc, to=99)
 

@@ -102,6 +102,7 @@ async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> Asyn
         events=harness.events,
         live=live,
         root_dir=str(tmp_path),
+        notify=harness.manager.notify,  # as the assembly wires it
     )
     write_sales(tmp_path)
     yield harness
@@ -309,8 +310,13 @@ async def test_propose_returns_an_id_at_once_and_writes_nothing_under_writes(
 
 
 async def test_with_approval_none_a_proposal_is_applied_at_once(agent: Harness) -> None:
-    agent.fake.load([{"cells": [EDITS]}, {"text": "Done."}])
+    agent.fake.load(
+        [{"cells": [EDITS]}, {"expect": {"last_user_contains": "[notice]"}, "text": "Done."}]
+    )
     turn = await agent.ask(agent.new_chat(), "make it a bar chart", view=VIEW)
+    assert final_text(turn) == "Done."
+    header = agent.trace(turn.run_id).header
+    assert "toolcaller@v5" in json.dumps(header)
     [result] = cell_results(agent, turn.run_id)
     [pid] = [p["text"] for p in result["prints"]]
     row = agent.store.get_proposal(pid)
@@ -318,6 +324,9 @@ async def test_with_approval_none_a_proposal_is_applied_at_once(agent: Harness) 
     assert row.status == "applied"
     after = nbformat.read(agent.root / "work" / "sales.ipynb", as_version=4)
     assert after.cells[3].source == 'plot(rows, kind="bar")'
+    # The outcome reached the model as a notice at its next drain (toolcaller@v5).
+    told = json.dumps(agent.fake.requests[-1].json)
+    assert f"Proposal {pid} (work/sales.ipynb) was applied" in told
     assert_replays(agent, turn.run_id)
 
 

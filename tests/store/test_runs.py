@@ -39,7 +39,7 @@ def test_program_filter(store: Store) -> None:
 # Program values in the stored shape (``name@vN``, as core.loop.PROGRAM); the names with
 # LIKE's wildcards in them are the ones a careless LIKE would confuse.
 _PROGRAMS = {
-    "run_a": PROGRAM,  # toolcaller@v4
+    "run_a": PROGRAM,  # toolcaller@v5
     "run_b": "toolcaller@v1",
     "run_c": "toolcaller2@v1",
     "run_d": "toolcallerX@v1",

@@ -120,6 +120,10 @@ def test_fsync_before_each_outside_intent(tmp_path, monkeypatch):
         Effect(name="chat.post", data={"text": "hi", "done": True}),
         Effect(name="turn.append", data={"id": "t"}),
         Effect(name="chunk.store", data={"level": 1, "first_turn": 1, "last_turn": 10}),
+        Effect(
+            name="approval.wait",
+            data={"approval_id": "a1", "kind": "cell", "code": "x", "summary": "", "timeout_s": 1},
+        ),
     ]
     assert {e.name for e in outside} == set(OUTSIDE_EFFECTS)
     for n, effect in enumerate(outside, start=1):
