@@ -23,7 +23,12 @@
  * - turn records (`loadTurns`, from `GET agent/chats/{id}`): an ended run is shown from its
  *   record until its steps arrive (and stays so if they cannot be read); its events, if the
  *   server still holds them, are not needed and ignored;
- * - the person's own messages (`addUserMessage`, with the `message_id` the server answered).
+ * - the person's own messages (`addUserMessage`, with the `message_id` the server answered);
+ * - proposals and approvals (issue 17, `proposals.ts`): `proposal` / `approval` events
+ *   add a card to their run; `proposal_end` updates a proposal whatever its run's source
+ *   (a proposal is decided after its run ended); after a reload the turns' `proposals`
+ *   and `loadProposals` (`GET agent/proposals` rows) bring them back, placed after the
+ *   cell that proposed them (kept there when the run's steps replace its items).
  */
 import { ISignal, Signal } from '@lumino/signaling';
 

@@ -229,7 +229,8 @@ def test_a_denied_cell_never_runs_and_the_model_is_told(page: Page, fake: FakePr
     view = new_chat(page)
     send_message(view, "Clean up")
     approval = view.locator(".jp-agent-approval[data-state='open']")
-    expect(approval).to_have_count(1, timeout=60000)
+    # A new chat: its kernel may have to start first.
+    expect(approval).to_have_count(1, timeout=120000)
     expect(approval.locator(".jp-agent-approval-code")).to_contain_text("should-not-run")
     approval.locator(".jp-agent-deny").click()
     expect(view.locator(".jp-agent-reply")).to_contain_text("Understood, I left it.", timeout=60000)
