@@ -120,8 +120,31 @@ export interface IChatDetail extends IChatSummary {
 /** What the person had open when sending a message. */
 export interface IView {
   path?: string;
+  /** The active cell's index. */
   cell?: number;
+  /** The active cell's id (its model id: nbformat's cell id). */
+  cell_id?: string;
   selection?: string;
+}
+
+/** The answer of a proposal's decision or undo. */
+export interface IProposalOutcome {
+  outcome: 'applied' | 'partly' | 'discarded' | 'conflict' | 'undone';
+  [key: string]: any;
+}
+
+/** A row of `GET agent/proposals?chat_id=` (see `proposals.ts`, which reads it). */
+export interface IProposalRow {
+  id?: string;
+  proposal_id?: string;
+  chat_id: string;
+  run_id: string;
+  cell_id?: string;
+  path: string;
+  edits: { [key: string]: any }[] | string;
+  status: string;
+  applied: string[] | string;
+  [key: string]: any;
 }
 
 /** `POST agent/chats/{id}/messages` answer. */
@@ -262,6 +285,55 @@ export class AgentApi implements IMemoryApi {
 
   breakRun(runId: string, hard: boolean): Promise<{ run_id: string; state: string }> {
     return this.req(`break/${enc(runId)}`, jsonInit('POST', { hard }));
+  }
+
+  /**
+   * `POST agent/runs/{run_id}/proposals/{proposal_id}`: apply (all, or the edits of
+   * `cells`) or discard. A conflict is an `AgentApiError` 409 `proposal_conflict` whose
+   * message names the cells; a proposal decided already, 409 `proposal_decided`.
+   */
+  decideProposal(
+    runId: string,
+    proposalId: string,
+    apply: boolean,
+    cells?: string[] | null
+  ): Promise<IProposalOutcome> {
+    const body: { apply: boolean; cells?: string[] } = { apply };
+    if (apply && cells) {
+      body.cells = cells;
+    }
+    return this.req(`runs/${enc(runId)}/proposals/${enc(proposalId)}`, jsonInit('POST', body));
+  }
+
+  /** `POST agent/proposals/{proposal_id}/undo` (409 `proposal_conflict` when edited since). */
+  undoProposal(proposalId: string): Promise<IProposalOutcome> {
+    return this.req(`proposals/${enc(proposalId)}/undo`, jsonInit('POST', {}));
+  }
+
+  /** `GET agent/proposals?chat_id=`: the chat's proposals, whole (with their edits). */
+  async listProposals(chatId: string): Promise<IProposalRow[]> {
+    const body = await this.req<{ proposals: IProposalRow[] }>(
+      `proposals?chat_id=${enc(chatId)}`,
+      jsonInit('GET')
+    );
+    return Array.isArray(body?.proposals) ? body.proposals : [];
+  }
+
+  /**
+   * `POST agent/runs/{run_id}/approvals/{approval_id}`: the person's answer to a wait;
+   * `restOfTurn` approves the later waits of this turn too (404 unknown, 409 decided).
+   */
+  answerApproval(
+    runId: string,
+    approvalId: string,
+    approve: boolean,
+    restOfTurn = false
+  ): Promise<any> {
+    const body: { approve: boolean; rest_of_turn?: boolean } = { approve };
+    if (restOfTurn) {
+      body.rest_of_turn = true;
+    }
+    return this.req(`runs/${enc(runId)}/approvals/${enc(approvalId)}`, jsonInit('POST', body));
   }
 
   /** A run's record and steps; `full` leaves large fields (outputs, images) uncut. */

@@ -57,6 +57,8 @@ export interface IChatViewsOptions {
   docPath: () => string | null;
   /** Open the Memory view (each chat's header has a button for it). */
   openMemory?: () => void;
+  /** Show a proposal's change in the open notebook (see `IChatViewOptions`). */
+  refreshNotebook?: (path: string) => Promise<string | null>;
   /** Where the last agent picked for a new chat is remembered (the browser's storage). */
   pickStore?: IPickStore | null;
 }
@@ -82,7 +84,7 @@ export class ChatViews implements IChatViews {
   }
 
   async open(chat: { id: string; title?: string }): Promise<ChatView> {
-    const { app, service, ctx, getView, docPath, openMemory } = this.options;
+    const { app, service, ctx, getView, docPath, openMemory, refreshNotebook } = this.options;
     const existing = this.tracker.find(w => w.content.chatId === chat.id);
     if (existing) {
       app.shell.activateById(existing.id);
@@ -96,6 +98,7 @@ export class ChatViews implements IChatViews {
       getView,
       currentPath: docPath,
       openMemory,
+      refreshNotebook,
       openPath: async (path: string) => {
         await app.commands.execute('docmanager:open', {
           path,

@@ -101,6 +101,10 @@ const viewsPlugin: JupyterFrontEndPlugin<IChatViews> = {
       const w = doc();
       if (w instanceof NotebookPanel) {
         view.cell = w.content.activeCellIndex;
+        const cellId = w.content.activeCell?.model.id;
+        if (cellId) {
+          view.cell_id = cellId;
+        }
         const editor = w.content.activeCell?.editor;
         if (editor) {
           const sel = editor.getSelection();
@@ -134,6 +138,27 @@ const viewsPlugin: JupyterFrontEndPlugin<IChatViews> = {
         return true;
       }
     };
+    // A proposal applied through the contents manager changed the file, not the open
+    // view: reload it from disk unless the person has unsaved changes. With real-time
+    // collaboration the server edited the shared model: the view shows it already.
+    const refreshNotebook = async (path: string): Promise<string | null> => {
+      const panel = notebooks?.find(p => p.context.path === path);
+      if (!panel || panel.isDisposed) {
+        return null;
+      }
+      const context = panel.context;
+      if (context.model.collaborative) {
+        return null;
+      }
+      if (context.model.dirty) {
+        return (
+          `${path} has unsaved changes, so it was not reloaded: the edit is on disk ` +
+          '(File › Reload Notebook from Disk shows it; saving first would ask which to keep).'
+        );
+      }
+      await context.revert();
+      return null;
+    };
     const views = new ChatViews({
       app,
       service,
@@ -141,6 +166,7 @@ const viewsPlugin: JupyterFrontEndPlugin<IChatViews> = {
       getView,
       docPath,
       openMemory: () => void app.commands.execute(CommandIds.memory),
+      refreshNotebook,
       pickStore: browserStorage()
     });
     app.commands.addCommand(CommandIds.openChat, {

@@ -23,7 +23,12 @@
  * - turn records (`loadTurns`, from `GET agent/chats/{id}`): an ended run is shown from its
  *   record until its steps arrive (and stays so if they cannot be read); its events, if the
  *   server still holds them, are not needed and ignored;
- * - the person's own messages (`addUserMessage`, with the `message_id` the server answered).
+ * - the person's own messages (`addUserMessage`, with the `message_id` the server answered);
+ * - proposals and approvals (issue 17, `proposals.ts`): `proposal` / `approval` events
+ *   add a card to their run; `proposal_end` updates a proposal whatever its run's source
+ *   (a proposal is decided after its run ended); after a reload the turns' `proposals`
+ *   and `loadProposals` (`GET agent/proposals` rows) bring them back, placed after the
+ *   cell that proposed them (kept there when the run's steps replace its items).
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -35,6 +40,15 @@ import type {
   IEventEnvelope,
   RunStep
 } from './events';
+import {
+  approvalFromEvent,
+  IApprovalItem,
+  IProposalItem,
+  mergeProposal,
+  ProposalStatus,
+  proposalFromEvent,
+  proposalFromRow
+} from './proposals';
 import { IRecallInfo, ITurnRecall, recallFromEvent, recallFromTurn } from './recall';
 
 /** An event of `agent/chats/{id}/events` (any type; `AgentEvent` for the known ones). */
@@ -70,6 +84,8 @@ export interface ITurnRecord {
   recall?: ITurnRecall;
   /** The programs the turn ran, e.g. `["toolcaller@v4", "autorecall@v1"]` (issue 15). */
   programs?: string[];
+  /** The proposals the turn made (issue 17; absent in older servers' JSON). */
+  proposals?: ITurnProposal[];
   interrupted: boolean;
   created: string;
   durationMs: number;
@@ -146,7 +162,21 @@ export interface INoteItem {
   text: string;
 }
 
-export type RunItem = ICellItem | IBubbleItem | ISteeringItem | INoteItem;
+export type RunItem =
+  | ICellItem
+  | IBubbleItem
+  | ISteeringItem
+  | INoteItem
+  | IProposalItem
+  | IApprovalItem;
+
+/** A turn's proposal as the chat JSON lists it (issue 17: no edits, see `proposals.ts`). */
+export interface ITurnProposal {
+  proposal_id: string;
+  path: string;
+  status: string;
+  applied: string[];
+}
 
 /** A provider retry in progress (`retry` event). */
 export interface IRetryInfo {
@@ -384,6 +414,15 @@ export class ChatState {
       this.summaries += 1;
       return false;
     }
+    if (event.type === 'proposal_end' || event.type === 'proposal') {
+      // A proposal outlives its run: decided (or undone) after the run ended, even one
+      // shown from its record or steps.
+      const changed = this.applyProposalEvent(event as AgentEvent);
+      if (changed) {
+        this._changed.emit();
+      }
+      return changed;
+    }
     const known = this.run(event.run_id);
     if (known && known.source !== 'events') {
       // Ended before this view opened: its record and steps show all its events would.
@@ -479,6 +518,24 @@ export class ChatState {
         endCell(cell, { ...event, status });
         return true;
       }
+      case 'approval': {
+        if (this.findApproval(run, event.approval_id)) {
+          return false;
+        }
+        run.streaming = '';
+        run.items.push(approvalFromEvent(event));
+        return true;
+      }
+      case 'approval_end': {
+        const approval = this.findApproval(run, event.approval_id);
+        if (!approval) {
+          return false;
+        }
+        approval.open = false;
+        approval.busy = false;
+        approval.approved = Boolean(event.approve);
+        return true;
+      }
       case 'retry':
         run.retry = {
           attempt: Number(event.attempt ?? 1),
@@ -513,6 +570,163 @@ export class ChatState {
     }
   }
 
+  private findApproval(run: IRunState, approvalId: string): IApprovalItem | undefined {
+    return run.items.find(
+      (i): i is IApprovalItem => i.kind === 'approval' && i.approvalId === approvalId
+    );
+  }
+
+  /** A `proposal` (shown once, after the cell that made it) or `proposal_end` event. */
+  private applyProposalEvent(event: AgentEvent): boolean {
+    if (event.type === 'proposal') {
+      const known = this.proposals.get(event.proposal_id);
+      if (known) {
+        return mergeProposal(known, proposalFromEvent(event, known.agentCellId));
+      }
+      const run = this.run(event.run_id) ?? this.ensureRun(event.run_id, 'events');
+      run.streaming = '';
+      const running = [...run.items]
+        .reverse()
+        .find((i): i is ICellItem => i.kind === 'cell' && i.running);
+      const item = proposalFromEvent(event, running?.cellId ?? null);
+      this.proposals.set(item.proposalId, item);
+      run.items.push(item);
+      return true;
+    }
+    if (event.type === 'proposal_end') {
+      const item = this.proposals.get(event.proposal_id);
+      if (!item) {
+        return false;
+      }
+      return this.setOutcome(item, event.outcome, null);
+    }
+    return false;
+  }
+
+  private setOutcome(item: IProposalItem, outcome: string, cells: string[] | null): boolean {
+    const status = outcome as ProposalStatus;
+    const before = JSON.stringify([item.status, item.applied, item.busy, item.error]);
+    item.status = status;
+    item.busy = false;
+    if (status === 'applied') {
+      item.applied = (item.edits ?? []).map(e => e.cellId);
+    } else if (status === 'partly' && cells !== null) {
+      item.applied = [...cells];
+    } else if (status === 'undone' || status === 'discarded' || status === 'conflict') {
+      item.applied = status === 'undone' ? item.applied : [];
+    }
+    if (status !== 'conflict') {
+      item.error = null;
+    }
+    return JSON.stringify([item.status, item.applied, item.busy, item.error]) !== before;
+  }
+
+  /** The proposal shown with this id, if any. */
+  proposal(proposalId: string): IProposalItem | undefined {
+    return this.proposals.get(proposalId);
+  }
+
+  /** The open or closed approval with this id in a run, if any. */
+  approval(runId: string, approvalId: string): IApprovalItem | undefined {
+    const run = this.run(runId);
+    return run ? this.findApproval(run, approvalId) : undefined;
+  }
+
+  /** A request of the person about a proposal left (busy) or failed (error). */
+  setProposalBusy(proposalId: string, busy: boolean, error: string | null = null): void {
+    const item = this.proposals.get(proposalId);
+    if (item) {
+      item.busy = busy;
+      item.error = error;
+      this._changed.emit();
+    }
+  }
+
+  /**
+   * The server answered a decision or an undo with `outcome` (`cells`: the cells an
+   * "Apply selected" sent); `message` the server's words for a conflict.
+   */
+  proposalOutcome(
+    proposalId: string,
+    outcome: string,
+    cells: string[] | null = null,
+    message: string | null = null
+  ): void {
+    const item = this.proposals.get(proposalId);
+    if (item) {
+      this.setOutcome(item, outcome, cells);
+      item.error = message;
+      this._changed.emit();
+    }
+  }
+
+  /** An approval request left (busy), failed (error) or was answered (then `approved`). */
+  setApprovalBusy(
+    runId: string,
+    approvalId: string,
+    busy: boolean,
+    error: string | null = null,
+    answered?: { approve: boolean; rest: boolean }
+  ): void {
+    const item = this.approval(runId, approvalId);
+    if (item) {
+      item.busy = busy;
+      item.error = error;
+      if (answered) {
+        // The server closes it with `approval_end`; until then the buttons stay disabled.
+        item.approved = answered.approve;
+        item.rest = answered.rest;
+      }
+      this._changed.emit();
+    }
+  }
+
+  /**
+   * Show the chat's proposals (`GET agent/proposals?chat_id=` rows, or a turn's
+   * `proposals`): a known one is brought up to date, a new one is placed in its run
+   * after the cell that proposed it (at the run's end when that cell is not shown).
+   * Rows of runs this chat does not show are skipped.
+   */
+  loadProposals(rows: any[], runId: string | null = null): boolean {
+    let changed = false;
+    for (const row of rows) {
+      const item = proposalFromRow(row, runId);
+      if (!item) {
+        continue;
+      }
+      const known = this.proposals.get(item.proposalId);
+      if (known) {
+        changed = mergeProposal(known, item) || changed;
+        continue;
+      }
+      const run = this.run(item.runId);
+      if (!run) {
+        continue;
+      }
+      this.proposals.set(item.proposalId, item);
+      this.placeProposal(run.items, item);
+      changed = true;
+    }
+    if (changed) {
+      this._changed.emit();
+    }
+    return changed;
+  }
+
+  /** Insert a proposal after its proposing cell (and proposals before it), else at the end. */
+  private placeProposal(items: RunItem[], item: IProposalItem): void {
+    const at = items.findIndex(i => i.kind === 'cell' && i.cellId === item.agentCellId);
+    if (at < 0) {
+      items.push(item);
+      return;
+    }
+    let end = at + 1;
+    while (end < items.length && items[end].kind === 'proposal') {
+      end += 1;
+    }
+    items.splice(end, 0, item);
+  }
+
   private findCell(run: IRunState, cellId: string): ICellItem | undefined {
     return run.items.find((i): i is ICellItem => i.kind === 'cell' && i.cellId === cellId);
   }
@@ -543,6 +757,9 @@ export class ChatState {
         item.status = 'cancelled';
       } else if (item.kind === 'steering') {
         item.queued = false; // every message routed to a run is in its turn
+      } else if (item.kind === 'approval' && item.open) {
+        item.open = false; // nothing waits any more
+        item.busy = false;
       }
     }
     if (!run.userText && turn?.userText) {
@@ -626,6 +843,12 @@ export class ChatState {
       }
       this.endRun(run, turn, turn.llm?.stopReason, turn.llm?.endCause);
     }
+    for (const turn of turns) {
+      if (Array.isArray(turn.proposals) && turn.proposals.length) {
+        // Known without edits until `GET agent/proposals` brings them.
+        this.loadProposals(turn.proposals, turn.run_id);
+      }
+    }
     if (activeRunId) {
       const run = this.ensureRun(activeRunId, 'events'); // its events build it
       if (!run.ended) {
@@ -687,6 +910,12 @@ export class ChatState {
           break; // breaks and model calls are not shown in the chat
       }
     }
+    // Proposals are not steps: those shown already keep their place after their cell.
+    for (const item of run.items) {
+      if (item.kind === 'proposal') {
+        this.placeProposal(items, item);
+      }
+    }
     run.items = items;
     run.reply = reply;
     run.recall = recall ?? run.recall;
@@ -700,5 +929,7 @@ export class ChatState {
     return this.runs.filter(r => r.source === 'record' && r.ended).map(r => r.runId);
   }
 
+  /** The proposals shown, by id (each also an item of its run). */
+  private readonly proposals = new Map<string, IProposalItem>();
   private readonly _changed = new Signal<this, void>(this);
 }

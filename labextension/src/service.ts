@@ -1,6 +1,7 @@
 /**
  * The chats service: the one object that lists, creates, renames and deletes chats, reads
- * a chat and its runs' steps, reads the server's status, and opens a chat's event stream.
+ * a chat and its runs' steps, reads the server's status, opens a chat's event stream, and
+ * sends the person's decisions (proposals: apply, discard, undo; approvals).
  *
  * Provided under the `IChatsService` token by the `jupyter-agent:chats` plugin; the
  * sidebar, the chat views, the commands and the settings plugins require it. Its signals
@@ -10,7 +11,16 @@ import { Token } from '@lumino/coreutils';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import type { IAgentInfo } from './agents';
-import { AgentApi, IAgentStatus, IChatDetail, IChatSummary, ISendResult, IView } from './api';
+import {
+  AgentApi,
+  IAgentStatus,
+  IChatDetail,
+  IChatSummary,
+  IProposalOutcome,
+  IProposalRow,
+  ISendResult,
+  IView
+} from './api';
 import type { RunStep } from './events';
 import { EventStream, IEventStreamOptions } from './stream';
 
@@ -36,6 +46,19 @@ export interface IChatsService {
   /** A run's steps, whole (`GET agent/runs/{id}?full=1`). */
   runSteps(runId: string): Promise<RunStep[]>;
   send(id: string, text: string, view?: IView | null, attachments?: string[]): Promise<ISendResult>;
+  /** Apply a proposal (all, or the edits of `cells`) or discard it. */
+  decideProposal(
+    runId: string,
+    proposalId: string,
+    apply: boolean,
+    cells?: string[] | null
+  ): Promise<IProposalOutcome>;
+  /** Undo an applied proposal. */
+  undoProposal(proposalId: string): Promise<IProposalOutcome>;
+  /** A chat's proposals, whole (with their edits). */
+  listProposals(chatId: string): Promise<IProposalRow[]>;
+  /** Answer a run's wait for the person (approve or deny; the rest of the turn too). */
+  answerApproval(runId: string, approvalId: string, approve: boolean, restOfTurn?: boolean): Promise<void>;
   /** A self-reconnecting event stream of one chat. */
   openEvents(chatId: string, options: Omit<IEventStreamOptions, 'url' | 'WebSocket'>): EventStream;
   /** Say a chat had activity (the list is read again). */
@@ -118,6 +141,32 @@ export class ChatsService implements IChatsService {
 
   send(id: string, text: string, view?: IView | null, attachments?: string[]): Promise<ISendResult> {
     return this.api.send(id, text, view, attachments);
+  }
+
+  decideProposal(
+    runId: string,
+    proposalId: string,
+    apply: boolean,
+    cells?: string[] | null
+  ): Promise<IProposalOutcome> {
+    return this.api.decideProposal(runId, proposalId, apply, cells);
+  }
+
+  async undoProposal(proposalId: string): Promise<IProposalOutcome> {
+    return this.api.undoProposal(proposalId);
+  }
+
+  listProposals(chatId: string): Promise<IProposalRow[]> {
+    return this.api.listProposals(chatId);
+  }
+
+  async answerApproval(
+    runId: string,
+    approvalId: string,
+    approve: boolean,
+    restOfTurn = false
+  ): Promise<void> {
+    await this.api.answerApproval(runId, approvalId, approve, restOfTurn);
   }
 
   openEvents(chatId: string, options: Omit<IEventStreamOptions, 'url' | 'WebSocket'>): EventStream {

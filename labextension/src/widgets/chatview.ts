@@ -13,11 +13,12 @@ import { Panel, Widget } from '@lumino/widgets';
 
 import { AgentApiError, IView } from '../api';
 import { ChatState, IAgentEvent, IRunState } from '../model';
+import type { IApprovalItem, IProposalItem } from '../proposals';
 import type { IChatsService } from '../service';
 import { EventStream, StreamState } from '../stream';
 import { FollowScroller } from './follow';
 import { button, IItemContext } from './items';
-import { RunWidget } from './run';
+import { IRunActions, RunWidget } from './run';
 
 /** What the chat view needs from the application. */
 export interface IChatViewOptions {
@@ -34,6 +35,12 @@ export interface IChatViewOptions {
   openPath: (path: string) => Promise<void>;
   /** Open the Memory view (the header's "Memory" button shows when given). */
   openMemory?: () => void;
+  /**
+   * A proposal was applied to (or undone in) the notebook at `path`: show the change where
+   * the notebook is open (with RTC the shared model has it already). Returns a remark for
+   * the person when it could not (unsaved changes), else null.
+   */
+  refreshNotebook?: (path: string) => Promise<string | null>;
 }
 
 /** How many ended runs a view rebuilds from their steps when it opens (newest). */
@@ -196,6 +203,9 @@ export class ChatView extends Panel {
       this.error.textContent = `Could not load the chat: ${errorText(err)}`;
       this.error.hidden = false;
     }
+    // The proposals with their edits (the turns name them; a decided one may have been
+    // applied or undone since), before the steps, which keep them in place.
+    await this.loadProposals();
     this.stream = service.openEvents(this.chatId, {
       // From 0 the first time: the server's kept events build the run in progress.
       since: () => this.state.lastSeq,
@@ -214,6 +224,104 @@ export class ChatView extends Panel {
         return;
       }
     }
+  }
+
+  /** Read the chat's proposals again (a server without the route has none). */
+  private async loadProposals(): Promise<void> {
+    try {
+      this.state.loadProposals(await this.options.service.listProposals(this.chatId));
+    } catch {
+      // Older servers have no proposals; the turns' entries show what they can.
+    }
+  }
+
+  // --- the person's decisions (proposals, approvals) --------------------------------------
+
+  private readonly actions: IRunActions = {
+    openTrace: id => void this.openTrace(id),
+    decideProposal: (item, apply, cells) => void this.decideProposal(item, apply, cells),
+    undoProposal: item => void this.undoProposal(item),
+    answerApproval: (item, approve, rest) => void this.answerApproval(item, approve, rest)
+  };
+
+  private async decideProposal(
+    item: IProposalItem,
+    apply: boolean,
+    cells: string[] | null
+  ): Promise<void> {
+    const id = item.proposalId;
+    this.state.setProposalBusy(id, true);
+    let outcome: string;
+    try {
+      ({ outcome } = await this.options.service.decideProposal(item.runId, id, apply, cells));
+    } catch (err) {
+      if (err instanceof AgentApiError && err.reason === 'proposal_conflict') {
+        // Finished as a conflict: nothing was written; the server's message names the cells.
+        this.state.proposalOutcome(id, 'conflict', null, err.message);
+      } else {
+        const verb = apply ? 'apply' : 'discard';
+        this.state.setProposalBusy(id, false, `Could not ${verb} the proposal: ${errorText(err)}`);
+        if (err instanceof AgentApiError && err.reason === 'proposal_decided') {
+          await this.loadProposals(); // decided elsewhere: show how
+        }
+      }
+      return;
+    }
+    this.state.proposalOutcome(id, outcome, cells);
+    if (outcome === 'applied' || outcome === 'partly') {
+      await this.showInNotebook(item);
+    }
+  }
+
+  private async undoProposal(item: IProposalItem): Promise<void> {
+    const id = item.proposalId;
+    this.state.setProposalBusy(id, true);
+    try {
+      const { outcome } = await this.options.service.undoProposal(id);
+      this.state.proposalOutcome(id, outcome);
+    } catch (err) {
+      // A conflict leaves it applied: the notebook changed since, nothing was written.
+      const words =
+        err instanceof AgentApiError && err.reason === 'proposal_conflict'
+          ? `Could not undo: ${err.message}`
+          : `Could not undo: ${errorText(err)}`;
+      this.state.setProposalBusy(id, false, words);
+      return;
+    }
+    await this.showInNotebook(item);
+  }
+
+  /** After a change written to disk, the open notebook shows it (see `refreshNotebook`). */
+  private async showInNotebook(item: IProposalItem): Promise<void> {
+    const refresh = this.options.refreshNotebook;
+    if (!refresh) {
+      return;
+    }
+    try {
+      const remark = await refresh(item.path);
+      if (remark) {
+        this.state.setProposalBusy(item.proposalId, false, remark);
+      }
+    } catch (err) {
+      this.state.setProposalBusy(
+        item.proposalId,
+        false,
+        `The notebook could not be reloaded: ${errorText(err)}`
+      );
+    }
+  }
+
+  private async answerApproval(item: IApprovalItem, approve: boolean, rest: boolean): Promise<void> {
+    const { runId, approvalId } = item;
+    this.state.setApprovalBusy(runId, approvalId, true);
+    try {
+      await this.options.service.answerApproval(runId, approvalId, approve, rest);
+    } catch (err) {
+      this.state.setApprovalBusy(runId, approvalId, false, `Could not answer: ${errorText(err)}`);
+      return;
+    }
+    // Its `approval_end` closes the card; until then the buttons stay disabled.
+    this.state.setApprovalBusy(runId, approvalId, false, null, { approve, rest });
   }
 
   private onEvent(event: IAgentEvent): void {
@@ -256,7 +364,7 @@ export class ChatView extends Panel {
       seen.add(run);
       let w = this.runWidgets.get(run);
       if (!w) {
-        w = new RunWidget(this.options.ctx, { openTrace: id => void this.openTrace(id) }, run);
+        w = new RunWidget(this.options.ctx, this.actions, run);
         this.runWidgets.set(run, w);
       } else {
         w.sync(run);

@@ -1,6 +1,7 @@
 /**
  * The widget of one run (one turn): the person's message, what autorecall recalled for
- * it (a collapsible block, marked as recalled), the run's items in order,
+ * it (a collapsible block, marked as recalled), the run's items in order (cells, bubbles,
+ * steering, notes, the agent's proposals and its waits for approval),
  * the text being streamed, a provider retry, the final reply and the turn's footer
  * (how it ended, the agent that answered, tokens, cost, cells, duration, model, the
  * history window it held, "Open trace as notebook").
@@ -16,10 +17,11 @@ import {
   turnWindow
 } from '../model';
 import { button, CellWidget, IItemContext, MarkdownWidget, TextWidget } from './items';
+import { ApprovalWidget, IDecisionActions, ProposalWidget } from './proposal';
 import { RecallWidget } from './recall';
 
 /** What a run widget can ask of its chat view. */
-export interface IRunActions {
+export interface IRunActions extends IDecisionActions {
   openTrace: (runId: string) => void;
 }
 
@@ -110,6 +112,10 @@ export class RunWidget extends Panel {
     if (w) {
       if (item.kind === 'cell') {
         (w as CellWidget).setItem(item);
+      } else if (item.kind === 'proposal') {
+        (w as ProposalWidget).setItem(item);
+      } else if (item.kind === 'approval') {
+        (w as ApprovalWidget).setItem(item);
       } else if (item.kind === 'steering') {
         (w as TextWidget).setLabel(
           item.queued ? 'You · steering (queued for the running turn)' : 'You · steering'
@@ -123,6 +129,12 @@ export class RunWidget extends Panel {
         break;
       case 'bubble':
         w = new MarkdownWidget(this.ctx.rendermime, 'jp-agent-bubble', item.text);
+        break;
+      case 'proposal':
+        w = new ProposalWidget(this.actions, item);
+        break;
+      case 'approval':
+        w = new ApprovalWidget(this.actions, item);
         break;
       case 'steering':
         w = new TextWidget(
