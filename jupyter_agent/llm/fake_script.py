@@ -27,6 +27,7 @@ STEP_KEYS = (
     "thinking",
     "cells",
     "bash",
+    "writes",
     "stop",
     "usage",
     "delay_s",
@@ -62,6 +63,8 @@ class Step:
     thinking: str | None = None
     cells: tuple[str, ...] = ()
     bash: tuple[str, ...] = ()
+    #: Native tool calls of the step say ``writes: true`` (``toolcaller@v5``'s argument).
+    writes: bool = False
     stop: str | None = None
     usage: Mapping[str, int] = field(default_factory=dict)
     delay_s: float = 0.0
@@ -198,6 +201,7 @@ def parse_step(index: int, data: Any) -> Step:
         thinking=None if get("thinking") is None else _str(index, "thinking", get("thinking")),
         cells=_strings(index, "cells", get("cells", [])),
         bash=_strings(index, "bash", get("bash", [])),
+        writes=_flag(index, "writes", get("writes", False)),
         stop=stop,
         usage=_mapping(index, "usage", get("usage", {}), USAGE_KEYS, ints=True),
         delay_s=_number(index, "delay_s", get("delay_s", 0)),

@@ -117,8 +117,9 @@ def make_plan(step: Step, request: dict[str, Any], *, cache_read: int | None = N
         blocks.append(("thinking", step.thinking, None))
     text = step.text or ""
     if step.tool_mode == "native":
-        blocks += [("tool", "run_cell", {"code": c}) for c in step.cells]
-        blocks += [("tool", "bash", {"command": c}) for c in step.bash]
+        more = {"writes": True} if step.writes else {}
+        blocks += [("tool", "run_cell", {"code": c, **more}) for c in step.cells]
+        blocks += [("tool", "bash", {"command": c, **more}) for c in step.bash]
     else:
         for tool, items in (("run_cell", step.cells), ("bash", step.bash)):
             for code in items:

@@ -10,7 +10,9 @@ import): call them in a worker thread (``asyncio.to_thread``).
 - Active version of family F for agent A: the newest activation row of (A, F) unless it
   clears the override, else the newest of ("", F) unless it clears, else ``DEFAULTS[F]``.
 - :meth:`~ProgramRegistry.load` (replay, recovery): a built-in from the package (a recorded
-  hash of another build is a ``note``, not an error); a deployed version from the store,
+  hash of another build is a ``note``, not an error; but first a deployed version with
+  that hash, renumbered when a package upgrade made its number built in, is looked up by
+  ``(name, hash)``: an old log replays as the deployed program); a deployed version from the store,
   else from the cache dir; its files' hash is recomputed and must match the record
   (ProgramMismatch), and a version found nowhere is ProgramMissing.
 - Every deployed version loaded is materialised into ``{cache_dir}/{fullhash}/`` (files and
@@ -32,7 +34,6 @@ from jupyter_agent.programs.builtin import (
     Factory,
     builtin_hash,
     builtin_ref,
-    latest_builtin,
 )
 from jupyter_agent.programs.files import content_hash, materialise, read_materialised
 from jupyter_agent.programs.loader import import_program, module_name
@@ -142,13 +143,21 @@ class ProgramRegistry:
     def load(self, ref: ProgramRef | str) -> Resolved:
         """The recorded version ``ref`` (``name@vN`` or ``name@vN#hash``). ProgramMissing
         when neither the store nor the cache dir has it, ProgramMismatch when its files
-        hash differently from the record, ProgramFault when it cannot be imported."""
+        hash differently from the record, ProgramFault when it cannot be imported.
+
+        A built-in key recorded with a hash that is not the built-in's is first looked up
+        by ``(name, hash)`` (the store, then the cache dir): a deployed version that a
+        package upgrade renumbered (``store/program_renumber.py``) replays as itself, with
+        a note; found nowhere, it is the built-in recorded with another build (a note)."""
         if isinstance(ref, str):
             ref = parse_ref(ref)
-        if ref.key in BUILTIN and ref.version <= latest_builtin(ref.name):
+        if ref.key in BUILTIN:
             resolved = self._builtin_resolved(ref.key)
             full = builtin_hash(ref.key)
             if ref.hash and not full.startswith(ref.hash):
+                moved = self._renumbered(ref)
+                if moved is not None:
+                    return moved
                 note = (
                     f"recorded with another build of {ref.key}"
                     f" (#{ref.hash[:HASH_CHARS]} vs #{full[:HASH_CHARS]})"
@@ -167,6 +176,28 @@ class ProgramRegistry:
                     ref=ref.text,
                 )
             files, meta = cached
+        return self._checked(ref, ref.version, files, meta)
+
+    def _renumbered(self, ref: ProgramRef) -> Resolved | None:
+        """The deployed version of ``ref.name`` whose hash ``ref`` records (the store, else
+        the cache dir), under the number it has now; None when there is none."""
+        assert ref.hash is not None
+        row = self._store.program_by_hash(ref.name, ref.hash) if self._store is not None else None
+        if row is not None:
+            version, files, meta = row.version, dict(row.files), _meta(row)
+        else:
+            cached = self._cached(ref, any_version=True)
+            if cached is None:
+                return None
+            files, meta = cached
+            version = int(meta.get("version") or ref.version)
+        resolved = self._checked(ref, version, files, meta)
+        note = f"{ref.text} is the deployed {resolved.ref.key} now ({ref.key} became built in)"
+        return Resolved(resolved.ref, resolved.uses, resolved.factory, False, note)
+
+    def _checked(
+        self, ref: ProgramRef, version: int, files: dict[str, str], meta: dict[str, Any]
+    ) -> Resolved:
         found = content_hash(ref.name, files)
         if not ref.same_content(found):
             raise ProgramMismatch(
@@ -179,29 +210,32 @@ class ProgramRegistry:
 
         stored = ProgramRow(
             name=ref.name,
-            version=ref.version,
+            version=version,
             hash=found,
             files=files,
             entry=str(meta.get("entry") or "program"),
             uses=tuple(meta.get("uses") or ()),
             description=str(meta.get("description") or ""),
         )
-        return self._deployed(stored, ProgramRef(ref.name, ref.version, found))
+        return self._deployed(stored, ProgramRef(ref.name, version, found))
 
     def materialise(self, row: Any) -> Path:
         """Write a stored version (a ProgramRow) into the cache dir; its folder."""
         return materialise(self.cache_dir, row.hash, row.files, _meta(row))
 
-    def _cached(self, ref: ProgramRef) -> tuple[dict[str, str], dict[str, Any]] | None:
+    def _cached(
+        self, ref: ProgramRef, *, any_version: bool = False
+    ) -> tuple[dict[str, str], dict[str, Any]] | None:
+        """A materialised version of ``ref`` (its hash prefix; the version must match
+        unless ``any_version``: a folder written before a renumbering keeps its old one)."""
         if not self.cache_dir.is_dir():
             return None
         prefix = ref.hash or ""
         for folder in sorted(self.cache_dir.glob(f"{prefix}*")):
             got = read_materialised(folder) if folder.is_dir() else None
-            if got is not None and (got[1].get("name"), got[1].get("version")) == (
-                ref.name,
-                ref.version,
-            ):
+            if got is None or got[1].get("name") != ref.name:
+                continue
+            if any_version or got[1].get("version") == ref.version:
                 return got
         return None
 

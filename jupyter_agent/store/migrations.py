@@ -31,7 +31,10 @@ History:
    each layer runs, newest row wins), ``agent`` on ``chats`` (the agent a chat
    talks to), ``programs`` (JSON list of refs) and ``agent`` on ``agent_runs``.
 7. notebook proposals (issue 17): ``agent_proposals`` (edits the agent proposed to a
-   notebook, their status, what was applied and how to undo it).
+   notebook, their status, what was applied and how to undo it). Data step: deployed
+   versions whose number is now built in (``toolcaller@v5``) move to the next free numbers
+   of their family, their activations and the runs naming them (by hash) following
+   (:func:`~jupyter_agent.store.program_renumber.renumber_shadowed`; idempotent).
 
 Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
 never derived from the current table models, so an old step keeps building the old schema.
@@ -358,6 +361,11 @@ _V7_SQL: Final = (
 def _v7(conn: Connection) -> None:
     for statement in _V7_SQL:
         conn.execute(text(statement))
+    # The data step: today's built-in versions (like v5's backfill uses today's terms).
+    from jupyter_agent.programs.builtin import BUILTIN
+    from jupyter_agent.store.program_renumber import renumber_shadowed
+
+    renumber_shadowed(conn, BUILTIN)
 
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (

@@ -8,6 +8,9 @@ A mixin of :class:`~jupyter_agent.store.repo.Store`, like
   built-in one), or answers the stored row whose files hash the same. Two deploys of one
   family at once (two servers on one PostgreSQL) never get the same number: the insert runs
   in a transaction and is retried when it meets the unique constraint (the other one won).
+  A package upgrade that makes a deployed number built in moves that row to a free number
+  (migration v7, :mod:`~jupyter_agent.store.program_renumber`);
+  :meth:`ProgramMethods.program_by_hash` finds it under its recorded hash.
 - An activation (:class:`Activation`) says which version a layer runs: ``agent`` "" is the
   server-wide layer, any other name that agent's override; ``version`` None clears the
   layer's override. The newest row (by ``id``) of a layer and family wins; rows are never
@@ -175,6 +178,19 @@ class ProgramMethods:
         with self._read("cannot read the program") as session:
             found = session.connection().execute(query).first()
         return _row(found._mapping) if found is not None else None
+
+    def program_by_hash(self, name: str, hash_prefix: str) -> ProgramRow | None:
+        """The stored version of ``name`` whose full hash starts with ``hash_prefix`` (a
+        recorded ref's hex, at least 6 digits), with its files; None when none or more
+        than one matches."""
+        if len(hash_prefix) < 6 or any(c not in "0123456789abcdef" for c in hash_prefix):
+            return None
+        query = core_select(_PROGRAMS).where(
+            _PROGRAMS.c.name == name, _PROGRAMS.c.hash.startswith(hash_prefix)
+        )
+        with self._read("cannot read the program") as session:
+            found = session.connection().execute(query.limit(2)).all()
+        return _row(found[0]._mapping) if len(found) == 1 else None
 
     def programs(self, name: str | None = None, *, files: bool = False) -> list[ProgramRow]:
         """Every stored version (of ``name``), by name then version; ``files`` empty

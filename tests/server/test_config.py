@@ -154,7 +154,9 @@ def test_run_ceilings_reach_settings_and_runs(fetch: Any, agent_service: Any) ->
     _, settings = call(fetch, "agent", "settings")
     assert settings["ceilings"]["max_cells"] == 9
     assert settings["ceilings"]["bash_enabled"] is False
-    assert agent_service.run_config().ceilings == agent_service.manager.ceilings
+    # The approval policy is the JupyterAgent trait (issue 17), joined by the run config.
+    expected = {**agent_service.manager.ceilings, "approval": "writes"}
+    assert agent_service.run_config().ceilings == expected
     assert agent_service.run_config().ceilings["max_cells"] == 9
     # The log's sync policy is the server's, not a run's: never recorded as a ceiling.
     assert not {"log_sync", "log_sync_interval_ms"} & set(settings["ceilings"])
@@ -285,7 +287,8 @@ def test_defaults_match_the_old_traits_and_ceilings(tmp_path: Path) -> None:
     assert app.pool_size == KernelPool.class_traits()["size"].default()
     manager = RunManager(services=None, run_config=dict, runs_dir=tmp_path)
     ceilings = manager.ceilings
-    assert set(ceilings) == {f.name for f in fields(Ceilings)} | {"model_deadline_s"}
+    # ``approval`` is JupyterAgent's trait (the run config adds it), not the manager's.
+    assert set(ceilings) == {f.name for f in fields(Ceilings)} - {"approval"} | {"model_deadline_s"}
     assert Ceilings.from_json(ceilings) == Ceilings()
 
 

@@ -22,15 +22,15 @@ def _row(digest: str, name: str = "toolcaller", **kw: object) -> ProgramRow:
 
 def test_versions_follow_the_builtin_ones(store: Store) -> None:
     first = store.add_program(_row("a1b2c3d4", uses=("llm@v1",), created_by="ann"))
-    assert first.version == 5  # toolcaller v1..v4 are built in
+    assert first.version == 6  # toolcaller v1..v5 are built in
     assert first.created
     assert first.created_by == "ann"
     assert store.add_program(_row("00000000", name="history")).version == 2
     second = store.add_program(_row("ffffeeee", description="plans first"))
-    assert second.version == 6
+    assert second.version == 7
     again = store.add_program(_row("a1b2c3d4", description="ignored"))
     assert again == first  # an equal hash is that version, nothing new
-    got = store.program("toolcaller", 5)
+    got = store.program("toolcaller", 6)
     assert got == first
     assert got is not None
     assert got.files == {"program.py": "# a1b2c3d4\n", "lib/util.py": "X = 1\n"}
@@ -39,18 +39,18 @@ def test_versions_follow_the_builtin_ones(store: Store) -> None:
     listed = store.programs()
     assert [(p.name, p.version) for p in listed] == [
         ("history", 2),
-        ("toolcaller", 5),
         ("toolcaller", 6),
+        ("toolcaller", 7),
     ]
     assert all(p.files == {} for p in listed)
-    assert [p.version for p in store.programs("toolcaller", files=True)] == [5, 6]
+    assert [p.version for p in store.programs("toolcaller", files=True)] == [6, 7]
     assert store.programs("toolcaller", files=True)[0].files == first.files
-    assert store.delete_program("toolcaller", 6)
-    assert not store.delete_program("toolcaller", 6)
-    assert store.add_program(_row("12121212")).version == 6  # never activated: free again
-    store.activate("", "toolcaller", 6, "ann")
-    assert store.delete_program("toolcaller", 6)
-    assert store.add_program(_row("34343434")).version == 7  # an activated number stays taken
+    assert store.delete_program("toolcaller", 7)
+    assert not store.delete_program("toolcaller", 7)
+    assert store.add_program(_row("12121212")).version == 7  # never activated: free again
+    store.activate("", "toolcaller", 7, "ann")
+    assert store.delete_program("toolcaller", 7)
+    assert store.add_program(_row("34343434")).version == 8  # an activated number stays taken
 
 
 def test_activations_and_mark(store: Store) -> None:
@@ -114,7 +114,7 @@ def test_two_deploys_at_once_get_distinct_versions(db_url: str) -> None:
         for t in threads:
             t.join(60)
         assert errors == []
-        assert sorted(got) == [5, 6, 7, 8]
+        assert sorted(got) == [6, 7, 8, 9]  # after the built-in v1..v5
         # The same files deployed at once from both: one version.
         barrier2 = threading.Barrier(2)
         same: list[int] = []
@@ -128,7 +128,7 @@ def test_two_deploys_at_once_get_distinct_versions(db_url: str) -> None:
             t.start()
         for t in pair:
             t.join(60)
-        assert same == [9, 9]
+        assert same == [10, 10]
     finally:
         for s in stores:
             s.close()
