@@ -126,10 +126,11 @@ ALL_APPS: tuple[AppSpec, ...] = (
                 name="read",
                 signature="notebook.read(path: str | None = None) -> NotebookView",
                 doc=(
-                    "The notebook the person has open (or the one at path): print it to see "
-                    "its cells (ids, sources, outputs digested like cell results); .cells is "
-                    "a list of {id, cell_type, source, outputs, execution_count}, "
-                    ".output(cell_id, n) a whole output the digest cut."
+                    "The notebook the person has open (or the one at path). End a cell with "
+                    "it (nb = notebook.read(); nb) to see its cells: ids, sources, outputs "
+                    "digested like cell results; .cells is a list of {id, cell_type, source, "
+                    "outputs, execution_count}, .output(cell_id, n) a whole output the "
+                    "digest cut."
                 ),
             ),
             MethodSpec(
