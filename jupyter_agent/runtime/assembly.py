@@ -199,7 +199,7 @@ class Parts:
             programs=self.programs,
         )
         services.after_turn = self.history.kick
-        self.proposals.notify = getattr(self.manager, "notify", None)
+        self.proposals.notify = self.manager.notify  # the outcome, at the next drain
         self._started: asyncio.Task[None] | None = None
         self._pool_started = False
         self._stopped = False

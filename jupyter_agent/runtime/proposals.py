@@ -36,7 +36,7 @@ import inspect
 import json
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import nbformat
@@ -72,8 +72,9 @@ __all__ = ["Notify", "ProposalService"]
 
 log = logging.getLogger(__name__)
 
-#: How the model is told an outcome: ``notify(chat_id, text)`` (sync or async).
-Notify = Callable[[str, str], "Awaitable[None] | None"]
+#: How the model is told an outcome: ``notify(chat_id, text)`` (sync or async; its answer is
+#: ignored): the run manager's, which queues a durable notice.
+Notify = Callable[[str, str], Any]
 _ATTEMPTS: Final = 3
 
 

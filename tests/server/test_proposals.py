@@ -367,3 +367,33 @@ def test_a_file_changed_between_the_read_and_the_save_is_refused(
         del manager.get
     assert notebook.read_bytes() == theirs[0]
     assert harness.run(harness.proposals.get(row.id)).status == "conflict"
+
+
+def test_the_outcome_is_a_durable_notice_for_the_chat(
+    fetch: Any, agent_service: Any, jp_asyncio_loop: Any, notebook: Path
+) -> None:
+    """Wired as the server wires it: the run manager's notify queues a ``notice`` mailbox
+    item (stored first), and starts no run."""
+    proposals = agent_service.proposals
+    assert proposals.notify == agent_service.manager.notify
+    chat_id = new_chat(fetch)
+    nb = jp_asyncio_loop.run_until_complete(proposals.read_notebook("work/sales.ipynb"))
+    row = jp_asyncio_loop.run_until_complete(
+        proposals.create(
+            chat_id=chat_id,
+            run_id="run_n",
+            cell_id="c1",
+            path="work/sales.ipynb",
+            edits=[REPLACE],
+            cells_at_read=nb["cells"],
+        )
+    )
+    assert _decide(fetch, row, {"apply": False}) == (200, {"outcome": "discarded"})
+    queued = agent_service.store.queued_mail(chat_id)
+    assert [(q["kind"], q["text"]) for q in queued] == [
+        (
+            "notice",
+            f"Proposal {row.id} (work/sales.ipynb) was discarded by the person: nothing changed.",
+        )
+    ]
+    assert agent_service.active_run_id(chat_id) is None
