@@ -59,6 +59,9 @@ __all__ = [
     "perform_notebook_call",
 ]
 
+#: Who applied a proposal under the ``none`` approval policy, as the model's notice says.
+AUTO_APPLIED_BY = "the host at once (approval policy none)"
+
 #: The owner of the run's proposals: chats have no owner yet ("" is the server's user).
 OWNER = ""
 
@@ -105,8 +108,17 @@ class Proposals(Protocol):
         awaitable of it; BadRequest for a bad edit."""
         ...
 
-    def decide(self, proposal_id: str, *, owner: str, apply: bool, cells: list[str] | None) -> Any:
-        """Apply or discard a pending proposal; the outcome (or an awaitable of it)."""
+    def decide(
+        self,
+        proposal_id: str,
+        *,
+        owner: str,
+        apply: bool,
+        cells: list[str] | None,
+        by: str = "the person",
+    ) -> Any:
+        """Apply or discard a pending proposal; the outcome (or an awaitable of it); ``by``
+        names who decided in the model's notice."""
         ...
 
 
@@ -247,7 +259,11 @@ async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: i
     proposal_id = str(getattr(row, "id", row))
     if str(driver.config.ceilings.get("approval") or "none") == "none":
         try:
-            await _maybe(proposals.decide(proposal_id, owner=OWNER, apply=True, cells=None))
+            await _maybe(
+                proposals.decide(
+                    proposal_id, owner=OWNER, apply=True, cells=None, by=AUTO_APPLIED_BY
+                )
+            )
         except AgentError as err:  # a conflict: the proposal is finished as such
             raise AgentError(
                 f"proposal {proposal_id} was made but could not be applied: {err}"

@@ -233,10 +233,12 @@ class ProposalService:
         apply: bool,
         cells: Sequence[str] | None = None,
         run_id: str | None = None,
+        by: str = "the person",
     ) -> ProposalOutcome:
         """Apply the proposal (all of it, or the edits of ``cells``) or discard it; the
         outcome (see the module docstring). ``run_id``: the run the route names (another
-        run's proposal is ``NotFound``)."""
+        run's proposal is ``NotFound``). ``by``: who decided, as the model's notice says it
+        (the agent itself under the ``none`` approval policy)."""
         row = await self.get(proposal_id, owner=owner)
         if run_id is not None and row.run_id != run_id:
             raise NotFound(f"no proposal {proposal_id!r} in run {run_id!r}")
@@ -249,17 +251,23 @@ class ProposalService:
             if row.status != "pending":
                 raise ProposalDecided(f"proposal {proposal_id!r} is {row.status} already")
             if not apply:
-                await self._finish(row, "discarded")
+                await self._finish(row, "discarded", by=by)
                 return "discarded"
             try:
                 inverse, via = await self._apply(row.path, chosen, edits)
             except ProposalConflict as exc:
-                await self._finish(row, "conflict", detail=exc.message)
+                await self._finish(row, "conflict", detail=exc.message, by=by)
                 raise
             outcome: ProposalOutcome = "applied" if len(chosen) == len(edits) else "partly"
             applied = list(dict.fromkeys(e.cell_id for e in chosen))
             await self._finish(
-                row, outcome, applied=applied, undo=edits_json(inverse), via=via, count=len(chosen)
+                row,
+                outcome,
+                applied=applied,
+                undo=edits_json(inverse),
+                via=via,
+                count=len(chosen),
+                by=by,
             )
             return outcome
 
@@ -330,6 +338,7 @@ class ProposalService:
         count: int = 0,
         detail: str = "",
         expect: Sequence[str] = ("pending",),
+        by: str = "the person",
     ) -> None:
         now = now_iso()
         done = await asyncio.to_thread(
@@ -349,7 +358,7 @@ class ProposalService:
         self.events.publish(
             row.chat_id, row.run_id, ProposalEnd(proposal_id=row.id, outcome=outcome)
         )
-        text = _notice(row, outcome, count=count, applied=applied or (), detail=detail)
+        text = _notice(row, outcome, count=count, applied=applied or (), detail=detail, by=by)
         if self.notify is None:
             return
         try:
@@ -361,18 +370,24 @@ class ProposalService:
 
 
 def _notice(
-    row: ProposalRow, outcome: str, *, count: int, applied: Sequence[str], detail: str
+    row: ProposalRow,
+    outcome: str,
+    *,
+    count: int,
+    applied: Sequence[str],
+    detail: str,
+    by: str = "the person",
 ) -> str:
-    """The line the model reads at its next drain."""
+    """The line the model reads at its next drain (``by``: who decided)."""
     total = len(row.edits)
     head = f"Proposal {row.id} ({row.path})"
     if outcome == "applied":
-        return f"{head} was applied by the person: all {total} edit(s)."
+        return f"{head} was applied by {by}: all {total} edit(s)."
     if outcome == "partly":
         cells = ", ".join(applied)
-        return f"{head} was partly applied: {count} of {total} edit(s), cells {cells}."
+        return f"{head} was partly applied by {by}: {count} of {total} edit(s), cells {cells}."
     if outcome == "discarded":
-        return f"{head} was discarded by the person: nothing changed."
+        return f"{head} was discarded by {by}: nothing changed."
     if outcome == "conflict":
         return f"{head} could not be applied: {detail}"
     return f"{head} was undone by the person: the notebook is as before it."

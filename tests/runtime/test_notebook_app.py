@@ -326,7 +326,8 @@ async def test_with_approval_none_a_proposal_is_applied_at_once(agent: Harness) 
     assert after.cells[3].source == 'plot(rows, kind="bar")'
     # The outcome reached the model as a notice at its next drain (toolcaller@v5).
     told = json.dumps(agent.fake.requests[-1].json)
-    assert f"Proposal {pid} (work/sales.ipynb) was applied" in told
+    assert f"Proposal {pid} (work/sales.ipynb) was applied by the host at once" in told
+    assert "by the person" not in told  # nobody but the policy decided
     assert_replays(agent, turn.run_id)
 
 
