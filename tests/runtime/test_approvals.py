@@ -265,3 +265,20 @@ async def test_a_v4_run_leaves_notices_queued_for_a_v5_run(agent: Harness) -> No
     assert agent.store.queued_mail(chat) == []
     replays(agent, old.run_id)
     replays(agent, new.run_id)
+
+
+async def test_a_soft_break_while_the_model_thinks_asks_nobody(agent: Harness) -> None:
+    # The break lands before the wait opens (the model is still answering): the person asked
+    # the run to stop, so the wait must not block for them; it is answered by the break.
+    agent.fake.load([{"cells": ["print(1)"], "delay_s": 1.0}, {"text": "Stopped as asked."}])
+    chat = agent.new_chat()
+    run_id = (await agent.manager.send(chat, text="go"))["run_id"]
+    await asyncio.sleep(0.5)
+    assert await agent.manager.break_run(run_id, hard=False) == "breaking"
+    turn = await agent.finish(run_id, timeout_s=10)
+    assert (turn.llm.stop_reason, turn.llm.end_cause) == ("wrapup", "break_soft")
+    assert turn.llm.cells == 0
+    assert events(agent, chat, "approval") == []  # never asked
+    result = [ln for ln in agent.trace(run_id).lines if ln.name == "approval.wait"][-1]
+    assert result.data == {"approve": False, "rest": False, "by": "break"}
+    replays(agent, run_id)
