@@ -23,6 +23,9 @@ routes call. Contracts:
 - :meth:`ProposalService.undo` applies the stored inverse edits with the same checks (the
   cells as apply left them: a later change is a conflict, nothing written, the proposal
   stays applied); outcome ``undone``.
+- Apply and undo check the stored path again (``PathRefused``, the proposal unchanged): the
+  agent's kernel shares the file system, and a notebook swapped for a symlink out of the
+  root since the proposal is never written through.
 - One apply at a time per path (an asyncio lock): two decisions on one notebook never
   interleave their read and write.
 """
@@ -250,6 +253,7 @@ class ProposalService:
             if not apply:
                 await self._finish(row, "discarded")
                 return "discarded"
+            notebook_path(row.path, self.root_dir)  # again: a symlink may have come since
             try:
                 inverse, via = await self._apply(row.path, chosen, edits)
             except ProposalConflict as exc:
@@ -273,6 +277,7 @@ class ProposalService:
                     f"proposal {proposal_id!r} is {row.status}: only an applied one can be undone"
                 )
             inverse = edits_from_json(row.undo)
+            notebook_path(row.path, self.root_dir)  # again: a symlink may have come since
             try:
                 await self._apply(row.path, inverse, inverse)
             except ProposalConflict as exc:

@@ -367,3 +367,44 @@ def test_a_file_changed_between_the_read_and_the_save_is_refused(
         del manager.get
     assert notebook.read_bytes() == theirs[0]
     assert harness.run(harness.proposals.get(row.id)).status == "conflict"
+
+
+def test_apply_and_undo_recheck_the_path_a_symlink_swapped_in_is_refused(
+    fetch: Any, harness: Harness, notebook: Path, tmp_path_factory: Any
+) -> None:
+    """The agent's kernel shares the file system: after proposing it could swap the notebook
+    for a symlink out of the root. Apply (and undo) check the path again: nothing outside
+    is written."""
+    outside = tmp_path_factory.mktemp("outside") / "theirs.ipynb"
+    nbformat.write(_notebook(), outside)
+    before = outside.read_bytes()
+    row = harness.propose("chat_s", [REPLACE])
+    notebook.unlink()
+    notebook.symlink_to(outside)
+    error = refused(
+        fetch,
+        "agent",
+        "runs",
+        row.run_id,
+        "proposals",
+        row.id,
+        method="POST",
+        body={"apply": True},
+        status=400,
+    )
+    assert error["reason"] == "path_refused"
+    assert outside.read_bytes() == before
+    assert harness.run(harness.proposals.get(row.id)).status == "pending"
+    # undo: applied while the path was sound, then swapped
+    notebook.unlink()
+    nbformat.write(_notebook(), notebook)
+    assert _decide(fetch, row, {"apply": True}) == (200, {"outcome": "applied"})
+    applied = notebook.read_bytes()
+    notebook.unlink()
+    nbformat.write(nbformat.reads(applied.decode(), as_version=4), outside)
+    after_apply = outside.read_bytes()
+    notebook.symlink_to(outside)
+    error = refused(fetch, "agent", "proposals", row.id, "undo", method="POST", status=400)
+    assert error["reason"] == "path_refused"
+    assert outside.read_bytes() == after_apply
+    assert harness.run(harness.proposals.get(row.id)).status == "applied"
