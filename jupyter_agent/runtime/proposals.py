@@ -192,8 +192,10 @@ class ProposalService:
         (see the module docstring); the stored row."""
         clean = notebook_path(path, self.root_dir)
         proposal_id = "p" + ulid().lower()
-        normalized = normalize_edits(
-            cells_at_read, edits, new_id=seeded_ids(id_seed or proposal_id)
+        new_id = seeded_ids(id_seed or proposal_id)
+        # Off the event loop: the checks diff whole cell sources (difflib), however big.
+        normalized = await asyncio.to_thread(
+            lambda: normalize_edits(cells_at_read, edits, new_id=new_id)
         )
         now = now_iso()
         row = ProposalRow(

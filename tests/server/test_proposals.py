@@ -408,3 +408,25 @@ def test_apply_and_undo_recheck_the_path_a_symlink_swapped_in_is_refused(
     assert error["reason"] == "path_refused"
     assert outside.read_bytes() == after_apply
     assert harness.run(harness.proposals.get(row.id)).status == "applied"
+
+
+def test_create_checks_and_diffs_the_edits_off_the_event_loop(
+    harness: Harness, notebook: Path, monkeypatch: Any
+) -> None:
+    """normalize_edits diffs whole cell sources (difflib): a huge cell must not stall the
+    server's event loop, so it runs in a worker thread."""
+    import threading
+
+    from jupyter_agent.runtime import proposals as module
+
+    threads: list[threading.Thread] = []
+    real = module.normalize_edits
+
+    def recording(*args: Any, **kw: Any) -> Any:
+        threads.append(threading.current_thread())
+        return real(*args, **kw)
+
+    monkeypatch.setattr(module, "normalize_edits", recording)
+    row = harness.propose("chat_t", [REPLACE])
+    assert row.status == "pending"
+    assert threads and threads[0] is not threading.main_thread()
