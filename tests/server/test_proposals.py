@@ -429,4 +429,5 @@ def test_create_checks_and_diffs_the_edits_off_the_event_loop(
     monkeypatch.setattr(module, "normalize_edits", recording)
     row = harness.propose("chat_t", [REPLACE])
     assert row.status == "pending"
-    assert threads and threads[0] is not threading.main_thread()
+    assert threads
+    assert threads[0] is not threading.main_thread()
