@@ -431,3 +431,27 @@ def test_create_checks_and_diffs_the_edits_off_the_event_loop(
     assert row.status == "pending"
     assert threads
     assert threads[0] is not threading.main_thread()
+
+
+def test_two_decisions_at_once_exactly_one_applies(harness: Harness, notebook: Path) -> None:
+    import asyncio
+
+    from jupyter_agent.exceptions import ProposalDecided
+
+    row = harness.propose("chat_2", [REPLACE, INSERT])
+
+    async def both() -> list[Any]:
+        return await asyncio.gather(
+            harness.proposals.decide(row.id, apply=True),
+            harness.proposals.decide(row.id, apply=False),
+            return_exceptions=True,
+        )
+
+    first, second = harness.run(both())
+    assert first == "applied"
+    assert isinstance(second, ProposalDecided)
+    assert [c.id for c in _cells(notebook)].count(row.edits[1]["cell_id"]) == 1
+    assert [e["outcome"] for e in harness.events("chat_2") if e["type"] == "proposal_end"] == [
+        "applied"
+    ]
+    assert len(harness.notices) == 1
