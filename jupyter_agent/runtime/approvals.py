@@ -11,7 +11,10 @@ returns the result data ``{approve, rest, by}``:
 - ``by: "timeout"``: nobody answered within the intent's ``timeout_s`` (the run's wall
   time left): not approved;
 - ``by: "break"``: a soft break (:meth:`ApprovalWaits.break_run`) answers every open wait
-  of the run at once, not approved; the loop then ends at its next drain.
+  of the run at once, not approved; the loop then ends at its next drain. The run stays
+  marked broken: a wait it opens later (the break landed while the model was answering,
+  before the loop's next drain) is answered the same way at once, and nobody is asked
+  (no ``approval`` event): the person asked the run to stop.
 
 A hard break cancels the wait like any effect in flight (the driver's task): the result is
 ``{"cancelled": "break_hard"}`` and ``approval_end`` says not approved. A decision for an
@@ -37,6 +40,9 @@ _ENDED_KEPT: Final = 4096
 
 Key = tuple[str, str]
 
+#: The answer of a wait a soft break ended (or found the run broken before it opened).
+_BREAK: Final = {"approve": False, "rest": False, "by": "break"}
+
 
 class ApprovalWaits:
     """The open approval waits of one server (see the module docstring)."""
@@ -44,6 +50,7 @@ class ApprovalWaits:
     def __init__(self) -> None:
         self._open: dict[Key, asyncio.Future[dict[str, Any]]] = {}
         self._ended: OrderedDict[Key, bool] = OrderedDict()
+        self._broken: OrderedDict[str, None] = OrderedDict()  # runs a soft break stopped
 
     def open(self, run_id: str, approval_id: str) -> asyncio.Future[dict[str, Any]]:
         """Register a wait; its future gets the decision's data."""
@@ -81,13 +88,20 @@ class ApprovalWaits:
             {"approve": bool(approve), "rest": bool(approve and rest), "by": "person"}
         )
 
+    def broken(self, run_id: str) -> bool:
+        """Whether a soft break stopped the run (its later waits ask nobody)."""
+        return run_id in self._broken
+
     def break_run(self, run_id: str) -> int:
-        """A soft break: answer every open wait of the run ``{approve: false, by: "break"}``;
-        returns how many were answered."""
+        """A soft break: answer every open wait of the run ``{approve: false, by: "break"}``
+        and mark the run broken (see :meth:`broken`); returns how many were answered."""
+        self._broken[run_id] = None
+        while len(self._broken) > _ENDED_KEPT:
+            self._broken.popitem(last=False)
         answered = 0
         for (r, _a), future in list(self._open.items()):
             if r == run_id and not future.done():
-                future.set_result({"approve": False, "rest": False, "by": "break"})
+                future.set_result(dict(_BREAK))
                 answered += 1
         return answered
 
@@ -101,6 +115,8 @@ async def perform_wait(
     if not isinstance(approval_id, str) or not approval_id or kind not in ("cell", "bash"):
         raise BadRequest("approval.wait needs an approval_id and a kind (cell or bash)")
     timeout_s = max(0.0, float(data.get("timeout_s") or 0))
+    if waits.broken(run_id):  # the person asked the run to stop: ask them nothing
+        return dict(_BREAK)
     future = waits.open(run_id, approval_id)
     publish(
         ApprovalEvent(

@@ -27,7 +27,8 @@ Called by :func:`jupyter_agent.runtime.apphost.perform_app_call` (each call is o
   the run's approval policy (``ceilings["approval"]``; absent: ``none``) is ``none``: then
   it is applied at once, as the agent (the outcome reaches the model as a notice; a
   conflict is the call's error naming the proposal). The ids of inserted cells are
-  seeded with ``run_id:seq`` of the call.
+  seeded with ``run_id:seq`` of the call. An edit whose source holds a known secret or a
+  ``[redacted: ...]`` marker is refused (:func:`_no_secrets`).
 - Errors the model can act on are :class:`~jupyter_agent.exceptions.AgentError`; a
   contents manager's own error (a missing file: its 404) becomes one naming the path.
 """
@@ -61,7 +62,8 @@ __all__ = [
 
 #: Who applied a proposal under the ``none`` approval policy, as the model's notice says.
 AUTO_APPLIED_BY = "the host at once (approval policy none)"
-
+#: How a redacted secret starts in what the model read (``runtime.secrets.marker``).
+REDACTED = "[redacted: "
 #: The owner of the run's proposals: chats have no owner yet ("" is the server's user).
 OWNER = ""
 
@@ -232,6 +234,28 @@ async def _read(driver: AppDriver, args: dict[str, Any]) -> dict[str, Any]:
     return await asyncio.to_thread(digest)
 
 
+def _no_secrets(driver: AppDriver, edits: list[Any]) -> None:
+    """Refuse an edit whose source holds a secret the server knows (it would reach the
+    ``proposal`` event and the store row) or a redaction marker (the model read the cell
+    scrubbed: writing the marker back would replace the person's secret with it)."""
+    scrubber = driver.services.scrubber
+    for index, edit in enumerate(edits):
+        source = edit.get("source") if isinstance(edit, dict) else None
+        if not isinstance(source, str):
+            continue
+        if scrubber.spans(source):
+            raise AgentError(
+                f"edit {index}: its source holds a secret the server knows; a proposal "
+                "never carries one (read it in the person's notebook from an env var)"
+            )
+        if REDACTED in source:
+            raise AgentError(
+                f"edit {index}: its source holds a {REDACTED}...] marker: you read that "
+                "cell with its secret redacted, and writing the marker back would replace "
+                "the person's secret; leave that line out of the edit or ask the person"
+            )
+
+
 async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: int) -> str:
     proposals = getattr(driver.services, "proposals", None)
     if proposals is None:
@@ -243,6 +267,7 @@ async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: i
             "edits must be a non-empty list of edit dicts, e.g. "
             '[{"op": "replace", "cell_id": "...", "source": "...", "reason": "..."}]'
         )
+    _no_secrets(driver, edits)
     read = await _source(driver).read(path)
     row = await _maybe(
         proposals.create(

@@ -23,6 +23,9 @@ routes call. Contracts:
 - :meth:`ProposalService.undo` applies the stored inverse edits with the same checks (the
   cells as apply left them: a later change is a conflict, nothing written, the proposal
   stays applied); outcome ``undone``.
+- Apply and undo check the stored path again (``PathRefused``, the proposal unchanged): the
+  agent's kernel shares the file system, and a notebook swapped for a symlink out of the
+  root since the proposal is never written through.
 - One apply at a time per path (an asyncio lock): two decisions on one notebook never
   interleave their read and write.
 """
@@ -190,8 +193,10 @@ class ProposalService:
         (see the module docstring); the stored row."""
         clean = notebook_path(path, self.root_dir)
         proposal_id = "p" + ulid().lower()
-        normalized = normalize_edits(
-            cells_at_read, edits, new_id=seeded_ids(id_seed or proposal_id)
+        new_id = seeded_ids(id_seed or proposal_id)
+        # Off the event loop: the checks diff whole cell sources (difflib), however big.
+        normalized = await asyncio.to_thread(
+            lambda: normalize_edits(cells_at_read, edits, new_id=new_id)
         )
         now = now_iso()
         row = ProposalRow(
@@ -253,6 +258,7 @@ class ProposalService:
             if not apply:
                 await self._finish(row, "discarded", by=by)
                 return "discarded"
+            notebook_path(row.path, self.root_dir)  # again: a symlink may have come since
             try:
                 inverse, via = await self._apply(row.path, chosen, edits)
             except ProposalConflict as exc:
@@ -282,6 +288,7 @@ class ProposalService:
                     f"proposal {proposal_id!r} is {row.status}: only an applied one can be undone"
                 )
             inverse = edits_from_json(row.undo)
+            notebook_path(row.path, self.root_dir)  # again: a symlink may have come since
             try:
                 await self._apply(row.path, inverse, inverse)
             except ProposalConflict as exc:

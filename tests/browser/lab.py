@@ -201,12 +201,19 @@ def wait_restored(page: Page) -> None:
 def new_chat(page: Page) -> Locator:
     """Start a new chat from the sidebar's button; the chat view's locator."""
     page.evaluate("() => window.jupyterapp.commands.execute('jupyter-agent:open-panel')")
-    before = page.locator(".jp-agent-chat").count()
+    before = page.eval_on_selector_all(".jp-agent-chat", "els => els.map(e => e.id)")
     page.locator(".jp-agent-new-chat").click()
-    page.wait_for_function(
-        "n => document.querySelectorAll('.jp-agent-chat').length > n", arg=before
+    # The NEW chat's view, once shown (by its id: "the last visible chat" could be an
+    # older one for a moment, a view the new tab then hides).
+    found = page.wait_for_function(
+        """ids => {
+          const v = [...document.querySelectorAll('.jp-agent-chat')]
+            .find(e => e.id && !ids.includes(e.id) && e.getClientRects().length > 0);
+          return v ? v.id : null;
+        }""",
+        arg=before,
     )
-    view = page.locator(".jp-agent-chat:visible").last
+    view = page.locator(f"#{found.json_value()}")
     view.locator(".jp-agent-connection[data-state='open']").wait_for()
     return view
 

@@ -265,3 +265,36 @@ async def test_a_v4_run_leaves_notices_queued_for_a_v5_run(agent: Harness) -> No
     assert agent.store.queued_mail(chat) == []
     replays(agent, old.run_id)
     replays(agent, new.run_id)
+
+
+async def test_a_soft_break_while_the_model_thinks_asks_nobody(agent: Harness) -> None:
+    # The break lands before the wait opens (the model is still answering): the person asked
+    # the run to stop, so the wait must not block for them; it is answered by the break.
+    agent.fake.load([{"cells": ["print(1)"], "delay_s": 1.0}, {"text": "Stopped as asked."}])
+    chat = agent.new_chat()
+    run_id = (await agent.manager.send(chat, text="go"))["run_id"]
+    await asyncio.sleep(0.5)
+    assert await agent.manager.break_run(run_id, hard=False) == "breaking"
+    turn = await agent.finish(run_id, timeout_s=10)
+    assert (turn.llm.stop_reason, turn.llm.end_cause) == ("wrapup", "break_soft")
+    assert turn.llm.cells == 0
+    assert events(agent, chat, "approval") == []  # never asked
+    result = [ln for ln in agent.trace(run_id).lines if ln.name == "approval.wait"][-1]
+    assert result.data == {"approve": False, "rest": False, "by": "break"}
+    replays(agent, run_id)
+
+
+async def test_an_approval_decided_as_a_hard_break_lands_runs_nothing(agent: Harness) -> None:
+    agent.fake.load([{"cells": ["print('ran')"]}, {"text": "never"}])
+    chat, run_id, approval = await start(agent, "go")
+    decide(agent, run_id, approval, approve=True)  # same tick: no await in between
+    assert await agent.manager.break_run(run_id, hard=True) == "breaking"
+    turn = await agent.finish(run_id)
+    assert (turn.llm.stop_reason, turn.llm.end_cause) == ("break_hard", "break_hard")
+    # Whichever won, nothing ran: the wait was cut, or its approval is followed by a
+    # cell.run the break answers as cancelled without performing it.
+    runs = [ln for ln in agent.trace(run_id).lines if ln.name == "cell.run"]
+    assert all(ln.data == {"cancelled": "break_hard"} for ln in runs if ln.phase == "result")
+    assert "cell_start" not in types(agent, chat)
+    assert len(events(agent, chat, "approval_end")) == 1
+    replays(agent, run_id)

@@ -365,3 +365,34 @@ async def test_bad_edits_give_the_model_a_clear_error_and_store_nothing(agent: H
     assert agent.store.list_proposals(chat_id=turn.chat_id) == []
     assert (agent.root / "work" / "sales.ipynb").read_bytes() == before
     assert_replays(agent, turn.run_id)
+
+
+SECRET_EDITS = (
+    "for src in ({marked!r}, {half!r} + {rest!r}):\n"
+    "    try:\n"
+    "        notebook.propose('work/sales.ipynb', [{{'op': 'replace', 'cell_id': 'plot',\n"
+    "            'source': 'key = ' + repr(src), 'reason': 'tidy'}}])\n"
+    "    except Exception as err:\n"
+    "        print('error:', err)"
+)
+
+
+async def test_a_proposal_never_carries_a_secret_nor_writes_back_a_redaction(
+    agent: Harness,
+) -> None:
+    """The model reads scrubbed cells: writing ``[redacted: NAME]`` back would replace the
+    person's key with the marker; a source holding a known secret would put it in the
+    ``proposal`` event and the store row. Both are refused, nothing is stored."""
+    agent.ceilings["approval"] = "writes"
+    code = SECRET_EDITS.format(marked="[redacted: ANTHROPIC_API_KEY]", half=KEY[:10], rest=KEY[10:])
+    agent.fake.load([{"cells": [code]}, {"text": "ok"}])
+    turn = await agent.ask(agent.new_chat(), "tidy", view=VIEW)
+    [result] = cell_results(agent, turn.run_id)
+    printed = [p["text"] for p in result["prints"]]
+    assert len(printed) == 2, printed
+    assert "redacted" in printed[0]
+    assert "secret" in printed[0]
+    assert "secret" in printed[1]
+    assert agent.store.list_proposals(chat_id=turn.chat_id) == []
+    assert KEY not in json.dumps(agent.events.since(turn.chat_id, 0))
+    assert_replays(agent, turn.run_id)

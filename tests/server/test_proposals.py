@@ -397,3 +397,91 @@ def test_the_outcome_is_a_durable_notice_for_the_chat(
         )
     ]
     assert agent_service.active_run_id(chat_id) is None
+
+
+def test_apply_and_undo_recheck_the_path_a_symlink_swapped_in_is_refused(
+    fetch: Any, harness: Harness, notebook: Path, tmp_path_factory: Any
+) -> None:
+    """The agent's kernel shares the file system: after proposing it could swap the notebook
+    for a symlink out of the root. Apply (and undo) check the path again: nothing outside
+    is written."""
+    outside = tmp_path_factory.mktemp("outside") / "theirs.ipynb"
+    nbformat.write(_notebook(), outside)
+    before = outside.read_bytes()
+    row = harness.propose("chat_s", [REPLACE])
+    notebook.unlink()
+    notebook.symlink_to(outside)
+    error = refused(
+        fetch,
+        "agent",
+        "runs",
+        row.run_id,
+        "proposals",
+        row.id,
+        method="POST",
+        body={"apply": True},
+        status=400,
+    )
+    assert error["reason"] == "path_refused"
+    assert outside.read_bytes() == before
+    assert harness.run(harness.proposals.get(row.id)).status == "pending"
+    # undo: applied while the path was sound, then swapped
+    notebook.unlink()
+    nbformat.write(_notebook(), notebook)
+    assert _decide(fetch, row, {"apply": True}) == (200, {"outcome": "applied"})
+    applied = notebook.read_bytes()
+    notebook.unlink()
+    nbformat.write(nbformat.reads(applied.decode(), as_version=4), outside)
+    after_apply = outside.read_bytes()
+    notebook.symlink_to(outside)
+    error = refused(fetch, "agent", "proposals", row.id, "undo", method="POST", status=400)
+    assert error["reason"] == "path_refused"
+    assert outside.read_bytes() == after_apply
+    assert harness.run(harness.proposals.get(row.id)).status == "applied"
+
+
+def test_create_checks_and_diffs_the_edits_off_the_event_loop(
+    harness: Harness, notebook: Path, monkeypatch: Any
+) -> None:
+    """normalize_edits diffs whole cell sources (difflib): a huge cell must not stall the
+    server's event loop, so it runs in a worker thread."""
+    import threading
+
+    from jupyter_agent.runtime import proposals as module
+
+    threads: list[threading.Thread] = []
+    real = module.normalize_edits
+
+    def recording(*args: Any, **kw: Any) -> Any:
+        threads.append(threading.current_thread())
+        return real(*args, **kw)
+
+    monkeypatch.setattr(module, "normalize_edits", recording)
+    row = harness.propose("chat_t", [REPLACE])
+    assert row.status == "pending"
+    assert threads
+    assert threads[0] is not threading.main_thread()
+
+
+def test_two_decisions_at_once_exactly_one_applies(harness: Harness, notebook: Path) -> None:
+    import asyncio
+
+    from jupyter_agent.exceptions import ProposalDecided
+
+    row = harness.propose("chat_2", [REPLACE, INSERT])
+
+    async def both() -> list[Any]:
+        return await asyncio.gather(
+            harness.proposals.decide(row.id, apply=True),
+            harness.proposals.decide(row.id, apply=False),
+            return_exceptions=True,
+        )
+
+    first, second = harness.run(both())
+    assert first == "applied"
+    assert isinstance(second, ProposalDecided)
+    assert [c.id for c in _cells(notebook)].count(row.edits[1]["cell_id"]) == 1
+    assert [e["outcome"] for e in harness.events("chat_2") if e["type"] == "proposal_end"] == [
+        "applied"
+    ]
+    assert len(harness.notices) == 1
