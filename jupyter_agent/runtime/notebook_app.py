@@ -20,7 +20,9 @@ Called by :func:`jupyter_agent.runtime.apphost.perform_app_call` (each call is o
   ``cell_id``, else its ``cell`` index) is the digest's focus when the notebook is the
   viewed one. Cells of a notebook older than nbformat 4.5 show the ids the proposals use
   (``cell-<index>``: :func:`~jupyter_agent.core.proposals.with_cell_ids`).
-- ``propose``: reads the notebook fresh (the cells the edits are checked against), asks
+- ``propose``: reads the notebook fresh (the cells the edits are checked against; when this
+  run read the notebook before and it changed since, the call is refused: read it again),
+  asks
   ``services.proposals`` (:class:`Proposals`) to create the proposal (it checks the edits:
   a bad edit is the call's error, with the reason for the model; it publishes the
   ``proposal`` event) and returns its id at once. Nothing in the notebook changes unless
@@ -37,12 +39,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jupyter_core.utils import ensure_async
 
-from jupyter_agent.core.notebook_digest import NotebookOptions, read_cells
+from jupyter_agent.core.notebook_digest import NotebookOptions, read_cells, revision_of
 from jupyter_agent.core.proposals import with_cell_ids
 from jupyter_agent.exceptions import AgentError, NotFound, RequestError
 from jupyter_agent.runtime.contents import shown
@@ -218,6 +221,7 @@ async def _read(driver: AppDriver, args: dict[str, Any]) -> dict[str, Any]:
     options, focus = _options(driver), _focus(driver, path)
 
     def digest() -> dict[str, Any]:
+        _remember_read(driver.run_id, path, revision_of(read.cells))
         cells = scrubber.clean_json(read.cells)
         result = read_cells(path, cells, options, focus=focus)
         return {
@@ -256,6 +260,19 @@ def _no_secrets(driver: AppDriver, edits: list[Any]) -> None:
             )
 
 
+#: The revision (over the unscrubbed cells) of each notebook a run read, newest last:
+#: ``propose`` refuses edits made against an older text. Bounded: old runs fall out.
+_READS: OrderedDict[tuple[str, str], str] = OrderedDict()
+_READS_KEPT = 1024
+
+
+def _remember_read(run_id: str, path: str, revision: str) -> None:
+    _READS[(run_id, path)] = revision
+    _READS.move_to_end((run_id, path))
+    while len(_READS) > _READS_KEPT:
+        _READS.popitem(last=False)
+
+
 async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: int) -> str:
     proposals = getattr(driver.services, "proposals", None)
     if proposals is None:
@@ -269,6 +286,14 @@ async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: i
         )
     _no_secrets(driver, edits)
     read = await _source(driver).read(path)
+    seen = _READS.get((driver.run_id, path))
+    if seen is not None and seen != await asyncio.to_thread(revision_of, read.cells):
+        # The person changed the notebook since this run read it: edits written against
+        # the old text must not land on theirs (with approval none nobody would review it).
+        raise AgentError(
+            f"{path} changed since you read it (the person edited it): call "
+            "notebook.read() again and propose against what it holds now"
+        )
     row = await _maybe(
         proposals.create(
             owner=OWNER,

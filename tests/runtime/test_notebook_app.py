@@ -396,3 +396,36 @@ async def test_a_proposal_never_carries_a_secret_nor_writes_back_a_redaction(
     assert agent.store.list_proposals(chat_id=turn.chat_id) == []
     assert KEY not in json.dumps(agent.events.since(turn.chat_id, 0))
     assert_replays(agent, turn.run_id)
+
+
+STALE = (
+    "import nbformat\n"
+    "nb = notebook.read()\n"
+    "on_disk = nbformat.read('sales.ipynb', as_version=4)\n"  # the kernel's cwd: work/
+    "on_disk.cells[0].source = '# Sales (the person edited this)'\n"
+    "nbformat.write(on_disk, 'sales.ipynb')\n"
+    "edits = [{'op': 'replace', 'cell_id': 'plot', 'source': 'plot(rows)', 'reason': 'r'}]\n"
+    "try:\n"
+    "    notebook.propose(nb.path, edits)\n"
+    "except Exception as err:\n"
+    "    print('error:', err)\n"
+    "nb = notebook.read()\n"
+    "print('again', notebook.propose(nb.path, edits))"
+)
+
+
+async def test_a_proposal_made_against_an_older_read_is_refused(agent: Harness) -> None:
+    # The person edits the notebook between the agent's read and its propose: the edits
+    # were written against the old text, so the call is refused until the agent reads again.
+    agent.ceilings["approval"] = "none"  # nobody would review it: the case that matters
+    agent.fake.load([{"cells": [STALE]}, {"text": "ok"}])
+    turn = await agent.ask(agent.new_chat(), "tidy the plot", view=VIEW)
+    [result] = cell_results(agent, turn.run_id)
+    printed = [p["text"] for p in result["prints"]]
+    assert printed[0].startswith("error: work/sales.ipynb changed since you read it")
+    assert printed[1].startswith("again p")
+    [row] = agent.store.list_proposals(chat_id=turn.chat_id)
+    assert row.status == "applied"
+    after = nbformat.read(agent.root / "work" / "sales.ipynb", as_version=4)
+    assert after.cells[0].source == "# Sales (the person edited this)"  # theirs is kept
+    assert_replays(agent, turn.run_id)
