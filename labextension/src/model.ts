@@ -676,6 +676,7 @@ export class ChatState {
         // The server closes it with `approval_end`; until then the buttons stay disabled.
         item.approved = answered.approve;
         item.rest = answered.rest;
+        item.answered = true;
       }
       this._changed.emit();
     }

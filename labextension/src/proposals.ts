@@ -86,6 +86,9 @@ export interface IApprovalItem {
   approved: boolean | null;
   /** The person approved the rest of this turn with it. */
   rest: boolean;
+  /** True once the person answered it here (a break or the turn's time limit may close
+   * it unapproved without anyone clicking Deny). */
+  answered: boolean;
   busy: boolean;
   error: string | null;
 }
@@ -360,6 +363,7 @@ export function approvalFromEvent(event: {
     open: true,
     approved: null,
     rest: false,
+    answered: false,
     busy: false,
     error: null
   };
@@ -380,7 +384,7 @@ export function describeApproval(a: IApprovalItem): string {
     return a.rest ? 'Approved (and the rest of this turn)' : 'Approved';
   }
   if (a.approved === false) {
-    return 'Denied';
+    return a.answered ? 'Denied' : 'Not approved: the run was stopped or ran out of time';
   }
   return 'Not answered: the run ended';
 }

@@ -280,7 +280,13 @@ describe('ChatState and approvals', () => {
     const s = new ChatState(CHAT);
     const a = waiting(s);
     s.applyEvent(ev('approval_end', 'r', { approval_id: 'a1', approve: false }));
-    expect(describeApproval(a)).toBe('Denied');
+    // Nobody clicked Deny here: a break or the turn's time limit closed it.
+    expect(describeApproval(a)).toBe('Not approved: the run was stopped or ran out of time');
+    const d = new ChatState(CHAT);
+    const denied = waiting(d);
+    d.setApprovalBusy('r', 'a1', false, null, { approve: false, rest: false });
+    d.applyEvent(ev('approval_end', 'r', { approval_id: 'a1', approve: false }));
+    expect(describeApproval(denied)).toBe('Denied');
 
     const t = new ChatState(CHAT);
     const b = waiting(t);
