@@ -7,8 +7,8 @@ into the system prompt (fenced / xml modes). The tool result's text is the diges
 optional ``writes: bool`` argument (the cell writes or deletes files; the approval policy
 ``writes`` waits for those, :mod:`jupyter_agent.core.approval`). Older versions keep
 :data:`RUN_CELL` / :data:`BASH` exactly (they are in their recorded requests). In the
-fenced and xml modes a tool takes its one string argument only, so ``writes`` is never
-set there.
+fenced and xml modes the model marks such a call ```` ```python writes ```` or
+``<run_cell writes>`` (:mod:`jupyter_agent.llm.fenced`).
 """
 
 from __future__ import annotations

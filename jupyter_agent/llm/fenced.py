@@ -7,6 +7,9 @@ In a text mode no tool schema is sent; the tools are described in the system pro
   ``ipython``) calls ``run_cell``; ``bash`` (also ``sh``, ``shell``) calls ``bash``. A fence
   of any other language, or with none, is ordinary text and is not run.
 - ``xml``: ``<run_cell>code</run_cell>`` and ``<bash>command</bash>``.
+- A tool that takes ``writes`` (``toolcaller@v5``'s) is marked as writing files with
+  ```` ```python writes ```` / ``<run_cell writes>``: the call's ``writes`` is true. For a
+  tool without it the marked line is prose, as it always was (older logs replay).
 
 :func:`parse_text_tool_calls` turns a reply's text into Text and ToolCall parts, in the
 order written; a malformed call (an unclosed fence or tag, an empty block, a tag or fence
@@ -70,7 +73,14 @@ _TOOLISH_TAGS = frozenset(
     }
 )
 _OPEN_FENCE = re.compile(r"^([ \t]*)(`{3,})[ \t]*([A-Za-z0-9_+.-]*)[ \t]*$")
-_TAG = re.compile(r"<([A-Za-z_][A-Za-z0-9_-]*)>")
+# A tool fence or tag marked as writing files (``toolcaller@v5``'s ``writes`` argument):
+# only for a tool that takes ``writes``; for any other the line is prose, as it always was.
+_OPEN_WRITES_FENCE = re.compile(r"^([ \t]*)(`{3,})[ \t]*([A-Za-z0-9_+.-]+)[ \t]+writes[ \t]*$")
+_TAG = re.compile(r"<([A-Za-z_][A-Za-z0-9_-]*)( writes)?>")
+
+
+def _takes_writes(tool: ToolSpec | None) -> bool:
+    return tool is not None and "writes" in tool.input_schema.get("properties", {})
 
 
 def stop_sequences(mode: str) -> list[str]:
@@ -106,8 +116,20 @@ def render_tools_for_prompt(tools: Sequence[ToolSpec], mode: str) -> str:
         if mode == "fenced":
             lang = _MAIN_LANG.get(tool.name, tool.name)
             lines += [f"```{lang}", f"<the {arg}>", "```", ""]
+            if _takes_writes(tool):
+                lines += [
+                    f"When it writes or deletes files, open the block with ```{lang} writes "
+                    "instead (the person may have to approve it first).",
+                    "",
+                ]
         else:
             lines += [f"<{tool.name}>", f"<the {arg}>", f"</{tool.name}>", ""]
+            if _takes_writes(tool):
+                lines += [
+                    f"When it writes or deletes files, open it with <{tool.name} writes> "
+                    "instead (the person may have to approve it first).",
+                    "",
+                ]
     lines.append("Rules:")
     if mode == "fenced":
         names = " or ".join(f"```{_MAIN_LANG.get(t.name, t.name)}" for t in tools)
@@ -166,14 +188,17 @@ def parse_text_tool_calls(
             if piece.strip():
                 parts.append(Text(text=piece.strip("\n")))
             continue
-        name, code = piece
+        name, code, writes = piece
         arg = offered[name].argument
-        parts.append(ToolCall(id=_call_id(text, index), name=name, args={arg: code}))
+        args: dict[str, object] = {arg: code}
+        if writes:
+            args["writes"] = True
+        parts.append(ToolCall(id=_call_id(text, index), name=name, args=args))
         index += 1
     return tuple(parts), None
 
 
-_Piece = str | tuple[str, str]
+_Piece = str | tuple[str, str, bool]  # prose, or (tool, its argument, marked writes)
 
 
 def _parse_fenced(text: str, offered: dict[str, ToolSpec]) -> tuple[list[_Piece], str | None]:
@@ -183,6 +208,14 @@ def _parse_fenced(text: str, offered: dict[str, ToolSpec]) -> tuple[list[_Piece]
     i = 0
     while i < len(lines):
         m = _OPEN_FENCE.match(lines[i])
+        writes = False
+        if m is None:
+            m = _OPEN_WRITES_FENCE.match(lines[i])
+            writes = m is not None and _takes_writes(
+                offered.get(_FENCE_LANGS.get(m.group(3).lower(), ""))
+            )
+            if not writes:
+                m = None
         if m is None:
             prose.append(lines[i])
             i += 1
@@ -213,7 +246,7 @@ def _parse_fenced(text: str, offered: dict[str, ToolSpec]) -> tuple[list[_Piece]
         if prose:
             pieces.append("\n".join(prose))
             prose = []
-        pieces.append((tool, code))
+        pieces.append((tool, code, writes))
         i = end + 1
     if prose:
         pieces.append("\n".join(prose))
@@ -236,6 +269,9 @@ def _parse_xml(text: str, offered: dict[str, ToolSpec]) -> tuple[list[_Piece], s
         name = m.group(1)
         if name not in _TOOLISH_TAGS:
             continue
+        writes = m.group(2) is not None
+        if writes and not _takes_writes(offered.get(name)):
+            continue  # prose, as such a tag always was
         if name not in offered:
             return [], (
                 f"<{name}> is not a tool here; call one of: "
@@ -249,7 +285,7 @@ def _parse_xml(text: str, offered: dict[str, ToolSpec]) -> tuple[list[_Piece], s
             return [], f"the <{name}> tag is empty: put the {offered[name].argument} inside it"
         if text[pos : m.start()].strip():
             pieces.append(text[pos : m.start()])
-        pieces.append((name, code))
+        pieces.append((name, code, writes))
         pos = end + len(f"</{name}>")
     if text[pos:].strip():
         pieces.append(text[pos:])
@@ -266,10 +302,11 @@ def _fence_for(body: str) -> str:
 def _render_call(call: ToolCall, mode: str) -> str:
     value = next(iter(call.args.values()), "") if call.args else ""
     code = value if isinstance(value, str) else str(value)
+    mark = " writes" if call.args.get("writes") is True else ""
     if mode == "fenced":
         fence = _fence_for(code)
-        return f"{fence}{_MAIN_LANG.get(call.name, call.name)}\n{code}\n{fence}"
-    return f"<{call.name}>\n{code}\n</{call.name}>"
+        return f"{fence}{_MAIN_LANG.get(call.name, call.name)}{mark}\n{code}\n{fence}"
+    return f"<{call.name}{mark}>\n{code}\n</{call.name}>"
 
 
 def _render_result(result: ToolResult, name: str, mode: str) -> str:

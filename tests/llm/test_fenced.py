@@ -11,7 +11,7 @@ from jupyter_agent.llm.fenced import (
     to_text_mode,
 )
 from jupyter_agent.messages import File, Message, Text, Thinking, ToolCall, ToolResult
-from jupyter_agent.tools import BASH, RUN_CELL
+from jupyter_agent.tools import BASH, BASH_V5, RUN_CELL, RUN_CELL_V5
 
 TOOLS = (RUN_CELL, BASH)
 
@@ -141,3 +141,41 @@ def test_history_rewritten_as_text_round_trips():
     assert _calls(parse_text_tool_calls(rendered, "fenced", TOOLS)[0]) == [
         ("run_cell", {"code": "s = '```'"})
     ]
+
+
+V5 = (RUN_CELL_V5, BASH_V5)
+
+
+def test_v5_tools_are_marked_as_writing_files_in_both_text_modes():
+    # toolcaller@v5's tools take `writes`: the approval policy `writes` waits for those
+    # calls, so a text-mode model must be able to say so too.
+    fenced = "```python writes\nopen('out.csv', 'w').write('x')\n```\n```bash\nls\n```"
+    parts, error = parse_text_tool_calls(fenced, "fenced", V5)
+    assert error is None
+    assert _calls(parts) == [
+        ("run_cell", {"code": "open('out.csv', 'w').write('x')", "writes": True}),
+        ("bash", {"command": "ls"}),
+    ]
+    xml = "<bash writes>\nrm old.csv\n</bash>\n<run_cell>\n1 + 1\n</run_cell>"
+    parts, error = parse_text_tool_calls(xml, "xml", V5)
+    assert error is None
+    assert _calls(parts) == [
+        ("bash", {"command": "rm old.csv", "writes": True}),
+        ("run_cell", {"code": "1 + 1"}),
+    ]
+    for mode, marked in (("fenced", "```python writes"), ("xml", "<run_cell writes>")):
+        assert marked in render_tools_for_prompt(V5, mode)
+        assert "writes" not in render_tools_for_prompt(TOOLS, mode)  # older prompts as recorded
+        # The history renders a marked call back as the model wrote it.
+        call = ToolCall(id="t1", name="run_cell", args={"code": "x = 1", "writes": True})
+        [message] = to_text_mode([Message(role="assistant", parts=(call,))], mode)
+        assert marked in message.parts[0].text
+
+
+def test_older_tools_read_a_writes_mark_as_prose_as_they_always_did():
+    # An older version's recorded reply replays the same: the marked fence is not a call.
+    text = "```python writes\nx = 1\n```"
+    parts, error = parse_text_tool_calls(text, "fenced", TOOLS)
+    assert (error, _calls(parts)) == (None, [])
+    parts, error = parse_text_tool_calls("<run_cell writes>x</run_cell>", "xml", TOOLS)
+    assert (error, _calls(parts)) == (None, [])
