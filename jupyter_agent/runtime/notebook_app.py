@@ -273,6 +273,27 @@ def _remember_read(run_id: str, path: str, revision: str) -> None:
         _READS.popitem(last=False)
 
 
+def _no_secret_cells(driver: AppDriver, edits: list[Any], cells: list[dict[str, Any]]) -> None:
+    """Refuse to replace or delete a cell whose source holds a secret the server knows: the
+    proposal keeps the old source (its diff, its undo) in the event and the store row,
+    where no known secret may go. The person edits such a cell by hand."""
+    scrubber = driver.services.scrubber
+    sources = {
+        str(c.get("id")): c.get("source") for c in cells if isinstance(c, dict) and c.get("id")
+    }
+    for index, edit in enumerate(edits):
+        if not isinstance(edit, dict) or edit.get("op") not in ("replace", "delete"):
+            continue
+        source = sources.get(str(edit.get("cell_id")))
+        text = "".join(source) if isinstance(source, list) else source
+        if isinstance(text, str) and scrubber.spans(text):
+            raise AgentError(
+                f"edit {index}: cell {edit.get('cell_id')!r} holds a secret (you read it "
+                "redacted): a proposal cannot replace or delete it; ask the person to "
+                "edit that cell"
+            )
+
+
 async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: int) -> str:
     proposals = getattr(driver.services, "proposals", None)
     if proposals is None:
@@ -294,6 +315,7 @@ async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: i
             f"{path} changed since you read it (the person edited it): call "
             "notebook.read() again and propose against what it holds now"
         )
+    _no_secret_cells(driver, edits, read.cells)
     row = await _maybe(
         proposals.create(
             owner=OWNER,

@@ -429,3 +429,40 @@ async def test_a_proposal_made_against_an_older_read_is_refused(agent: Harness) 
     after = nbformat.read(agent.root / "work" / "sales.ipynb", as_version=4)
     assert after.cells[0].source == "# Sales (the person edited this)"  # theirs is kept
     assert_replays(agent, turn.run_id)
+
+
+SECRET_CELL = (
+    "for op in ('replace', 'delete'):\n"
+    "    edit = {'op': op, 'cell_id': 'creds', 'source': 'key = os.environ[\"K\"]',\n"
+    "            'reason': 'no keys in notebooks'}\n"
+    "    try:\n"
+    "        notebook.propose('work/sales.ipynb', [edit])\n"
+    "    except Exception as err:\n"
+    "        print('error:', err)\n"
+    "print(notebook.propose('work/sales.ipynb', [{'op': 'move', 'cell_id': 'creds',\n"
+    "    'after': None, 'reason': 'settings first'}]))"
+)
+
+
+async def test_a_cell_holding_a_secret_cannot_be_replaced_or_deleted_by_a_proposal(
+    agent: Harness,
+) -> None:
+    # The proposal keeps the replaced cell's old source (diff, undo) in the event and the
+    # store row: a cell with a known secret in it is the person's to edit.
+    agent.ceilings["approval"] = "writes"
+    path = agent.root / "work" / "sales.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(f"key = {KEY!r}", id="creds"))
+    nbformat.write(nb, path)
+    agent.fake.load([{"cells": [SECRET_CELL]}, {"text": "ok"}])
+    turn = await agent.ask(agent.new_chat(), "take the key out", view=VIEW)
+    [result] = cell_results(agent, turn.run_id)
+    printed = [p["text"] for p in result["prints"]]
+    assert printed[0].startswith("error: edit 0: cell 'creds' holds a secret"), printed
+    assert printed[1].startswith("error: edit 0: cell 'creds' holds a secret"), printed
+    assert printed[2].startswith("p")  # a move keeps no source: allowed
+    [row] = agent.store.list_proposals(chat_id=turn.chat_id)
+    assert [e["op"] for e in row.edits] == ["move"]
+    assert KEY not in json.dumps(agent.events.since(turn.chat_id, 0))
+    assert KEY not in json.dumps([e for e in row.edits]) + json.dumps(row.undo)
+    assert_replays(agent, turn.run_id)
