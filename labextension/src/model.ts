@@ -672,6 +672,12 @@ export class ChatState {
     if (item) {
       item.busy = busy;
       item.error = error;
+      if (busy) {
+        // The person clicked: its `approval_end` may come before the POST's answer.
+        item.answered = true;
+      } else if (error) {
+        item.answered = false; // not taken (a break or the time limit closed it first)
+      }
       if (answered) {
         // The server closes it with `approval_end`; until then the buttons stay disabled.
         item.approved = answered.approve;

@@ -287,6 +287,21 @@ describe('ChatState and approvals', () => {
     d.setApprovalBusy('r', 'a1', false, null, { approve: false, rest: false });
     d.applyEvent(ev('approval_end', 'r', { approval_id: 'a1', approve: false }));
     expect(describeApproval(denied)).toBe('Denied');
+    // The close can come before the POST's answer: the click already makes it the person's.
+    const e = new ChatState(CHAT);
+    const racing = waiting(e);
+    e.setApprovalBusy('r', 'a1', true);
+    e.applyEvent(ev('approval_end', 'r', { approval_id: 'a1', approve: false }));
+    expect(describeApproval(racing)).toBe('Denied');
+    e.setApprovalBusy('r', 'a1', false, null, { approve: false, rest: false });
+    expect(describeApproval(racing)).toBe('Denied');
+    // A POST refused (a break closed it first): not the person's decision.
+    const f = new ChatState(CHAT);
+    const late = waiting(f);
+    f.setApprovalBusy('r', 'a1', true);
+    f.applyEvent(ev('approval_end', 'r', { approval_id: 'a1', approve: false }));
+    f.setApprovalBusy('r', 'a1', false, 'Could not answer: already decided');
+    expect(describeApproval(late)).toBe('Not approved: the run was stopped or ran out of time');
 
     const t = new ChatState(CHAT);
     const b = waiting(t);
