@@ -4,7 +4,7 @@
 routes call. Contracts:
 
 - :meth:`ProposalService.create` checks the path (:func:`~.nb_paths.notebook_path`:
-  ``PathRefused``) and the edits (:func:`~jupyter_agent.core.proposals.normalize_edits`
+  ``PathRefused``) and the edits (:func:`~jupyter_agent.core.proposal_edits.normalize_edits`
   against the cells the model read: ``BadRequest`` ``bad_edits``), stores the proposal
   (``pending``) and publishes ``proposal`` on its chat. Nothing in the notebook changes.
 - :meth:`ProposalService.decide` applies all the edits, some (``cells``: their cell ids;
@@ -46,12 +46,12 @@ import nbformat
 from jupyter_core.utils import ensure_async
 
 from jupyter_agent.core.events import ProposalEnd, ProposalEvent, ProposalOutcome
+from jupyter_agent.core.proposal_edits import normalize_edits
 from jupyter_agent.core.proposals import (
     Edit,
     apply_edits,
     edits_from_json,
     edits_json,
-    normalize_edits,
     seeded_ids,
     select_edits,
     with_cell_ids,

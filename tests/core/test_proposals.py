@@ -8,12 +8,12 @@ from typing import Any
 import nbformat
 import pytest
 
+from jupyter_agent.core.proposal_edits import normalize_edits
 from jupyter_agent.core.proposals import (
     Edit,
     apply_edits,
     edits_from_json,
     edits_json,
-    normalize_edits,
     seeded_ids,
     select_edits,
 )
