@@ -28,14 +28,10 @@ Versions (a log replays with the version its header names, :data:`PROGRAMS`):
   cell wait for the person (``approval.wait``, :mod:`jupyter_agent.core.approval`) before
   it runs; mailbox ``notice`` items reach the model as ``[notice] ...`` lines; the user
   message header names the viewed cell by id. v1..v4 run as they did.
-- ``toolcaller@v6``: tools of MCP servers (issue 18). After the memory read,
-  ``config.get {key: "mcp"}`` gives the catalogue of the configured servers' allowed tools
-  (:class:`~jupyter_agent.core.mcp_catalogue.McpCatalogue`; None or no server: empty);
-  with one, the prompt lists the ``mcp`` app (one ``mcp.<server>.<tool>(...)`` line per
-  tool, :meth:`~jupyter_agent.core.mcp_catalogue.McpCatalogue.app_spec`) and its context
-  names ``mcp`` among the installed apps. A cell calls a tool as an ``app.call`` of app
-  ``mcp``, performed by the host. Without a catalogue the prompt is v5's; everything else
-  is v5's. v1..v5 run as they did.
+- ``toolcaller@v6``: MCP tools (issue 18). After the memory read, ``config.get {key:
+  "mcp"}`` gives the :class:`~jupyter_agent.core.mcp_catalogue.McpCatalogue`; with a
+  server in it the prompt lists the ``mcp`` app (``McpCatalogue.app_spec``: a line per
+  tool) and names it among the installed apps, else the prompt is v5's. v1..v5 as before.
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
 values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
@@ -75,7 +71,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from jupyter_agent.core.approval import POLICIES, Approvals, Policy
+from jupyter_agent.core.approval import Approvals
 from jupyter_agent.core.apps import apps_for
 from jupyter_agent.core.digest import DigestOptions
 from jupyter_agent.core.inbox import read_items
@@ -88,6 +84,7 @@ from jupyter_agent.core.loop_steps import (
     finish,
     inbox_steering,
     now,
+    policy_of,
     post,
     post_final,
     provider_failure_text,
@@ -359,7 +356,7 @@ def setup(
             ),
         )
     options = DigestOptions.from_config(ceilings, spaces, tier.profile)
-    approvals = Approvals(policy=_policy(ceilings.approval)) if version >= 5 else None
+    approvals = Approvals(policy=policy_of(ceilings.approval)) if version >= 5 else None
     return Turn(
         run_id=run_id,
         chat_id=chat_id,
@@ -376,15 +373,6 @@ def setup(
         version=version,
         approvals=approvals,
     )
-
-
-def _policy(value: str) -> Policy:
-    """The configured approval policy; an unknown value waits for every cell (the safe
-    reading of a config this code does not know)."""
-    for policy in POLICIES:
-        if value == policy:
-            return policy
-    return "every_cell"
 
 
 def recall(

@@ -50,8 +50,8 @@ from jupyter_agent.text import repair_json
 
 from . import capture
 from .apps import build_apps, make_batch
-from .mcp_app import McpApp
 from .capture import CapturingStream, CellCapture
+from .mcp_app import McpApp
 from .sh import DEFAULT_TIMEOUT_S, Sh
 from .values import Values
 

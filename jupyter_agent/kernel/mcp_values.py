@@ -48,9 +48,7 @@ class McpImage:
         except (binascii.Error, ValueError):
             return b""
 
-    def _repr_mimebundle_(
-        self, include: Any = None, exclude: Any = None
-    ) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         # The base64 text is what an image output holds (nbformat's shape), any image type.
         return {self.mime_type: self.data, "text/plain": repr(self)}
 

@@ -89,8 +89,7 @@ def test_a_catalogue_lists_each_tool_in_the_prompt() -> None:
     system = turn.system
     assert "### mcp: Tools of the MCP servers the admin configured" in system
     assert (
-        "- `mcp.files.read_file(path: str, limit: int = 100) -> Any`: Read a text file.\n"
-        in system
+        "- `mcp.files.read_file(path: str, limit: int = 100) -> Any`: Read a text file.\n" in system
     )
     assert (
         "- `mcp.files.write_file(path: str, text: str) -> Any`: Write a text file. "

@@ -148,5 +148,5 @@ def test_batch_takes_mcp_specs_and_tuples() -> None:
     ]
     assert [r.value for r in results] == ["ok", "ok"]
     assert [(r.method, r.batch) for r in channel.records] == [("demo.add", 3), ("demo.echo", 3)]
-    with pytest.raises(AppCallError, match="'server.tool'"):
+    with pytest.raises(AppCallError, match=r"'server\.tool'"):
         batch(("mcp", "add", {}))
