@@ -1,0 +1,56 @@
+"""The steps of a run's waits for the person: ``approval.wait`` as an :class:`ApprovalStep`.
+
+Used by :func:`~jupyter_agent.trace.cells_view.build_view` (see its module docstring for
+where the steps go). An answer is read as the loop read it
+(:class:`~jupyter_agent.core.approval.Decision`): ``{approve, rest, by}``; a result whose
+``by`` is not one of ``person``, ``timeout``, ``break`` is ``unreadable`` (not approved).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_agent.core.events import ApprovalKind
+from jupyter_agent.core.steps import ApprovalBy, ApprovalStep, StepStatus
+from jupyter_agent.trace.log import LoggedEffect
+
+__all__ = ["approval_step"]
+
+_APPROVAL_KINDS: dict[Any, ApprovalKind] = {
+    "cell": "cell",
+    "bash": "bash",
+    "proposal": "proposal",
+    "mcp": "mcp",
+}
+_APPROVAL_BY: dict[Any, ApprovalBy] = {"person": "person", "timeout": "timeout", "break": "break"}
+
+
+def approval_step(effect: LoggedEffect, status: StepStatus) -> ApprovalStep:
+    """An ``approval.wait`` read as the loop read it (:class:`~jupyter_agent.core.approval.
+    Decision`: anything but an explicit ``approve: true`` denies); ``status`` is the
+    effect's (:func:`~jupyter_agent.trace.cells_view.effect_status`)."""
+    data = effect.data if isinstance(effect.data, dict) else {}
+    answer = effect.result.data if effect.result is not None else None
+    approve: bool | None = None if status == "unfinished" else False
+    rest, by = False, None
+    if status == "ok":
+        if isinstance(answer, dict) and answer.get("by") in _APPROVAL_BY:
+            approve, rest = answer.get("approve") is True, answer.get("rest") is True
+            by = _APPROVAL_BY[answer["by"]]
+        else:
+            status = "unreadable"
+    return ApprovalStep(
+        seq=effect.seq,
+        approval_id=str(data.get("approval_id") or ""),
+        kind=_APPROVAL_KINDS.get(data.get("kind"), "cell"),
+        status=status,
+        t=effect.intent.t,
+        code=str(data.get("code") or ""),
+        summary=str(data.get("summary") or ""),
+        approve=approve,
+        rest=rest and bool(approve),
+        by=by,
+        parent=effect.parent,
+    )
