@@ -19,6 +19,8 @@ order they happened (see :mod:`jupyter_agent.trace.cells_view`):
   (metadata ``synthetic: true``, ``program: autorecall@v1``), its result as the stream
   output, before the turn's first real cell (:mod:`jupyter_agent.trace.notebook_recall`);
 - markdown cells for progress bubbles and the final reply;
+- a markdown cell per wait for the person (an ``approval.wait``: what waited, how it ended;
+  an MCP call's code) and per notice the run took (:mod:`jupyter_agent.trace.notebook_waits`);
 - a markdown note for what did not finish normally: a cancelled, timed-out, failed or
   unfinished effect, a hard break, an error or wrap-up end, a log that stops mid-run. A
   cell or command a hard break cut keeps the output it printed until then (status
@@ -51,11 +53,13 @@ from typing import Any, Final
 from nbformat import NotebookNode
 
 from jupyter_agent.core.steps import (
+    ApprovalStep,
     BashStep,
     BreakStep,
     BubbleStep,
     CellStep,
     ModelCallStep,
+    NoticeStep,
     RecallStep,
     ReplyStep,
     SteeringStep,
@@ -78,6 +82,7 @@ from jupyter_agent.trace.notebook_nodes import (
     write_notebook,
 )
 from jupyter_agent.trace.notebook_recall import CELL_ID, synthetic_meta, title_source
+from jupyter_agent.trace.notebook_waits import approval_meta, approval_source, notice_source
 
 __all__ = ["KERNELSPEC", "chat_notebook", "run_notebook", "sh_source", "write_notebook"]
 
@@ -136,8 +141,9 @@ class _Builder:
 
     # -- cells ----------------------------------------------------------------------------
 
-    def markdown(self, source: str, kind: str, seq: int | None) -> None:
-        cell = new_markdown_cell(source, id=self._md_id(), metadata=self._meta(kind, seq))
+    def markdown(self, source: str, kind: str, seq: int | None, **extra: Any) -> None:
+        meta = self._meta(kind, seq, **extra)
+        cell = new_markdown_cell(source, id=self._md_id(), metadata=meta)
         self.cells.append(cell)
 
     def note(self, text: str, seq: int | None) -> None:
@@ -277,6 +283,10 @@ class _Builder:
                 self.model_call(step)
             elif isinstance(step, RecallStep):
                 self.recall(step)
+            elif isinstance(step, ApprovalStep):
+                self.markdown(approval_source(step), "approval", step.seq, **approval_meta(step))
+            elif isinstance(step, NoticeStep):
+                self.markdown(notice_source(step), "notice", step.seq)
         self.end_note()
         return self.cells
 
