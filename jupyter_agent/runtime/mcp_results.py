@@ -9,8 +9,8 @@ The value (recorded in the run's effect log, sent to the kernel)::
 
 Audio and other blocks become ``{"type": "text", "text": "[audio: mime, N bytes]"}``; a
 resource link becomes a ``resource`` without text; a binary resource one with the note
-``[binary: N bytes]``. Bounds: a text over :data:`MAX_TEXT_CHARS` is cut with a note (a structured result over it is dropped, the content
-stays); an
+``[binary: N bytes]``. Bounds: a text over :data:`MAX_TEXT_CHARS` is cut with a note (a
+structured result whose JSON is over it is dropped, with a note: the content stays); an
 image over :data:`MAX_IMAGE_BYTES` is replaced by a text note. Every string goes through
 the run's scrubber before anything logs or returns it (:func:`result_value`).
 """

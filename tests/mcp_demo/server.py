@@ -5,6 +5,7 @@
 - ``image()``: a 1x1 PNG image content (read-only);
 - ``write_note(text)``: mutating: appends a line to the file ``$MCP_DEMO_NOTES`` (and
   answers how many lines it holds);
+- ``write_then_crash(text)``: mutating: appends, then exits (code 4) without answering;
 - ``fail()``: an ``isError`` result;
 - ``slow(seconds)``: sleeps, then answers ``"slept"``;
 - ``crash()``: exits the process (code 3) without answering;
@@ -61,6 +62,12 @@ def write_note(text: str) -> str:
         notes.write(text + "\n")
     with open(path, encoding="utf-8") as notes:
         return f"{sum(1 for _ in notes)} notes"
+
+
+@server.tool(description="Append a line, then exit the process.", structured_output=False)
+def write_then_crash(text: str) -> str:
+    write_note(text)
+    os._exit(4)
 
 
 @server.tool(description="Always fails.", annotations=READ_ONLY)
