@@ -65,8 +65,8 @@ class _Lost(Exception):
 class _Request:
     op: Callable[[Any], Awaitable[Any]]
     future: asyncio.Future[Any]
-    #: Ping the server first: a connection found dead then is "not sent" (a restart and
-    #: one more try are safe even for a mutating tool).
+    #: Probe the server first (a ``tools/list``): a connection found dead then is "not
+    #: sent" (a restart and one more try are safe even for a mutating tool).
     ping_first: bool = False
     sent: bool = False
     scope: anyio.CancelScope | None = None
@@ -191,8 +191,8 @@ class _Connection:
             if request.future.done():
                 return
             try:
-                if request.ping_first:
-                    await client.send_ping()
+                if request.ping_first:  # ping is gone in 2026-07-28: a listing answers too
+                    await client.list_tools()
                 request.sent = True
                 value = await request.op(client)
             except Exception as err:
