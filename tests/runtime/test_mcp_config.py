@@ -85,7 +85,8 @@ def test_references_resolve_at_connect_time_and_name_what_is_missing() -> None:
         },
     )
     assert stdio.command == ("python", "-m", "my_server", "--flag")  # a str is shlex-split
-    assert stdio.transport == "stdio" and stdio.timeout_s == 30.0
+    assert stdio.transport == "stdio"
+    assert stdio.timeout_s == 30.0
     assert stdio.refs() == ["env:FILES_TOKEN"]
     assert stdio.resolve_env({"FILES_TOKEN": SECRET}) == {"API_TOKEN": SECRET}
     with pytest.raises(McpConfigError) as missing:
@@ -99,7 +100,8 @@ def test_references_resolve_at_connect_time_and_name_what_is_missing() -> None:
             "tools": ["*"],
         },
     )
-    assert http.transport == "http" and http.timeout_s == 60.0
+    assert http.transport == "http"
+    assert http.timeout_s == 60.0
     assert http.refs() == ["env:GH_TOKEN", "env:TEAM"]
     assert http.resolve_headers({"GH_TOKEN": SECRET, "TEAM": "data"}) == {
         "Authorization": f"Bearer {SECRET}",
@@ -118,7 +120,8 @@ def test_allow_lists_and_the_mutating_rule() -> None:
         read_only=frozenset({"write_file"}),
         mutating=frozenset({"search"}),
     )
-    assert config.allows("read-file") and config.allows("search")
+    assert config.allows("read-file")
+    assert config.allows("search")
     assert not config.allows("delete")
     assert config.is_mutating("read-file", read_only_hint=None)  # unknown: mutating
     assert not config.is_mutating("read-file", read_only_hint=True)  # annotated read-only
@@ -142,7 +145,8 @@ def test_parse_servers_keeps_the_good_entries_and_reports_the_bad() -> None:
     assert [c.name for c in good] == ["files", "my-files"]
     assert set(bad) == {"broken", "my_files"}
     assert "needs 'tools'" in bad["broken"]
-    assert "'my_files'" in bad["my_files"] and "'my-files'" in bad["my_files"]
+    assert "'my_files'" in bad["my_files"]
+    assert "'my-files'" in bad["my_files"]
     assert parse_servers({}) == ((), {})
     assert parse_servers(["x"])[0] == ()
 
