@@ -92,7 +92,7 @@ from jupyter_agent.runtime.cell_events import (
     RunningCell,
 )
 from jupyter_agent.runtime.driver_tools import ToolRuns
-from jupyter_agent.runtime.embedder import hybrid_rank
+from jupyter_agent.runtime.hybrid_recall import hybrid_rank
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.mcp_app import McpRunState, mcp_answer
 from jupyter_agent.runtime.model_calls import perform
