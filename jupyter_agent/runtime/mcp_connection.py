@@ -2,9 +2,12 @@
 
 The SDK's anyio context managers (the stdio child or the HTTP client, then the
 ``Client``) must be entered and exited in one task: :class:`McpConnection`'s owner task
-enters them, then serves the requests of a queue, each in the owner's task group (a
-request can be cancelled alone: its deadline). Callers wait on a future. A request the
-connection ends under fails with :class:`Lost` (``sent`` says whether it had gone out).
+enters them and holds them until :meth:`McpConnection.stop` (or until the connection
+ends). A request runs in its caller's task on the open ``Client`` (the SDK routes the
+answer through its own streams): no hop through the owner, which a tool call from a cell
+would pay twice (issue 18's bench). Its deadline is an anyio cancel scope in the caller.
+A request the connection ends under fails with :class:`Lost` (``sent`` says whether it
+had gone out).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
@@ -35,24 +37,6 @@ class Lost(Exception):
     def __init__(self, reason: str, *, sent: bool) -> None:
         super().__init__(reason)
         self.sent = sent
-
-
-@dataclass(eq=False)
-class _Request:
-    op: Callable[[Any], Awaitable[Any]]
-    future: asyncio.Future[Any]
-    #: Probe the server first (a ``tools/list``): a connection found dead then is "not
-    #: sent" (a restart and one more try are safe even for a mutating tool).
-    ping_first: bool = False
-    sent: bool = False
-    scope: anyio.CancelScope | None = None
-
-    def cancel(self) -> None:
-        """The caller gave up (its deadline): stop serving it."""
-        if self.scope is not None:
-            self.scope.cancel()
-        if not self.future.done():
-            self.future.cancel()
 
 
 def short_reason(err: BaseException, scrubber: Scrubber) -> str:
@@ -77,8 +61,10 @@ class McpConnection:
         self.config = config
         self._environ = environ
         self._on_change = on_change
-        self._queue: asyncio.Queue[_Request | None] = asyncio.Queue()
-        self._pending: set[_Request] = set()
+        self._leave: asyncio.Event = asyncio.Event()  # set: the owner leaves its contexts
+        self._client: Any = None  # the open Client while the owner holds it
+        self._calls: set[asyncio.Task[Any]] = set()  # the callers' tasks in a request
+        self._cut: set[asyncio.Task[Any]] = set()  # ... the owner cancelled as it ended
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._task: asyncio.Task[None] | None = None
         self.ended: str | None = None  # why the connection ended (None: alive or starting)
@@ -132,14 +118,9 @@ class McpConnection:
                     transport = _stdio(transport, devnull)
                 client = Client(transport, cache=None, message_handler=self._on_message)
                 await stack.enter_async_context(client)
+                self._client = client
                 self._ready.set_result(None)
-                async with anyio.create_task_group() as group:
-                    while True:
-                        request = await self._queue.get()
-                        if request is None:
-                            group.cancel_scope.cancel()
-                            break
-                        group.start_soon(self._serve, client, request)
+                await self._leave.wait()
             reason = "the connection was closed"
         except (asyncio.CancelledError, KeyboardInterrupt):
             reason = "the connection was stopped"
@@ -149,66 +130,58 @@ class McpConnection:
             if not self._ready.done():
                 self._ready.set_exception(McpError(reason))
         finally:
-            self.ended = reason
+            self.ended = self.ended or reason
+            self._client = None
             if not self._ready.done():
                 self._ready.set_exception(McpError(reason))
-            for request in list(self._pending):
-                if not request.future.done():
-                    request.future.set_exception(Lost(reason, sent=request.sent))
-            self._pending.clear()
-            while not self._queue.empty():
-                left = self._queue.get_nowait()
-                if left is not None and not left.future.done():
-                    left.future.set_exception(Lost(reason, sent=False))
-
-    async def _serve(self, client: Any, request: _Request) -> None:
-        with anyio.CancelScope() as scope:
-            request.scope = scope
-            if request.future.done():
-                return
-            try:
-                if request.ping_first:  # ping is gone in 2026-07-28: a listing answers too
-                    await client.list_tools()
-                request.sent = True
-                value = await request.op(client)
-            except Exception as err:
-                if _closed(err):  # the process exited, the session is gone: reconnect
-                    self.ended = self.ended or "the connection closed"
-                    self._queue.put_nowait(None)
-                    err = Lost(self.ended, sent=request.sent)
-                if not request.future.done():
-                    request.future.set_exception(err)
-            else:
-                if not request.future.done():
-                    request.future.set_result(value)
-        if not request.future.done():  # stopped under it: the owner's finally answers it
-            return
-        self._pending.discard(request)
+            for task in list(self._calls):  # a request the contexts' exit did not end
+                self._cut.add(task)
+                task.cancel()
 
     async def request(
         self, op: Callable[[Any], Awaitable[Any]], timeout_s: float, *, ping_first: bool = False
     ) -> Any:
-        """Run ``op(client)`` in the owner task; TimeoutError past ``timeout_s``, Lost when
-        the connection ends under it (see :class:`_Request` for ``ping_first``)."""
-        if not self.alive:
+        """Run ``op(client)`` in the caller's task; TimeoutError past ``timeout_s``, Lost when
+        the connection ends under it. ``ping_first``: probe the server first (a
+        ``tools/list``: ``ping`` is gone in 2026-07-28), so a connection found dead then is
+        "not sent" and a restart and one more try are safe even for a mutating tool."""
+        client = self._client
+        if not self.alive or client is None:
             raise Lost(self.ended or "not connected", sent=False)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        request = _Request(op=op, future=future, ping_first=ping_first)
-        self._pending.add(request)
-        self._queue.put_nowait(request)
+        task = asyncio.current_task()
+        assert task is not None
+        sent = False
+        self._calls.add(task)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout_s)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
-            request.cancel()
-            self._pending.discard(request)
-            raise
+            with anyio.fail_after(timeout_s):
+                if ping_first:
+                    await client.list_tools()
+                sent = True
+                return await op(client)
+        except asyncio.CancelledError:
+            if task not in self._cut:
+                raise
+            uncancel = getattr(task, "uncancel", None)  # Python 3.11+: the cut is handled
+            if uncancel is not None:
+                uncancel()
+            raise Lost(self.ended or "the connection closed", sent=sent) from None
+        except Exception as err:
+            if not _closed(err):
+                raise
+            # the process exited, the session is gone: the owner leaves, the hub reconnects
+            self.ended = self.ended or "the connection closed"
+            self._leave.set()
+            raise Lost(self.ended, sent=sent) from err
+        finally:
+            self._calls.discard(task)
+            self._cut.discard(task)
 
     async def stop(self) -> None:
         """Leave the contexts (the stdio child is ended by the SDK); idempotent."""
         task = self._task
         if task is None or task.done():
             return
-        self._queue.put_nowait(None)
+        self._leave.set()
         done, _ = await asyncio.wait({task}, timeout=_STOP_S)
         if not done:
             task.cancel()
