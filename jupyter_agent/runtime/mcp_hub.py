@@ -138,7 +138,7 @@ class McpHub:
             except Exception as err:  # any failure to connect is the server's error
                 reason = (
                     f"no answer within {self.connect_timeout_s:g} s"
-                    if isinstance(err, asyncio.TimeoutError)
+                    if isinstance(err, (asyncio.TimeoutError, TimeoutError))
                     else short_reason(err, self.scrubber)
                 )
                 server.tools, server.error, server.failed_at = None, reason, self._clock()
@@ -223,7 +223,7 @@ class McpHub:
                     raise Lost("not connected", sent=False)
                 result = await conn.request(send, deadline, ping_first=tool.mutating)
                 break
-            except asyncio.TimeoutError:
+            except (asyncio.TimeoutError, TimeoutError):  # anyio's is the builtin one
                 raise McpCallError(f"{method}: timed out after {deadline:g} s") from None
             except Lost as lost:
                 retry = not lost.sent or not tool.mutating
