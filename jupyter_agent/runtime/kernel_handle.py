@@ -39,7 +39,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from queue import Empty
 from typing import Any, Protocol
 
@@ -95,6 +95,24 @@ class AgentKernelHandle:
         """The outputs of the latest cell or bash op, as far as they came (bounded)."""
         self.scrubber: Scrubber = NO_SECRETS
         """Cleans all the kernel sends (set by whoever lends the handle to a run)."""
+        self._holds = 0  # open hold()s: the running op's timeout is not counting
+        self._held_since = 0.0
+        self._held_s = 0.0  # how long the running op's holds lasted (closed ones)
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """While it is open, the running cell's (or command's) timeout stops counting: a
+        call of the cell waits for the person (an MCP tool's approval), whose answer time
+        is not the cell's. Nested and concurrent holds count once."""
+        if self._holds == 0:
+            self._held_since = time.monotonic()
+        self._holds += 1
+        try:
+            yield
+        finally:
+            self._holds -= 1
+            if self._holds == 0:
+                self._held_s += time.monotonic() - self._held_since
 
     # -- connection -------------------------------------------------------------------------
     async def connect(self) -> None:
@@ -355,8 +373,11 @@ class AgentKernelHandle:
     async def _await_reply(self, msg_id: str, timeout_s: float) -> dict[str, Any] | None:
         """The execute_reply, or None at the timeout; KernelDied when the kernel is gone."""
         deadline = time.monotonic() + timeout_s
+        self._held_s = 0.0  # (one op runs at a time: the handle's lock)
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = deadline + self._held_s - time.monotonic()
+            if self._holds:
+                remaining = max(remaining, self._interval)
             if remaining <= 0:
                 return None
             try:

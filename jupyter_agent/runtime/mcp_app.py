@@ -15,12 +15,15 @@ kind: "mcp", code: "mcp.files.write_file(path='x')", summary, timeout_s}``, perf
 :func:`~jupyter_agent.runtime.approvals.perform_wait`. It does not wait under ``none``,
 nor in a cell the person approved (the driver saw that cell's ``approval.wait`` answer
 ``approve: true``), nor once the person approved "the rest of this turn" in this run.
-Denied: :class:`~jupyter_agent.exceptions.AppCallError` "The person denied
+The cell's timeout stops counting while the person is asked
+(:meth:`~jupyter_agent.runtime.kernel_handle.AgentKernelHandle.hold`). Denied:
+:class:`~jupyter_agent.exceptions.AppCallError` "The person denied
 mcp.files.write_file."; a break: "Not run: the person asked you to stop."
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -135,7 +138,11 @@ async def _approve(
         "summary": f"Call the MCP tool {MCP_APP}.{method}",
         "timeout_s": _wait_left(driver, state),
     }
-    result = await driver.perform_nested(Effect(name=APPROVAL_WAIT, data=data, parent=seq))
+    handle = getattr(getattr(driver, "kernel", None), "current", None)
+    hold = getattr(handle, "hold", None)
+    # the person's answer time is not the cell's: its timeout stops while they are asked
+    with hold() if callable(hold) else contextlib.nullcontext():
+        result = await driver.perform_nested(Effect(name=APPROVAL_WAIT, data=data, parent=seq))
     if result.cancelled:
         raise RunCancelled(detail=result.data)
     decision = Decision(approve=False) if result.error else Decision.from_json(result.data)
