@@ -33,6 +33,7 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, v
 from traitlets.config import Config
 
 from jupyter_agent import __version__
+from jupyter_agent.exceptions import Unavailable
 from jupyter_agent.llm.embeddings import EMBED_TIER, embed_tier_problem
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.admin_profiles import admin_profiles
@@ -49,6 +50,7 @@ from jupyter_agent.runtime.sandbox import SandboxUnavailable
 from jupyter_agent.runtime.service import AgentService
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
 from jupyter_agent.server.handlers import default_handlers
+from jupyter_agent.server.mcp_endpoint import McpEndpoint
 from jupyter_agent.store.repo import Store
 
 __all__ = ["DEFAULT_TIERS", "JupyterAgent"]
@@ -327,6 +329,17 @@ class JupyterAgent(ExtensionApp):
     service: AgentService | None = None
     """The agent service (built in ``initialize_settings``; None if it could not be)."""
 
+    mcp_endpoint: McpEndpoint | None = None
+    """The MCP endpoint's session manager (``agent/mcp``, issue 18): started and stopped
+    with the extension."""
+
+    async def started_service(self) -> AgentService:
+        """The agent service, started; ``Unavailable`` when it could not be built."""
+        if self.service is None:
+            raise Unavailable("The agent service is not available", reason="unavailable")
+        await self.service.start()
+        return self.service
+
     def status(self, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The answer of ``GET agent/status`` for the server's environment (no key values).
 
@@ -426,14 +439,19 @@ class JupyterAgent(ExtensionApp):
             live_docs=LiveDocs(lambda: collaboration_app(serverapp)),
         )
         self.service = AgentService(parts)
+        self.mcp_endpoint = McpEndpoint(self.started_service, version=__version__)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the pool and recover runs left running, once the loop runs."""
         if self.service is not None:
             await self.service.start()
+        if self.mcp_endpoint is not None:
+            await self.mcp_endpoint.start()
 
     async def stop_extension(self) -> None:
         """Break the runs, stop the pool, close the transport, the store and the demo."""
+        if self.mcp_endpoint is not None:  # its sessions first: their waits end
+            await self.mcp_endpoint.stop()
         if self.service is not None:
             await self.service.stop()
 
