@@ -211,6 +211,7 @@ async def _wait_run(
     """Read events until ``target`` has ended (True) or the deadline passed (False)."""
     loop = asyncio.get_running_loop()
     ended = asyncio.ensure_future(service.manager.wait(target))
+    getter: asyncio.Future[dict[str, Any]] | None = None
     try:
         while True:
             getter = asyncio.ensure_future(queue.get())
@@ -231,6 +232,8 @@ async def _wait_run(
                 return False
     finally:
         ended.cancel()
+        if getter is not None:
+            getter.cancel()
 
 
 async def _next_run(
