@@ -38,7 +38,8 @@ from jupyter_agent.core.recall_terms import query_terms, terms
 from jupyter_agent.llm.fake import FakeProvider
 from jupyter_agent.llm.fake_embed import embed_text
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.runtime.embedder import Embedder, recall_hits
+from jupyter_agent.runtime.embedder import Embedder
+from jupyter_agent.runtime.hybrid_recall import recall_hits
 from jupyter_agent.store import Store
 
 MODEL, K = "fake-embed", 5

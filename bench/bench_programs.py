@@ -6,8 +6,8 @@ fake model on loopback (chat-only turns: one model call, no cell), a real agent 
 pool (a chat-only run does not wait for it).
 
 Two agents of one store run side by side, interleaved: ``agent`` (the built-in
-``toolcaller@v5``) and ``deployed``, whose layer runs a *deployed copy of v5* (a one-line
-program that yields what ``toolcaller@v5`` yields), so both runs ask for the same effects
+``toolcaller@v6``) and ``deployed``, whose layer runs a *deployed copy of v6* (a one-line
+program that yields what ``toolcaller@v6`` yields), so both runs ask for the same effects
 and the difference is what running a deployed version costs: the registry's resolve, the
 hashed header and summary, and every step in a worker thread under the step deadline.
 
@@ -47,12 +47,12 @@ sys.path.insert(0, str(ROOT))
 
 CHAT = [{"text": "Hello."}]
 EXAMPLE = ROOT / "examples" / "programs" / "plan_first"
-#: ``toolcaller@v5`` as a deploy: the same effects, run the way a deployed version runs.
+#: ``toolcaller@v6`` as a deploy: the same effects, run the way a deployed version runs.
 V4_COPY = {
     "program.py": (
         "from jupyter_agent.core import loop\n\n\n"
         "def program(run_id, chat_id):\n"
-        '    return (yield from loop.program("toolcaller@v5", run_id, chat_id))\n'
+        '    return (yield from loop.program("toolcaller@v6", run_id, chat_id))\n'
     )
 }
 
@@ -109,7 +109,7 @@ async def main(turns: int, deploys: int) -> None:
         await asyncio.to_thread(check_deploy, "toolcaller", files)
         checks.append(time.perf_counter() - t0)
 
-    # (a) the v5 copy for agent "deployed"; "agent" keeps the built-in.
+    # (a) the v6 copy for agent "deployed"; "agent" keeps the built-in.
     copy = await service.deploy("toolcaller", V4_COPY, agent="deployed")
     agents = ("agent", "deployed")
     chats = {a: store.create_chat(chat_id=new_id("chat"), title=a, now=now_iso(), agent=a).id
@@ -151,7 +151,7 @@ async def main(turns: int, deploys: int) -> None:
             runs[agent] = turn.run_id
             assert turn.programs is not None
             assert turn.programs[0].startswith(
-                "toolcaller@v5#" if agent == "agent" else "toolcaller@v"
+                "toolcaller@v6#" if agent == "agent" else "toolcaller@v"
             )
 
     # The program's steps alone: one recorded chat-only run, inline vs threaded.
@@ -197,7 +197,7 @@ async def main(turns: int, deploys: int) -> None:
     fake.stop()
     await km.shutdown_all(now=True)
 
-    print(f"deployed: {copy['program']['ref']} (a copy of toolcaller@v5) for agent 'deployed'")
+    print(f"deployed: {copy['program']['ref']} (a copy of toolcaller@v6) for agent 'deployed'")
     print(f"{'per run (medians)':<34} {'built-in':>12} {'deployed':>12}")
     _row("resolve (once loaded)", resolve["agent"], resolve["deployed"])
     _row("opening (resolve+summary+header)", opening["agent"], opening["deployed"])

@@ -17,9 +17,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from jupyter_agent.trace.show import bound
+from jupyter_agent.trace.wait_steps import approval_outcome
 
 __all__ = [
     "PIPE_WIDTH",
+    "approval_line",
     "plural",
     "render_ls",
     "render_show",
@@ -204,7 +206,8 @@ def render_show(body: dict[str, Any]) -> None:
     """One run: its turn, then each step, then the effects table."""
     console = _console()
     _head(body, console)
-    for step in body.get("steps") or []:
+    steps = body.get("steps") or []
+    for at, step in enumerate(steps):
         kind, seq, status = step.get("type"), step.get("seq"), step.get("status", "ok")
         word = _STATUS_WORDS.get(str(status), str(status))
         flag = "" if status in ("ok", None) else f" [red]{escape(word)}[/red]"
@@ -236,6 +239,17 @@ def render_show(body: dict[str, Any]) -> None:
             _recall(step, flag, console)
         elif kind == "break":
             console.print(f"\n#{seq} break ({'hard' if step.get('hard') else 'soft'})")
+        elif kind == "approval":
+            console.print(f"\n#{seq} {escape(approval_line(step, steps[at + 1 :], steps))}")
+            if step.get("summary"):
+                console.print(escape(_indent(str(step["summary"]))))
+            if step.get("kind") == "mcp" and step.get("code"):  # a cell's code is its step's
+                console.print(escape(_indent(str(step["code"]), "  > ")))
+        elif kind == "notice":
+            console.print(
+                f"\n#{seq} notice" + (f" · {escape(str(step['at']))}" if step.get("at") else "")
+            )
+            console.print(escape(_indent(str(step.get("text") or ""))))
     table = Table(title="effects", show_edge=False, header_style="bold")
     for name in ("seq", "name", "parent", "intent", "result"):
         table.add_column(name, overflow="fold")
@@ -250,6 +264,33 @@ def render_show(body: dict[str, Any]) -> None:
         )
     console.print()
     console.print(table)
+
+
+def approval_line(
+    step: dict[str, Any], later: list[dict[str, Any]], steps: list[dict[str, Any]]
+) -> str:
+    """One line of an approval step: ``approval (cell c3): approved by the person``.
+
+    The cell a wait let run is the next python cell or command of the steps after it
+    (``later``); a denied one ran none: ``approval (cell): denied``. An MCP call's wait
+    names the cell that made the call (the cell step whose ``seqs`` hold its ``parent``).
+    """
+    kind = str(step.get("kind") or "cell")
+    label = kind
+    if kind in ("cell", "bash") and step.get("approve") is True:
+        ran = next((s for s in later if s.get("type") in ("cell", "bash")), None)
+        if ran is not None and ran.get("type") == ("bash" if kind == "bash" else "cell"):
+            label = f"{kind} {ran.get('cell_id')}"
+    elif kind == "mcp" and step.get("parent") is not None:
+        cell = next((s for s in steps if step["parent"] in (s.get("seqs") or ())), None)
+        label = f"mcp call in cell {cell.get('cell_id')}" if cell else "mcp call"
+    outcome = approval_outcome(
+        approve=step.get("approve"),
+        rest=step.get("rest"),
+        by=step.get("by"),
+        status=step.get("status"),
+    )
+    return f"approval ({label}): {outcome}"
 
 
 def _recall(step: dict[str, Any], flag: str, console: Console) -> None:

@@ -15,6 +15,9 @@
     │   ├── KernelDied              the kernel process is gone
     │   └── CellTimeout             a cell ran past its timeout
     ├── AppCallError                an in-cell app call failed (raised inside the kernel)
+    ├── McpError                    an MCP server (``c.JupyterAgent.mcp_servers``) failed
+    │   ├── McpConfigError          a server's entry is bad (also ConfigError): names the field
+    │   └── McpCallError            a tool call failed (unknown tool, timeout, the tool's error)
     ├── ProgramFault                a program misbehaved in a run (raised, a non-catalogue
     │                               effect, past a ceiling, no effect for too long): ``program``
     ├── TraceError                  an effect log is unreadable or inconsistent
@@ -81,6 +84,9 @@ __all__ = [
     "Forbidden",
     "KernelDied",
     "KernelError",
+    "McpCallError",
+    "McpConfigError",
+    "McpError",
     "NondeterminismError",
     "NotFound",
     "NotSupported",
@@ -204,6 +210,20 @@ class CellTimeout(KernelError):
 
 class AppCallError(AgentError):
     """An in-cell app call failed, or there is no agent host to answer it."""
+
+
+class McpError(AgentError):
+    """An MCP server the admin configured could not be used (issue 18). Its message never
+    holds a credential (a resolved ``env:NAME`` value or header)."""
+
+
+class McpConfigError(McpError, ConfigError):
+    """A ``mcp_servers`` entry is bad: the message names the server and the field."""
+
+
+class McpCallError(McpError):
+    """A call of an MCP tool failed: an unknown tool, a timeout, a server that exited, or
+    the tool's own error (``isError``). The message starts with ``mcp.<server>.<tool>``."""
 
 
 class TraceError(AgentError):

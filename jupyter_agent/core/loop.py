@@ -1,4 +1,4 @@
-"""The toolcaller loop (``toolcaller@v5``): one conversation turn as a pure state machine.
+"""The toolcaller loop (``toolcaller@v6``): one conversation turn as a pure state machine.
 
 Versions (a log replays with the version its header names, :data:`PROGRAMS`):
 
@@ -28,6 +28,10 @@ Versions (a log replays with the version its header names, :data:`PROGRAMS`):
   cell wait for the person (``approval.wait``, :mod:`jupyter_agent.core.approval`) before
   it runs; mailbox ``notice`` items reach the model as ``[notice] ...`` lines; the user
   message header names the viewed cell by id. v1..v4 run as they did.
+- ``toolcaller@v6``: MCP tools (issue 18). After the memory read, ``config.get {key:
+  "mcp"}`` gives the :class:`~jupyter_agent.core.mcp_catalogue.McpCatalogue`; with a
+  server in it the prompt lists the ``mcp`` app (``McpCatalogue.app_spec``: a line per
+  tool) and names it among the installed apps, else the prompt is v5's. v1..v5 as before.
 
 :func:`toolcaller` is a generator: it yields :class:`~jupyter_agent.effects.Effect`
 values and receives :class:`~jupyter_agent.effects.Result` values; it never does I/O.
@@ -57,7 +61,7 @@ The cycle (the seed's "The tools: run_cell and bash")::
 - Ceilings (model calls, cells, wall time, cost) end the run through the same wrap-up.
 - Everything the loop depends on arrives through effects: ``config.get`` keys ``ceilings``,
   ``spaces``, ``history`` (v1/v2: the chat's previous turn records; v3: its window),
-  ``llm.tier.*``, ``llm.profile.*`` and ``memory`` (v4); ``recall.search`` (v4);
+  ``llm.tier.*``, ``llm.profile.*``, ``memory`` (v4) and ``mcp`` (v6); ``recall.search`` (v4);
   ``clock.now``; ``id.new``; ``mailbox.drain`` (the first drain holds the message that
   started the run).
 """
@@ -67,7 +71,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from jupyter_agent.core.approval import POLICIES, Approvals, Policy
+from jupyter_agent.core.approval import Approvals
 from jupyter_agent.core.apps import apps_for
 from jupyter_agent.core.digest import DigestOptions
 from jupyter_agent.core.inbox import read_items
@@ -80,6 +84,7 @@ from jupyter_agent.core.loop_steps import (
     finish,
     inbox_steering,
     now,
+    policy_of,
     post,
     post_final,
     provider_failure_text,
@@ -90,6 +95,7 @@ from jupyter_agent.core.loop_steps import (
     tool_prompt,
     wrap_up,
 )
+from jupyter_agent.core.mcp_catalogue import McpCatalogue
 from jupyter_agent.core.prompt import RuntimeContext, build_system, user_message
 from jupyter_agent.core.recall_program import (
     AUTORECALL_PROGRAM,
@@ -113,6 +119,7 @@ __all__ = [
     "PROGRAMS",
     "V4_PROGRAMS",
     "V5_PROGRAMS",
+    "V6_PROGRAMS",
     "WRAPUP_PROMPTS",
     "Turn",
     "end",
@@ -124,7 +131,7 @@ __all__ = [
 ]
 
 #: The version new runs use.
-PROGRAM = "toolcaller@v5"
+PROGRAM = "toolcaller@v6"
 #: Every version this code replays, by its recorded name.
 PROGRAMS: Final = {
     "toolcaller@v1": 1,
@@ -132,12 +139,17 @@ PROGRAMS: Final = {
     "toolcaller@v3": 3,
     "toolcaller@v4": 4,
     "toolcaller@v5": 5,
+    "toolcaller@v6": 6,
 }
 #: The programs a ``toolcaller@v4`` turn runs (its record's and its log header's
 #: ``programs``).
 V4_PROGRAMS: Final = ("toolcaller@v4", AUTORECALL_PROGRAM)
 #: The programs a ``toolcaller@v5`` turn runs.
 V5_PROGRAMS: Final = ("toolcaller@v5", AUTORECALL_PROGRAM)
+#: The programs a ``toolcaller@v6`` turn runs.
+V6_PROGRAMS: Final = ("toolcaller@v6", AUTORECALL_PROGRAM)
+#: The programs each version's turn records (v1..v3: none).
+_RUN_PROGRAMS: Final = {4: V4_PROGRAMS, 5: V5_PROGRAMS, 6: V6_PROGRAMS}
 #: The user message that opens a request whose recall call nothing precedes (a new chat,
 #: or an empty window): providers (Anthropic's Messages API, strict chat templates) want
 #: the first message to be the user's, not the synthetic assistant call.
@@ -227,7 +239,7 @@ def setup(
     """Read config, the tier, history and the opening drain; build the prompt.
 
     ``version``: 3 reads the history as its window, 4 also memory and recall, 5 the
-    notebook app, approvals and notices (see the module docstring).
+    notebook app, approvals and notices, 6 the MCP catalogue (see the module docstring).
 
     Returns the :class:`Turn` to step, or the turn record of a run that ended here (a bad
     tier, a hard break before the first model call, nothing to answer).
@@ -238,7 +250,7 @@ def setup(
     state = RunState(started=started)
     notices = version >= 5
     if version >= 4:
-        state.programs = V4_PROGRAMS if version == 4 else V5_PROGRAMS
+        state.programs = _RUN_PROGRAMS[version]
     try:
         tier = yield from resolve_tier("codegen")
     except ConfigError as err:
@@ -288,6 +300,10 @@ def setup(
     memory = (yield from read_memory()) if version >= 4 else None
     tools = tools_for(bash_enabled=ceilings.bash_enabled, writes=version >= 5)
     apps = apps_for(version)  # an app added later is not in an older version's prompt
+    if version >= 6:
+        mcp = McpCatalogue.from_json((yield from config("mcp")))
+        mcp_app = mcp.app_spec()  # None without a configured server: v5's prompt
+        apps += (mcp_app,) if mcp_app is not None else ()
     system = build_system(
         spaces,
         tools=tools,
@@ -340,7 +356,7 @@ def setup(
             ),
         )
     options = DigestOptions.from_config(ceilings, spaces, tier.profile)
-    approvals = Approvals(policy=_policy(ceilings.approval)) if version >= 5 else None
+    approvals = Approvals(policy=policy_of(ceilings.approval)) if version >= 5 else None
     return Turn(
         run_id=run_id,
         chat_id=chat_id,
@@ -357,15 +373,6 @@ def setup(
         version=version,
         approvals=approvals,
     )
-
-
-def _policy(value: str) -> Policy:
-    """The configured approval policy; an unknown value waits for every cell (the safe
-    reading of a config this code does not know)."""
-    for policy in POLICIES:
-        if value == policy:
-            return policy
-    return "every_cell"
 
 
 def recall(

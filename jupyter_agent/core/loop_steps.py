@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from jupyter_agent.core.approval import Approvals, Decision, refusal, wait, writes_of
+from jupyter_agent.core.approval import (
+    POLICIES,
+    Approvals,
+    Decision,
+    Policy,
+    refusal,
+    wait,
+    writes_of,
+)
 from jupyter_agent.core.cells import BashResult, CellResult
 from jupyter_agent.core.digest import DigestOptions, digest_bash, digest_cell
 from jupyter_agent.core.digest_record import recorded_content
@@ -56,6 +64,7 @@ __all__ = [
     "error_result",
     "finish",
     "now",
+    "policy_of",
     "post",
     "post_final",
     "provider_failure_text",
@@ -182,6 +191,15 @@ def add_user(messages: list[Message], message: Message) -> None:
 
 def error_result(call: ToolCall, text: str) -> ToolResult:
     return ToolResult(call_id=call.id, content=(Text(text=text),), is_error=True)
+
+
+def policy_of(value: str) -> Policy:
+    """The configured approval policy; an unknown value waits for every cell (the safe
+    reading of a config this code does not know)."""
+    for policy in POLICIES:
+        if value == policy:
+            return policy
+    return "every_cell"
 
 
 def approve(

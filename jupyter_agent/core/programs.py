@@ -1,10 +1,10 @@
 """Every program this code runs and replays, by its recorded name (pure).
 
 :data:`PROGRAMS` maps a recorded ``name@vN`` to what it is: the chat loop's versions
-(``toolcaller@v1..v5``, from :data:`jupyter_agent.core.loop.PROGRAMS`) and the history
+(``toolcaller@v1..v6``, from :data:`jupyter_agent.core.loop.PROGRAMS`) and the history
 program ``history@v1`` (:mod:`jupyter_agent.core.history_program`). :data:`SUB_PROGRAMS`
 are the programs that run inside another, never as a run of their own: ``autorecall@v1``
-(:mod:`jupyter_agent.core.recall_program`, a step of ``toolcaller@v4`` and ``@v5``), named by a turn
+(:mod:`jupyter_agent.core.recall_program`, a step of ``toolcaller@v4`` and later), named by a turn
 record's and a log header's ``programs``. :func:`make` builds
 the generator of one; a log header's ``program`` is looked up here by the driver and by
 replay, so a new program is replayable the moment it is registered.
@@ -43,7 +43,7 @@ PROGRAMS: Final[dict[str, Factory]] = {
 
 
 #: Programs run as a part of another (see the module docstring): sub-program -> its host.
-SUB_PROGRAMS: Final[dict[str, str]] = {AUTORECALL_PROGRAM: "toolcaller@v5"}
+SUB_PROGRAMS: Final[dict[str, str]] = {AUTORECALL_PROGRAM: "toolcaller@v6"}
 
 
 def family(name: str) -> str:

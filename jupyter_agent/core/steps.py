@@ -16,6 +16,11 @@ ended: ``ok``; ``failed`` (an error result); ``cancelled`` (a hard break); ``tim
 ``unfinished`` (no result line: the run crashed or still runs); ``unreadable`` (a result
 that does not parse); ``error`` is the effect's error object, if any.
 
+Waits and notices (issue 18) are steps too: an ``approval.wait`` is an :class:`ApprovalStep`
+(its ``approval`` and ``approval_end`` events), top level (a cell or a command waiting) or
+nested (``parent``: the ``app.call`` of an MCP call that waited); a mailbox ``notice`` the
+run took is a :class:`NoticeStep`.
+
 Pure: no I/O.
 """
 
@@ -25,15 +30,18 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Final, Literal
 
 from jupyter_agent.codec import tagged
-from jupyter_agent.core.events import CellStatus
+from jupyter_agent.core.events import ApprovalKind, CellStatus
 
 __all__ = [
     "STEPS",
+    "ApprovalBy",
+    "ApprovalStep",
     "BashStep",
     "BreakStep",
     "BubbleStep",
     "CellStep",
     "ModelCallStep",
+    "NoticeStep",
     "RecallStep",
     "ReplyStep",
     "SteeringStep",
@@ -43,6 +51,8 @@ __all__ = [
 ]
 
 StepStatus = Literal["ok", "failed", "cancelled", "timed_out", "unfinished", "unreadable"]
+#: Who ended an approval wait (``approval.wait``'s ``by``).
+ApprovalBy = Literal["person", "timeout", "break"]
 JsonObject = dict[str, Any]
 
 
@@ -191,6 +201,45 @@ class RecallStep:
     error: JsonObject | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class ApprovalStep:
+    """An ``approval.wait``: a cell, a command, a proposal or an MCP call waited for the person.
+
+    ``kind``, ``code`` and ``summary`` are the wait's (its ``approval`` event's); ``approve``,
+    ``rest`` and ``by`` its answer: ``by`` ``person`` (the person decided: ``approve`` says
+    how, ``rest`` whether they approved the rest of the turn), ``timeout`` (the turn's time
+    ran out first) or ``break`` (a soft break: the person asked the run to stop); ``by`` is
+    None when no answer was recorded (``status`` ``unfinished``: ``approve`` None;
+    ``cancelled`` by a hard break, ``failed`` when the host could not ask, ``unreadable``:
+    ``approve`` false, as the loop read it). ``parent`` is the ``app.call`` seq of a nested
+    wait (an MCP call made in a cell), None for a cell's or command's own wait.
+    """
+
+    type: Literal["approval"] = field(default="approval", init=False)
+    seq: int
+    approval_id: str
+    kind: ApprovalKind
+    code: str = ""
+    summary: str = ""
+    status: StepStatus
+    t: str
+    approve: bool | None = None
+    rest: bool = False
+    by: ApprovalBy | None = None
+    parent: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoticeStep:
+    """A notice the run took from the mailbox (a proposal's outcome, ...): ``text`` as the
+    host queued it (the model read it as ``[notice] <text>``), ``at`` when it was queued."""
+
+    type: Literal["notice"] = field(default="notice", init=False)
+    seq: int
+    text: str
+    at: str
+
+
 #: Every step type.
 STEPS: Final = (
     UserStep,
@@ -202,6 +251,8 @@ STEPS: Final = (
     BashStep,
     ModelCallStep,
     RecallStep,
+    ApprovalStep,
+    NoticeStep,
 )
 
 Step = Annotated[
@@ -213,7 +264,9 @@ Step = Annotated[
     | CellStep
     | BashStep
     | ModelCallStep
-    | RecallStep,
+    | RecallStep
+    | ApprovalStep
+    | NoticeStep,
     tagged("type"),
 ]
 """Any step, read by its ``type`` tag (``codec.load(Step, data)``)."""

@@ -20,6 +20,12 @@ the value or raises AppCallError): an item's failure never hides the other items
 
 ``notebook.read``'s JSON value becomes a :class:`~.notebook_view.NotebookView` (also in a
 batch's ``AppResult.value``).
+
+App ``mcp`` (issue 18) is not in the catalogue: its methods are ``"<server>.<tool>"`` of the
+MCP servers the host knows (:mod:`.mcp_app` binds ``mcp``). Its calls travel and are
+recorded like any other; in a batch as ``mcp.s.t.spec(...)`` or ``("mcp", "s.t", {...})``
+(the arguments go as given: the host checks them against the tool). Its reply value becomes
+what :func:`~.mcp_values.mcp_value` makes of it.
 """
 
 from __future__ import annotations
@@ -34,8 +40,10 @@ from typing import Any, Protocol
 from jupyter_agent.codec import dump_dict
 from jupyter_agent.core.apps import ALL_APPS, AppSpec, MethodSpec
 from jupyter_agent.core.cells import AppCallRecord
+from jupyter_agent.core.mcp_catalogue import MCP_APP
 from jupyter_agent.exceptions import AppCallError
 
+from .mcp_values import mcp_value
 from .notebook_view import NotebookView
 
 __all__ = [
@@ -193,6 +201,8 @@ def _record(
     wrap = _VALUE_TYPES.get((call.app, call.method))
     if ok and wrap is not None and isinstance(value, dict):
         value = wrap(value)
+    elif ok and call.app == MCP_APP:
+        value = mcp_value(value)
     return AppResult(ok=ok, value=value, error=error, seq=seq)
 
 
@@ -246,6 +256,13 @@ def _as_call(item: Any) -> AppCall:
     if isinstance(item, (tuple, list)) and len(item) in (2, 3):
         app, method = str(item[0]), str(item[1])
         args = dict(item[2]) if len(item) == 3 else {}
+        if app == MCP_APP:  # no catalogue signature here: the host checks the tool's
+            server, dot, tool = method.partition(".")
+            if not (server and dot and tool):
+                raise AppCallError(f"batch: an mcp method is 'server.tool', not {method!r}")
+            call = AppCall(app, method, args)
+            _check_json(call)
+            return call
         from jupyter_agent.core.apps import find_method
 
         spec = find_method(app, method)

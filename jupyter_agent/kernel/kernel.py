@@ -21,8 +21,9 @@ still flow. In named cells ``input()``/``getpass`` raise :class:`InputNotAvailab
 stdin channel carries the app calls (see :mod:`.apps`) instead.
 
 Namespace: ``values`` (:mod:`.values`), ``sh`` (:mod:`.sh`), ``batch`` and one proxy per
-app of :data:`jupyter_agent.core.apps.ALL_APPS` (``chat``, ``llm``, ``memory``; see
-:mod:`.apps`), and ``AppCallError``. ``%matplotlib inline`` is the default (ipykernel's),
+app of :data:`jupyter_agent.core.apps.ALL_APPS` (``chat``, ``llm``, ``memory``,
+``notebook``; see :mod:`.apps`), ``mcp`` (the MCP servers' tools, :mod:`.mcp_app`) and
+``AppCallError``. ``%matplotlib inline`` is the default (ipykernel's),
 so ``plt.plot(...)`` shows a PNG display.
 """
 
@@ -50,6 +51,7 @@ from jupyter_agent.text import repair_json
 from . import capture
 from .apps import build_apps, make_batch
 from .capture import CapturingStream, CellCapture
+from .mcp_app import McpApp
 from .sh import DEFAULT_TIMEOUT_S, Sh
 from .values import Values
 
@@ -202,6 +204,7 @@ class AgentKernel(IPythonKernel):
             "AppCallError": AppCallError,
         }
         names.update(build_apps(host))
+        names["mcp"] = McpApp(host)  # always: the host knows which servers a run has
         # interactive=False: hidden from %who, like IPython's own helpers
         assert self.shell is not None
         self.shell.push(names, interactive=False)

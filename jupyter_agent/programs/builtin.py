@@ -1,10 +1,10 @@
 """The base layer: the programs the package ships, with their content hashes.
 
 :data:`BUILTIN` maps ``name@vN`` to a :class:`BuiltinProgram`: the chat loop's versions
-(``toolcaller@v1..v5``, run programs), the history program ``history@v1`` (a run
+(``toolcaller@v1..v6``, run programs), the history program ``history@v1`` (a run
 program), and the sub-programs the loop is made of, ``llm@v1`` (the adapters: request
 building and reply parsing) and ``autorecall@v1`` (the recall step of ``toolcaller@v4``
-and ``@v5``).
+and later).
 A run program's ``uses`` are the sub-programs its runs record after it.
 
 A built-in's hash covers its name and the text of the package modules that make it
@@ -48,7 +48,7 @@ RUN_FAMILIES: Final = ("toolcaller", "history")
 #: Families that run inside a run program (shipped by the package only).
 SUB_FAMILIES: Final = ("llm", "autorecall")
 #: The version a new run of each run family uses when nothing is deployed.
-DEFAULTS: Final = {"toolcaller": "toolcaller@v5", "history": "history@v1"}
+DEFAULTS: Final = {"toolcaller": "toolcaller@v6", "history": "history@v1"}
 
 _LOOP: Final = (
     "core/loop.py",
@@ -66,6 +66,7 @@ _LOOP: Final = (
     "core/runstate.py",
     "core/turns.py",
     "core/apps.py",
+    "core/mcp_catalogue.py",
     "tools.py",
     "effects.py",
 )
@@ -144,6 +145,11 @@ BUILTIN: Final[dict[str, BuiltinProgram]] = {
             5,
             ("llm@v1", "history@v1", "autorecall@v1"),
             "the person's notebook, approvals and notices",
+        ),
+        _toolcaller(
+            6,
+            ("llm@v1", "history@v1", "autorecall@v1"),
+            "tools of the configured MCP servers (the mcp app)",
         ),
         BuiltinProgram(
             key="history@v1",

@@ -1,7 +1,7 @@
 """The deploy smoke test: drive a program against the world of a recorded scenario.
 
 The scenario is a real run's effect log the package ships
-(``jupyter_agent/programs/scenarios/<family>.jsonl``: a ``toolcaller@v5`` run with a cell
+(``jupyter_agent/programs/scenarios/<family>.jsonl``: a ``toolcaller@v6`` run with a cell
 and a done reply; a ``history@v1`` summary run). :class:`SmokeWorld` answers each effect
 by name from the scenario's results of that name, in order (``config.get`` by its
 ``key``); when a name's queue runs out its last result repeats; a name the scenario never

@@ -1,5 +1,6 @@
 """The host side of in-cell app calls: performs ``chat.post``, ``llm.chat``, ``memory.*``
-and ``notebook.*`` (:mod:`.notebook_app`) for a cell.
+``notebook.*`` (:mod:`.notebook_app`) and ``mcp.<server>.<tool>`` (:mod:`.mcp_app`: the
+configured MCP servers' tools, looked up before the static app table) for a cell.
 
 Each call is logged as an ``app.call`` effect whose ``parent`` is the seq of the cell's
 ``cell.run``; a model call made for ``llm.chat`` runs the same pure
@@ -20,10 +21,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from jupyter_agent.core.apps import find_method
 from jupyter_agent.core.drive import drive_async
+from jupyter_agent.core.mcp_catalogue import MCP_APP
 from jupyter_agent.effects import APP_CALL, Effect, EffectGen
 from jupyter_agent.exceptions import AgentError, RunCancelled
 from jupyter_agent.llm.chat import ChatResult, chat
 from jupyter_agent.messages import Message, Text, usage_to_json
+from jupyter_agent.runtime.mcp_app import McpRunState, mcp_mutating, perform_mcp_call
 from jupyter_agent.runtime.memory_service import perform_memory_call, refused_call
 from jupyter_agent.runtime.notebook_app import perform_notebook_call
 
@@ -43,6 +46,8 @@ class AppDriver(Protocol):
     config: RunConfig
     #: The view of the newest message the run took (``{path?, cell?, cell_id?, ...}``).
     view: dict[str, Any] | None
+    #: The run's MCP state (:class:`~jupyter_agent.runtime.mcp_app.McpRunState`).
+    mcp: McpRunState
 
     @property
     def breaking(self) -> bool:
@@ -108,8 +113,9 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
     """Perform one app call for a cell and log it; returns the reply sent to the kernel."""
     app, method = str(effect.data.get("app")), str(effect.data.get("method"))
     args = effect.data.get("args") or {}
-    spec = find_method(app, method)
-    mutation = bool(spec and spec.mutation)
+    is_mcp = app == MCP_APP  # its methods are the configured tools, not a static table
+    spec = None if is_mcp else find_method(app, method)
+    mutation = mcp_mutating(driver, method) if is_mcp else bool(spec and spec.mutation)
     refusal = None
     if app == "memory" and isinstance(args, dict):
         refusal = refused_call(driver.services.memory, method, args)
@@ -123,13 +129,16 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
         error = "cancelled by a hard break"
     elif refusal is not None:
         error = refusal[1]
-    elif spec is None:
+    elif spec is None and not is_mcp:
         error = f"unknown app method {app}.{method}"
     elif not isinstance(args, dict):
         error = "app call arguments must be a JSON object"
     else:
         try:
-            if (app, method) == ("chat", "post"):
+            if is_mcp:
+                cell_seq = getattr(host, "cell_seq", None)
+                value = await perform_mcp_call(driver, method, args, seq, cell_seq=cell_seq)
+            elif (app, method) == ("chat", "post"):
                 value = driver.post_bubble(str(args.get("text", "")))
             elif (app, method) == ("llm", "chat"):
                 value = await _llm_chat(driver, args, seq, host)

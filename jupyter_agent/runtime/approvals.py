@@ -112,8 +112,8 @@ async def perform_wait(
     """Perform one ``approval.wait`` (intent ``data``); see the module docstring."""
     approval_id = data.get("approval_id")
     kind = data.get("kind")
-    if not isinstance(approval_id, str) or not approval_id or kind not in ("cell", "bash"):
-        raise BadRequest("approval.wait needs an approval_id and a kind (cell or bash)")
+    if not isinstance(approval_id, str) or not approval_id or kind not in ("cell", "bash", "mcp"):
+        raise BadRequest("approval.wait needs an approval_id and a kind (cell, bash or mcp)")
     timeout_s = max(0.0, float(data.get("timeout_s") or 0))
     if waits.broken(run_id):  # the person asked the run to stop: ask them nothing
         return dict(_BREAK)

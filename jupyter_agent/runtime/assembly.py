@@ -15,7 +15,7 @@ Construction is synchronous (the server's loop may not run yet); :meth:`Parts.st
 (idempotent, shielded) logs the admin's warnings and which tiers are ready, starts the
 pool, recovers runs left running and resumes the summaries left pending; :meth:`Parts.stop`
 (idempotent) ends everything, in the order that loses nothing: embeddings, summaries, runs,
-pool, transport, store, demo.
+MCP servers (:mod:`.mcp_hub`), pool, transport, store, demo.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.live_docs import LiveDocs
 from jupyter_agent.runtime.mailbox import Mailbox
+from jupyter_agent.runtime.mcp_config import parse_servers
+from jupyter_agent.runtime.mcp_hub import McpHub
 from jupyter_agent.runtime.memory_service import MemoryService
 from jupyter_agent.runtime.notebook_app import NotebookReader
 from jupyter_agent.runtime.paths import default_db_url
@@ -89,6 +91,9 @@ class AdminConfig:
     #: The ``approval`` trait (issue 17): which cells wait for the person; new runs read it
     #: as ``ceilings.approval`` (``none``, ``writes``, ``every_cell``).
     approval: str = "writes"
+    #: The ``mcp_servers`` trait (issue 18): ``{name: server config}`` as the admin wrote
+    #: it (:mod:`.mcp_config` validates it; a bad entry is logged and shown, not fatal).
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
 
 
 class Parts:
@@ -148,7 +153,16 @@ class Parts:
             admin.agents, data_dir=self.data_dir, policy=admin.key_policy
         )
         self.spaces_cache = SpacesCache()
+        # The MCP servers (issue 18), before the scrubber: their references are secrets.
+        self.mcp_servers, self.mcp_problems = parse_servers(admin.mcp_servers)
         self.scrubber = self.build_scrubber(server_token)
+        # Connected at the first catalogue a run asks for; stopped with the parts.
+        self.mcp = McpHub(
+            self.mcp_servers,
+            problems=self.mcp_problems,
+            environ=environ,
+            scrubber=self.scrubber,
+        )
         # Facts' vectors through the optional embed tier (the effective one, read at each
         # use: a tier set from the browser applies at once); a no-op without one.
         self.embedder = Embedder(
@@ -180,6 +194,7 @@ class Parts:
             # manager; proposes through the proposal service.
             notebooks=NotebookReader(self.contents, live=self.live_docs),
             proposals=self.proposals,
+            mcp=self.mcp,
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
         self.manager = RunManager(
@@ -216,6 +231,7 @@ class Parts:
         tiers = [*self.admin.tiers.values(), *self.user_settings.tiers().values()]
         refs = [str(t["api_key_ref"]) for t in tiers if t and t.get("api_key_ref")]
         key_refs = [*refs, *self.agents.tier_refs(), *self.admin.key_policy.refs()]
+        key_refs += [ref for server in self.mcp_servers for ref in server.refs()]
         if isinstance(getattr(self.pool, "env_drop", None), set):
             # A key's variable never reaches the kernel, even under a name no pattern of
             # the filter catches (a transformed key would pass the scrubber).
@@ -327,6 +343,11 @@ class Parts:
     async def _start(self) -> None:
         for warning in (*self.admin.policy_warnings, *self.agents.warnings):
             self.server_log.warning("jupyter-agent: %s", warning)
+        for problem in self.mcp_problems.values():  # the server runs; this one is left out
+            self.server_log.warning("jupyter-agent: %s (this MCP server is not used)", problem)
+        if self.mcp_servers:
+            names = ", ".join(s.name for s in self.mcp_servers)
+            self.server_log.info("jupyter-agent: MCP servers: %s", names)
         if len(self.agents) > 1:
             self.server_log.info("jupyter-agent: agents: %s", ", ".join(self.agents.names()))
         # Once, in the server's log: which tiers are ready, whether the demo runs.
@@ -354,6 +375,7 @@ class Parts:
             await self.manager.shutdown()
         finally:
             try:
+                await self.mcp.aclose()  # no MCP server process outlives the agent
                 await self.pool.stop()
             finally:
                 await self.transport.aclose()

@@ -39,6 +39,8 @@ Notices (``RunManager.notify``) are handed only to a run whose drains ask for th
 deferrals and its hard break take them too; another run leaves them queued for the next
 run, and they never defer a final reply. ``approval.wait`` is
 :func:`~jupyter_agent.runtime.approvals.perform_wait` (cancellable: a hard break cuts it).
+``config.get mcp`` (``toolcaller@v6``) is the MCP hub's catalogue, kept for the run's
+``mcp.*`` app calls with what the person approved (:mod:`~jupyter_agent.runtime.mcp_app`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from jupyter_agent.core.events import (
 )
 from jupyter_agent.core.inbox import NOTICE_PREFIX
 from jupyter_agent.core.loop import PROGRAM
+from jupyter_agent.core.mcp_catalogue import McpCatalogue
 from jupyter_agent.core.recall import recall_tokens
 from jupyter_agent.core.recall_program import AUTORECALL_PROGRAM
 from jupyter_agent.core.turns import RunSummary, TurnRecord
@@ -89,8 +92,9 @@ from jupyter_agent.runtime.cell_events import (
     RunningCell,
 )
 from jupyter_agent.runtime.driver_tools import ToolRuns
-from jupyter_agent.runtime.embedder import hybrid_rank
+from jupyter_agent.runtime.hybrid_recall import hybrid_rank
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.mcp_app import McpRunState, mcp_answer
 from jupyter_agent.runtime.model_calls import perform
 from jupyter_agent.runtime.program_end import failed_turn
 from jupyter_agent.runtime.program_guard import (
@@ -176,6 +180,8 @@ class RunDriver(ToolRuns):
         self._taken: list[dict[str, Any]] = []  # the messages taken from the mailbox
         self._bubbles: list[str] = []  # in-cell bubbles of the cell in flight
         self._notices = False  # the program's drains take notices (see the module docstring)
+        #: The run's MCP catalogue (its config.get mcp answer) and the person's approvals.
+        self.mcp = McpRunState()
 
     # --- control -----------------------------------------------------------------------
 
@@ -348,6 +354,10 @@ class RunDriver(ToolRuns):
                 return await read_history(self.services.store, self.chat_id, budget, layout), None
             if effect.data.get("key") == "memory":
                 return await memory_answer(self.services.store, self.config.recall), None
+            if effect.data.get("key") == "mcp":  # recorded: this run's calls use it
+                answer = await mcp_answer(self.services.mcp)
+                self.mcp.catalogue = McpCatalogue.from_json(answer)
+                return answer, None
             return self.config.get(str(effect.data.get("key"))), None
 
         async def clock_now(effect: Effect, seq: int) -> Outcome:
@@ -368,9 +378,11 @@ class RunDriver(ToolRuns):
             return await self._http_post(effect, live=effect.parent is None)
 
         async def cell_run(effect: Effect, seq: int) -> Outcome:
+            self.mcp.tool_started(seq, cell=True)
             return await self._cell_run(effect.data, seq), None
 
         async def bash_run(effect: Effect, seq: int) -> Outcome:
+            self.mcp.tool_started(seq, cell=False)
             return await self._bash_run(effect.data, seq), None
 
         async def chat_post(effect: Effect, seq: int) -> Outcome:
@@ -414,7 +426,10 @@ class RunDriver(ToolRuns):
 
         async def approval_wait(effect: Effect, seq: int) -> Outcome:
             waits = self.services.approvals
-            return await perform_wait(waits, self.run_id, effect.data, self._publish), None
+            answer = await perform_wait(waits, self.run_id, effect.data, self._publish)
+            if effect.parent is None:  # the loop's: an approved cell's MCP calls do not wait
+                self.mcp.saw_wait(effect.data, answer)
+            return answer, None
 
         return {
             CONFIG_GET: config_get,

@@ -3,7 +3,7 @@
 :class:`Embedder` is built once per server (``runtime/assembly.py``) with the store, the
 transport and a callable giving the ``embed`` tier as configured now (the admin's, or the
 person's override from the browser; None when there is none or it is not ready). With no
-``embed`` tier every method is a cheap no-op and recall is lexical (:func:`recall_hits`).
+``embed`` tier every method is a cheap no-op and recall is lexical.
 
 - :meth:`Embedder.on_saved` is the hook the memory service calls after a save or an
   update: it embeds the fact in the background and stores its vector (``put_vector``);
@@ -24,10 +24,8 @@ person's override from the browser; None when there is none or it is not ready).
   recall is lexical (a search never waits for the load). It is checked against the store
   at most every ``reload_every_s`` (60 s; in the background) for vectors another server
   wrote.
-- :func:`recall_hits` is recall with the hybrid ranking when a query vector is had
-  (:mod:`jupyter_agent.core.recall_hybrid`), else exactly the store's lexical recall;
-  :func:`hybrid_rank` is it as the ``rank`` hook of ``recall.search``
-  (:func:`jupyter_agent.runtime.recall_search.search`).
+- Recall that uses these vectors (the hybrid ranking) is
+  :mod:`jupyter_agent.runtime.hybrid_recall`'s.
 
 Failures (the endpoint down, answering 500, a bad reply, a key not set, a store error in
 the background) are logged, never raised: one warning when a streak of failures starts
@@ -48,13 +46,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from jupyter_agent.core.memory import HIT_KINDS, Memory, RecallHit
-from jupyter_agent.core.recall_hybrid import (
-    hybrid_score,
-    memory_hit,
-    merge_hybrid,
-    top_neighbours,
-)
+from jupyter_agent.core.memory import Memory
 from jupyter_agent.exceptions import AgentError, ProviderTimeout
 from jupyter_agent.llm.embeddings import (
     MAX_BATCH,
@@ -65,10 +57,9 @@ from jupyter_agent.llm.embeddings import (
 from jupyter_agent.llm.tiers import Tier
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 from jupyter_agent.runtime.vector_index import VectorIndex
-from jupyter_agent.store.recall_queries import DEFAULT_CANDIDATES
 from jupyter_agent.store.vector_search import nearest_vectors, pgvector_installed
 
-__all__ = ["Embedder", "hybrid_rank", "recall_hits"]
+__all__ = ["Embedder"]
 
 log = logging.getLogger(__name__)
 
@@ -448,100 +439,3 @@ def _where(tier: Tier) -> str:
     except ValueError:  # not a number: the call fails and says so; the log names the host
         port = ""
     return f"{tier.model} at {parts.hostname or '?'}{port}"
-
-
-async def recall_hits(
-    store: Any,
-    embedder: Embedder | None,
-    query: str,
-    *,
-    owner: str = "",
-    kinds: Sequence[str] = HIT_KINDS,
-    k: int = 5,
-    category: str | None = None,
-    exclude_chat: str | None = None,
-    exclude_since: str | None = None,
-    exclude_chunks: Sequence[tuple[int, int]] = (),
-    candidates: int = DEFAULT_CANDIDATES,
-    vector_deadline_s: float | None = None,
-) -> list[RecallHit]:
-    """Recall for ``query``: the store's lexical hits, ranked hybrid when the embed tier
-    gives a query vector (see the module docstring); the store's answer otherwise.
-    ``candidates`` (the store's ``DEFAULT_CANDIDATES``, as on every recall path) bounds
-    the lexical candidates per kind and the nearest vectors read; ``vector_deadline_s``
-    shortens the query vector's deadline (past it the answer is lexical).
-
-    The store's own errors propagate (the caller's to handle, as without embeddings);
-    an embedding failure only makes the answer lexical.
-    """
-    lexical_args: dict[str, Any] = {
-        "owner": owner,
-        "kinds": tuple(kinds),
-        "category": category,
-        "exclude_chat": exclude_chat,
-        "exclude_since": exclude_since,
-        "exclude_chunks": tuple(exclude_chunks),
-        "candidates": candidates,
-    }
-    tier = embedder.tier() if embedder is not None else None
-    if (
-        embedder is None
-        or tier is None
-        or "memory" not in kinds
-        or not embedder.vectors_ready(owner, tier.model)
-    ):
-        hits: list[RecallHit] = await asyncio.to_thread(store.recall, query, k=k, **lexical_args)
-        return hits
-    # the lexical candidates meanwhile; the vector is used only if it comes in time.
-    # (The store's order is total: its first k of more candidates are its k hits.)
-    reading = asyncio.ensure_future(
-        asyncio.to_thread(store.recall, query, k=max(k, candidates), **lexical_args)
-    )
-    try:
-        vector = await embedder.query_vector(query, owner=owner, deadline_s=vector_deadline_s)
-    except BaseException:
-        reading.cancel()
-        raise
-    lexical: list[RecallHit] = await reading
-    if vector is None:
-        return lexical[:k]
-    known = {h.id for h in lexical if h.kind == "memory"}
-    cosines = await embedder.cosines(
-        vector, owner=owner, model=tier.model, limit=candidates, ids=sorted(known)
-    )
-    if cosines is None:  # the index is still loading: lexical this time
-        return lexical[:k]
-    merged = merge_hybrid(lexical, cosines, k=len(lexical))
-    floor = merged[k - 1].score if len(merged) >= k else 0.0
-    wanted = [(i, c) for i, c in top_neighbours(cosines, candidates) if i not in known]
-
-    def fetch() -> list[RecallHit]:
-        found: list[RecallHit] = []
-        for memory_id, cosine in wanted:
-            if len(found) >= k or hybrid_score(0.0, cosine) < floor:
-                break  # sorted by cosine: no later one can enter the top k
-            memory = store.get_memory(memory_id, owner=owner)
-            if memory is None or (category is not None and memory.category != category):
-                continue
-            chat = store.get_chat(memory.chat_id) if memory.chat_id else None
-            found.append(memory_hit(memory, chat_title=chat.title if chat else None))
-        return found
-
-    vector_hits = await asyncio.to_thread(fetch) if wanted else []
-    return merge_hybrid(lexical, cosines, vector_hits, k=k)
-
-
-def hybrid_rank(
-    embedder: Embedder | None,
-) -> Callable[..., Coroutine[Any, Any, list[RecallHit]]] | None:
-    """The ``rank`` hook of ``recall.search`` (:mod:`jupyter_agent.runtime.recall_search`):
-    :func:`recall_hits` through ``embedder``; None (the store's ranking) without an
-    embedder or an embed tier."""
-    if embedder is None or not embedder.enabled:
-        return None
-    ranker = embedder
-
-    async def rank(store: Any, query: str, **args: Any) -> list[RecallHit]:
-        return await recall_hits(store, ranker, query, **args)
-
-    return rank

@@ -48,7 +48,7 @@ from jupyter_agent.core.memory import (
 from jupyter_agent.core.recall import without_secrets
 from jupyter_agent.exceptions import AgentError, BadRequest, NotFound
 from jupyter_agent.runtime.contents import shown
-from jupyter_agent.runtime.embedder import recall_hits
+from jupyter_agent.runtime.hybrid_recall import recall_hits
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 from jupyter_agent.store.recall_queries import DEFAULT_CANDIDATES

@@ -115,6 +115,9 @@ class RunServices:
     proposals: Any = None
     #: The open ``approval.wait`` effects of the runs (``toolcaller@v5``, issue 17).
     approvals: ApprovalWaits = field(default_factory=ApprovalWaits)
+    #: The MCP servers the in-cell ``mcp`` app calls (a ``runtime.mcp_hub.McpHub``, issue
+    #: 18); None: ``config.get mcp`` answers no servers and ``mcp.*`` fails clearly.
+    mcp: Any = None
 
 
 class ScrubbingPool:

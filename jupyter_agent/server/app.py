@@ -162,6 +162,21 @@ class JupyterAgent(ExtensionApp):
         " every cell and bash command. New runs read it (the run config's ceilings).",
     ).tag(config=True)
 
+    # --- MCP servers (issue 18) ---
+    mcp_servers = Dict(
+        {},
+        help=(
+            "MCP servers whose tools the agent's cells may call (mcp.<server>.<tool>(...)),"
+            " by name: {name: {'command': [...] (stdio) or 'url': 'https://...' (streamable"
+            " HTTP), 'tools': [...] (required; ['*'] = all), 'env': {VAR: 'env:NAME'}, 'cwd',"
+            " 'headers': {'Authorization': 'Bearer {env:NAME}'}, 'read_only': [...],"
+            " 'mutating': [...], 'timeout_s': 60}}. Credentials by reference only. A tool is"
+            " mutating (it waits for the person under the approval policy) unless read_only"
+            " or annotated readOnlyHint and not in mutating. A bad entry is logged at start"
+            " and left out. See docs/mcp.md."
+        ),
+    ).tag(config=True)
+
     key_bindings = Dict(
         value_trait=List(Unicode()),
         key_trait=Unicode(),
@@ -381,6 +396,7 @@ class JupyterAgent(ExtensionApp):
             profiles=admin_profiles(self.profiles),
             agents={str(name): entry for name, entry in self.agents.items()},
             approval=str(self.approval),
+            mcp_servers={str(name): entry for name, entry in self.mcp_servers.items()},
         )
 
     def parts_config(self) -> tuple[Config, list[str]]:

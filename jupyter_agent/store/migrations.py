@@ -35,6 +35,8 @@ History:
    versions whose number is now built in (``toolcaller@v5``) move to the next free numbers
    of their family, their activations and the runs naming them (by hash) following
    (:func:`~jupyter_agent.store.program_renumber.renumber_shadowed`; idempotent).
+8. MCP (issue 18), a data step only: ``toolcaller@v6`` is built in now, so a deployed
+   ``toolcaller@v6`` moves to the next free number (``renumber_shadowed`` again).
 
 Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
 never derived from the current table models, so an old step keeps building the old schema.
@@ -368,6 +370,14 @@ def _v7(conn: Connection) -> None:
     renumber_shadowed(conn, BUILTIN)
 
 
+def _v8(conn: Connection) -> None:
+    # Only the data step: the built-in toolcaller@v6 shadows a deployed v6 (see v7).
+    from jupyter_agent.programs.builtin import BUILTIN
+    from jupyter_agent.store.program_renumber import renumber_shadowed
+
+    renumber_shadowed(conn, BUILTIN)
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "chats, agent_turns, agent_runs, schema_version", _v1),
     Migration(2, "end_cause on turns and runs (backfilled); index on run status", _v2),
@@ -376,6 +386,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(5, "memories, the recall index (full-text), document frequencies, vectors", _v5),
     Migration(6, "deployed programs, their activations; the agent of chats and runs", _v6),
     Migration(7, "agent_proposals: notebook edits the agent proposed", _v7),
+    Migration(8, "deployed versions the built-in toolcaller@v6 shadows, renumbered", _v8),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -34,6 +34,15 @@ Contract:
   synthetic, not run; its ``code`` and ``text`` are the ``run_cell`` call and result the
   model was shown (rebuilt from the intent and the result by the loop's own function,
   :func:`~jupyter_agent.core.recall_program.recalled`), empty when nothing was recalled.
+- An ``approval.wait`` is an :class:`ApprovalStep` (issue 18). A top-level one (a cell or
+  a command waiting for the person) comes in seq order, before the cell or command it let
+  run (none follows a denied one). A nested one (an MCP call made by a cell, ``parent``:
+  its ``app.call``) is not attached to the cell: it follows the cell's step (its
+  top-level effect's), in seq order with the other nested waits of that cell, as the
+  live ``approval`` event followed the cell's ``cell_start``.
+- A mailbox ``notice`` the run took (in a drain, a held reply's or a cut effect's
+  ``deferred``) is a :class:`NoticeStep` where it was taken, like a message; it never
+  opens the run (the first *message* is the user step).
 - Reading never raises on a well-formed log (one :func:`~jupyter_agent.trace.log.read_log`
   accepted): what cannot be understood is reported through the statuses.
 """
@@ -52,11 +61,13 @@ from jupyter_agent.core.digest_record import digest_options_from_config, recorde
 from jupyter_agent.core.events import CellStatus
 from jupyter_agent.core.recall_program import AUTORECALL_PROGRAM, recalled
 from jupyter_agent.core.steps import (
+    ApprovalStep,
     BashStep,
     BreakStep,
     BubbleStep,
     CellStep,
     ModelCallStep,
+    NoticeStep,
     RecallStep,
     ReplyStep,
     SteeringStep,
@@ -66,6 +77,7 @@ from jupyter_agent.core.steps import (
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import (
     APP_CALL,
+    APPROVAL_WAIT,
     BASH_RUN,
     CELL_RUN,
     CHAT_POST,
@@ -76,6 +88,7 @@ from jupyter_agent.effects import (
     TURN_APPEND,
 )
 from jupyter_agent.trace.log import LoggedEffect, TraceFile, pair_effects
+from jupyter_agent.trace.wait_steps import approval_step
 
 __all__ = ["AnyStep", "RunView", "build_view", "effect_status"]
 
@@ -89,6 +102,8 @@ AnyStep = (
     | BashStep
     | ModelCallStep
     | RecallStep
+    | ApprovalStep
+    | NoticeStep
 )
 
 # A python cell that names the in-kernel ``sh`` depends on the host's shell, like bash.
@@ -169,7 +184,9 @@ class _Messages:
     def __init__(self) -> None:
         self.opened = False
 
-    def steps(self, items: Any, seq: int) -> Iterable[UserStep | SteeringStep | BreakStep]:
+    def steps(
+        self, items: Any, seq: int
+    ) -> Iterable[UserStep | SteeringStep | BreakStep | NoticeStep]:
         for item in items if isinstance(items, list) else ():
             if not isinstance(item, dict):
                 continue
@@ -188,6 +205,9 @@ class _Messages:
                 )
             elif kind == "break":
                 yield BreakStep(seq=seq, hard=bool(item.get("hard")), at=str(item.get("at", "")))
+            elif kind == "notice":
+                text, at = item.get("text"), item.get("at")
+                yield NoticeStep(seq=seq, text=str(text or ""), at=str(at or ""))
 
 
 def _num(value: Any) -> float | None:
@@ -397,6 +417,8 @@ def build_view(trace: TraceFile) -> RunView:
             steps.append(_model_call_step(effect))
         elif name == RECALL_SEARCH:
             steps.append(_recall_step(effect))
+        elif name == APPROVAL_WAIT:
+            steps.append(approval_step(effect, effect_status(effect)))
         elif name == CELL_RUN:
             tool_runs += 1
             steps.append(_cell_step(effect, tuple(nested.get(effect.seq, ())), options))
@@ -412,7 +434,10 @@ def build_view(trace: TraceFile) -> RunView:
                 turn = TurnRecord.from_json(effect.data)
             except (KeyError, TypeError, ValueError, AttributeError):
                 turn = None
-        if name in (CHAT_POST, CELL_RUN, BASH_RUN, HTTP_POST):
+        # Waits nested under this effect (an MCP call of a cell): after its step.
+        waits = (e for e in nested.get(effect.seq, ()) if e.name == APPROVAL_WAIT)
+        steps.extend(approval_step(e, effect_status(e)) for e in waits)
+        if name in (CHAT_POST, CELL_RUN, BASH_RUN, HTTP_POST, APPROVAL_WAIT):
             steps.extend(messages.steps(_deferred(effect), effect.seq))
     return RunView(
         header=dict(trace.header),

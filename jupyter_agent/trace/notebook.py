@@ -19,6 +19,8 @@ order they happened (see :mod:`jupyter_agent.trace.cells_view`):
   (metadata ``synthetic: true``, ``program: autorecall@v1``), its result as the stream
   output, before the turn's first real cell (:mod:`jupyter_agent.trace.notebook_recall`);
 - markdown cells for progress bubbles and the final reply;
+- a markdown cell per wait for the person (an ``approval.wait``: what waited, how it ended;
+  an MCP call's code) and per notice the run took (:mod:`jupyter_agent.trace.notebook_waits`);
 - a markdown note for what did not finish normally: a cancelled, timed-out, failed or
   unfinished effect, a hard break, an error or wrap-up end, a log that stops mid-run. A
   cell or command a hard break cut keeps the output it printed until then (status
@@ -42,25 +44,22 @@ Exported notebooks are not signed: they are untrusted, like any notebook from el
 
 from __future__ import annotations
 
-import copy
 import json
-import os
 import re
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Final
 
-import nbformat
-from nbformat import NotebookNode, v4
+from nbformat import NotebookNode
 
 from jupyter_agent.core.steps import (
+    ApprovalStep,
     BashStep,
     BreakStep,
     BubbleStep,
     CellStep,
     ModelCallStep,
+    NoticeStep,
     RecallStep,
     ReplyStep,
     SteeringStep,
@@ -69,61 +68,24 @@ from jupyter_agent.core.steps import (
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.trace.cells_view import RunView, build_view
 from jupyter_agent.trace.log import TraceFile
+from jupyter_agent.trace.notebook_nodes import (
+    KERNELSPEC,
+    count_of,
+    from_dict,
+    inline_code,
+    new_code_cell,
+    new_markdown_cell,
+    new_output,
+    notebook_of,
+    output_node,
+    sh_source,
+    write_notebook,
+)
 from jupyter_agent.trace.notebook_recall import CELL_ID, synthetic_meta, title_source
+from jupyter_agent.trace.notebook_waits import approval_meta, approval_source, notice_source
 
 __all__ = ["KERNELSPEC", "chat_notebook", "run_notebook", "sh_source", "write_notebook"]
 
-KERNELSPEC: Final = {
-    "name": "jupyter-agent",
-    "display_name": "Python (agent)",
-    "language": "python",
-}
-# What the agent kernel reports in kernel_info (IPython's, for this interpreter: the
-# kernelspec runs agent kernels with the server's Python). JupyterLab writes the kernel's
-# language_info into a notebook it opens: the same value leaves the notebook unmodified.
-_LANGUAGE_INFO: Final = {
-    "name": "python",
-    "version": sys.version.split()[0],
-    "mimetype": "text/x-python",
-    "codemirror_mode": {"name": "ipython", "version": sys.version_info[0]},
-    "pygments_lexer": "ipython3",
-    "nbconvert_exporter": "python",
-    "file_extension": ".py",
-}
-# nbformat is untyped: its builders, typed once here.
-_new_notebook: Callable[..., NotebookNode] = v4.new_notebook
-_new_output: Callable[..., NotebookNode] = v4.new_output
-_from_dict: Callable[[Any], Any] = nbformat.from_dict
-_validate: Callable[[NotebookNode], None] = nbformat.validate
-_write: Callable[..., None] = nbformat.write
-_check_output: Callable[[NotebookNode, str], None] = v4.nbbase.validate
-_node: Callable[..., NotebookNode] = NotebookNode
-
-
-def _new_code_cell(
-    source: str, *, id: str, execution_count: int | None = None, metadata: dict[str, Any]
-) -> NotebookNode:
-    """What ``nbformat.v4.new_code_cell`` builds, without its per-cell validation.
-
-    nbformat checks a single cell through jsonschema (about 0.4 ms a cell, 2.5x the whole
-    export); the notebook is checked once instead, through fastjsonschema (:func:`_notebook`).
-    """
-    return _node(
-        id=id,
-        cell_type="code",
-        metadata=_node(metadata),
-        execution_count=execution_count,
-        source=source,
-        outputs=[],
-    )
-
-
-def _new_markdown_cell(source: str, *, id: str, metadata: dict[str, Any]) -> NotebookNode:
-    """What ``nbformat.v4.new_markdown_cell`` builds, without its per-cell validation."""
-    return _node(id=id, cell_type="markdown", metadata=_node(metadata), source=source)
-
-
-_OUTPUT_TYPES: Final = frozenset({"stream", "display_data", "execute_result", "error"})
 _CELL_ID: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 _END_NOTES: Final = {
@@ -175,12 +137,13 @@ class _Builder:
 
     def _meta(self, kind: str, seq: int | None, **extra: Any) -> dict[str, Any]:
         meta = {"kind": kind, "run_id": self.view.run_id, "seq": seq, **extra}
-        return {"jupyter_agent": _from_dict(meta)}
+        return {"jupyter_agent": from_dict(meta)}
 
     # -- cells ----------------------------------------------------------------------------
 
-    def markdown(self, source: str, kind: str, seq: int | None) -> None:
-        cell = _new_markdown_cell(source, id=self._md_id(), metadata=self._meta(kind, seq))
+    def markdown(self, source: str, kind: str, seq: int | None, **extra: Any) -> None:
+        meta = self._meta(kind, seq, **extra)
+        cell = new_markdown_cell(source, id=self._md_id(), metadata=meta)
         self.cells.append(cell)
 
     def note(self, text: str, seq: int | None) -> None:
@@ -191,7 +154,7 @@ class _Builder:
         lines = [f"**{who}**" + (f" · {step.at}" if step.at else "")]
         lines.extend(_view_lines(step.view))
         if step.attachments:
-            lines.append("Attachments: " + ", ".join(_code(n) for n in step.attachments))
+            lines.append("Attachments: " + ", ".join(inline_code(n) for n in step.attachments))
         source = "  \n".join(lines) + "\n\n" + step.text
         self.markdown(source.rstrip("\n"), step.type, step.seq)
 
@@ -205,7 +168,7 @@ class _Builder:
             self.note(f"This message was not delivered ({step.status}).", step.seq)
 
     def python(self, step: CellStep) -> None:
-        outputs = [_output(o) for o in step.outputs]
+        outputs = [output_node(o) for o in step.outputs]
         extra: dict[str, Any] = {
             "cell_id": step.cell_id,
             "seqs": list(step.seqs),
@@ -216,10 +179,10 @@ class _Builder:
         if step.duration_s is not None:  # a (whole or partial) result was recorded
             extra["duration_s"] = step.duration_s
             extra["outputs_truncated"] = step.outputs_truncated
-        cell = _new_code_cell(
+        cell = new_code_cell(
             step.code,
             id=self._code_id(step.cell_id or "c"),
-            execution_count=_count(step.execution_count),
+            execution_count=count_of(step.execution_count),
             metadata=self._meta("python", step.seq, **extra),
         )
         cell.outputs = outputs  # checked by the one whole-notebook validation (_notebook)
@@ -230,7 +193,7 @@ class _Builder:
         outputs = []
         for name, text in (("stdout", step.stdout), ("stderr", step.stderr)):
             if text:
-                outputs.append(_new_output("stream", name=name, text=text))
+                outputs.append(new_output("stream", name=name, text=text))
         extra: dict[str, Any] = {
             "cell_id": step.cell_id,
             "seqs": [step.seq],
@@ -245,7 +208,7 @@ class _Builder:
                 duration_s=step.duration_s,
                 outputs_truncated=step.outputs_truncated,
             )
-        cell = _new_code_cell(
+        cell = new_code_cell(
             sh_source(step.command, step.timeout_s),
             id=self._code_id(step.cell_id),
             metadata=self._meta("bash", step.seq, **extra),
@@ -286,12 +249,12 @@ class _Builder:
         if not step.code:  # nothing recalled: the model was shown nothing
             return
         self.markdown(title_source(step), "recall", step.seq)
-        cell = _new_code_cell(
+        cell = new_code_cell(
             step.code,
             id=self._code_id(CELL_ID),
             metadata=self._meta("recall", step.seq, **synthetic_meta(step)),
         )
-        cell.outputs = [_new_output("stream", name="stdout", text=step.text + "\n")]
+        cell.outputs = [new_output("stream", name="stdout", text=step.text + "\n")]
         self.cells.append(cell)
 
     def model_call(self, step: ModelCallStep) -> None:
@@ -320,6 +283,10 @@ class _Builder:
                 self.model_call(step)
             elif isinstance(step, RecallStep):
                 self.recall(step)
+            elif isinstance(step, ApprovalStep):
+                self.markdown(approval_source(step), "approval", step.seq, **approval_meta(step))
+            elif isinstance(step, NoticeStep):
+                self.markdown(notice_source(step), "notice", step.seq)
         self.end_note()
         return self.cells
 
@@ -352,68 +319,18 @@ class _Builder:
         self.note(text + f" (stopReason `{stop}`, endCause `{cause}`)", None)
 
 
-def sh_source(command: str, timeout_s: float | None = None) -> str:
-    """The Python source that re-runs a bash command in the agent kernel (binds ``sh.last``)."""
-    if timeout_s is None:
-        return f"sh({command!r})"
-    timeout = int(timeout_s) if float(timeout_s).is_integer() else timeout_s
-    return f"sh({command!r}, timeout={timeout!r})"
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _output(raw: Any) -> NotebookNode:
-    """A recorded output as a NotebookNode (shape checked later, with the whole notebook)."""
-    if isinstance(raw, dict) and raw.get("output_type") in _OUTPUT_TYPES:
-        node: NotebookNode = _from_dict(raw)
-        return node
-    return _unrecognised(raw)
-
-
-def _unrecognised(raw: Any) -> NotebookNode:
-    kind = raw.get("output_type") if isinstance(raw, dict) else type(raw).__name__
-    text = f"[jupyter-agent: unrecognised output {kind!r}]\n"
-    return _new_output("stream", name="stderr", text=text)
-
-
-def _repair_outputs(cells: list[NotebookNode]) -> None:
-    """Replace each output that fails nbformat's schema with an :func:`_unrecognised` note.
-
-    Only run when the whole notebook failed validation: checking outputs one by one goes
-    through the slow jsonschema path, checking the notebook once through fastjsonschema.
-    """
-    for cell in cells:
-        if cell.cell_type != "code":
-            continue
-        for i, output in enumerate(cell.outputs):
-            try:
-                _check_output(output, output.output_type)
-            except (nbformat.ValidationError, TypeError, ValueError):
-                cell.outputs[i] = _unrecognised(output)
-
-
-def _code(text: str) -> str:
-    """Inline code that survives backticks in ``text``."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 def _view_lines(view: dict[str, Any] | None) -> list[str]:
     if not view:
         return []
     parts = []
     if view.get("path"):
-        parts.append(_code(str(view["path"])))
+        parts.append(inline_code(str(view["path"])))
     if view.get("cell") is not None:
-        parts.append(f"cell {_code(str(view['cell']))}")
+        parts.append(f"cell {inline_code(str(view['cell']))}")
     selection = view.get("selection")
     if selection:
         text = selection if isinstance(selection, str) else json.dumps(selection)
-        parts.append("selection " + _code(" ".join(text.split())[:200]))
+        parts.append("selection " + inline_code(" ".join(text.split())[:200]))
     return ["Viewing " + " · ".join(parts)] if parts else []
 
 
@@ -439,33 +356,13 @@ def _view(trace: TraceFile, turn: TurnRecord | None) -> tuple[RunView, TurnRecor
     return view, turn if turn is not None else view.turn
 
 
-def _notebook(cells: list[NotebookNode], meta: dict[str, Any]) -> NotebookNode:
-    """The notebook of ``cells``, validated once (bad recorded outputs become notes)."""
-    nb = _new_notebook(
-        metadata=_from_dict(
-            {
-                "kernelspec": dict(KERNELSPEC),
-                "language_info": copy.deepcopy(_LANGUAGE_INFO),
-                "jupyter_agent": meta,
-            }
-        ),
-    )
-    nb.cells = cells  # after the builder, so the notebook is validated once, here
-    try:
-        _validate(nb)
-    except nbformat.ValidationError:
-        _repair_outputs(nb.cells)
-        _validate(nb)  # still invalid: a bug here, not a bad log; let it raise
-    return nb
-
-
 def run_notebook(
     trace: TraceFile, *, turn: TurnRecord | None = None, cell_prefix: str = ""
 ) -> NotebookNode:
     """One run as a notebook (see the module docstring); ``turn`` overrides the log's."""
     view, record = _view(trace, turn)
     cells = _Builder(_with_turn(view, record), cell_prefix, set()).build()
-    return _notebook(cells, _run_metadata(view, record))
+    return notebook_of(cells, _run_metadata(view, record))
 
 
 def chat_notebook(
@@ -481,32 +378,15 @@ def chat_notebook(
     runs: list[dict[str, Any]] = []
     if title:
         taken.add("title")
-        cells.append(_new_markdown_cell(f"# {title}", id="title", metadata={}))
+        cells.append(new_markdown_cell(f"# {title}", id="title", metadata={}))
     for k, (trace, turn) in enumerate(traces, start=1):
         view, record = _view(trace, turn)
         cells.extend(_Builder(_with_turn(view, record), f"t{k}-", taken).build())
         runs.append(_run_metadata(view, record))
     chat_ids = [r["chat_id"] for r in runs if r["chat_id"]]
     meta = {"chat_id": chat_ids[0] if chat_ids else None, "title": title or None, "runs": runs}
-    return _notebook(cells, meta)
+    return notebook_of(cells, meta)
 
 
 def _with_turn(view: RunView, turn: TurnRecord | None) -> RunView:
     return view if turn is view.turn else replace(view, turn=turn)
-
-
-def write_notebook(nb: NotebookNode, path: str | os.PathLike[str]) -> None:
-    """Validate ``nb`` and write it to ``path`` (nbformat v4, UTF-8; never signed).
-
-    Written to a temp file beside ``path`` then renamed, so a reader never sees half a file.
-    Raises :class:`nbformat.ValidationError` (nothing written) for an invalid notebook.
-    """
-    _validate(nb)
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            _write(nb, fh, version=4)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -12,7 +12,8 @@
 - ``steps``: what a person saw, in order (from :func:`~jupyter_agent.trace.cells_view.build_view`),
   each the codec JSON of one step of :mod:`jupyter_agent.core.steps` (a tagged union on
   ``type``: ``user``, ``steering``, ``break``, ``bubble``, ``reply``, ``cell`` (with its
-  nbformat ``outputs`` and the ``digest`` the model read), ``bash``, ``model_call``). A
+  nbformat ``outputs`` and the ``digest`` the model read), ``bash``, ``model_call``,
+  ``recall``, ``approval`` (a wait for the person), ``notice``). A
   cell or command a hard break cut has status ``cancelled``, what it printed until then
   and no digest (the model read none); one that ran past its timeout ``timed_out``.
 - ``effects``: every effect of the log in seq order:

@@ -297,6 +297,30 @@ export interface IRecallStep {
   error: { [key: string]: any } | null;
 }
 
+/** An `approval.wait`: a cell, a command, a proposal or an MCP call waited for the person. */
+export interface IApprovalStep {
+  type: "approval";
+  seq: number;
+  approval_id: string;
+  kind: "cell" | "bash" | "proposal" | "mcp";
+  code: string;
+  summary: string;
+  status: "ok" | "failed" | "cancelled" | "timed_out" | "unfinished" | "unreadable";
+  t: string;
+  approve: boolean | null;
+  rest: boolean;
+  by: "person" | "timeout" | "break" | null;
+  parent: number | null;
+}
+
+/** A notice the run took from the mailbox (a proposal's outcome, ...): `text` as the host queued it (the model read it as `[notice] <text>`), `at` when it was queued. */
+export interface INoticeStep {
+  type: "notice";
+  seq: number;
+  text: string;
+  at: string;
+}
+
 /** Any step of a run. */
 export type RunStep =
   | IUserStep
@@ -307,7 +331,9 @@ export type RunStep =
   | ICellStep
   | IBashStep
   | IModelCallStep
-  | IRecallStep;
+  | IRecallStep
+  | IApprovalStep
+  | INoticeStep;
 
 /** The step types. */
-export const STEP_TYPES = ["user", "steering", "break", "bubble", "reply", "cell", "bash", "model_call", "recall"] as const;
+export const STEP_TYPES = ["user", "steering", "break", "bubble", "reply", "cell", "bash", "model_call", "recall", "approval", "notice"] as const;

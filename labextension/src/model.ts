@@ -34,6 +34,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import type {
   AgentEvent,
+  IApprovalStep,
   ICellEndEvent,
   ICellStep,
   IBashStep,
@@ -162,11 +163,22 @@ export interface INoteItem {
   text: string;
 }
 
+/**
+ * Something the host told the agent (a proposal's outcome, ...) that the run took from its
+ * mailbox: known from the run's `notice` steps (no event carries it); shown as a note.
+ */
+export interface INoticeItem {
+  kind: 'notice';
+  text: string;
+  at: string;
+}
+
 export type RunItem =
   | ICellItem
   | IBubbleItem
   | ISteeringItem
   | INoteItem
+  | INoticeItem
   | IProposalItem
   | IApprovalItem;
 
@@ -322,6 +334,21 @@ function newCell(cellId: string, lang: 'python' | 'bash', code: string): ICellIt
   };
 }
 
+
+/**
+ * A closed approval from its step, as the live path leaves it: `approval_end` says
+ * approved or not (a hard break: not), the person's own answer is `answered` (a break or
+ * the turn's time limit closes it unanswered), and a wait with no answer recorded is
+ * closed by its run's end (approved null).
+ */
+export function approvalFromStep(runId: string, step: IApprovalStep): IApprovalItem {
+  const item = approvalFromEvent({ ...step, run_id: runId });
+  item.open = false;
+  item.approved = step.status === 'unfinished' ? null : step.approve === true;
+  item.rest = item.approved === true && Boolean(step.rest);
+  item.answered = step.by === 'person';
+  return item;
+}
 
 /** A cell's end, from its `cell_end` event or its step (the same fields). */
 function endCell(cell: ICellItem, end: ICellEnd): void {
@@ -867,8 +894,8 @@ export class ChatState {
 
   /**
    * Rebuild an ended run from its steps (`GET agent/runs/{run_id}`): its message, cells
-   * with their outputs and digests, bubbles, steering and reply, in order, as its events
-   * showed them. Returns false (and changes nothing) for a run that is unknown or built
+   * with their outputs and digests, bubbles, steering, approvals (closed, as their
+   * `approval_end` left them), notices and reply, in order, as its events showed them. Returns false (and changes nothing) for a run that is unknown or built
    * from events (live in this view).
    */
   loadSteps(runId: string, steps: RunStep[]): boolean {
@@ -912,6 +939,12 @@ export class ChatState {
           if (step.status === 'ok') {
             recall = recallFromEvent(step) ?? recall;
           }
+          break;
+        case 'approval':
+          items.push(approvalFromStep(runId, step));
+          break;
+        case 'notice':
+          items.push({ kind: 'notice', text: `Notice: ${step.text}`, at: step.at });
           break;
         default:
           break; // breaks and model calls are not shown in the chat

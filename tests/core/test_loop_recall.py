@@ -1,7 +1,8 @@
-"""``toolcaller@v4`` and ``@v5``: memory categories and ``autorecall@v1``, driven by hand (no I/O).
+"""``toolcaller@v4`` and later: memory categories and ``autorecall@v1``, driven by hand (no I/O).
 
 Each test answers the effects a host would: the window, the opening drain, ``config.get
-memory``, at most one ``recall.search``, then one model call. The request the loop builds
+memory`` (v6: ``config.get mcp``, no server here), at most one ``recall.search``, then one
+model call. The request the loop builds
 is checked on the wire (the fake provider speaks Anthropic's): the synthetic ``run_cell``
 call and its result come after the boot window and before the person's message.
 """
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.core.drive import drive
-from jupyter_agent.core.loop import NEW_CHAT_LEAD, PROGRAM, V5_PROGRAMS, program
+from jupyter_agent.core.loop import NEW_CHAT_LEAD, PROGRAM, V6_PROGRAMS, program
 from jupyter_agent.core.memory import RecallHit
 from jupyter_agent.core.recall import CALL_ID, HEADER, recall_code
 from jupyter_agent.core.turns import TurnRecord
@@ -76,6 +77,7 @@ class Run:
         self.s.answer("mailbox.drain", drained or [ASK])
         asked = self.s.answer("config.get", memory)
         assert asked.data == {"key": "memory"}
+        assert self.s.answer("config.get", None).data == {"key": "mcp"}  # (v6) no server
         self.search: Effect | None = None
 
     def recall(self, data: Any = None, error: dict[str, Any] | None = None) -> Effect:
@@ -152,7 +154,7 @@ def test_hits_become_a_synthetic_call_and_result_before_the_message() -> None:
         "tokens": turn["recall"]["tokens"],
     }
     assert 0 < turn["recall"]["tokens"] <= 800
-    assert turn["programs"] == ["toolcaller@v5", "autorecall@v1"] == list(V5_PROGRAMS)
+    assert turn["programs"] == ["toolcaller@v6", "autorecall@v1"] == list(V6_PROGRAMS)
 
 
 def test_a_new_chat_gets_the_call_before_its_first_message() -> None:
@@ -220,7 +222,7 @@ def test_no_hits_injects_nothing_and_records_no_recall() -> None:
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     turn = run.finish()
     assert "recall" not in turn
-    assert turn["programs"] == ["toolcaller@v5", "autorecall@v1"]
+    assert turn["programs"] == ["toolcaller@v6", "autorecall@v1"]
 
 
 def test_hits_below_the_threshold_or_past_the_budget_are_not_shown() -> None:
@@ -277,6 +279,7 @@ def test_a_failed_memory_read_is_no_categories_and_no_recall() -> None:
     s.answer("config.get", window(0))
     s.answer("mailbox.drain", [ASK])
     s.answer("config.get", None, {"type": "StoreUnavailable", "message": "locked"})
+    s.answer("config.get", None)  # (v6) mcp: no server
     s.answer("clock.now", NOW)
     post = s.answer("http.post", reply(text("ok")))
     assert "# Memory categories in use\n\nnone yet" in post.data["json"]["system"][0]["text"]

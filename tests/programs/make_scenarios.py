@@ -3,7 +3,7 @@
 
     JA_MAKE_SCENARIOS=1 python -m pytest tests/programs/make_scenarios.py -q
 
-- ``toolcaller.jsonl``: a real ``toolcaller@v5`` run (the run manager, the driver, a real
+- ``toolcaller.jsonl``: a real ``toolcaller@v6`` run (the run manager, the driver, a real
   agent kernel, the scripted fake model on loopback): one message, a cell, a done reply;
 - ``history.jsonl``: a real ``history@v1`` run (the history scheduler over five stored
   turns): one summary.

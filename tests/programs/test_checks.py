@@ -26,7 +26,7 @@ def program(run_id, chat_id):
     return (yield from loop.program(KEY, run_id, chat_id))
 """
 EFFECT = "from jupyter_agent.effects import Effect\n\n"
-FILES = {"program.py": GOOD, "lib/keys.py": 'KEY = "toolcaller@v5"\n'}
+FILES = {"program.py": GOOD, "lib/keys.py": 'KEY = "toolcaller@v6"\n'}
 
 
 def _refused(name: str, files: dict[str, str]) -> str:

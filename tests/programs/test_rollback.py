@@ -41,21 +41,21 @@ def rollback(svc: ProgramService, agent: str = "", to: int | None = None) -> str
 
 def test_rollbacks_walk_back_then_refuse(store: Store, tmp_path: Path) -> None:
     svc, registry = service(store, tmp_path)
-    v5 = builtin_ref("toolcaller@v5").text  # the default; deploys are v6 on
-    v6 = deploy(svc, "six")
+    v6 = builtin_ref("toolcaller@v6").text  # the default; deploys are v7 on
     v7 = deploy(svc, "seven")
     v8 = deploy(svc, "eight")
-    assert registry.resolve("agent", "toolcaller").ref.text == v8
-    assert rollback(svc) == v7
-    assert rollback(svc) == v6  # not back to v8
-    assert rollback(svc) == v5
-    assert registry.resolve("agent", "toolcaller").ref.text == v5
+    v9 = deploy(svc, "nine")
+    assert registry.resolve("agent", "toolcaller").ref.text == v9
+    assert rollback(svc) == v8
+    assert rollback(svc) == v7  # not back to v9
+    assert rollback(svc) == v6
+    assert registry.resolve("agent", "toolcaller").ref.text == v6
     with pytest.raises(BadRequest) as refused:
         rollback(svc)
     assert refused.value.reason == "no_rollback"
     # `to` pushes: a rollback after it returns to where it was.
-    assert rollback(svc, to=7) == v7
-    assert rollback(svc) == v5
+    assert rollback(svc, to=8) == v8
+    assert rollback(svc) == v6
     with pytest.raises(NotFound):
         rollback(svc, to=99)
 

@@ -14,7 +14,7 @@ from jupyter_agent.trace.verify import replay_run, verify_run
 
 
 @pytest.mark.parametrize(
-    ("name", "program"), [("toolcaller", "toolcaller@v5"), ("history", "history@v1")]
+    ("name", "program"), [("toolcaller", "toolcaller@v6"), ("history", "history@v1")]
 )
 def test_shipped_scenario_replays_identically(name: str, program: str) -> None:
     path = resources.files("jupyter_agent") / "programs" / "scenarios" / f"{name}.jsonl"

@@ -1,4 +1,4 @@
-"""Approvals and notices through the run manager (``toolcaller@v5``): a real agent kernel,
+"""Approvals and notices through the run manager (``toolcaller@v5`` and later): a real agent kernel,
 the scripted fake model, the real driver and its ``approval.wait`` performer.
 
 A wait publishes ``approval`` and nothing runs until the person answers (here through the

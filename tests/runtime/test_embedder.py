@@ -17,7 +17,8 @@ from jupyter_agent.llm.fake import FakeProvider
 from jupyter_agent.llm.fake_embed import embed_text
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime import vector_index
-from jupyter_agent.runtime.embedder import Embedder, recall_hits
+from jupyter_agent.runtime.embedder import Embedder
+from jupyter_agent.runtime.hybrid_recall import recall_hits
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.store import Store
 from jupyter_agent.store.vector_search import pgvector_installed

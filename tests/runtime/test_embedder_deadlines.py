@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.llm.fake import FakeProvider
-from jupyter_agent.runtime.embedder import hybrid_rank
+from jupyter_agent.runtime.hybrid_recall import hybrid_rank
 from jupyter_agent.runtime.recall_search import search
 from jupyter_agent.store import Store
 from tests.runtime import test_embedder as base

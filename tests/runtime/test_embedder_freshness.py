@@ -17,7 +17,8 @@ from jupyter_agent.core.recall_terms import terms
 from jupyter_agent.llm.fake import FakeProvider
 from jupyter_agent.llm.fake_embed import embed_text
 from jupyter_agent.runtime import vector_index
-from jupyter_agent.runtime.embedder import Embedder, recall_hits
+from jupyter_agent.runtime.embedder import Embedder
+from jupyter_agent.runtime.hybrid_recall import recall_hits
 from jupyter_agent.runtime.ids import now_iso
 from jupyter_agent.runtime.memory_service import MemoryService
 from jupyter_agent.store import Store

@@ -316,7 +316,7 @@ async def test_with_approval_none_a_proposal_is_applied_at_once(agent: Harness) 
     turn = await agent.ask(agent.new_chat(), "make it a bar chart", view=VIEW)
     assert final_text(turn) == "Done."
     header = agent.trace(turn.run_id).header
-    assert "toolcaller@v5" in json.dumps(header)
+    assert "toolcaller@v6" in json.dumps(header)
     [result] = cell_results(agent, turn.run_id)
     [pid] = [p["text"] for p in result["prints"]]
     row = agent.store.get_proposal(pid)
@@ -324,7 +324,7 @@ async def test_with_approval_none_a_proposal_is_applied_at_once(agent: Harness) 
     assert row.status == "applied"
     after = nbformat.read(agent.root / "work" / "sales.ipynb", as_version=4)
     assert after.cells[3].source == 'plot(rows, kind="bar")'
-    # The outcome reached the model as a notice at its next drain (toolcaller@v5).
+    # The outcome reached the model as a notice at its next drain (toolcaller@v5 and later).
     told = json.dumps(agent.fake.requests[-1].json)
     assert f"Proposal {pid} (work/sales.ipynb) was applied by the host at once" in told
     assert "by the person" not in told  # nobody but the policy decided

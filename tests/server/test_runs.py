@@ -76,7 +76,7 @@ def test_message_to_reply_and_run_routes(
     assert chat["title"] == "what is six times seven, please …"
     assert chat["active_run_id"] is None
 
-    # The stored program is "toolcaller@v5" (core.loop.PROGRAM): a name matches every
+    # The stored program is "toolcaller@v6" (core.loop.PROGRAM): a name matches every
     # version, name@vN that version; a part of a name, another version or LIKE's wildcards
     # match nothing.
     for program, found in PROGRAM_FILTERS:

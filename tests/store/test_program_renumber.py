@@ -1,15 +1,21 @@
-"""A package upgrade that makes ``toolcaller@v5`` built in (issue 17) on a v6 database that
-deployed its own v5 and v6 (SQLite and PostgreSQL): migration v7 moves the deployed v5 to
-v7 (the next free number above the built-in 5 and the stored 6; v6 stays); the
-activations, the runs' ``programs`` and ``program`` and a failed run's turn follow (matched
-by hash: a run of the built-in is untouched); the active program is the same code; an old
-log's ref still loads as the deployed program; a second pass changes nothing"""
+"""Package upgrades that make a deployed number built in, on SQLite and PostgreSQL.
+
+- Issue 17 made ``toolcaller@v5`` built in, issue 18 ``toolcaller@v6``. A v6 database that
+  deployed its own v5 and v6 (the release before issue 17) upgraded today: migration v7's
+  data step (today's built-ins) moves the deployed v5 to v7 and v6 to v8 (the next free
+  numbers above the built-in 6); v8 finds nothing more.
+- A v7 database that deployed its own v6 and v7 (the release before issue 18): migration v8
+  moves the deployed v6 to v8 (above the built-in 6 and the stored 7; v7 stays).
+
+In both the activations, the runs' ``programs`` and ``program`` and a failed run's turn
+follow (matched by hash: a run of the built-in is untouched); the active program is the
+same code; an old log's ref still loads as the deployed program; a second pass changes
+nothing."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +24,7 @@ from sqlalchemy import create_engine, text
 from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.effects import Effect
 from jupyter_agent.programs import builtin as builtin_module
-from jupyter_agent.programs.builtin import BUILTIN, BuiltinProgram, builtin_hash
+from jupyter_agent.programs.builtin import builtin_hash
 from jupyter_agent.programs.files import content_hash
 from jupyter_agent.programs.refs import ProgramRef
 from jupyter_agent.programs.registry import ProgramRegistry
@@ -34,18 +40,7 @@ def program(run_id, chat_id):
     yield MARK
 """
 
-
-@pytest.fixture
-def builtin_v5(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """``toolcaller@v5`` built in (the package's own once issue 17's loop is merged; else
-    the v4 entry under the v5 key): its full hash."""
-    if "toolcaller@v5" not in BUILTIN:
-        v4 = BUILTIN["toolcaller@v4"]
-        fake = BuiltinProgram(key="toolcaller@v5", kind="run", modules=v4.modules, uses=v4.uses)
-        monkeypatch.setitem(BUILTIN, "toolcaller@v5", fake)
-    builtin_hash.cache_clear()
-    yield builtin_hash("toolcaller@v5")
-    builtin_hash.cache_clear()
+LLM = "llm@v1#" + "1" * 12
 
 
 def _files(mark: str) -> dict[str, str]:
@@ -56,42 +51,47 @@ def _files(mark: str) -> dict[str, str]:
     }
 
 
-def _deploy(store: Store, mark: str) -> ProgramRow:
+def _deploy(store: Store, mark: str, *, after: int | None = None) -> ProgramRow:
+    """A deployed toolcaller; ``after``: the release's highest built-in (default: today's)."""
     files = _files(mark)
     row = ProgramRow(
         name="toolcaller", hash=content_hash("toolcaller", files), files=files, uses=("llm@v1",)
     )
-    return store.add_program(row, after=4)  # the previous release: v1..v4 built in
+    return store.add_program(row, after=after)
 
 
 def _run(n: int, program: str, programs: tuple[str, ...]) -> RunSummary:
     return dataclasses.replace(make_run(n, program=program), programs=programs)
 
 
-def _v6_database(db_url: str, monkeypatch: pytest.MonkeyPatch) -> tuple[ProgramRow, ...]:
-    """What the previous release left: schema v6, toolcaller v5 and v6 deployed, layers
-    running them, runs and a failed run's turn naming them."""
+def _old_database(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, *, schema: int, first: int
+) -> tuple[ProgramRow, ...]:
+    """What an older release left: schema ``schema``, toolcaller ``first`` and ``first + 1``
+    deployed (its built-ins were v1..v``first - 1``), layers running them, runs and a failed
+    run's turn naming them."""
     with monkeypatch.context() as patch:
-        patch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:6])
+        patch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:schema])
         store = Store(db_url)
         try:
-            five, six = _deploy(store, "five"), _deploy(store, "six")
-            assert (five.version, six.version) == (5, 6)
+            low = _deploy(store, "low", after=first - 1)
+            high = _deploy(store, "high", after=first - 1)
+            assert (low.version, high.version) == (first, first + 1)
             store.activate("", "toolcaller", 4, "ann", now=iso(1))
-            store.activate("", "toolcaller", 5, "ann", now=iso(2))
-            store.activate("planner", "toolcaller", 6, "ann", now=iso(3))
+            store.activate("", "toolcaller", first, "ann", now=iso(2))
+            store.activate("planner", "toolcaller", first + 1, "ann", now=iso(3))
             store.create_chat(chat_id="chat_01A", title="old", now=iso(0))
-            llm = "llm@v1#" + "1" * 12
-            store.upsert_run(_run(1, "toolcaller@v5", (f"toolcaller@v5#{five.hash[:12]}", llm)))
-            store.upsert_run(_run(2, "toolcaller@v6", (f"toolcaller@v6#{six.hash[:12]}", llm)))
-            store.upsert_run(_run(3, "toolcaller@v4", ("toolcaller@v4#" + "4" * 12, llm)))
+            for n, row in ((1, low), (2, high)):
+                ref = f"toolcaller@v{row.version}"
+                store.upsert_run(_run(n, ref, (f"{ref}#{row.hash[:12]}", LLM)))
+            store.upsert_run(_run(3, "toolcaller@v4", ("toolcaller@v4#" + "4" * 12, LLM)))
             failed = make_turn(1, run_id="run_000001")
             store.append_turn(
-                dataclasses.replace(failed, programs=(f"toolcaller@v5#{five.hash[:12]}",))
+                dataclasses.replace(failed, programs=(f"toolcaller@v{first}#{low.hash[:12]}",))
             )
         finally:
             store.close()
-    return five, six
+    return low, high
 
 
 def _raw_runs(db_url: str) -> dict[str, tuple[str, list[str]]]:
@@ -104,89 +104,119 @@ def _raw_runs(db_url: str) -> dict[str, tuple[str, list[str]]]:
     return {r: (p, json.loads(ps)) for r, p, ps in rows}
 
 
-def test_migration_v7_renumbers_a_deployed_v5(
-    db_url: str, monkeypatch: pytest.MonkeyPatch, builtin_v5: str, tmp_path: Path
+@dataclasses.dataclass(frozen=True)
+class Upgrade:
+    """One case: the old database's ``schema``, its ``first`` deployed number, and the
+    numbers its two deployed rows (``first``, ``first + 1``) have after the upgrade."""
+
+    schema: int
+    first: int
+    low: int
+    high: int
+
+
+UPGRADES = [
+    # v6 -> today: v7's data step renumbers both (today's built-ins are v1..v6).
+    pytest.param(Upgrade(schema=6, first=5, low=7, high=8), id="v6-db"),
+    # v7 -> today: v8's data step renumbers the deployed v6; the deployed v7 stays.
+    pytest.param(Upgrade(schema=7, first=6, low=8, high=7), id="v7-db"),
+]
+
+
+def test_the_built_ins_are_v1_to_v6() -> None:
+    assert builtin_module.latest_builtin("toolcaller") == 6
+    assert migrations.LATEST_VERSION == 8
+
+
+@pytest.mark.parametrize("case", UPGRADES)
+def test_migration_renumbers_the_shadowed_deployed_versions(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, case: Upgrade
 ) -> None:
-    five, six = _v6_database(db_url, monkeypatch)
-    store = Store(db_url)  # migrates v6 -> latest: v7's data step renumbers
+    low, high = _old_database(db_url, monkeypatch, schema=case.schema, first=case.first)
+    store = Store(db_url)  # migrates to the latest: the data steps renumber
     try:
-        # v6 is not built in: it stays; v5 takes the next free number above both.
-        assert [(p.version, p.hash) for p in store.programs("toolcaller")] == [
-            (6, six.hash),
-            (7, five.hash),
-        ]
+        assert sorted((p.version, p.hash) for p in store.programs("toolcaller")) == sorted(
+            [(case.low, low.hash), (case.high, high.hash)]
+        )
         layers = [(a.agent, a.version) for a in store.activations(name="toolcaller")]
-        assert layers == [("", 4), ("", 7), ("planner", 6)]
+        assert layers == [("", 4), ("", case.low), ("planner", case.high)]
         runs = _raw_runs(db_url)
-        llm = "llm@v1#" + "1" * 12
-        assert runs["run_000001"] == ("toolcaller@v7", [f"toolcaller@v7#{five.hash[:12]}", llm])
-        assert runs["run_000002"] == ("toolcaller@v6", [f"toolcaller@v6#{six.hash[:12]}", llm])
-        assert runs["run_000003"] == ("toolcaller@v4", ["toolcaller@v4#" + "4" * 12, llm])
+        new_low, new_high = f"toolcaller@v{case.low}", f"toolcaller@v{case.high}"
+        assert runs["run_000001"] == (new_low, [f"{new_low}#{low.hash[:12]}", LLM])
+        assert runs["run_000002"] == (new_high, [f"{new_high}#{high.hash[:12]}", LLM])
+        assert runs["run_000003"] == ("toolcaller@v4", ["toolcaller@v4#" + "4" * 12, LLM])
         got = store.get_run("run_000001")
         assert got is not None
-        assert got.programs == (f"toolcaller@v7#{five.hash[:12]}", llm)
+        assert got.programs == (f"{new_low}#{low.hash[:12]}", LLM)
         turn = store.get_turn_by_run("run_000001")
         assert turn is not None
-        assert turn.programs == (f"toolcaller@v7#{five.hash[:12]}",)
-        assert "toolcaller@v5" not in store.named_programs()
+        assert turn.programs == (f"{new_low}#{low.hash[:12]}",)
+        named = store.named_programs()
+        assert "toolcaller@v5" not in named
+        assert "toolcaller@v6" not in named
 
-        # The layers run the same code as before the upgrade; v5 itself is the built-in.
+        # The layers run the same code as before the upgrade; v6 itself is the built-in.
         registry = ProgramRegistry(store, tmp_path / "programs")
         server = registry.resolve("agent", "toolcaller")
-        assert server.ref == ProgramRef("toolcaller", 7, five.hash)
-        assert next(server.factory("r", "c")) == Effect(name="clock.now", data={"mark": "five"})
+        assert server.ref == ProgramRef("toolcaller", case.low, low.hash)
+        assert next(server.factory("r", "c")) == Effect(name="clock.now", data={"mark": "low"})
         planner = registry.resolve("planner", "toolcaller")
-        assert planner.ref == ProgramRef("toolcaller", 6, six.hash)
-        assert registry.load(f"toolcaller@v5#{builtin_v5[:12]}").builtin
+        assert planner.ref == ProgramRef("toolcaller", case.high, high.hash)
+        assert registry.load(f"toolcaller@v6#{builtin_hash('toolcaller@v6')[:12]}").builtin
 
         # The next deploy takes the next free number.
-        assert _deploy(store, "eight").version == 8
+        assert _deploy(store, "nine").version == 9
     finally:
         store.close()
 
 
-def test_an_old_log_of_the_deployed_v5_replays_as_it(
-    db_url: str, monkeypatch: pytest.MonkeyPatch, builtin_v5: str, tmp_path: Path
+@pytest.mark.parametrize("case", UPGRADES)
+def test_an_old_log_of_a_renumbered_version_replays_as_it(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, case: Upgrade
 ) -> None:
-    five, six = _v6_database(db_url, monkeypatch)
+    low, high = _old_database(db_url, monkeypatch, schema=case.schema, first=case.first)
     cache = tmp_path / "programs"
     store = Store(db_url)
     try:
         registry = ProgramRegistry(store, cache)
-        old = f"toolcaller@v5#{five.hash[:12]}"  # what the log on disk names
+        old = f"toolcaller@v{case.first}#{low.hash[:12]}"  # what the log on disk names
         loaded = registry.load(old)
         assert not loaded.builtin
-        assert loaded.ref == ProgramRef("toolcaller", 7, five.hash)
-        assert (
-            loaded.note
-            == f"{old} is the deployed toolcaller@v7 now (toolcaller@v5 became built in)"
+        assert loaded.ref == ProgramRef("toolcaller", case.low, low.hash)
+        assert loaded.note == (
+            f"{old} is the deployed toolcaller@v{case.low} now "
+            f"(toolcaller@v{case.first} became built in)"
         )
-        assert next(loaded.factory("r", "c")).data == {"mark": "five"}
-        assert registry.load(f"toolcaller@v6#{six.hash[:12]}").ref.version == 6
+        assert next(loaded.factory("r", "c")).data == {"mark": "low"}
+        assert registry.load(f"toolcaller@v{case.first + 1}#{high.hash[:12]}").ref == ProgramRef(
+            "toolcaller", case.high, high.hash
+        )
         # The renumbered ref the run row names now loads too.
-        assert registry.load(f"toolcaller@v7#{five.hash[:12]}").ref.hash == five.hash
+        assert registry.load(f"toolcaller@v{case.low}#{low.hash[:12]}").ref.hash == low.hash
         # Another hash under a built-in key: a run of another build of the built-in.
-        other = registry.load("toolcaller@v5#0123456789ab")
+        other = registry.load(f"toolcaller@v{case.first}#0123456789ab")
         assert other.builtin
-        assert other.note.startswith("recorded with another build of toolcaller@v5")
+        assert other.note.startswith(f"recorded with another build of toolcaller@v{case.first}")
     finally:
         store.close()
     # Without the database (a local replay), from the cache dir the load filled.
     local = ProgramRegistry(None, cache)
-    again = local.load(f"toolcaller@v5#{five.hash[:12]}")
-    assert (again.builtin, again.ref.hash) == (False, five.hash)
-    assert next(again.factory("r", "c")).data == {"mark": "five"}
+    again = local.load(old)
+    assert (again.builtin, again.ref.hash) == (False, low.hash)
+    assert next(again.factory("r", "c")).data == {"mark": "low"}
 
 
+@pytest.mark.parametrize("case", UPGRADES)
 def test_renumbering_is_idempotent_and_spares_runs_of_the_builtin(
-    db_url: str, monkeypatch: pytest.MonkeyPatch, builtin_v5: str
+    db_url: str, monkeypatch: pytest.MonkeyPatch, case: Upgrade
 ) -> None:
-    five, six = _v6_database(db_url, monkeypatch)
+    low, high = _old_database(db_url, monkeypatch, schema=case.schema, first=case.first)
     store = Store(db_url)
     try:
-        # A run of the built-in v5 after the upgrade (its own hash): never renumbered.
-        mine = f"toolcaller@v5#{builtin_v5[:12]}"
-        store.upsert_run(_run(4, "toolcaller@v5", (mine,)))
+        # A run of the built-in after the upgrade (its own hash): never renumbered.
+        builtin_key = f"toolcaller@v{case.first}"
+        mine = f"{builtin_key}#{builtin_hash(builtin_key)[:12]}"
+        store.upsert_run(_run(4, builtin_key, (mine,)))
         before = _raw_runs(db_url)
     finally:
         store.close()
@@ -194,30 +224,34 @@ def test_renumbering_is_idempotent_and_spares_runs_of_the_builtin(
     try:
         with engine.begin() as conn:
             assert renumber_shadowed(conn, builtin_module.BUILTIN) == []
-            # Two shadowed rows (v6 built in too) move in order; runs follow by hash.
-            for version, row in ((5, five), (6, six)):
+            # Both rows back at their old numbers, both shadowed (the higher one built in
+            # too): they move in order; the runs follow by hash.
+            for n, row in ((1, low), (2, high)):
+                version = case.first + n - 1
                 conn.execute(
                     text("UPDATE agent_programs SET version = :v WHERE hash = :h"),
                     {"v": version, "h": row.hash},
                 )
-            conn.execute(
-                text(
-                    "UPDATE agent_runs SET program = 'toolcaller@v5', programs = :p"
-                    " WHERE run_id = 'run_000001'"
-                ),
-                {"p": json.dumps([f"toolcaller@v5#{five.hash[:12]}"])},
-            )
-            moved = renumber_shadowed(conn, [*builtin_module.BUILTIN, "toolcaller@v6"])
-            assert renumber_shadowed(conn, [*builtin_module.BUILTIN, "toolcaller@v6"]) == []
+                conn.execute(
+                    text("UPDATE agent_runs SET program = :p, programs = :ps WHERE run_id = :r"),
+                    {
+                        "p": f"toolcaller@v{version}",
+                        "ps": json.dumps([f"toolcaller@v{version}#{row.hash[:12]}"]),
+                        "r": f"run_00000{n}",
+                    },
+                )
+            shadowing = [*builtin_module.BUILTIN, f"toolcaller@v{case.first + 1}"]
+            moved = renumber_shadowed(conn, shadowing)
+            assert renumber_shadowed(conn, shadowing) == []
     finally:
         engine.dispose()
-    top = 7  # an activation still names v7: taken
+    top = 8  # an activation still names v8: taken
     assert moved == [
-        Renumbered(name="toolcaller", old=5, new=top + 1, hash=five.hash, runs=1),
-        Renumbered(name="toolcaller", old=6, new=top + 2, hash=six.hash, runs=1),
+        Renumbered(name="toolcaller", old=case.first, new=top + 1, hash=low.hash, runs=1),
+        Renumbered(name="toolcaller", old=case.first + 1, new=top + 2, hash=high.hash, runs=1),
     ]
     after = _raw_runs(db_url)
-    assert after["run_000004"] == before["run_000004"] == ("toolcaller@v5", [mine])
-    assert after["run_000001"] == ("toolcaller@v8", [f"toolcaller@v8#{five.hash[:12]}"])
-    assert after["run_000002"][0] == "toolcaller@v9"
+    assert after["run_000004"] == before["run_000004"] == (builtin_key, [mine])
+    assert after["run_000001"] == ("toolcaller@v9", [f"toolcaller@v9#{low.hash[:12]}"])
+    assert after["run_000002"] == ("toolcaller@v10", [f"toolcaller@v10#{high.hash[:12]}"])
     assert after["run_000003"] == before["run_000003"]

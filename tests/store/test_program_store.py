@@ -22,35 +22,35 @@ def _row(digest: str, name: str = "toolcaller", **kw: object) -> ProgramRow:
 
 def test_versions_follow_the_builtin_ones(store: Store) -> None:
     first = store.add_program(_row("a1b2c3d4", uses=("llm@v1",), created_by="ann"))
-    assert first.version == 6  # toolcaller v1..v5 are built in
+    assert first.version == 7  # toolcaller v1..v6 are built in
     assert first.created
     assert first.created_by == "ann"
     assert store.add_program(_row("00000000", name="history")).version == 2
     second = store.add_program(_row("ffffeeee", description="plans first"))
-    assert second.version == 7
+    assert second.version == 8
     again = store.add_program(_row("a1b2c3d4", description="ignored"))
     assert again == first  # an equal hash is that version, nothing new
-    got = store.program("toolcaller", 6)
+    got = store.program("toolcaller", 7)
     assert got == first
     assert got is not None
     assert got.files == {"program.py": "# a1b2c3d4\n", "lib/util.py": "X = 1\n"}
     assert got.uses == ("llm@v1",)
-    assert store.program("toolcaller", 9) is None
+    assert store.program("toolcaller", 10) is None
     listed = store.programs()
     assert [(p.name, p.version) for p in listed] == [
         ("history", 2),
-        ("toolcaller", 6),
         ("toolcaller", 7),
+        ("toolcaller", 8),
     ]
     assert all(p.files == {} for p in listed)
-    assert [p.version for p in store.programs("toolcaller", files=True)] == [6, 7]
+    assert [p.version for p in store.programs("toolcaller", files=True)] == [7, 8]
     assert store.programs("toolcaller", files=True)[0].files == first.files
-    assert store.delete_program("toolcaller", 7)
-    assert not store.delete_program("toolcaller", 7)
-    assert store.add_program(_row("12121212")).version == 7  # never activated: free again
-    store.activate("", "toolcaller", 7, "ann")
-    assert store.delete_program("toolcaller", 7)
-    assert store.add_program(_row("34343434")).version == 8  # an activated number stays taken
+    assert store.delete_program("toolcaller", 8)
+    assert not store.delete_program("toolcaller", 8)
+    assert store.add_program(_row("12121212")).version == 8  # never activated: free again
+    store.activate("", "toolcaller", 8, "ann")
+    assert store.delete_program("toolcaller", 8)
+    assert store.add_program(_row("34343434")).version == 9  # an activated number stays taken
 
 
 def test_activations_and_mark(store: Store) -> None:
@@ -114,7 +114,7 @@ def test_two_deploys_at_once_get_distinct_versions(db_url: str) -> None:
         for t in threads:
             t.join(60)
         assert errors == []
-        assert sorted(got) == [6, 7, 8, 9]  # after the built-in v1..v5
+        assert sorted(got) == [7, 8, 9, 10]  # after the built-in v1..v6
         # The same files deployed at once from both: one version.
         barrier2 = threading.Barrier(2)
         same: list[int] = []
@@ -128,7 +128,7 @@ def test_two_deploys_at_once_get_distinct_versions(db_url: str) -> None:
             t.start()
         for t in pair:
             t.join(60)
-        assert same == [10, 10]
+        assert same == [11, 11]
     finally:
         for s in stores:
             s.close()

@@ -1,4 +1,4 @@
-import type { RunStep } from '../events';
+import type { IApprovalStep, RunStep } from '../events';
 import { ChatState, IAgentEvent, ITurnRecord } from '../model';
 import {
   canDecide,
@@ -308,5 +308,77 @@ describe('ChatState and approvals', () => {
     t.applyEvent(ev('run_end', 'r', { stop_reason: 'break', end_cause: 'break_hard', turn: turn('r') }));
     expect(b.open).toBe(false);
     expect(describeApproval(b)).toBe('Not answered: the run ended');
+  });
+});
+
+describe('ChatState rebuilds approvals and notices from steps', () => {
+  function wait(seq: number, id: string, fields: Partial<IApprovalStep> = {}): IApprovalStep {
+    return {
+      type: 'approval', seq, approval_id: id, kind: 'cell', code: 'rm()', summary: 'Run the cell: rm()',
+      status: 'ok', t: 't', approve: true, rest: false, by: 'person', parent: null, ...fields
+    };
+  }
+
+  function loaded(steps: RunStep[]): ChatState {
+    const s = new ChatState(CHAT);
+    s.loadTurns([turn('r')], null);
+    expect(s.loadSteps('r', steps)).toBe(true);
+    return s;
+  }
+
+  it('closes each approval as its approval_end left it', () => {
+    const steps: RunStep[] = [
+      { type: 'user', seq: 1, text: 'go', at: 't', view: null, attachments: [], message_id: 'm0' },
+      wait(3, 'a1', { rest: true }),
+      wait(5, 'a2', { approve: false }),
+      wait(6, 'a3', { kind: 'bash', approve: false, by: 'timeout' }),
+      wait(7, 'a4', { kind: 'mcp', code: 'fs.write()', approve: false, by: 'break', parent: 9 }),
+      wait(8, 'a5', { status: 'cancelled', approve: false, by: null }),
+      wait(9, 'a6', { status: 'unfinished', approve: null, by: null })
+    ];
+    const items = loaded(steps).run('r')!.items as IApprovalItem[];
+    expect(items.map(i => [i.approvalId, i.what, i.open, i.approved])).toEqual([
+      ['a1', 'cell', false, true],
+      ['a2', 'cell', false, false],
+      ['a3', 'bash', false, false],
+      ['a4', 'mcp', false, false],
+      ['a5', 'cell', false, false],
+      ['a6', 'cell', false, null]
+    ]);
+    expect(items.every(i => i.runId === 'r' && !i.busy && i.error === null)).toBe(true);
+    expect(items[3].code).toBe('fs.write()');
+    expect(items.map(describeApproval)).toEqual([
+      'Approved (and the rest of this turn)',
+      'Denied',
+      'Not approved: the run was stopped or ran out of time',
+      'Not approved: the run was stopped or ran out of time',
+      'Not approved: the run was stopped or ran out of time',
+      'Not answered: the run ended'
+    ]);
+  });
+
+  it('shows the same closed card as the live events did', () => {
+    const live = new ChatState(CHAT);
+    live.applyEvent(ev('run_start', 'r', { started: 'x', text: 'go', message_id: 'm0' }));
+    live.applyEvent(
+      ev('approval', 'r', { approval_id: 'a1', kind: 'bash', code: 'ls', summary: 'Run the command: ls' })
+    );
+    live.setApprovalBusy('r', 'a1', false, null, { approve: false, rest: false });
+    live.applyEvent(ev('approval_end', 'r', { approval_id: 'a1', approve: false }));
+    live.applyEvent(ev('run_end', 'r', { stop_reason: 'done', end_cause: 'done', turn: turn('r') }));
+    const rebuilt = loaded([
+      wait(2, 'a1', { kind: 'bash', code: 'ls', summary: 'Run the command: ls', approve: false })
+    ]);
+    expect(rebuilt.run('r')!.items).toEqual(live.run('r')!.items);
+  });
+
+  it('shows a notice as a muted line where the run took it', () => {
+    const s = loaded([
+      { type: 'user', seq: 1, text: 'go', at: 't', view: null, attachments: [], message_id: 'm0' },
+      { type: 'notice', seq: 4, text: 'The proposal was applied.', at: '2025-03-01T10:00:05Z' }
+    ]);
+    expect(s.run('r')!.items).toEqual([
+      { kind: 'notice', text: 'Notice: The proposal was applied.', at: '2025-03-01T10:00:05Z' }
+    ]);
   });
 });
