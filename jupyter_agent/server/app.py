@@ -33,7 +33,6 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, v
 from traitlets.config import Config
 
 from jupyter_agent import __version__
-from jupyter_agent.exceptions import Unavailable
 from jupyter_agent.llm.embeddings import EMBED_TIER, embed_tier_problem
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.admin_profiles import admin_profiles
@@ -345,15 +344,7 @@ class JupyterAgent(ExtensionApp):
     """The agent service (built in ``initialize_settings``; None if it could not be)."""
 
     mcp_endpoint: McpEndpoint | None = None
-    """The MCP endpoint's session manager (``agent/mcp``, issue 18): started and stopped
-    with the extension."""
-
-    async def started_service(self) -> AgentService:
-        """The agent service, started; ``Unavailable`` when it could not be built."""
-        if self.service is None:
-            raise Unavailable("The agent service is not available", reason="unavailable")
-        await self.service.start()
-        return self.service
+    """``agent/mcp`` (issue 18): started and stopped with the extension."""
 
     def status(self, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The answer of ``GET agent/status`` for the server's environment (no key values).
@@ -455,7 +446,7 @@ class JupyterAgent(ExtensionApp):
             live_docs=LiveDocs(lambda: collaboration_app(serverapp)),
         )
         self.service = AgentService(parts)
-        self.mcp_endpoint = McpEndpoint(self.started_service, version=__version__)
+        self.mcp_endpoint = McpEndpoint(lambda: self.service, version=__version__)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the pool and recover runs left running, once the loop runs."""

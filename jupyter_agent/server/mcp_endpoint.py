@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -49,16 +49,15 @@ log = logging.getLogger(__name__)
 #: The route, under ``{base_url}``.
 MCP_ROUTE = r"/agent/mcp"
 
-ServiceGetter = Callable[[], Awaitable["AgentService"]]
-
 
 class McpEndpoint:
-    """The session manager of the endpoint and the background task that runs it."""
+    """The session manager of the endpoint and the background task that runs it, over the
+    app's agent service (``service()``: None when it could not be built)."""
 
-    def __init__(self, service: ServiceGetter, *, version: str) -> None:
-        self._service = service
+    def __init__(self, service: Callable[[], AgentService | None], *, version: str) -> None:
+        self._get_service = service
         self._cells: CellService | None = None
-        self.server = build_server(service, self._cell_service, version=version)
+        self.server = build_server(self._service, self._cell_service, version=version)
         # Jupyter checks the Host and Origin headers itself (check_host, check_origin),
         # so the SDK's DNS-rebinding check (which knows no allowed host here) is off.
         self.manager = StreamableHTTPSessionManager(
@@ -69,6 +68,14 @@ class McpEndpoint:
         self._ready: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
         self._stopped = False
+
+    async def _service(self) -> AgentService:
+        """The agent service, started (``Unavailable`` when it could not be built)."""
+        service = self._get_service()
+        if service is None:
+            raise Unavailable("The agent service is not available", reason="unavailable")
+        await service.start()
+        return service
 
     async def _cell_service(self) -> CellService:
         if self._cells is None:
