@@ -224,7 +224,10 @@ def test_chat_through_mcp_gives_the_rest_turn(
 
 
 @pytest.mark.usefixtures("server_kernelspec")
-def test_a_long_run_streams_progress(session: Session, fake: Any, agent_service: Any) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # auto: protocol 2026-07-28
+def test_a_long_run_streams_progress(
+    session: Session, fake: Any, agent_service: Any, mode: str
+) -> None:
     fake.load({"steps": SLOW, "repeat": True})
     messages: list[tuple[float, str | None]] = []
 
