@@ -49,6 +49,7 @@ from jupyter_agent.runtime.sandbox import SandboxUnavailable
 from jupyter_agent.runtime.service import AgentService
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
 from jupyter_agent.server.handlers import default_handlers
+from jupyter_agent.server.mcp_endpoint import McpEndpoint
 from jupyter_agent.store.repo import Store
 
 __all__ = ["DEFAULT_TIERS", "JupyterAgent"]
@@ -342,6 +343,9 @@ class JupyterAgent(ExtensionApp):
     service: AgentService | None = None
     """The agent service (built in ``initialize_settings``; None if it could not be)."""
 
+    mcp_endpoint: McpEndpoint | None = None
+    """``agent/mcp`` (issue 18): started and stopped with the extension."""
+
     def status(self, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The answer of ``GET agent/status`` for the server's environment (no key values).
 
@@ -442,14 +446,19 @@ class JupyterAgent(ExtensionApp):
             live_docs=LiveDocs(lambda: collaboration_app(serverapp)),
         )
         self.service = AgentService(parts)
+        self.mcp_endpoint = McpEndpoint(lambda: self.service, version=__version__)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the pool and recover runs left running, once the loop runs."""
         if self.service is not None:
             await self.service.start()
+        if self.mcp_endpoint is not None:
+            await self.mcp_endpoint.start()
 
     async def stop_extension(self) -> None:
         """Break the runs, stop the pool, close the transport, the store and the demo."""
+        if self.mcp_endpoint is not None:  # its sessions first: their waits end
+            await self.mcp_endpoint.stop()
         if self.service is not None:
             await self.service.stop()
 

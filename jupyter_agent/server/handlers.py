@@ -43,6 +43,7 @@ from jupyter_agent.server.handlers_runs import (
     RunsHandler,
     RunStatsHandler,
 )
+from jupyter_agent.server.mcp_endpoint import MCP_ROUTE, McpHandler
 from jupyter_agent.server.websocket import EventsSocket
 
 __all__ = [
@@ -136,4 +137,5 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (r"/agent/programs", ProgramsHandler),
     (rf"/agent/programs/{_ID.format('name')}", ProgramHandler),
     (rf"/agent/programs/{_ID.format('name')}/rollback", ProgramRollbackHandler),
+    (MCP_ROUTE, McpHandler),  # the agent as an MCP server (issue 18)
 ]
