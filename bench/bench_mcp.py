@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -151,14 +152,90 @@ def tool_call_part(calls: int) -> None:
           f"cell: {ours / in_cell:.2f}x; hub / direct: {hub / direct:.2f}x")  # fmt: skip
 
 
-def chat_part(turns: int) -> None:
-    from tests.bench_support_mcp import chat_turn_times  # the server harness (b)
+SCRIPT = [{"cells": ["print(6 * 7)"]}, {"text": "42."}]
 
+
+def _rest_turn(server: Any, chat_id: str) -> float:
+    """POST the message, wait for the run's ``run_end`` on the events socket (as the panel
+    does), GET the turn."""
+    from tests.server.test_e2e import read_until, send
+
+    ws = server.events(chat_id)
+    try:
+        with server.http() as client:
+            start = time.perf_counter()
+            run_id = send(client, chat_id, "what is 6 * 7?")["run_id"]
+            read_until(ws, "run_end", run_id)
+            turns = client.get(f"agent/chats/{chat_id}").json()["turns"]
+            elapsed = time.perf_counter() - start
+    finally:
+        ws.close()
+    if not any(t["run_id"] == run_id for t in turns):
+        raise SystemExit("REST: no turn after run_end")
+    return elapsed
+
+
+async def _mcp_turns(server: Any, chat_id: str, turns: int) -> list[float]:
+    """The MCP ``chat`` tool with ``wait=true`` through the SDK's client, one session."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"token {server.token}"}
+    times = []
+    async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+        transport = streamable_http_client(server.url + "agent/mcp", http_client=http)
+        async with Client(transport) as client:
+            for _ in range(turns):
+                server.fake.load(SCRIPT)
+                start = time.perf_counter()
+                result = await client.call_tool(
+                    "chat", {"text": "what is 6 * 7?", "chat_id": chat_id}
+                )
+                times.append(time.perf_counter() - start)
+                if result.is_error or "42." not in json.dumps(result.structured_content):
+                    raise SystemExit(f"MCP chat failed: {result}")
+    return times
+
+
+def chat_turn_times(turns: int) -> tuple[list[float], list[float]]:
+    """``turns`` REST turns and ``turns`` MCP turns on one real server (a warm-up first)."""
+    from jupyter_agent.llm.fake import FakeProvider
+    from tests.server.test_e2e import new_chat, start_server, stop_server
+
+    fake = FakeProvider([]).start()
+    tier = {"provider": "fake", "model": "claude-sonnet-4-5", "base_url": fake.base_url}
+    config = {"pool_size": 1, "tiers": {"codegen": tier}, "recall": False}
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_server(Path(tmp), config, fake)
+        try:
+            with server.http() as client:
+                rest_chat, mcp_chat = new_chat(client), new_chat(client)
+            fake.load(SCRIPT)
+            _rest_turn(server, rest_chat)  # warm: the first kernel, imports
+            rest = []
+            for _ in range(turns):
+                fake.load(SCRIPT)
+                rest.append(_rest_turn(server, rest_chat))
+            asyncio.run(_mcp_turns(server, mcp_chat, 1))  # warm the endpoint
+            mcp = asyncio.run(_mcp_turns(server, mcp_chat, turns))
+        finally:
+            stop_server(server)
+            fake.stop()
+    return rest, mcp
+
+
+def chat_part(turns: int) -> None:
     rest, mcp = chat_turn_times(turns)
-    print(f"(b) one chat turn, median of {turns} (a real jupyter server, the fake model)")
-    print(f"    REST (POST messages + wait for the turn): {statistics.median(rest) * 1e3:8.0f} ms")
-    print(f"    MCP chat tool (SDK client, wait=true):    {statistics.median(mcp) * 1e3:8.0f} ms")
-    print(f"    ratio MCP / REST: {statistics.median(mcp) / statistics.median(rest):.2f}x")
+    r, m = statistics.median(rest), statistics.median(mcp)
+    print(f"(b) one chat turn (a cell and a reply), median of {turns}: a real jupyter server")
+    print(
+        f"    REST (POST messages, run_end on the events socket, GET the turn): {r * 1e3:6.0f} ms"
+    )
+    print(
+        f"    MCP chat tool (the SDK's client, wait=true):                      {m * 1e3:6.0f} ms"
+    )
+    print(f"    ratio MCP / REST: {m / r:.2f}x")
 
 
 def main() -> None:
