@@ -251,9 +251,9 @@ class McpCatalogue:
         doc = (
             "Tools of the MCP servers the admin configured, performed by the host (the "
             "kernel holds no connection or credential). Pass keyword arguments; a call "
-            "returns the tool's structured result as Python objects, else its text (a "
-            "list when it also returns images, which display when a cell ends with one); "
-            "a failed call raises AppCallError."
+            "returns the tool's structured result as Python objects, else its text, else "
+            "its one image or resource (an image displays when a cell ends with it), else "
+            "a list of those; a failed call raises AppCallError."
         )
         if down:
             doc += " Unreachable now: " + "; ".join(down) + "."

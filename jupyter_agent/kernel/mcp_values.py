@@ -12,8 +12,10 @@ The host answers an ``app.call`` of app ``mcp`` with the tool's result as JSON
 
 - ``structured`` not null: that object (dicts, lists, numbers, strings as JSON gives them);
 - else, when every content block is text: the texts joined by ``"\\n"`` (``""`` for none);
-- else a list, one item per block in order: ``str`` for text, :class:`McpImage` for an
-  image, :class:`McpResource` for a resource.
+- else, for one block: that block as an object, :class:`McpImage` for an image (so a cell
+  ending with ``mcp.s.chart()`` shows the image), :class:`McpResource` for a resource;
+- else a list, one item per block in order: ``str`` for text, :class:`McpImage`,
+  :class:`McpResource` (``display(item)`` shows an image of it).
 
 An :class:`McpImage` displays as an image: ending a cell with it, or ``display(img)``,
 makes an image output (its mime bundle carries the base64 data), which the digest attaches
@@ -121,4 +123,6 @@ def mcp_value(value: Any) -> Any:
     blocks = [_block(b) for b in (content if isinstance(content, list) else [])]
     if all(isinstance(b, str) for b in blocks):
         return "\n".join(str(b) for b in blocks)
+    if len(blocks) == 1:
+        return blocks[0]
     return blocks

@@ -93,7 +93,10 @@ def test_a_failed_call_raises_with_the_hosts_message_and_is_recorded() -> None:
              McpResource("file:///a.txt", "text/plain", "hello")]),
         ({"structured": None, "content": [
             {"type": "resource", "uri": "mem://x", "mime_type": "", "text": ""},
-        ]}, [McpResource("mem://x")]),
+        ]}, McpResource("mem://x")),  # one block: the block itself
+        ({"structured": None, "content": [
+            {"type": "image", "data": PNG, "mime_type": "image/png"},
+        ]}, McpImage(PNG, "image/png")),  # so a cell ending with the call shows it
         ("a plain value", "a plain value"),  # not the result shape: as it is
     ],
 )  # fmt: skip

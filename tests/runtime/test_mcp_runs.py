@@ -21,6 +21,7 @@ from jupyter_agent.runtime.mcp_hub import McpHub
 from jupyter_agent.trace.verify import verify_run
 from tests.mcp_demo import stdio_command
 from tests.runtime.harness import Harness, close_harness, make_harness
+from tests.runtime.test_mcp_hub import http_server  # noqa: F401  (the demo over HTTP)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -92,3 +93,34 @@ async def test_a_denied_call_fails_in_the_cell_and_never_reaches_the_server(
     assert turn.replies[-1].text == "Not written."
     assert not (tmp_path / "notes.txt").exists()
     assert verify_run(agent.manager.log_path(run_id)).identical
+
+
+async def test_a_streamable_http_server_in_a_run_gives_the_model_an_image(
+    tmp_path: Path,
+    fake_provider: Any,
+    kernel_manager: Any,
+    http_server: str,  # noqa: F811  (the fixture imported above)
+) -> None:
+    """The demo served over streamable HTTP: a cell ending with the image tool's value shows
+    the model the image (an image part of the tool result), the sum as an object."""
+    harness = await make_harness(tmp_path, fake_provider([]), kernel_manager)
+    harness.recall = {"enabled": False, "k": 5, "budget_tokens": 800, "threshold": 0.3}
+    servers, _ = parse_servers({"web": {"url": http_server, "tools": ["add", "image"]}})
+    hub = McpHub(servers, environ=dict(os.environ))
+    harness.manager.services.mcp = hub
+    try:
+        harness.fake.load(
+            [
+                {"cells": ["print(mcp.web.add(a=40, b=2)['sum'])\nmcp.web.image()"]},
+                {"expect": {"last_user_contains": "42"}, "text": "A red square."},
+            ]
+        )
+        turn = await harness.ask(harness.new_chat(), "show me the demo image")
+        assert turn.replies[-1].text == "A red square."
+        [result] = harness.fake.requests[-1].json["messages"][-1]["content"]
+        kinds = [part["type"] for part in result["content"]]
+        assert "image" in kinds, result
+        assert verify_run(harness.manager.log_path(turn.run_id)).identical
+    finally:
+        await hub.aclose()
+        await close_harness(harness)
