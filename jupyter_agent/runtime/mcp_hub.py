@@ -199,9 +199,11 @@ class McpHub:
         args: Mapping[str, Any],
         *,
         timeout_s: float | None = None,
+        may_mutate: bool = True,
     ) -> dict[str, Any]:
         """Call one tool (both named by their Python names); the reply value, or
-        McpCallError (see the module docstring)."""
+        McpCallError (see the module docstring). ``may_mutate=False``: a tool the server
+        (now) marks as mutating is refused, not called (its caller did not ask the person)."""
         method = f"mcp.{server_py}.{tool_py}"
         server = self._server(server_py, method)
         await self._ensure(server)
@@ -211,6 +213,11 @@ class McpHub:
         if tool is None:
             have = ", ".join(t.python_name for t in server.tools or ()) or "no tools"
             raise McpCallError(f"{method}: unknown tool; {server_py} has {have}")
+        if tool.mutating and not may_mutate:
+            raise McpCallError(
+                f"{method}: not run: {server.config.name} now lists it as mutating, so it"
+                " needs the person's approval; call it again to ask"
+            )
         deadline = float(timeout_s if timeout_s is not None else server.config.timeout_s)
 
         async def send(client: Any) -> Any:
