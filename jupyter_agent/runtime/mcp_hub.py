@@ -20,8 +20,9 @@
 
 The SDK's anyio context managers must be entered and exited in one task, so each
 connection (:class:`~.mcp_connection.McpConnection`) has one long-lived owner task that
-enters the transport and the ``Client`` and serves the requests of a queue; callers wait
-on a future. Nothing blocks the event loop.
+enters the transport and the ``Client`` and holds them; a request runs in its caller's
+task on the open ``Client`` (a hard break cancels it there; the SDK tells the server).
+Nothing blocks the event loop.
 """
 
 from __future__ import annotations
