@@ -174,8 +174,8 @@ def _flush_pending(stream: Any) -> None:
 def _input_request(kernel: Any, prompt: str, ident: Any, parent: Any) -> str:
     """ipykernel's ``input_request`` round trip (``Kernel._input_request``'s protocol: the
     output so far flushed first, stale replies dropped, one request, the reply awaited with
-    a polling ``select`` so an interrupt gets through), without its flushes of streams
-    that hold nothing."""
+    a polling ``select`` so an interrupt gets through, an invalid message logged and
+    skipped), without its flushes of streams that hold nothing."""
     _flush_pending(sys.stdout)
     _flush_pending(sys.stderr)
     sock = kernel.stdin_socket
@@ -198,6 +198,8 @@ def _input_request(kernel: Any, prompt: str, ident: Any, parent: Any) -> str:
                     break
         except KeyboardInterrupt:
             raise KeyboardInterrupt("Interrupted by user") from None
+        except Exception:  # not a valid reply (a bad signature, ...): wait on, as ipykernel
+            kernel.log.warning("Invalid Message:", exc_info=True)
     try:
         value = reply["content"]["value"]
     except (KeyError, TypeError):

@@ -195,9 +195,10 @@ async def send_and_wait(
             turn = await _turn_of(service, chat_id, target)
             return ChatOutcome(chat_id, target, routed, True, turn)
         except asyncio.CancelledError:
-            # The caller gave up (an MCP client's cancel): the run stops at its next drain.
+            # The caller gave up (an MCP client's cancel): the run holding the message (the
+            # one it moved to, when known) stops at its next drain.
             with contextlib.suppress(Exception):
-                await asyncio.shield(service.break_run(target, hard=False))
+                await asyncio.shield(service.break_run(watch.holder or target, hard=False))
             raise
 
 

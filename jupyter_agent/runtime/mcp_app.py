@@ -7,7 +7,7 @@ app table (the ``mcp`` app's methods are the configured servers' tools).
 ``config.get {key: "mcp"}`` answer the program asked for: :class:`McpRunState`), falling
 back to the hub's current one, and calls it through ``services.mcp``
 (:class:`~jupyter_agent.runtime.mcp_hub.McpHub`). The reply's ``mutation`` is the tool's
-``mutating``.
+``mutating`` (mutating when either catalogue says so).
 
 Approvals: under ``ceilings.approval`` ``writes`` or ``every_cell`` a mutating tool waits
 for the person first: a nested ``approval.wait`` (parent: the ``app.call``'s seq) ``{approval_id,
@@ -81,11 +81,18 @@ class McpRunState:
 
     def find(self, hub: Any, method: str) -> McpTool | None:
         """The tool of ``method`` in the recorded catalogue, else in the hub's cached one."""
+        found = self.known(hub, method)
+        return found[0] if found else None
+
+    def known(self, hub: Any, method: str) -> list[McpTool]:
+        """``method``'s tool as the recorded catalogue and the hub's cached one list it (a
+        server may change a tool's annotations between the two: both count)."""
+        tools: list[McpTool] = []
         for catalogue in (self.catalogue, getattr(hub, "cached", None)):
             found = catalogue.find(method) if isinstance(catalogue, McpCatalogue) else None
             if found is not None:
-                return found[1]
-        return None
+                tools.append(found[1])
+        return tools
 
 
 def _state(driver: AppDriver) -> McpRunState:
@@ -98,8 +105,8 @@ def _state(driver: AppDriver) -> McpRunState:
 
 def mcp_mutating(driver: AppDriver, method: str) -> bool:
     """Whether ``method``'s tool is mutating (an unknown tool counts as mutating)."""
-    tool = _state(driver).find(driver.services.mcp, method)
-    return True if tool is None else tool.mutating
+    tools = _state(driver).known(driver.services.mcp, method)
+    return not tools or any(t.mutating for t in tools)
 
 
 def _code(method: str, args: dict[str, Any]) -> str:
@@ -170,11 +177,16 @@ async def perform_mcp_call(
     if not dot or not server or not tool_name:
         raise AppCallError(f"{MCP_APP}.{method}: call a tool as mcp.<server>.<tool>(**args)")
     state = _state(driver)
-    tool = state.find(hub, method)
-    if tool is None:  # not listed yet (or a tool the run's catalogue did not have)
+    tools = state.known(hub, method)
+    if not tools:  # not listed yet (or a tool the run's catalogue did not have)
         found = (await hub.catalogue()).find(method)
-        tool = found[1] if found is not None else None
-    if tool is not None and tool.mutating and _needs_wait(driver, state, cell_seq):
+        tools = [found[1]] if found is not None else []
+    mutating = any(t.mutating for t in tools)
+    needs_wait = _needs_wait(driver, state, cell_seq)
+    if mutating and needs_wait:
         await _approve(driver, state, method, args, seq)
-    value: dict[str, Any] = await hub.call(server, tool_name, args)
+    # The hub lists again when the server says its tools changed: a tool not known as
+    # mutating here must not run as one without the approval it would have needed.
+    may_mutate = mutating or not needs_wait
+    value: dict[str, Any] = await hub.call(server, tool_name, args, may_mutate=may_mutate)
     return value

@@ -177,11 +177,15 @@ class McpConnection:
             self._cut.discard(task)
 
     async def stop(self) -> None:
-        """Leave the contexts (the stdio child is ended by the SDK); idempotent."""
+        """Leave the contexts (the stdio child is ended by the SDK); idempotent. A
+        connection still connecting is cancelled at once (its owner would only see the
+        leave signal once connected: a server that never answers would hold the stop)."""
         task = self._task
         if task is None or task.done():
             return
         self._leave.set()
+        if not self._ready.done():
+            task.cancel()
         done, _ = await asyncio.wait({task}, timeout=_STOP_S)
         if not done:
             task.cancel()

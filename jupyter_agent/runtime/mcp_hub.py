@@ -20,8 +20,9 @@
 
 The SDK's anyio context managers must be entered and exited in one task, so each
 connection (:class:`~.mcp_connection.McpConnection`) has one long-lived owner task that
-enters the transport and the ``Client`` and serves the requests of a queue; callers wait
-on a future. Nothing blocks the event loop.
+enters the transport and the ``Client`` and holds them; a request runs in its caller's
+task on the open ``Client`` (a hard break cancels it there; the SDK tells the server).
+Nothing blocks the event loop.
 """
 
 from __future__ import annotations
@@ -199,9 +200,11 @@ class McpHub:
         args: Mapping[str, Any],
         *,
         timeout_s: float | None = None,
+        may_mutate: bool = True,
     ) -> dict[str, Any]:
         """Call one tool (both named by their Python names); the reply value, or
-        McpCallError (see the module docstring)."""
+        McpCallError (see the module docstring). ``may_mutate=False``: a tool the server
+        (now) marks as mutating is refused, not called (its caller did not ask the person)."""
         method = f"mcp.{server_py}.{tool_py}"
         server = self._server(server_py, method)
         await self._ensure(server)
@@ -211,6 +214,11 @@ class McpHub:
         if tool is None:
             have = ", ".join(t.python_name for t in server.tools or ()) or "no tools"
             raise McpCallError(f"{method}: unknown tool; {server_py} has {have}")
+        if tool.mutating and not may_mutate:
+            raise McpCallError(
+                f"{method}: not run: {server.config.name} now lists it as mutating, so it"
+                " needs the person's approval; call it again to ask"
+            )
         deadline = float(timeout_s if timeout_s is not None else server.config.timeout_s)
 
         async def send(client: Any) -> Any:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from jupyter_agent.core.loop import PROGRAM
+from jupyter_agent.core.mcp_catalogue import McpCatalogue
 from jupyter_agent.effects import APPROVAL_WAIT, CELL_RUN, CONFIG_GET, Effect
 from jupyter_agent.runtime.apphost import CellHost
 from jupyter_agent.runtime.driver import RunConfig, RunDriver, RunServices
@@ -228,4 +230,55 @@ async def test_under_none_a_mutating_call_does_not_wait(tmp_path: Path, hub: Mcp
     assert reply["mutation"] is True
     assert events(driver, "approval") == []
     assert (tmp_path / "notes.txt").read_text() == "free\n"
+    driver.log.close()
+
+
+def _as_read_only(catalogue: McpCatalogue, tool_name: str) -> McpCatalogue:
+    servers = tuple(
+        replace(
+            s,
+            tools=tuple(replace(t, mutating=False) if t.name == tool_name else t for t in s.tools),
+        )
+        for s in catalogue.servers
+    )
+    return McpCatalogue(servers=servers)
+
+
+async def test_a_tool_the_run_saw_as_read_only_but_now_mutating_still_waits(
+    tmp_path: Path, hub: McpHub
+) -> None:
+    """The run's recorded catalogue says read-only, the hub's current one mutating (the
+    server changed its annotations): the call waits for the person."""
+    driver = make_driver(tmp_path, hub, "writes")
+    await config_mcp(driver)
+    assert driver.mcp.catalogue is not None
+    driver.mcp.catalogue = _as_read_only(driver.mcp.catalogue, "write_note")
+    call = asyncio.ensure_future((await cell(driver)).call("mcp", "demo.write_note", {"text": "x"}))
+    approval = await approval_event(driver, 1)
+    assert not (tmp_path / "notes.txt").exists()
+    driver.services.approvals.decide(RUN, approval["approval_id"], approve=False)
+    reply = await asyncio.wait_for(call, 30)
+    assert reply["error"] == "The person denied mcp.demo.write_note."
+    assert reply["mutation"] is True
+    assert not (tmp_path / "notes.txt").exists()
+    driver.log.close()
+
+
+async def test_a_tool_that_turns_mutating_as_the_hub_lists_again_is_not_run(
+    tmp_path: Path, hub: McpHub
+) -> None:
+    """Neither catalogue knew the tool as mutating when the call was decided, and the hub's
+    re-listing (a tools/list_changed) finds it mutating: refused, never run unapproved."""
+    driver = make_driver(tmp_path, hub, "writes")
+    await config_mcp(driver)
+    assert driver.mcp.catalogue is not None
+    driver.mcp.catalogue = _as_read_only(driver.mcp.catalogue, "write_note")
+    server = hub._servers[0]
+    server.tools = tuple(t for t in server.tools or () if t.name != "write_note")
+    server.stale = True  # as a tools/list_changed notification leaves it
+    reply = await (await cell(driver)).call("mcp", "demo.write_note", {"text": "x"})
+    assert reply["ok"] is False
+    assert "needs the person's approval" in reply["error"]
+    assert events(driver, "approval") == []
+    assert not (tmp_path / "notes.txt").exists()
     driver.log.close()

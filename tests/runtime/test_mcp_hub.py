@@ -329,3 +329,24 @@ async def test_a_streamable_http_server(http_server: str, tmp_path: Path) -> Non
         assert whoami["content"][0]["text"] == "token=[redacted: DEMO_TOKEN]"
     finally:
         await hub.aclose()
+
+
+async def test_a_server_that_never_answers_fails_at_the_connect_timeout(tmp_path: Path) -> None:
+    """A child that starts but never answers ``initialize``: the catalogue says so once the
+    connect timeout passes (not after the stop grace on top of it), and the child is gone."""
+    before = children()
+    mute = {"command": [sys.executable, "-c", "import time; time.sleep(120)"], "tools": ["*"]}
+    hub = make_hub({"mute": mute}, tmp_path / "notes.txt", connect_timeout_s=0.5)
+    try:
+        started = time.monotonic()
+        catalogue = await hub.catalogue()
+        took = time.monotonic() - started
+        assert catalogue.servers[0].error == "no answer within 0.5 s"
+        assert took < 4.0, took
+        for _ in range(100):
+            if children() <= before:
+                break
+            await asyncio.sleep(0.05)
+        assert children() <= before
+    finally:
+        await hub.aclose()
