@@ -11,7 +11,9 @@ Audio and other blocks become ``{"type": "text", "text": "[audio: mime, N bytes]
 resource link becomes a ``resource`` without text; a binary resource one with the note
 ``[binary: N bytes]``. Bounds: a text over :data:`MAX_TEXT_CHARS` is cut with a note (a
 structured result whose JSON is over it is dropped, with a note: the content stays); an
-image over :data:`MAX_IMAGE_BYTES` is replaced by a text note. Every string goes through
+image over :data:`MAX_IMAGE_BYTES` is replaced by a text note; the blocks past
+:data:`MAX_TOTAL_CHARS` of text and image data in all are left out, with a note saying how
+many (one result never floods the log or the kernel). Every string goes through
 the run's scrubber before anything logs or returns it (:func:`result_value`).
 """
 
@@ -22,12 +24,15 @@ from typing import Any, Final
 
 from jupyter_agent.runtime.secrets import Scrubber
 
-__all__ = ["MAX_IMAGE_BYTES", "MAX_TEXT_CHARS", "error_text", "result_value"]
+__all__ = ["MAX_IMAGE_BYTES", "MAX_TEXT_CHARS", "MAX_TOTAL_CHARS", "error_text", "result_value"]
 
 #: A text block (or a resource's text) longer than this is cut.
 MAX_TEXT_CHARS: Final = 200_000
 #: An image whose decoded size is over this is replaced by a note.
 MAX_IMAGE_BYTES: Final = 2 * 1024 * 1024
+#: The most characters of text and image data one result keeps in all (its log line and
+#: the kernel's reply): the blocks past it are left out, with a note saying how many.
+MAX_TOTAL_CHARS: Final = 4_000_000
 #: How much of an isError result's text the error message keeps.
 _ERROR_CHARS: Final = 2000
 
@@ -78,7 +83,23 @@ def _block(block: Any) -> dict[str, Any]:
 def result_value(result: Any, scrubber: Scrubber) -> dict[str, Any]:
     """The reply value of a ``CallToolResult`` (see the module docstring), scrubbed."""
     structured = result.structured_content
-    content = [_block(b) for b in (result.content or [])]
+    content: list[dict[str, Any]] = []
+    total = 0
+    blocks = list(result.content or [])
+    for n, raw in enumerate(blocks):
+        block = _block(raw)
+        total += len(str(block.get("text") or "")) + len(str(block.get("data") or ""))
+        if total > MAX_TOTAL_CHARS:
+            left = len(blocks) - n
+            content.append(
+                {
+                    "type": "text",
+                    "text": f"[{left} more blocks left out: the result is over "
+                    f"{MAX_TOTAL_CHARS:,} characters]",
+                }
+            )
+            break
+        content.append(block)
     if structured is not None:
         size = len(json.dumps(structured, default=str))
         if size > MAX_TEXT_CHARS:  # the content (cut) stands in for it

@@ -50,7 +50,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_RUN_ID = re.compile(r"^run_[0-9A-Za-z]{1,64}$")
+_RUN_ID = re.compile(r"^run_[0-9A-Za-z]{1,64}\Z")  # \Z: "run_x\n" is no run id
 #: The longest chat title, in characters.
 MAX_TITLE = 200
 #: The most attachments one message may carry.

@@ -225,7 +225,8 @@ class McpHandler(AgentHandler):
                     self.write(chunk)
                     await self.flush()
                 if not message.get("more_body", False):
-                    self.finish(set_content_type=self._content_type or "application/json")
+                    # awaited: a client gone by now fails it here, not in a future nobody reads
+                    await self.finish(set_content_type=self._content_type or "application/json")
             except StreamClosedError:
                 self._gone = True
                 self._disconnected.set()
