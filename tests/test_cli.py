@@ -66,13 +66,13 @@ def test_replay_tampered_file_prints_the_seq(log_file, capsys):
     log_file.write_text(text)
     assert main(["replay", str(log_file)]) == 1
     out = capsys.readouterr().out
-    assert "diverged at seq 10" in out  # the first model call asks another question
+    assert "diverged at seq 11" in out  # the first model call asks another question
     assert "recorded:" in out
     assert "asked:" in out
     assert "7*7?" in out
     assert main(["replay", str(log_file), "--json"]) == 1
     outcome = json.loads(capsys.readouterr().out)
-    assert (outcome["identical"], outcome["seq"]) == (False, 10)
+    assert (outcome["identical"], outcome["seq"]) == (False, 11)
 
 
 def test_replay_run_id_from_the_local_store(data_dir, capsys):
