@@ -384,3 +384,71 @@ def test_a_cancelled_chat_breaks_its_run_softly(
     assert turn["llm"]["stopReason"] == "wrapup"
     assert turn["llm"]["endCause"] == "break_soft"
     assert all("never" not in r["text"] for r in turn["replies"])
+
+
+RACE = [
+    {"text": "Working.", "cells": ["import time\ntime.sleep(1.5)\nprint('done')"]},
+    {"text": "First answer.", "delay_s": 1.5},  # a message lands while this reply is made
+    {"text": "Got it."},
+    {"text": "Got it."},
+    {"text": "Got it."},
+]
+
+
+def _holds(turn: dict[str, Any], text: str) -> bool:
+    steering = [str(s.get("text") or "") for s in turn.get("steering") or ()]
+    return turn.get("userText") == text or text in steering
+
+
+@pytest.mark.usefixtures("server_kernelspec")
+def test_chats_sent_while_a_run_works_and_as_it_ends_answer_the_run_holding_them(
+    session: Session, fake: Any, fetch: Any, agent_service: Any
+) -> None:
+    """The issue-16 race through MCP: ``chat`` calls on one chat while its run runs a cell
+    (the message goes to the run's mailbox) and while its final reply is being made (held
+    back for the mail, or a run of its own): each answer is the run whose turn holds its
+    message, never an ended run that does not."""
+    agent_service.manager.recall = False
+    fake.load({"steps": RACE})
+    chat_id = new_chat(fetch)
+
+    async def until(n: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(fake.requests) < n:
+            assert time.monotonic() < deadline, f"the fake got {len(fake.requests)} requests"
+            await asyncio.sleep(0.02)
+
+    async def go(client: Client) -> list[Any]:
+        def chat(text: str) -> asyncio.Task[Any]:
+            args = {"text": text, "chat_id": chat_id}
+            return asyncio.ensure_future(client.call_tool("chat", args))
+
+        first = chat("first")
+        await until(1)
+        await asyncio.sleep(0.5)  # the cell is sleeping
+        second = chat("second")
+        await until(2)
+        await asyncio.sleep(0.5)  # the final reply is being made
+        third = chat("third")
+        return list(await asyncio.gather(first, second, third))
+
+    answers = session(go)
+    for text, result in zip(("first", "second", "third"), answers, strict=True):
+        assert not result.is_error, _text(result)
+        value = result.structured_content
+        assert value["ended"] is True, (text, value)
+        turn = value["turn"]
+        assert turn is not None, (text, value)
+        assert turn["run_id"] == value["run_id"], (text, value)
+        assert _holds(turn, text), (text, turn)
+    _, chat = call(fetch, "agent", "chats", chat_id)
+    holders = {
+        text: [t["run_id"] for t in chat["turns"] if _holds(t, text)]
+        for text in ("first", "second", "third")
+    }
+    assert all(len(runs) == 1 for runs in holders.values()), holders  # each in one turn
+    by_text = {
+        t: a.structured_content["run_id"]
+        for t, a in zip(("first", "second", "third"), answers, strict=True)
+    }
+    assert by_text == {text: runs[0] for text, runs in holders.items()}
