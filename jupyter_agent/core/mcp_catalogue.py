@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -216,10 +216,6 @@ class McpCatalogue:
                     return server, tool
         return None
 
-    def method_names(self) -> list[str]:
-        """Every ``"<server>.<python name>"`` a cell can call, in catalogue order."""
-        return [f"{python_name(s.name)}.{t.python_name}" for s in self.servers for t in s.tools]
-
     def app_spec(self) -> AppSpec | None:
         """The ``mcp`` app as the system prompt lists it (None with no server configured).
 
@@ -258,8 +254,3 @@ class McpCatalogue:
         if down:
             doc += " Unreachable now: " + "; ".join(down) + "."
         return AppSpec(name=MCP_APP, doc=doc, methods=tuple(methods), since=6)
-
-
-def tools_of(servers: Sequence[McpServerTools]) -> int:
-    """How many tools the servers offer (for a log line)."""
-    return sum(len(s.tools) for s in servers)

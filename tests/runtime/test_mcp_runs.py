@@ -37,7 +37,7 @@ async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> Asyn
         {
             "demo": {
                 "command": stdio_command(),
-                "tools": ["write_note", "add"],
+                "tools": ["write_note", "add", "slow"],
                 "env": {"MCP_DEMO_NOTES": "env:MCP_DEMO_NOTES"},
             }
         }
@@ -124,3 +124,22 @@ async def test_a_streamable_http_server_in_a_run_gives_the_model_an_image(
     finally:
         await hub.aclose()
         await close_harness(harness)
+
+
+async def test_a_hard_break_during_an_mcp_call_ends_the_run_at_once(agent: Harness) -> None:
+    """The break lands while the cell waits on the MCP server: the run ends now (not when
+    the tool answers), and the hub still serves the next call."""
+    agent.ceilings = {"approval": "none", "cell_timeout_s": 60}
+    agent.fake.load([{"cells": ["mcp.demo.slow(seconds=30)"]}, {"text": "never read"}])
+    chat = agent.new_chat()
+    run_id = (await agent.manager.send(chat, text="wait on the slow tool"))["run_id"]
+    await agent.wait_event(chat, "cell_start")
+    await asyncio.sleep(0.5)  # the call is in flight at the server
+    started = asyncio.get_running_loop().time()
+    await agent.manager.break_run(run_id, hard=True)
+    turn = await agent.finish(run_id, timeout_s=20)
+    assert asyncio.get_running_loop().time() - started < 10
+    assert turn.llm.stop_reason == "break_hard"
+    assert verify_run(agent.manager.log_path(run_id)).identical
+    hub = agent.manager.services.mcp
+    assert (await hub.call("demo", "add", {"a": 1, "b": 1}))["structured"] == {"sum": 2}

@@ -127,6 +127,12 @@ def start_server(
             time.sleep(0.1)
 
 
+def effect_log(server: Server, run_id: str) -> Path:
+    """The effect log of ``run_id`` in the server's data dir."""
+    [path] = (server.root.parent / "data").rglob(f"{run_id}.jsonl")
+    return path
+
+
 def stop_server(server: Server) -> None:
     server.proc.terminate()
     try:

@@ -23,7 +23,15 @@ from jupyter_agent.trace.log import read_log
 from jupyter_agent.trace.reader import pair_effects
 from jupyter_agent.trace.verify import verify_run
 from tests.mcp_demo import stdio_command
-from tests.server.test_e2e import Server, new_chat, send, start_server, stop_server, wait_turn
+from tests.server.test_e2e import (
+    Server,
+    effect_log,
+    new_chat,
+    send,
+    start_server,
+    stop_server,
+    wait_turn,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -58,11 +66,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     finally:
         stop_server(started)
         fake.stop()
-
-
-def effect_log(server: Server, run_id: str) -> Path:
-    [path] = (server.root.parent / "data").rglob(f"{run_id}.jsonl")
-    return path
 
 
 def _alive(pid: int) -> bool:

@@ -14,13 +14,20 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from jupyter_agent.llm.fake import FakeProvider
 from jupyter_agent.trace.verify import verify_run
-from tests.server.test_e2e import Server, new_chat, send, start_server, stop_server, wait_turn
+from tests.server.test_e2e import (
+    Server,
+    effect_log,
+    new_chat,
+    send,
+    start_server,
+    stop_server,
+    wait_turn,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -59,11 +66,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     finally:
         stop_server(started)
         fake.stop()
-
-
-def effect_log(server: Server, run_id: str) -> Path:
-    [path] = (server.root.parent / "data").rglob(f"{run_id}.jsonl")
-    return path
 
 
 def test_a_cell_saves_a_fact_and_is_refused_the_key(server: Server) -> None:

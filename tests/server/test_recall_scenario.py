@@ -27,7 +27,15 @@ from jupyter_agent.llm.fake import FakeProvider
 from jupyter_agent.programs.builtin import run_refs
 from jupyter_agent.trace.notebook_recall import TITLE
 from jupyter_agent.trace.verify import verify_run
-from tests.server.test_e2e import Server, new_chat, send, start_server, stop_server, wait_turn
+from tests.server.test_e2e import (
+    Server,
+    effect_log,
+    new_chat,
+    send,
+    start_server,
+    stop_server,
+    wait_turn,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -56,11 +64,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     finally:
         stop_server(started)
         fake.stop()
-
-
-def effect_log(server: Server, run_id: str) -> Path:
-    [path] = (server.root.parent / "data").rglob(f"{run_id}.jsonl")
-    return path
 
 
 def ask(server: Server, chat_id: str, text: str, steps: list[dict[str, Any]]) -> tuple[Any, Any]:
