@@ -8,6 +8,12 @@ allowed URL: the admin's ``allowed_base_urls``, every bound URL, and, when
 ``allow_loopback_base_urls`` is on, a loopback URL (``http://127.0.0.1:PORT/...``,
 ``http://localhost:PORT/...``, ``http://[::1]:PORT/...``: the server is the user's own).
 
+The admin may also narrow the models a browser tier may name (``allowed_models``: fnmatch
+globs, each ``MODEL_GLOB`` or ``PROVIDER:MODEL_GLOB``; none means any model):
+:meth:`KeyPolicy.model_problem`. :func:`~jupyter_agent.runtime.settings.policy_reason`
+applies it with the key checks, so a tier naming another model is refused on ``PUT
+agent/settings`` and, when stored before the admin narrowed the list, left out of runs.
+
 The legacy trait ``allowed_key_refs`` (before bindings) still works: when the admin sets
 it, only the references it lists may be chosen, and a listed reference with no entry in
 ``key_bindings`` is bound to every URL of ``allowed_base_urls`` (what the two independent
@@ -19,6 +25,7 @@ module reads or holds a key value: only references and URLs.
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -78,12 +85,14 @@ class KeyPolicy:
     """What a tier changed from the browser may use (see the module docstring).
 
     ``bindings`` maps each reference the browser may choose to the (normalised) base URLs
-    its key may be sent to; ``keyless_urls`` are the admin's ``allowed_base_urls``.
+    its key may be sent to; ``keyless_urls`` are the admin's ``allowed_base_urls``;
+    ``allowed_models`` the admin's model globs (empty: any model).
     """
 
     bindings: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     keyless_urls: tuple[str, ...] = ()
     allow_loopback: bool = True
+    allowed_models: tuple[str, ...] = ()
 
     @classmethod
     def from_traits(
@@ -93,6 +102,7 @@ class KeyPolicy:
         allowed_key_refs: Sequence[str] | None,
         allowed_base_urls: Sequence[str],
         allow_loopback: bool,
+        allowed_models: Sequence[str] = (),
     ) -> tuple[KeyPolicy, list[str]]:
         """Build the policy from the ``JupyterAgent`` traits; also the warnings to log.
 
@@ -115,7 +125,14 @@ class KeyPolicy:
                     f"JupyterAgent.key_bindings: it is bound to every allowed_base_urls "
                     f"entry ({', '.join(keyless) or 'none'}); set key_bindings to narrow it"
                 )
-        return cls(bindings=bindings, keyless_urls=keyless, allow_loopback=allow_loopback), warnings
+        models = tuple(dict.fromkeys(m.strip() for m in allowed_models if m.strip()))
+        policy = cls(
+            bindings=bindings,
+            keyless_urls=keyless,
+            allow_loopback=allow_loopback,
+            allowed_models=models,
+        )
+        return policy, warnings
 
     def refs(self) -> list[str]:
         """The references the browser may choose, in the admin's order."""
@@ -125,6 +142,28 @@ class KeyPolicy:
         """Every URL a keyless tier may use besides loopback: keyless and bound URLs."""
         bound = (url for urls in self.bindings.values() for url in urls)
         return list(_unique([*self.keyless_urls, *bound]))
+
+    def model_problem(self, provider: str, model: str) -> str | None:
+        """Why a browser tier may not name ``model`` of ``provider``, or None.
+
+        Allowed when ``allowed_models`` is empty or one glob matches: ``PROVIDER:GLOB``
+        matches that provider's models, a bare ``GLOB`` any provider's. Matching is
+        case-sensitive (model ids are). The reason starts with ``model not allowed``.
+        """
+        if not self.allowed_models:
+            return None
+        for entry in self.allowed_models:
+            want_provider, sep, glob = entry.partition(":")
+            if not sep:
+                want_provider, glob = "", entry
+            if want_provider and want_provider != provider:
+                continue
+            if fnmatch.fnmatchcase(model, glob):
+                return None
+        return (
+            f"model not allowed: {provider}:{model[:80]} is not one of the admin's models "
+            f"(JupyterAgent.allowed_models): {', '.join(self.allowed_models)}"
+        )
 
     def check(self, ref: str | None, url: str) -> str | None:
         """Why a tier with key reference ``ref`` may not use base URL ``url``, or None.
@@ -170,4 +209,5 @@ class KeyPolicy:
             "allowed_base_urls": self.allowed_urls(),
             "key_bindings": {ref: list(urls) for ref, urls in self.bindings.items()},
             "allow_loopback_base_urls": self.allow_loopback,
+            "allowed_models": list(self.allowed_models),
         }

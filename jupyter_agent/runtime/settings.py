@@ -23,6 +23,8 @@ reads it)::
   OpenAI; ``openai-compatible`` and ``fake`` need one) must be one the key reference is
   bound to; a keyless tier may use any allowed URL, loopback included when the admin
   allows it (:meth:`KeyPolicy.check`). A refusal names the reference and the URL.
+- ``model`` must be one the admin's ``allowed_models`` globs allow (when it lists any:
+  :meth:`KeyPolicy.model_problem`), whatever the browser sends.
 - ``provider`` must be known; ``api`` is ``chat`` or ``responses`` (``openai`` only).
 - ``embed`` (optional: embeddings for recall, :mod:`jupyter_agent.llm.embeddings`) takes
   provider ``openai`` or ``openai-compatible`` and no ``api``; it never falls back to
@@ -79,6 +81,11 @@ def policy_reason(tier: Mapping[str, Any], policy: KeyPolicy) -> str | None:
     Used on a PUT and on overrides stored before the policy changed: such a tier is
     reported not ready and left out of runs, so its key never goes to an unbound URL.
     """
+    model = tier.get("model")
+    if isinstance(model, str):
+        problem = policy.model_problem(str(tier.get("provider")), model)
+        if problem is not None:
+            return problem
     ref = tier.get("api_key_ref") or None
     base_url = tier.get("base_url") or DEFAULT_BASE_URLS.get(str(tier.get("provider")))
     if not isinstance(base_url, str):
@@ -128,7 +135,10 @@ def _check_tier(name: str, tier: Any, *, policy: KeyPolicy) -> dict[str, Any]:
         raise SettingsError(f"{where}.base_url must be a string")
     if not (base_url or DEFAULT_BASE_URLS.get(str(provider))):
         raise SettingsError(f"{where}.base_url is needed for provider {provider!r}")
-    reason = policy_reason({"provider": provider, "base_url": base_url, "api_key_ref": ref}, policy)
+    reason = policy_reason(
+        {"provider": provider, "model": model.strip(), "base_url": base_url, "api_key_ref": ref},
+        policy,
+    )
     if reason is not None:
         raise SettingsError(f"{where}: {reason}")
     clean: dict[str, Any] = {"provider": provider, "model": model.strip()}

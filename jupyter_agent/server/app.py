@@ -220,6 +220,18 @@ class JupyterAgent(ExtensionApp):
         ),
     ).tag(config=True)
 
+    allowed_models = List(
+        Unicode(),
+        default_value=[],
+        help=(
+            "The models a tier changed from the browser may name: fnmatch globs, each "
+            "MODEL_GLOB or PROVIDER:MODEL_GLOB, e.g. ['anthropic:claude-sonnet-*', "
+            "'gpt-5*']. Empty: any model. A PUT agent/settings naming another model is "
+            "refused (400); an override stored before the list changed is left out of "
+            "runs. The admin's own tiers are trusted."
+        ),
+    ).tag(config=True)
+
     @validate("key_bindings")
     def _validate_key_bindings(self, proposal: Mapping[str, Any]) -> dict[str, list[str]]:
         """Each reference is ``env:NAME`` bound to a list of http(s) URLs."""
@@ -371,6 +383,7 @@ class JupyterAgent(ExtensionApp):
             allowed_key_refs=self.allowed_key_refs,
             allowed_base_urls=self.allowed_base_urls,
             allow_loopback=self.allow_loopback_base_urls,
+            allowed_models=self.allowed_models,
         )
 
     def admin_config(self) -> AdminConfig:

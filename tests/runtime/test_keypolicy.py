@@ -107,6 +107,7 @@ def test_legacy_allowed_key_refs() -> None:
             "env:ROUTER_KEY": ["https://router.example/v1"],
         },
         "allow_loopback_base_urls": True,
+        "allowed_models": [],
     }
 
 
@@ -169,3 +170,33 @@ def test_loopback_urls_are_literal_loopback_hosts(url: str, loopback: bool) -> N
     from jupyter_agent.runtime.keypolicy import is_loopback_url
 
     assert is_loopback_url(url) is loopback
+
+
+def test_allowed_models_globs_with_and_without_a_provider() -> None:
+    policy, _ = KeyPolicy.from_traits(
+        key_bindings={},
+        allowed_key_refs=None,
+        allowed_base_urls=[],
+        allow_loopback=True,
+        allowed_models=["anthropic:claude-sonnet-*", "gpt-5*", " ", "gpt-5*"],
+    )
+    assert policy.allowed_models == ("anthropic:claude-sonnet-*", "gpt-5*")
+    assert policy.model_problem("anthropic", "claude-sonnet-4-5") is None
+    assert policy.model_problem("openai", "gpt-5-mini") is None
+    assert policy.model_problem("openai-compatible", "gpt-5") is None  # a bare glob: any provider
+    # The provider prefix binds: the same name from another provider is refused.
+    problem = policy.model_problem("openai-compatible", "claude-sonnet-4-5")
+    assert problem is not None
+    assert problem.startswith("model not allowed")
+    assert "openai-compatible:claude-sonnet-4-5" in problem
+    assert "allowed_models" in problem
+    assert policy.model_problem("anthropic", "Claude-Sonnet-4-5") is not None  # case matters
+    assert policy.to_json()["allowed_models"] == ["anthropic:claude-sonnet-*", "gpt-5*"]
+
+
+def test_no_allowed_models_allows_any_model() -> None:
+    policy, _ = KeyPolicy.from_traits(
+        key_bindings={}, allowed_key_refs=None, allowed_base_urls=[], allow_loopback=True
+    )
+    assert policy.model_problem("anthropic", "anything-at-all") is None
+    assert policy.to_json()["allowed_models"] == []

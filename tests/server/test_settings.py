@@ -40,6 +40,7 @@ def test_get_settings_shape(fetch: Any) -> None:
         "allowed_base_urls",
         "key_bindings",
         "allow_loopback_base_urls",
+        "allowed_models",
         "readiness",
         "demo",
         "ceilings",
