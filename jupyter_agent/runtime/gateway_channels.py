@@ -142,8 +142,12 @@ class GatewayChannels:
                 "channels",
             )
         )
-        request = HTTPRequest(url, **client.load_connection_args())
+        args: dict[str, Any] = client.load_connection_args()  # type: ignore[no-untyped-call]
+        request = HTTPRequest(url, **args)
         self._ws = await websocket_connect(request, max_message_size=_MAX_MESSAGE)
+        # Small messages each way (a request, an input_reply): no Nagle wait on our side.
+        with contextlib.suppress(Exception):
+            self._ws.protocol.set_nodelay(True)
         self._reader = asyncio.create_task(self._read())
 
     def stop_channels(self) -> None:

@@ -57,7 +57,11 @@ def _cli() -> list[str]:
     script = Path(sys.executable).parent / "jupyter-agent"
     if script.is_file():
         return [str(script)]
-    return [sys.executable, "-c", "import sys; from jupyter_agent.cli import main; sys.exit(main())"]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from jupyter_agent.cli import main; sys.exit(main())",
+    ]
 
 
 class Gateway:
@@ -176,7 +180,9 @@ class Gateway:
     def server_config(self) -> dict[str, Any]:
         """The ``jupyter server`` config section pointing a server at this gateway (what
         ``--gateway-url=URL --GatewayClient.auth_token=T`` set)."""
-        return {"GatewayClient": {"url": self.url, "auth_token": self.token, "request_timeout": 60.0}}
+        return {
+            "GatewayClient": {"url": self.url, "auth_token": self.token, "request_timeout": 60.0}
+        }
 
     def stop(self) -> None:
         """End the gateway and every process of its group (its kernels); assert none left."""

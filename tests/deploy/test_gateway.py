@@ -186,7 +186,8 @@ def test_a_cell_past_its_timeout_is_interrupted_and_the_run_goes_on(
     assert "interrupted; the namespace is kept" in slept["error"]["evalue"]
     assert CELL_TIMEOUT_S <= slept["duration_s"] < CELL_TIMEOUT_S + GRACE_S, slept
     assert _stdout(slept).startswith("sleeping")
-    assert after["error"] is None and _stdout(after).strip() == "42", after
+    assert after["error"] is None, after
+    assert _stdout(after).strip() == "42", after
 
 
 def test_a_hard_break_ends_a_sleeping_run_at_once(
