@@ -4,7 +4,10 @@ The kernel manager is received as an object (jupyter_server's ``AsyncMappingKern
 or jupyter_client's ``AsyncMultiKernelManager``: ``start_kernel(kernel_name=, env=)``,
 ``get_kernel(id)``, ``shutdown_kernel(id, now=)``, ``interrupt_kernel(id)``,
 ``restart_kernel(id, now=)``, ``is_alive(id)``); this module never imports jupyter_server.
-Kernel clients must be async (``AsyncKernelClient``, what both managers give).
+Kernel clients must be async (``AsyncKernelClient``, what both managers give). With
+jupyter_server's ``GatewayMappingKernelManager`` (``--gateway-url``) the handle talks to the
+kernel through :class:`~jupyter_agent.runtime.gateway_channels.GatewayChannels` instead of
+the manager's client (see there why).
 
 Protocol with the kernel (see :mod:`jupyter_agent.kernel.kernel`): a cell is an
 execute_request whose ``metadata["jupyter_agent"]`` is ``{"op": "cell", "cell_id": ...}``;
@@ -48,6 +51,7 @@ from jupyter_core.utils import ensure_async
 from jupyter_agent.core.cell_status import CELL_TIMEOUT
 from jupyter_agent.core.cells import BashResult, CellError, CellResult, Value
 from jupyter_agent.exceptions import KernelDied, KernelError
+from jupyter_agent.runtime.gateway_channels import GatewayChannels, gateway_manager
 from jupyter_agent.runtime.live_output import OutputCollector, output_from_iopub
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 
@@ -84,6 +88,8 @@ class AgentKernelHandle:
     ) -> None:
         self.kernel_id = kernel_id
         self._km = kernel_manager
+        self.remote = gateway_manager(kernel_manager)
+        """True for a kernel on a gateway (``--gateway-url``): no local process here."""
         self._interval = liveness_interval_s
         self._client: Any = None
         self._cwd: str | None = None
@@ -122,11 +128,7 @@ class AgentKernelHandle:
         with contextlib.suppress(Exception):  # jupyter_server's auto-restart: the run is gone
             km.add_restart_callback(self._on_restart, "restart")
             km.add_restart_callback(self._on_restart, "dead")
-        client = km.client()
-        await ensure_async(
-            client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
-        )
-        self._client = client
+        self._client = await self._open_client(km)
         await self._wait_ready()
         # The first agent cell of a fresh kernel is ~40 ms slower than the next: pay it
         # here, while the kernel waits in the pool (no count, history or values left).
@@ -137,6 +139,15 @@ class AgentKernelHandle:
             raise
         except KernelError:
             log.debug("kernel %s: no warm-up", self.kernel_id, exc_info=True)
+
+    async def _open_client(self, km: Any) -> Any:
+        """A started client: the manager's own, or for a gateway kernel the websocket one
+        of :mod:`jupyter_agent.runtime.gateway_channels`."""
+        client = GatewayChannels(self.kernel_id) if self.remote else km.client()
+        await ensure_async(
+            client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
+        )
+        return client
 
     def _on_restart(self) -> None:
         self._died = True
@@ -177,8 +188,15 @@ class AgentKernelHandle:
         """False once the kernel process is gone (killed, crashed, culled or auto-restarted)."""
         if self._died:
             return False
+        if getattr(self._client, "dead", False):  # a gateway kernel's socket says so
+            self._died = True
+            return False
         try:
             alive = bool(await ensure_async(self._km.is_alive(self.kernel_id)))
+            if alive and self.remote:
+                # The gateway's manager answers True once more after the gateway lost the
+                # kernel (404): its refreshed model is None then.
+                alive = getattr(self._km.get_kernel(self.kernel_id), "kernel", None) is not None
         except KeyError:  # no longer managed (culled or shut down)
             alive = False
         if not alive:
@@ -413,12 +431,7 @@ class AgentKernelHandle:
         await self.close()
         await ensure_async(self._km.restart_kernel(self.kernel_id, now=True))
         self._died = False
-        km = self._km.get_kernel(self.kernel_id)
-        client = km.client()
-        await ensure_async(
-            client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
-        )
-        self._client = client
+        self._client = await self._open_client(self._km.get_kernel(self.kernel_id))
         await self._wait_ready()
         # No warm-up here (connect's): this runs under the handle's lock, mid-cell.
         if self._cwd is not None:

@@ -8,6 +8,10 @@ core: a launch blocks the event loop a few ms and loads a core for about a secon
 that dies while starting (a port taken between pick and bind) is started again, up to
 three times. A start is never cancelled half way by this module's callers (it would leave a
 half-registered kernel in the manager).
+
+On a gateway (jupyter_server's ``GatewayMappingKernelManager``) a kernel is started by the
+gateway, which names it and owns its processes: no launch plan, private dirs or tag are
+made here, and ending one is the gateway's shutdown (the local reaping finds nothing).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from jupyter_core.utils import ensure_async
 
 from jupyter_agent.exceptions import KernelDied
 from jupyter_agent.runtime import reaper
+from jupyter_agent.runtime.gateway_channels import gateway_manager
 from jupyter_agent.runtime.kernel_handle import AgentKernelHandle
 from jupyter_agent.runtime.provisioner import LAUNCH_KEY
 from jupyter_agent.runtime.sandbox import KernelPlace, Sandbox, kernels_base, prepare_launch
@@ -67,6 +72,8 @@ class KernelStarts:
         self._data_dir = data_dir
         self._server_runtime_dir = server_runtime_dir
         self._sandbox = sandbox
+        self.remote = gateway_manager(kernel_manager)
+        """Kernels run on a gateway: no local process, dirs or tag to end here."""
         self.key = reaper.server_key(root_dir)
         self.instance = reaper.instance_id()
         self.base = kernels_base(data_dir, self.key, self.instance, sandbox)
@@ -121,7 +128,7 @@ class KernelStarts:
     ) -> AgentKernelHandle:
         kernel_id = str(uuid.uuid4())
         launch: dict[str, Any] = {}
-        if planned:
+        if planned and not self.remote:
             place = KernelPlace(
                 kernel_id, self.base, reaper.make_tag(self.key, self.instance, kernel_id)
             )
@@ -138,11 +145,15 @@ class KernelStarts:
             launch[LAUNCH_KEY] = plan.to_json()
             if self._sandbox.kind != "none":
                 launch["cwd"] = self._root_dir  # the server's cwd may be hidden or closed
+        if self.remote:
+            env = _gateway_env(env)
+        else:
+            launch["kernel_id"] = kernel_id
+        # (A gateway's manager takes a kernel_id as "connect to this running kernel": the
+        # gateway names its kernels itself.)
         try:
             kernel_id = await ensure_async(
-                self._km.start_kernel(
-                    kernel_name=kernel_name, env=env, kernel_id=kernel_id, **launch
-                )
+                self._km.start_kernel(kernel_name=kernel_name, env=env, **launch)
             )
         except BaseException:
             with contextlib.suppress(Exception):
@@ -199,6 +210,15 @@ class KernelStarts:
         prefix = reaper.make_tag(self.key, self.instance, "")
         await asyncio.to_thread(reaper.reap, lambda tag: tag.startswith(prefix))
         await asyncio.to_thread(shutil.rmtree, self.base, True)
+
+
+def _gateway_env(env: dict[str, str]) -> dict[str, str]:
+    """What of the kernel's environment a gateway's manager sends on (``KERNEL_*`` and
+    ``GatewayClient.allowed_envs``): the rest would only reach the server's log."""
+    from jupyter_server.gateway.gateway_client import GatewayClient
+
+    allowed = set(str(GatewayClient.instance().allowed_envs or "").split(","))
+    return {k: v for k, v in env.items() if k.startswith("KERNEL_") or k in allowed}
 
 
 def _reap_place(place: KernelPlace, pgid: int | None) -> None:

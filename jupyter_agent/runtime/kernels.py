@@ -22,6 +22,11 @@ this server's kernels, and a pool start ends those a crashed earlier run left be
 :class:`KernelPool` is configurable (``c.KernelPool.size = 3`` in a
 ``jupyter_server_config.py``); the extension app passes it the server's config. Launching
 and ending kernels is :mod:`jupyter_agent.runtime.kernel_starts`.
+
+With a gateway (``--gateway-url``) the kernels start there through the same manager: the
+pool keeps them warm the same way, but the local-only parts (private dirs, tags, reaping,
+sandbox) do not apply; :meth:`KernelPool.check` says so once in the log and refuses a
+sandbox.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from traitlets.config import LoggingConfigurable
 
 from jupyter_agent.exceptions import KernelError
 from jupyter_agent.runtime.envfilter import filter_env
+from jupyter_agent.runtime.gateway_channels import gateway_url
 from jupyter_agent.runtime.kernel_handle import AgentKernelHandle, AppHost
 from jupyter_agent.runtime.kernel_starts import KernelStarts, start_slots
 from jupyter_agent.runtime.paths import agent_data_dir
@@ -197,6 +203,7 @@ class KernelPool(LoggingConfigurable):
         self._keepalive_task: asyncio.Task[None] | None = None
         self._running = False
         self._closing: set[asyncio.Task[None]] = set()
+        self._cwd_warned = False  # a gateway kernel that could not chdir: said once
 
     def kernel_env(self) -> dict[str, str]:
         """The complete (filtered) environment kernels are launched with: never a variable
@@ -219,6 +226,9 @@ class KernelPool(LoggingConfigurable):
         without the agent's provisioner (installed by an older version) only works
         unsandboxed, and then without private runtime dirs (a warning).
         """
+        if self._starts.remote:
+            self._planned = self._check_remote()
+            return
         check_sandbox(self._sandbox)
         planned = self._spec_has_provisioner()
         if not planned and self._sandbox.kind != "none":
@@ -236,6 +246,24 @@ class KernelPool(LoggingConfigurable):
                 PROVISIONER_NAME,
             )
         self._planned = planned
+
+    def _check_remote(self) -> bool:
+        """A gateway's kernels: refuse a sandbox (the gateway's host isolates them, not
+        this server), say once what the local-only parts do. Never planned."""
+        if self._sandbox.kind != "none":
+            raise SandboxUnavailable(
+                f"{TRAIT} = {str(self._sandbox)!r} but agent kernels run on a gateway "
+                f"({gateway_url()}), where this server cannot sandbox them; fix: isolate "
+                f"them on the gateway's side and set {TRAIT} = 'none'"
+            )
+        log.warning(
+            "agent kernels run on the gateway at %s: no private connection dirs, process "
+            "tags, process-group reaping or sandbox here (the gateway owns the kernels' "
+            "processes); the kernelspec %r must be installed there",
+            gateway_url(),
+            self.kernel_name,
+        )
+        return False
 
     def _spec_has_provisioner(self) -> bool:
         ksm = getattr(self._km, "kernel_spec_manager", None)
@@ -376,6 +404,19 @@ class KernelPool(LoggingConfigurable):
         if cwd is not None and handle.cwd != os.path.abspath(cwd):
             try:
                 await handle.chdir(cwd)
+            except KernelError:
+                if not handle.remote:
+                    await self.discard(handle)
+                    raise
+                # The gateway's host need not have this server's folders.
+                if not self._cwd_warned:
+                    self._cwd_warned = True
+                    log.warning(
+                        "a gateway kernel cannot move to this server's folder %s: "
+                        "it stays in its own working dir %s",
+                        cwd,
+                        handle.cwd,
+                    )
             except BaseException:
                 await self.discard(handle)
                 raise
