@@ -259,3 +259,38 @@ def test_bobs_token_on_alices_url_is_refused_by_the_hub(hub_pair: HubPair) -> No
     assert answer.status_code == 403
     assert chat_id not in answer.text
     assert "only for alice" not in answer.text
+
+
+VALUES = Path(__file__).resolve().parents[2] / "examples/zero-to-jupyterhub/values.yaml"
+
+
+def test_the_zero_to_jupyterhub_config_is_the_agents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The config file the Helm values mount loads, names only real traits of the agent
+    and the pool, and takes the database URL from the secret's environment variable."""
+    import yaml
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from jupyter_agent.runtime.kernels import KernelPool
+    from jupyter_agent.server.app import JupyterAgent
+
+    values = yaml.safe_load(VALUES.read_text())
+    single = values["singleuser"]
+    assert single["extraEnv"]["JUPYTER_AGENT_DB_URL"]["valueFrom"]["secretKeyRef"]
+    assert single["extraEnv"]["ANTHROPIC_API_KEY"]["valueFrom"]["secretKeyRef"]
+    mounted = single["extraFiles"]["jupyter-agent-config"]
+    assert mounted["mountPath"].endswith("/jupyter_server_config.py")
+    (tmp_path / "jupyter_server_config.py").write_text(mounted["stringData"])
+    monkeypatch.setenv("JUPYTER_AGENT_DB_URL", "postgresql+psycopg://agent@db.invalid/agent")
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(tmp_path)).load_config()
+
+    unknown = set(config.JupyterAgent) - set(JupyterAgent.class_trait_names(config=True))
+    assert not unknown, f"not JupyterAgent traits: {sorted(unknown)}"
+    assert not set(config.KernelPool) - set(KernelPool.class_trait_names(config=True))
+    agent = JupyterAgent(config=config)  # every value passes the traits' validation
+    assert agent.db_url == "postgresql+psycopg://agent@db.invalid/agent"
+    for tier in agent.tiers.values():  # keys only by reference, each bound to its URL
+        assert tier["api_key_ref"].startswith("env:")
+        assert tier["base_url"] in agent.key_bindings[tier["api_key_ref"]]
+    KernelPool(kernel_manager=None, config=config)  # size <= pool_max
