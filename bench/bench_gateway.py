@@ -26,6 +26,7 @@ from jupyter_server.gateway.gateway_client import GatewayClient
 from jupyter_server.gateway.managers import GatewayMappingKernelManager
 
 from jupyter_agent.runtime.kernels import KernelPool
+from jupyter_agent.server.gateway_channels import gateway_kernels
 from tests.deploy.gateway import Gateway
 
 CODE = "x = sum(range(1000))\nprint(x)\nx"
@@ -72,7 +73,13 @@ async def main(n: int) -> None:
         GatewayClient.instance(url=gateway.url, auth_token=gateway.token)
         remote_km = GatewayMappingKernelManager()
         local_pool = KernelPool(local_km, size=0, root_dir=tmp)
-        remote_pool = KernelPool(remote_km, size=0, root_dir=tmp, kernel_name=gateway.kernel_name)
+        remote_pool = KernelPool(
+            remote_km,
+            size=0,
+            root_dir=tmp,
+            kernel_name=gateway.kernel_name,
+            remote=gateway_kernels(remote_km),
+        )
         try:
             for pool in (local_pool, remote_pool):
                 await asyncio.to_thread(pool.check)

@@ -45,3 +45,10 @@ def test_core_is_pure() -> None:
     for name, names in imports_of("core").items():
         bad = sorted(n for n in names if n.split(".")[0] in impure)
         assert not bad, (name, bad)
+
+
+def test_runtime_does_not_import_jupyter_server() -> None:
+    # The server hands the runtime its kernel manager (and a gateway's RemoteKernels).
+    for name, names in imports_of("runtime").items():
+        bad = sorted(n for n in names if n.split(".")[0] == "jupyter_server")
+        assert not bad, (name, bad)

@@ -5,9 +5,10 @@ or jupyter_client's ``AsyncMultiKernelManager``: ``start_kernel(kernel_name=, en
 ``get_kernel(id)``, ``shutdown_kernel(id, now=)``, ``interrupt_kernel(id)``,
 ``restart_kernel(id, now=)``, ``is_alive(id)``); this module never imports jupyter_server.
 Kernel clients must be async (``AsyncKernelClient``, what both managers give). With
-jupyter_server's ``GatewayMappingKernelManager`` (``--gateway-url``) the handle talks to the
-kernel through :class:`~jupyter_agent.runtime.gateway_channels.GatewayChannels` instead of
-the manager's client (see there why).
+jupyter_server's ``GatewayMappingKernelManager`` (``--gateway-url``) the handle is given a
+:class:`~jupyter_agent.runtime.remote_kernels.RemoteKernels` and talks to the kernel through
+its ``channels(kernel_id)`` client instead of the manager's (the server's
+``gateway_channels`` module says why).
 
 Protocol with the kernel (see :mod:`jupyter_agent.kernel.kernel`): a cell is an
 execute_request whose ``metadata["jupyter_agent"]`` is ``{"op": "cell", "cell_id": ...}``;
@@ -51,8 +52,8 @@ from jupyter_core.utils import ensure_async
 from jupyter_agent.core.cell_status import CELL_TIMEOUT
 from jupyter_agent.core.cells import BashResult, CellError, CellResult, Value
 from jupyter_agent.exceptions import KernelDied, KernelError
-from jupyter_agent.runtime.gateway_channels import GatewayChannels, gateway_manager
 from jupyter_agent.runtime.live_output import OutputCollector, output_from_iopub
+from jupyter_agent.runtime.remote_kernels import RemoteKernels
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 
 __all__ = ["AgentKernelHandle", "AppHost", "OutputSink"]
@@ -84,11 +85,17 @@ class AgentKernelHandle:
     """One run's agent kernel: execute cells, bash, chdir; detect death and hangs."""
 
     def __init__(
-        self, kernel_manager: Any, kernel_id: str, *, liveness_interval_s: float = 0.5
+        self,
+        kernel_manager: Any,
+        kernel_id: str,
+        *,
+        liveness_interval_s: float = 0.5,
+        remote: RemoteKernels | None = None,
     ) -> None:
         self.kernel_id = kernel_id
         self._km = kernel_manager
-        self.remote = gateway_manager(kernel_manager)
+        self._remote = remote
+        self.remote = remote is not None
         """True for a kernel on a gateway (``--gateway-url``): no local process here."""
         self._interval = liveness_interval_s
         self._client: Any = None
@@ -142,8 +149,9 @@ class AgentKernelHandle:
 
     async def _open_client(self, km: Any) -> Any:
         """A started client: the manager's own, or for a gateway kernel the websocket one
-        of :mod:`jupyter_agent.runtime.gateway_channels`."""
-        client = GatewayChannels(self.kernel_id) if self.remote else km.client()
+        the gateway gives (:class:`~jupyter_agent.runtime.remote_kernels.RemoteKernels`)."""
+        remote = self._remote
+        client = remote.channels(self.kernel_id) if remote is not None else km.client()
         await ensure_async(
             client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
         )

@@ -30,9 +30,9 @@ from jupyter_core.utils import ensure_async
 
 from jupyter_agent.exceptions import KernelDied
 from jupyter_agent.runtime import reaper
-from jupyter_agent.runtime.gateway_channels import gateway_manager
 from jupyter_agent.runtime.kernel_handle import AgentKernelHandle
 from jupyter_agent.runtime.provisioner import LAUNCH_KEY
+from jupyter_agent.runtime.remote_kernels import RemoteKernels
 from jupyter_agent.runtime.sandbox import KernelPlace, Sandbox, kernels_base, prepare_launch
 
 __all__ = ["KernelStarts", "start_slots"]
@@ -66,13 +66,15 @@ class KernelStarts:
         data_dir: Path,
         server_runtime_dir: str,
         sandbox: Sandbox,
+        remote: RemoteKernels | None = None,
     ) -> None:
         self._km = kernel_manager
         self._root_dir = root_dir
         self._data_dir = data_dir
         self._server_runtime_dir = server_runtime_dir
         self._sandbox = sandbox
-        self.remote = gateway_manager(kernel_manager)
+        self._remote = remote
+        self.remote = remote is not None
         """Kernels run on a gateway: no local process, dirs or tag to end here."""
         self.key = reaper.server_key(root_dir)
         self.instance = reaper.instance_id()
@@ -128,6 +130,7 @@ class KernelStarts:
     ) -> AgentKernelHandle:
         kernel_id = str(uuid.uuid4())
         launch: dict[str, Any] = {}
+        remote = self._remote
         if planned and not self.remote:
             place = KernelPlace(
                 kernel_id, self.base, reaper.make_tag(self.key, self.instance, kernel_id)
@@ -145,8 +148,8 @@ class KernelStarts:
             launch[LAUNCH_KEY] = plan.to_json()
             if self._sandbox.kind != "none":
                 launch["cwd"] = self._root_dir  # the server's cwd may be hidden or closed
-        if self.remote:
-            env = _gateway_env(env)
+        if remote is not None:  # the gateway passes on only some names
+            env = {k: v for k, v in env.items() if remote.passes_env(k)}
         else:
             launch["kernel_id"] = kernel_id
         # (A gateway's manager takes a kernel_id as "connect to this running kernel": the
@@ -161,7 +164,7 @@ class KernelStarts:
             await self.end_processes(kernel_id, None)
             raise
         handle = AgentKernelHandle(
-            self._km, str(kernel_id), liveness_interval_s=liveness_interval_s
+            self._km, str(kernel_id), liveness_interval_s=liveness_interval_s, remote=remote
         )
         self.handles[handle.kernel_id] = handle
         try:
@@ -210,15 +213,6 @@ class KernelStarts:
         prefix = reaper.make_tag(self.key, self.instance, "")
         await asyncio.to_thread(reaper.reap, lambda tag: tag.startswith(prefix))
         await asyncio.to_thread(shutil.rmtree, self.base, True)
-
-
-def _gateway_env(env: dict[str, str]) -> dict[str, str]:
-    """What of the kernel's environment a gateway's manager sends on (``KERNEL_*`` and
-    ``GatewayClient.allowed_envs``): the rest would only reach the server's log."""
-    from jupyter_server.gateway.gateway_client import GatewayClient
-
-    allowed = set(str(GatewayClient.instance().allowed_envs or "").split(","))
-    return {k: v for k, v in env.items() if k.startswith("KERNEL_") or k in allowed}
 
 
 def _reap_place(place: KernelPlace, pgid: int | None) -> None:

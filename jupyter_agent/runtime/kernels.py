@@ -47,12 +47,12 @@ from traitlets.config import LoggingConfigurable
 
 from jupyter_agent.exceptions import KernelError
 from jupyter_agent.runtime.envfilter import filter_env
-from jupyter_agent.runtime.gateway_channels import gateway_url
 from jupyter_agent.runtime.kernel_handle import AgentKernelHandle, AppHost
 from jupyter_agent.runtime.kernel_starts import KernelStarts, start_slots
 from jupyter_agent.runtime.paths import agent_data_dir
 from jupyter_agent.runtime.pool_growth import Demand, Waiters
 from jupyter_agent.runtime.provisioner import PROVISIONER_NAME
+from jupyter_agent.runtime.remote_kernels import RemoteKernels
 from jupyter_agent.runtime.sandbox import (
     TRAIT,
     Sandbox,
@@ -164,6 +164,7 @@ class KernelPool(LoggingConfigurable):
         root_dir: str | None = None,
         data_dir: Path | None = None,
         server_runtime_dir: str | None = None,
+        remote: RemoteKernels | None = None,
         **traits: Any,
     ) -> None:
         super().__init__(**traits)
@@ -184,7 +185,9 @@ class KernelPool(LoggingConfigurable):
             data_dir=self._data_dir,
             server_runtime_dir=server_runtime_dir or jupyter_runtime_dir(),
             sandbox=self._sandbox,
+            remote=remote,
         )
+        self._remote = remote
         self._base = self._starts.base
         self._places = self._starts.places
         # None until check(): whether the kernelspec uses the agent's provisioner
@@ -226,8 +229,8 @@ class KernelPool(LoggingConfigurable):
         without the agent's provisioner (installed by an older version) only works
         unsandboxed, and then without private runtime dirs (a warning).
         """
-        if self._starts.remote:
-            self._planned = self._check_remote()
+        if self._remote is not None:
+            self._planned = self._check_remote(self._remote.url)
             return
         check_sandbox(self._sandbox)
         planned = self._spec_has_provisioner()
@@ -247,20 +250,20 @@ class KernelPool(LoggingConfigurable):
             )
         self._planned = planned
 
-    def _check_remote(self) -> bool:
+    def _check_remote(self, url: str) -> bool:
         """A gateway's kernels: refuse a sandbox (the gateway's host isolates them, not
         this server), say once what the local-only parts do. Never planned."""
         if self._sandbox.kind != "none":
             raise SandboxUnavailable(
                 f"{TRAIT} = {str(self._sandbox)!r} but agent kernels run on a gateway "
-                f"({gateway_url()}), where this server cannot sandbox them; fix: isolate "
+                f"({url}), where this server cannot sandbox them; fix: isolate "
                 f"them on the gateway's side and set {TRAIT} = 'none'"
             )
         log.warning(
             "agent kernels run on the gateway at %s: no private connection dirs, process "
             "tags, process-group reaping or sandbox here (the gateway owns the kernels' "
             "processes); the kernelspec %r must be installed there",
-            gateway_url(),
+            url,
             self.kernel_name,
         )
         return False

@@ -48,6 +48,7 @@ from jupyter_agent.runtime.runs import RunManager
 from jupyter_agent.runtime.sandbox import SandboxUnavailable
 from jupyter_agent.runtime.service import AgentService
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
+from jupyter_agent.server.gateway_channels import gateway_kernels
 from jupyter_agent.server.handlers import default_handlers
 from jupyter_agent.server.mcp_endpoint import McpEndpoint
 from jupyter_agent.store.repo import Store
@@ -438,6 +439,7 @@ class JupyterAgent(ExtensionApp):
                 root_dir=serverapp.root_dir,
                 data_dir=self.agent_dir,
                 server_runtime_dir=serverapp.runtime_dir,
+                remote=gateway_kernels(serverapp.kernel_manager),
             )
             pool.check()
         except (SandboxUnavailable, TraitError) as exc:

@@ -179,21 +179,20 @@ def burst(targets: list[tuple[FaultServer, str]], text: str, timeout_s: float = 
     return result
 
 
-def stored_turns(db_url: str, chat_ids: Iterable[str]) -> list[tuple[str, str]]:
-    """``(chat_id, run_id)`` of every ``agent_turns`` row of these chats, read directly."""
+def _pairs(db_url: str, sql: str, keys: Iterable[str]) -> list[tuple[str, str]]:
+    """The two-column rows of ``sql`` (one ``= ANY(%s)`` parameter: ``keys``), read directly."""
     _scheme, _, rest = db_url.partition("://")
     with psycopg.connect(f"postgresql://{rest}") as conn:
-        rows = conn.execute(
-            "SELECT chat_id, run_id FROM agent_turns WHERE chat_id = ANY(%s)", [list(chat_ids)]
-        ).fetchall()
-    return [(str(chat), str(run)) for chat, run in rows]
+        rows = conn.execute(sql, [list(keys)]).fetchall()
+    return [(str(a), str(b)) for a, b in rows]
+
+
+def stored_turns(db_url: str, chat_ids: Iterable[str]) -> list[tuple[str, str]]:
+    """``(chat_id, run_id)`` of every ``agent_turns`` row of these chats."""
+    sql = "SELECT chat_id, run_id FROM agent_turns WHERE chat_id = ANY(%s)"
+    return _pairs(db_url, sql, chat_ids)
 
 
 def stored_runs(db_url: str, run_ids: Iterable[str]) -> list[tuple[str, str]]:
-    """``(run_id, status)`` of every ``agent_runs`` row of these runs, read directly."""
-    _scheme, _, rest = db_url.partition("://")
-    with psycopg.connect(f"postgresql://{rest}") as conn:
-        rows = conn.execute(
-            "SELECT run_id, status FROM agent_runs WHERE run_id = ANY(%s)", [list(run_ids)]
-        ).fetchall()
-    return [(str(run), str(status)) for run, status in rows]
+    """``(run_id, status)`` of every ``agent_runs`` row of these runs."""
+    return _pairs(db_url, "SELECT run_id, status FROM agent_runs WHERE run_id = ANY(%s)", run_ids)

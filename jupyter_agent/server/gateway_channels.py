@@ -18,7 +18,9 @@ the socket closed, or the gateway reported the kernel ``restarting`` or ``dead``
 :class:`~jupyter_agent.exceptions.KernelDied` and :attr:`GatewayChannels.dead` is True.
 Every message sent names its channel.
 
-jupyter_server is imported only when a gateway is configured (:func:`gateway_manager`).
+:func:`gateway_kernels` gives the pool its
+:class:`~jupyter_agent.runtime.remote_kernels.RemoteKernels` when the server's kernel manager
+is a gateway's (the runtime never imports jupyter_server).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from jupyter_client.session import Session
 
 from jupyter_agent.exceptions import KernelDied
 
-__all__ = ["GatewayChannels", "gateway_manager", "gateway_url"]
+__all__ = ["GatewayChannels", "GatewayKernels", "gateway_kernels"]
 
 log = logging.getLogger(__name__)
 
@@ -46,21 +48,34 @@ _MAX_MESSAGE = 256 * 1024 * 1024
 _CHANNELS = ("shell", "iopub", "stdin", "control")
 
 
-def gateway_manager(kernel_manager: Any) -> bool:
-    """True when ``kernel_manager`` is jupyter_server's gateway mapping kernel manager."""
-    module = type(kernel_manager).__module__
-    if not module.startswith("jupyter_server.gateway"):
-        return False
+class GatewayKernels:
+    """The gateway jupyter_server's ``GatewayClient`` is configured for (``--gateway-url``),
+    as the runtime's :class:`~jupyter_agent.runtime.remote_kernels.RemoteKernels`."""
+
+    def __init__(self) -> None:
+        from jupyter_server.gateway.gateway_client import GatewayClient
+
+        client = GatewayClient.instance()
+        self.url = str(client.url or "")
+        self._allowed = frozenset(str(client.allowed_envs or "").split(",")) - {""}
+
+    def passes_env(self, name: str) -> bool:
+        """``KERNEL_*`` and ``GatewayClient.allowed_envs`` reach the kernel."""
+        return name.startswith("KERNEL_") or name in self._allowed
+
+    def channels(self, kernel_id: str) -> GatewayChannels:
+        """A websocket client of the gateway kernel ``kernel_id``."""
+        return GatewayChannels(kernel_id)
+
+
+def gateway_kernels(kernel_manager: Any) -> GatewayKernels | None:
+    """The gateway when ``kernel_manager`` is jupyter_server's gateway mapping kernel
+    manager, else None (kernels start on this machine)."""
     from jupyter_server.gateway.managers import GatewayMappingKernelManager
 
-    return isinstance(kernel_manager, GatewayMappingKernelManager)
-
-
-def gateway_url() -> str:
-    """The configured gateway's URL (no credentials: it is a base URL)."""
-    from jupyter_server.gateway.gateway_client import GatewayClient
-
-    return str(GatewayClient.instance().url or "")
+    if not isinstance(kernel_manager, GatewayMappingKernelManager):
+        return None
+    return GatewayKernels()
 
 
 class _Channel:
