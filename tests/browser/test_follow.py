@@ -173,7 +173,16 @@ def test_scrolling_up_mid_run_shows_jump_to_latest(page: Page, fake: FakeProvide
     box.hover()
     page.mouse.wheel(0, -700)  # the person scrolls up while the run goes on
     expect(jump).to_be_visible()
-    top: float = box.evaluate("b => b.scrollTop")
+    # The wheel's scroll may still be moving when the button shows: read where it stopped.
+    top: float = box.evaluate(
+        """b => new Promise(done => {
+            let last = b.scrollTop;
+            const tick = () => setTimeout(() => {
+                if (b.scrollTop === last) { done(last); } else { last = b.scrollTop; tick(); }
+            }, 250);
+            tick();
+        })"""
+    )
     # The reply arrives below; the view stays where the person put it.
     expect(view.locator(".jp-agent-reply strong")).to_have_text("last-line", timeout=60000)
     expect(view.locator(".jp-agent-end")).to_have_text("Done", timeout=30000)
