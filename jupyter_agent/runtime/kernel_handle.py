@@ -65,7 +65,9 @@ log = logging.getLogger(__name__)
 
 _WARMUP_TIMEOUT_S = 10.0
 _READY_TIMEOUT_S = 60.0
-_INTERRUPT_GRACE_S = 2.0
+# Long enough for a kernel flooding its output to take the interrupt and reply on a loaded
+# machine (2 s was not in CI): a restart loses the run's whole namespace.
+_INTERRUPT_GRACE_S = 5.0
 _OP_GRACE_S = 10.0
 # One printed value's bound, as the kernel's capture has it (kernel/capture.py VALUE_CAP).
 _VALUE_CAP = 20_000

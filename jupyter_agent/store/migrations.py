@@ -5,7 +5,8 @@ transaction together with the ``schema_version`` row that records it, so a step 
 wholly applied and recorded or not at all. The schema's version is
 ``MAX(schema_version.version)`` (0 for an empty database). Concurrent openers are
 serialised: SQLite by ``BEGIN IMMEDIATE`` (the engine's write transactions), PostgreSQL by
-a transaction-scoped advisory lock; each step re-reads the version under that lock.
+a session advisory lock held around the whole check-and-migrate (:func:`migrate`); each
+step re-reads the version under that lock.
 
 A database newer than :data:`LATEST_VERSION` is refused (StoreError) rather than touched.
 
@@ -407,13 +408,36 @@ def migrate(engine: Engine, *, now: Callable[[], str] | None = None) -> int:
 
     ``engine`` must be the write view (``BEGIN IMMEDIATE`` on SQLite). Raises StoreError
     when the database's version is newer than this code knows.
+
+    Several processes opening one database at once migrate it exactly once. On PostgreSQL
+    the whole check-and-migrate holds a session advisory lock (:data:`_PG_LOCK_KEY`), so a
+    second opener waits until the first has applied every step, then finds nothing to do;
+    each step is still its own transaction (a failed step leaves the earlier ones
+    recorded). On SQLite each step's ``BEGIN IMMEDIATE`` takes the write lock before the
+    version is read, which serialises the openers step by step (the version is re-read
+    under that lock, so a step another process applied meanwhile is skipped).
     """
     clock = now or _utc_now
+    with engine.connect() as conn:
+        if conn.dialect.name != "postgresql":
+            return _migrate_steps(conn, clock)
+        # Session-level (not per transaction): held across every step's commit.
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _PG_LOCK_KEY})
+        conn.commit()
+        try:
+            return _migrate_steps(conn, clock)
+        finally:
+            if not conn.invalidated:
+                if conn.in_transaction():
+                    conn.rollback()
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _PG_LOCK_KEY})
+                conn.commit()
+
+
+def _migrate_steps(conn: Connection, clock: Callable[[], str]) -> int:
     started_at: int | None = None
     for step in MIGRATIONS:
-        with engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+        with conn.begin():
             version = current_version(conn)
             if started_at is None:
                 started_at = version

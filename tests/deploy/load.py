@@ -91,9 +91,16 @@ class StatusPoller(threading.Thread):
 
 
 def kernel_count(server: FaultServer) -> int:
-    """How many kernels the server's kernel manager has (warm pool ones included)."""
+    """How many kernels the server's kernel manager has (warm pool ones included).
+
+    -1 while a kernel is starting and jupyter_server cannot list it.
+    """
     headers = {"Authorization": f"token {server.token}"}
     answer = httpx.get(f"{server.addr}api/kernels", headers=headers, timeout=30)
+    if answer.status_code == 500:
+        # jupyter_server's listing raises for a kernel still starting (its manager has no
+        # last_activity yet: enterprise_gateway#1395): the pool is not settled then.
+        return -1
     answer.raise_for_status()
     return len(answer.json())
 

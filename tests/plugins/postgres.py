@@ -9,6 +9,9 @@ Fixtures:
     ``CI=true``.
 ``pg_db_url`` (function)
     a URL of a database created for this test (``test_<hex>``) and dropped after it.
+``pg_deferred_db_url`` (function)
+    the same, dropped when the next test asks for one (or at the session's end): for a
+    server that is stopped after the test's fixtures are torn down and still writes then.
 
 The plain functions (:func:`start_cluster`, :func:`create_database`, :func:`drop_database`)
 work outside pytest too; ``bench/bench_store.py`` uses them.
@@ -34,6 +37,7 @@ __all__ = [
     "drop_database",
     "find_pg_bin",
     "pg_db_url",
+    "pg_deferred_db_url",
     "pg_url",
     "start_cluster",
 ]
@@ -41,19 +45,42 @@ __all__ = [
 ENV_URL = "JUPYTER_AGENT_TEST_PG_URL"
 
 
+def _has_tools(bin_dir: Path) -> bool:
+    return (bin_dir / "initdb").exists() and (bin_dir / "pg_ctl").exists()
+
+
 def find_pg_bin() -> Path | None:
-    """The newest ``/usr/lib/postgresql/<version>/bin`` holding initdb and pg_ctl, or None."""
+    """A folder holding PostgreSQL's ``initdb`` and ``pg_ctl``, or None.
+
+    The newest Debian ``/usr/lib/postgresql/<version>/bin``; else the one of the
+    PostgreSQL on PATH (``pg_config --bindir``: Homebrew, a conda env, a source build),
+    else a folder on PATH that holds both.
+    """
     root = Path("/usr/lib/postgresql")
-    if not root.is_dir():
-        return None
     candidates = []
-    for child in root.iterdir():
-        if (child / "bin" / "initdb").exists() and (child / "bin" / "pg_ctl").exists():
-            try:
-                candidates.append((float(child.name), child / "bin"))
-            except ValueError:
-                continue
-    return max(candidates)[1] if candidates else None
+    if root.is_dir():
+        for child in root.iterdir():
+            if _has_tools(child / "bin"):
+                try:
+                    candidates.append((float(child.name), child / "bin"))
+                except ValueError:
+                    continue
+    if candidates:
+        return max(candidates)[1]
+    pg_config = shutil.which("pg_config")
+    if pg_config is not None:
+        try:
+            done = subprocess.run(
+                [pg_config, "--bindir"], capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            done = None
+        if done is not None and done.returncode == 0 and _has_tools(Path(done.stdout.strip())):
+            return Path(done.stdout.strip())
+    initdb = shutil.which("initdb")
+    if initdb is not None and _has_tools(Path(initdb).parent):
+        return Path(initdb).parent
+    return None
 
 
 def _free_port() -> int:
@@ -79,6 +106,16 @@ class PgCluster:
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return _run(self.as_postgres, *args)
 
+    def restart(self) -> None:
+        """Stop the server (fast: every connection is cut) and start it again on the
+        same port and data (``pg_ctl restart`` reuses the options it was started with)."""
+        done = self._run(
+            *(str(self.bin_dir / "pg_ctl"), "-D", str(self.base / "data"), "-m", "fast"),
+            *("-l", str(self.base / "log"), "-w", "restart"),
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl restart failed: {done.stderr[-1000:]}")
+
     def stop(self) -> None:
         self._run(
             str(self.bin_dir / "pg_ctl"), "-D", str(self.base / "data"), "-m", "fast", "-w", "stop"
@@ -101,7 +138,9 @@ def start_cluster(*, durable: bool = False) -> PgCluster:
     """
     bin_dir = find_pg_bin()
     if bin_dir is None:
-        raise FileNotFoundError("no PostgreSQL binaries under /usr/lib/postgresql/*/bin")
+        raise FileNotFoundError(
+            "no PostgreSQL binaries (initdb, pg_ctl) under /usr/lib/postgresql/*/bin or on PATH"
+        )
     as_postgres = os.geteuid() == 0
     base = Path(tempfile.mkdtemp(prefix="jupyter-agent-pg-"))
     if as_postgres:
@@ -184,3 +223,24 @@ def pg_db_url(pg_url: str) -> Iterator[str]:
         yield url
     finally:
         drop_database(pg_url, url)
+
+
+@pytest.fixture(scope="session")
+def _pg_deferred_drops(pg_url: str) -> Iterator[list[str]]:
+    """Databases of past tests waiting to be dropped (see ``pg_deferred_db_url``)."""
+    pending: list[str] = []
+    try:
+        yield pending
+    finally:
+        while pending:
+            drop_database(pg_url, pending.pop())
+
+
+@pytest.fixture
+def pg_deferred_db_url(pg_url: str, _pg_deferred_drops: list[str]) -> str:
+    """A fresh database for one test, dropped when the next test asks for one."""
+    while _pg_deferred_drops:
+        drop_database(pg_url, _pg_deferred_drops.pop())
+    url = create_database(pg_url)
+    _pg_deferred_drops.append(url)
+    return url

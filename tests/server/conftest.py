@@ -4,6 +4,12 @@ pytest-jupyter runs its server on its own event loop (``jp_asyncio_loop``), whil
 project's ``asyncio_mode = "auto"`` would run an ``async def`` test on pytest-asyncio's
 loop, where the server never answers (the request times out). So server tests are plain
 ``def`` tests that call ``fetch(...)``: it runs ``jp_fetch`` on the server's loop.
+
+Every server test runs twice (:data:`PAIRINGS`): on SQLite with the server at the root, and
+on PostgreSQL (a fresh database of ``tests/plugins/postgres.py``) under a JupyterHub-style
+user prefix: both stores and both URL layouts for the price of two runs. A test about
+SQLite itself (its file, its lock, chattr faults on the file) is marked
+``@pytest.mark.sqlite_only("why")``: its PostgreSQL run is deselected.
 """
 
 from __future__ import annotations
@@ -23,6 +29,52 @@ def agent_config() -> dict[str, Any]:
     return {}
 
 
+#: ``(jp_base_url, store_backend)`` of the two runs of every server test.
+PAIRINGS: tuple[tuple[str, str], ...] = (("/", "sqlite"), ("/user/someone/", "postgresql"))
+SQLITE_ONLY = "sqlite_only"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{SQLITE_ONLY}(reason): a server test about SQLite itself; its PostgreSQL run is"
+        " deselected",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the PostgreSQL run of every ``sqlite_only`` test (a mark needs a reason)."""
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        mark = item.get_closest_marker(SQLITE_ONLY)
+        callspec = getattr(item, "callspec", None)
+        if mark is not None and not (mark.args or mark.kwargs.get("reason")):
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.sqlite_only needs a reason")
+        backend = callspec.params.get("store_backend") if callspec is not None else None
+        (dropped if mark is not None and backend == "postgresql" else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(backend, id=backend, marks=[pytest.mark.postgres] if i else [])
+        for i, (_base, backend) in enumerate(PAIRINGS)
+    ]
+)
+def store_backend(request: pytest.FixtureRequest) -> str:
+    """``sqlite`` or ``postgresql``: the store of this run of the test (see PAIRINGS)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def jp_base_url(store_backend: str) -> str:
+    """The root on SQLite, a JupyterHub-style user prefix on PostgreSQL."""
+    return dict((backend, base) for base, backend in PAIRINGS)[store_backend]
+
+
 @pytest.fixture
 def jp_server_config(agent_config: dict[str, Any]) -> dict[str, Any]:
     """Enable the extension the way the installed jupyter-config file does."""
@@ -30,6 +82,28 @@ def jp_server_config(agent_config: dict[str, Any]) -> dict[str, Any]:
         "ServerApp": {"jpserver_extensions": {"jupyter_agent": True}},
         "JupyterAgent": agent_config,
     }
+
+
+@pytest.fixture
+def jp_configurable_serverapp(
+    jp_configurable_serverapp: Callable[..., Any],
+    jp_server_config: Any,
+    store_backend: str,
+    request: pytest.FixtureRequest,
+) -> Callable[..., Any]:
+    """pytest-jupyter's server factory; on PostgreSQL the store is a fresh database unless
+    the test's config names one (here, not in ``jp_server_config``: many tests override it)."""
+    from traitlets.config import Config
+
+    def _start(config: Any = None, **kwargs: Any) -> Any:
+        merged = Config(jp_server_config if config is None else config)
+        if store_backend == "postgresql" and "db_url" not in merged.JupyterAgent:
+            # Dropped later, not after the test: pytest-jupyter stops the server after
+            # every fixture of the test is torn down, and its shutdown still writes.
+            merged.JupyterAgent.db_url = str(request.getfixturevalue("pg_deferred_db_url"))
+        return jp_configurable_serverapp(config=merged, **kwargs)
+
+    return _start
 
 
 @pytest.fixture
@@ -42,12 +116,6 @@ def fetch(jp_fetch: Any, jp_asyncio_loop: Any) -> Callable[..., HTTPResponse]:
         return response
 
     return _fetch
-
-
-@pytest.fixture(params=["/", "/user/someone/"])
-def jp_base_url(request: pytest.FixtureRequest) -> str:
-    """Serve under the root and under a JupyterHub-style user prefix (every server test)."""
-    return str(request.param)
 
 
 @pytest.fixture

@@ -160,6 +160,7 @@ def test_not_found_is_json_on_every_kind_of_route(fetch: Any) -> None:
         assert "nope" in error["message"].lower(), (parts, error)
 
 
+@pytest.mark.sqlite_only("holds SQLite's write lock from another connection of the file")
 @pytest.mark.parametrize("agent_config", [{"pool_size": 0}])
 def test_a_locked_database_is_503_with_retry_after(fetch: Any, jp_serverapp: Any) -> None:
     app = agent_app(jp_serverapp)

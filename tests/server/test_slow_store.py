@@ -25,12 +25,10 @@ def jp_base_url() -> str:
     return "/"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def agent_config(request: pytest.FixtureRequest) -> dict[str, Any]:
-    config: dict[str, Any] = {"pool_size": 0}
-    if request.param == "postgres":
-        config["db_url"] = str(request.getfixturevalue("pg_db_url"))
-    return config
+@pytest.fixture
+def agent_config() -> dict[str, Any]:
+    # The store is SQLite or PostgreSQL by the server suite's pairing (tests/server/conftest).
+    return {"pool_size": 0}
 
 
 class SlowStore:

@@ -28,12 +28,6 @@ class DenyAllAuthorizer(Authorizer):  # type: ignore[misc]
         return False
 
 
-@pytest.fixture(params=["/", "/user/someone/"])
-def jp_base_url(request: pytest.FixtureRequest) -> str:
-    """Serve under the root and under a JupyterHub-style user prefix."""
-    return str(request.param)
-
-
 @pytest.fixture
 def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """Remove every provider key from the server's environment."""
@@ -145,6 +139,7 @@ def test_unknown_agent_route_is_404(fetch: Any) -> None:
     assert info.value.code == 404
 
 
+@pytest.mark.sqlite_only("checks the default db_url: the SQLite file in the data dir")
 def test_extension_app_is_loaded_with_defaults(jp_serverapp: Any) -> None:
     apps = [
         app

@@ -18,6 +18,10 @@ from tornado.httpclient import HTTPClientError
 from tests.server.conftest import agent_app
 from tests.server.helpers import call, new_chat
 
+# SQLite's own faults: a second connection holding the file's write lock, chattr +i on the
+# file. PostgreSQL's connection loss is tests/deploy/test_postgres.py.
+pytestmark = pytest.mark.sqlite_only("faults of the SQLite file (its lock, chattr +i)")
+
 
 @pytest.fixture
 def jp_base_url() -> str:

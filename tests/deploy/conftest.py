@@ -1,0 +1,102 @@
+"""What the deploy tests share (JupyterHub, kernel gateway, PostgreSQL, load).
+
+- Every test under ``tests/deploy/`` is marked ``deploy`` (``-m "not deploy"`` leaves them
+  out; the README's test command runs them).
+- :func:`deploy_required` is how a test says a part it needs is missing: a skip on a
+  developer's machine, a failure when ``CI=true`` (CI must not go green by skipping).
+- The autouse ``no_process_left`` fixture fails a test that leaves a process of its own
+  behind (a server, a kernel, a proxy): deploy tests start real processes and must stop
+  every one of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+__all__ = ["deploy_required", "descendants", "on_ci"]
+
+_HERE = Path(__file__).parent
+
+
+def on_ci() -> bool:
+    """True when running under CI (``CI=true``): missing parts fail there."""
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def deploy_required(what: str) -> NoReturn:
+    """A part the test needs is missing: skip, or fail under ``CI=true``.
+
+    ``what`` says which part and how to get it (it is the skip or failure message).
+    """
+    if on_ci():
+        pytest.fail(f"required on CI: {what}", pytrace=False)
+    pytest.skip(what)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.deploy)
+
+
+def descendants(pid: int | None = None) -> set[int]:
+    """Live descendants of ``pid`` (this process by default), read from ``/proc``.
+
+    Zombies count as gone (they are only waiting for their parent to reap them).
+    """
+    root = os.getpid() if pid is None else pid
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) < 2 or fields[0] == "Z":
+            continue
+        parents[int(entry.name)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+    except OSError:
+        return "?"
+
+
+@pytest.fixture(autouse=True)
+def no_process_left() -> Iterator[None]:
+    """Fail the test when a process it started outlives it (after a grace period)."""
+    if not Path("/proc").is_dir():  # pragma: no cover - Linux only
+        yield
+        return
+    before = descendants()
+    yield
+    deadline = time.monotonic() + 20
+    left = descendants() - before
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = descendants() - before
+    if left:
+        names = {pid: _command(pid) for pid in left}
+        for pid in left:  # do not let them spoil the next test
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        pytest.fail(f"processes left behind by the test: {names}", pytrace=False)
