@@ -26,4 +26,5 @@ pytest_plugins = (
     "tests.plugins.fake_provider",
     "tests.plugins.kernels",
     "tests.plugins.live_server",
+    "tests.plugins.identities",
 )

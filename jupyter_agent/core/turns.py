@@ -233,6 +233,8 @@ class RunSummary:
     programs: tuple[str, ...] = ()
     #: The agent (its space) the run answered as.
     agent: str = "agent"
+    #: Whose run it is: its chat's owner (issue 19; "" = the server's user).
+    owner: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)

@@ -42,6 +42,8 @@ class AppDriver(Protocol):
     log: EffectLog
     run_id: str
     chat_id: str
+    #: Whose run it is: the owner of the memories it saves and the proposals it makes.
+    owner: str
     services: RunServices
     config: RunConfig
     #: The view of the newest message the run took (``{path?, cell?, cell_id?, ...}``).
@@ -152,6 +154,7 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
                     args,
                     chat_id=driver.chat_id,
                     run_id=driver.run_id,
+                    owner=driver.owner,
                 )
         except RunCancelled:
             error = "cancelled by a hard break"

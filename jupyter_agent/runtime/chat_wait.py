@@ -147,8 +147,10 @@ class _Watch:
             await self._on_progress(message)
 
 
-async def _turn_of(service: AgentService, chat_id: str, run_id: str) -> dict[str, Any] | None:
-    chat = await service.get_chat(chat_id)
+async def _turn_of(
+    service: AgentService, chat_id: str, run_id: str, owner: str
+) -> dict[str, Any] | None:
+    chat = await service.get_chat(chat_id, owner=owner)
     return next((t for t in chat["turns"] if t.get("run_id") == run_id), None)
 
 
@@ -163,17 +165,19 @@ async def send_and_wait(
     service: AgentService,
     chat_id: str,
     *,
+    owner: str,
     text: str,
     timeout_s: float,
     on_progress: Progress | None = None,
 ) -> ChatOutcome:
-    """Send ``text`` to the chat and wait (at most ``timeout_s``) for the turn holding it
-    (see the module docstring). Refusals are the send's (``BadRequest``, ``NotFound``,
-    ``StoreUnavailable``)."""
+    """Send ``text`` to ``owner``'s chat and wait (at most ``timeout_s``) for the turn
+    holding it (see the module docstring). Refusals are the send's (``BadRequest``,
+    ``NotFound`` also for another owner's chat, ``StoreUnavailable``)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
+    await service.check_chat(chat_id, owner=owner)  # another owner's: not even subscribed
     with service.events.subscribe(chat_id) as queue:
-        answer = await service.send_message(chat_id, text=text)
+        answer = await service.send_message(chat_id, owner=owner, text=text)
         target = answer.get("run_id")
         routed = str(answer.get("routed"))
         if target is None:
@@ -184,21 +188,22 @@ async def send_and_wait(
                 ended = await _wait_run(service, queue, watch, target, deadline)
                 if not ended:
                     return ChatOutcome(chat_id, target, routed, False, None)
-                turn = await _turn_of(service, chat_id, target)
+                turn = await _turn_of(service, chat_id, target, owner)
                 if watch.holder == target or (watch.holder is None and _holds(turn, text)):
                     return ChatOutcome(chat_id, target, routed, True, turn)
-                follow = watch.holder or await _next_run(service, queue, watch, chat_id)
+                follow = watch.holder or await _next_run(service, queue, watch, chat_id, owner)
                 if follow is None or follow == target:
                     log.warning("the run holding message %s was not found", watch.message_id)
                     return ChatOutcome(chat_id, target, routed, True, turn)
                 target = follow
-            turn = await _turn_of(service, chat_id, target)
+            turn = await _turn_of(service, chat_id, target, owner)
             return ChatOutcome(chat_id, target, routed, True, turn)
         except asyncio.CancelledError:
             # The caller gave up (an MCP client's cancel): the run holding the message (the
             # one it moved to, when known) stops at its next drain.
             with contextlib.suppress(Exception):
-                await asyncio.shield(service.break_run(watch.holder or target, hard=False))
+                stop = service.break_run(watch.holder or target, owner=owner, hard=False)
+                await asyncio.shield(stop)
             raise
 
 
@@ -238,7 +243,11 @@ async def _wait_run(
 
 
 async def _next_run(
-    service: AgentService, queue: asyncio.Queue[dict[str, Any]], watch: _Watch, chat_id: str
+    service: AgentService,
+    queue: asyncio.Queue[dict[str, Any]],
+    watch: _Watch,
+    chat_id: str,
+    owner: str,
 ) -> str | None:
     """The run a moved message went to: the one whose events name it, else the chat's
     running run, looked for during :data:`_FOLLOW_S`."""
@@ -247,7 +256,7 @@ async def _next_run(
     while watch.holder is None:
         left = deadline - loop.time()
         if left <= 0:
-            return service.active_run_id(chat_id)
+            return await service.active_run_id(chat_id, owner=owner)
         try:
             event = await asyncio.wait_for(queue.get(), timeout=min(left, 0.2))
         except asyncio.TimeoutError:
@@ -256,13 +265,15 @@ async def _next_run(
     return watch.holder
 
 
-async def chat_runs(service: AgentService, chat_id: str, *, limit: int) -> dict[str, Any]:
+async def chat_runs(
+    service: AgentService, chat_id: str, *, owner: str, limit: int
+) -> dict[str, Any]:
     """``{runs, next: null}``: the chat's runs newest first (its running run, then the runs
     of its turns), at most ``limit`` (1..1000, else ``bad_page``), as ``GET agent/runs``
     shows each; ``NotFound`` for an unknown chat."""
     if not 1 <= limit <= 1000:
         raise BadRequest(f"limit must be between 1 and 1000, got {limit}", reason="bad_page")
-    chat = await service.get_chat(chat_id)
+    chat = await service.get_chat(chat_id, owner=owner)
     ids = [str(t["run_id"]) for t in reversed(chat["turns"])]
     active = chat.get("active_run_id")
     if active and active not in ids:

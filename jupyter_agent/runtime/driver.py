@@ -171,6 +171,8 @@ class RunDriver(ToolRuns):
         self.view: dict[str, Any] | None = None
         self.turn_written = False  # the run manager writes the turn again if this stays False
         self.summary = summary
+        #: Whose run it is (its chat's owner): its memories, recall and proposals are theirs.
+        self.owner = summary.owner if summary is not None else ""
         self.ended: RunSummary | None = None
         self.stored_turn: TurnRecord | None = None  # the turn stored with self.ended
         """The run's end summary, once stored with its turn (one write: see turn.append)."""
@@ -353,7 +355,10 @@ class RunDriver(ToolRuns):
                 budget, layout = effect.data.get("budget_tokens"), self.config.history_layout
                 return await read_history(self.services.store, self.chat_id, budget, layout), None
             if effect.data.get("key") == "memory":
-                return await memory_answer(self.services.store, self.config.recall), None
+                answer = await memory_answer(
+                    self.services.store, self.config.recall, owner=self.owner
+                )
+                return answer, None
             if effect.data.get("key") == "mcp":  # recorded: this run's calls use it
                 answer = await mcp_answer(self.services.mcp)
                 self.mcp.catalogue = McpCatalogue.from_json(answer)
@@ -414,6 +419,7 @@ class RunDriver(ToolRuns):
             hits = await search(
                 self.services.store,
                 effect.data,
+                owner=self.owner,
                 rank=rank,
                 known=self.services.scrubber.spans,
                 timeout_s=timeout_s,

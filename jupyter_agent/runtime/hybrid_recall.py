@@ -34,7 +34,7 @@ async def recall_hits(
     embedder: Embedder | None,
     query: str,
     *,
-    owner: str = "",
+    owner: str,
     kinds: Sequence[str] = HIT_KINDS,
     k: int = 5,
     category: str | None = None,

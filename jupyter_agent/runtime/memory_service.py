@@ -181,7 +181,7 @@ class MemoryService:
         author: Author,
         chat_id: str | None = None,
         run_id: str | None = None,
-        owner: str = "",
+        owner: str,
     ) -> Memory:
         """Store one fact; answers it (with its new ``mem_`` id)."""
         clean = self._checked_text(text)
@@ -202,7 +202,7 @@ class MemoryService:
         await self._embed(saved)
         return saved
 
-    async def get(self, memory_id: str, *, owner: str = "") -> Memory:
+    async def get(self, memory_id: str, *, owner: str) -> Memory:
         """The fact, or ``NotFound``."""
         memory: Memory | None = await asyncio.to_thread(
             lambda: self.store.get_memory(memory_id, owner=owner)
@@ -217,7 +217,7 @@ class MemoryService:
         *,
         text: str | None = None,
         category: str | None = None,
-        owner: str = "",
+        owner: str,
     ) -> Memory:
         """Change a fact's text and/or category (at least one); answers the new fact."""
         if text is None and category is None:
@@ -235,7 +235,7 @@ class MemoryService:
             await self._embed(memory)
         return memory
 
-    async def delete(self, memory_id: str, *, owner: str = "") -> None:
+    async def delete(self, memory_id: str, *, owner: str) -> None:
         """Delete a fact (and, with ``vectors``, its vector from the in-memory index), or
         ``NotFound``."""
         if not await asyncio.to_thread(lambda: self.store.delete_memory(memory_id, owner=owner)):
@@ -244,7 +244,7 @@ class MemoryService:
             self.vectors.on_deleted(memory_id, owner=owner)
 
     async def list(
-        self, category: str | None = None, *, limit: int = DEFAULT_LIST, owner: str = ""
+        self, category: str | None = None, *, limit: int = DEFAULT_LIST, owner: str
     ) -> builtins.list[Memory]:
         """The owner's facts (of one category), the most recently updated first."""
         cat = None if category is None else clean_category(category)
@@ -261,7 +261,7 @@ class MemoryService:
         history: bool = False,
         *,
         category: str | None = None,
-        owner: str = "",
+        owner: str,
     ) -> builtins.list[RecallHit]:
         """The ``k`` best recall hits for ``query``: facts only, or (``history``) facts,
         turns and chunk summaries of the owner's chats (the searching chat's own included:
@@ -295,7 +295,7 @@ class MemoryService:
         return without_secrets(hits, self.scrubber.spans)
 
     async def search_memories(
-        self, query: str, *, category: str | None = None, limit: int = MAX_K, owner: str = ""
+        self, query: str, *, category: str | None = None, limit: int = MAX_K, owner: str
     ) -> builtins.list[tuple[Memory, float]]:
         """Facts ranked by recall (``GET agent/memories?q=``): each with its score."""
         most = _count(limit, "limit", most=MAX_K)
@@ -307,7 +307,7 @@ class MemoryService:
 
         return await asyncio.to_thread(read)
 
-    async def categories(self, *, owner: str = "") -> builtins.list[tuple[str, int]]:
+    async def categories(self, *, owner: str) -> builtins.list[tuple[str, int]]:
         """``(category, count)`` of the owner's facts, by category."""
         counts: builtins.list[tuple[str, int]] = await asyncio.to_thread(
             lambda: self.store.memory_categories(owner=owner)
@@ -350,7 +350,7 @@ async def perform_memory_call(
     *,
     chat_id: str,
     run_id: str,
-    owner: str = "",
+    owner: str,
 ) -> Any:
     """Perform ``memory.<method>(**args)`` for a cell of run ``run_id`` in ``chat_id``;
     answers the JSON value the cell gets (see :data:`jupyter_agent.core.apps.ALL_APPS`).

@@ -67,8 +67,6 @@ __all__ = [
 AUTO_APPLIED_BY = "the host at once (approval policy none)"
 #: How a redacted secret starts in what the model read (``runtime.secrets.marker``).
 REDACTED = "[redacted: "
-#: The owner of the run's proposals: chats have no owner yet ("" is the server's user).
-OWNER = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -318,7 +316,7 @@ async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: i
     _no_secret_cells(driver, edits, read.cells)
     row = await _maybe(
         proposals.create(
-            owner=OWNER,
+            owner=driver.owner,
             chat_id=driver.chat_id,
             run_id=driver.run_id,
             cell_id=cell_id,
@@ -333,7 +331,7 @@ async def _propose(driver: AppDriver, args: dict[str, Any], cell_id: str, seq: i
         try:
             await _maybe(
                 proposals.decide(
-                    proposal_id, owner=OWNER, apply=True, cells=None, by=AUTO_APPLIED_BY
+                    proposal_id, owner=driver.owner, apply=True, cells=None, by=AUTO_APPLIED_BY
                 )
             )
         except AgentError as err:  # a conflict: the proposal is finished as such

@@ -180,7 +180,7 @@ class ProposalService:
     async def create(
         self,
         *,
-        owner: str = "",
+        owner: str,
         chat_id: str,
         run_id: str,
         cell_id: str,
@@ -215,16 +215,14 @@ class ProposalService:
         self.events.publish(chat_id, run_id, event)
         return stored
 
-    async def get(self, proposal_id: str, *, owner: str = "") -> ProposalRow:
+    async def get(self, proposal_id: str, *, owner: str) -> ProposalRow:
         """The owner's proposal; ``NotFound`` otherwise."""
         row = await asyncio.to_thread(lambda: self.store.get_proposal(proposal_id, owner=owner))
         if row is None:
             raise NotFound(f"no proposal {proposal_id!r}")
         return row
 
-    async def list(
-        self, *, owner: str = "", chat_id: str | None = None
-    ) -> builtins.list[ProposalRow]:
+    async def list(self, *, owner: str, chat_id: str | None = None) -> builtins.list[ProposalRow]:
         """The owner's proposals (of one chat), oldest first."""
         return await asyncio.to_thread(
             lambda: self.store.list_proposals(owner=owner, chat_id=chat_id)
@@ -234,7 +232,7 @@ class ProposalService:
         self,
         proposal_id: str,
         *,
-        owner: str = "",
+        owner: str,
         apply: bool,
         cells: Sequence[str] | None = None,
         run_id: str | None = None,
@@ -277,7 +275,7 @@ class ProposalService:
             )
             return outcome
 
-    async def undo(self, proposal_id: str, *, owner: str = "") -> ProposalOutcome:
+    async def undo(self, proposal_id: str, *, owner: str) -> ProposalOutcome:
         """Undo an applied (or partly applied) proposal: ``undone``; ``ProposalDecided``
         when it is not applied, ``ProposalConflict`` when the notebook changed since."""
         row = await self.get(proposal_id, owner=owner)

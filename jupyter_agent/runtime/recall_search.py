@@ -53,7 +53,7 @@ class RecallTimeout(Exception):
     """The search took longer than its deadline (the run goes on without recall)."""
 
 
-async def memory_answer(store: Any, recall: Mapping[str, Any], *, owner: str = "") -> Any:
+async def memory_answer(store: Any, recall: Mapping[str, Any], *, owner: str) -> Any:
     """The ``config.get memory`` answer (see the module docstring)."""
     try:
         rows = await asyncio.to_thread(store.memory_categories, owner=owner)
@@ -92,7 +92,7 @@ async def search(
     store: Any,
     data: Mapping[str, Any],
     *,
-    owner: str = "",
+    owner: str,
     rank: Rank | None = None,
     known: Callable[[str], object] | None = None,
     timeout_s: float | None = None,

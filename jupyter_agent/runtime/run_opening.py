@@ -87,6 +87,7 @@ async def open_run(
     new: dict[str, Any] | None = None,
     syncer: GroupSyncer | None = None,
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
+    owner: str = "",
 ) -> Opening:
     """Write a new run's records; its first message in ``items`` opens it.
 
@@ -96,7 +97,8 @@ async def open_run(
     ``syncer``: the log's sync policy (see :meth:`EffectLog.create`; None: ``effect``).
     The run's program is resolved first (:func:`resolve_run_program`, for ``config.agent``):
     the header, the summary and the opening name it. ``step_timeout_s``: a deployed
-    program's step deadline, recorded in the header for replay.
+    program's step deadline, recorded in the header for replay. ``owner``: the chat's
+    owner, the run's (its summary records it).
     """
     first = next(i for i in items if i.get("kind") == "message")
     run_id = run_id or new_id("run")
@@ -126,6 +128,7 @@ async def open_run(
         model=str(model) if model else None,
         programs=program.programs,
         agent=config.agent,
+        owner=owner,
     )
     store = services.store
     # The chat's history is not read here: the run reads its window through an effect.

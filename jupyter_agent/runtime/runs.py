@@ -234,6 +234,7 @@ class RunManager(LoggingConfigurable):
         self._next: dict[str, NextRun] = {}  # chat id -> the run reserved after a closed one
         self._locks: dict[str, asyncio.Lock] = {}  # chat id -> its sends and hand-overs
         self._agents: dict[str, str] = {}  # chat id -> its agent (it never changes)
+        self._owners: dict[str, str] = {}  # chat id -> its owner (read with its agent)
         self._stopping = False
         self._retries: set[asyncio.Task[None]] = set()
         self._syncer = logsync.ServerSyncer()
@@ -458,9 +459,10 @@ class RunManager(LoggingConfigurable):
 
         ``new``: the one item not stored yet (see :func:`open_run`).
         """
+        agent = await self._agent_of(chat_id)
         opening = await open_run(
             self.services,
-            self._config(await self._agent_of(chat_id)),
+            self._config(agent),
             self.log_path,
             chat_id,
             items,
@@ -468,6 +470,7 @@ class RunManager(LoggingConfigurable):
             new=new,
             syncer=self._syncer.for_new_log(self.log_sync, self.log_sync_interval_ms),
             step_timeout_s=self.program_step_timeout_s,
+            owner=self._owners.get(chat_id, ""),
         )
         try:
             self._launch(opening)
@@ -486,14 +489,15 @@ class RunManager(LoggingConfigurable):
         finds it gone (NotFound) as before."""
         agent = self._agents.get(chat_id)
         if agent is None:
-            read = getattr(self.services.store, "chat_agent", None)
+            read = getattr(self.services.store, "get_chat", None)
             if read is None:  # a store without agents (a test's stand-in): the default
                 return "agent"
-            try:
-                agent = str(await asyncio.to_thread(read, chat_id))
-            except NotFound:
+            chat = await asyncio.to_thread(read, chat_id)
+            if chat is None:
                 return "agent"
-            self._agents[chat_id] = agent
+            agent = self._agents[chat_id] = str(chat.agent)
+            # The chat's owner never changes either: the owner of every run of the chat.
+            self._owners[chat_id] = str(getattr(chat, "owner", "") or "")
         return agent
 
     def _launch(self, opening: Opening) -> None:

@@ -13,6 +13,11 @@
 - Every method checks its whole input *before* writing anything, so a refused call writes
   no row and starts no run and no kernel.
 - Answers are JSON-ready dicts (the REST bodies).
+- Owners (issue 19): every method naming a chat, run, memory, proposal or settings takes
+  a required keyword ``owner`` (the request's: :func:`jupyter_agent.server.owners.
+  request_owner`). Another owner's object is ``NotFound`` with the message of a missing
+  one (ids do not leak). ``admin=True`` (an admin, for support) reads any run, nothing
+  more; ``list_runs(owner=ALL_OWNERS)`` lists every owner's.
 
 Objects of the Jupyter server (its kernel manager, its contents manager) are received as
 objects; this module never imports jupyter_server or tornado.
@@ -39,6 +44,7 @@ from jupyter_agent.store.repo import Chat
 from jupyter_agent.trace.log import TraceFile, read_log
 
 __all__ = [
+    "ALL_OWNERS",
     "MAX_ATTACHMENTS",
     "MAX_TITLE",
     "AdminConfig",
@@ -50,6 +56,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: ``list_runs(owner=ALL_OWNERS)``: every owner's runs (the handler lets only admins).
+ALL_OWNERS = "*"
 _RUN_ID = re.compile(r"^run_[0-9A-Za-z]{1,64}\Z")  # \Z: "run_x\n" is no run id
 #: The longest chat title, in characters.
 MAX_TITLE = 200
@@ -198,23 +206,24 @@ class AgentService:
         body["active_run_id"] = self.manager.active_run_id(chat.id)
         return body
 
-    async def _chat(self, chat_id: str) -> Chat:
+    async def _chat(self, chat_id: str, owner: str) -> Chat:
         chat = await asyncio.to_thread(self.store.get_chat, chat_id)
-        if chat is None:
+        if chat is None or chat.owner != owner:  # another owner's: as if missing
             raise _no_chat(chat_id)
         return chat
 
-    async def check_chat(self, chat_id: str) -> None:
-        """Nothing when the chat is stored, else ``NotFound``."""
-        await self._chat(chat_id)
+    async def check_chat(self, chat_id: str, *, owner: str) -> None:
+        """Nothing when ``owner`` has this chat, else ``NotFound``."""
+        await self._chat(chat_id, owner)
 
-    def active_run_id(self, chat_id: str) -> str | None:
-        """The chat's run in progress, if any."""
+    async def active_run_id(self, chat_id: str, *, owner: str) -> str | None:
+        """The run in progress of ``owner``'s chat, if any (``NotFound``: no such chat)."""
+        await self._chat(chat_id, owner)
         return self.manager.active_run_id(chat_id)
 
-    async def list_chats(self) -> dict[str, Any]:
-        """``{"chats": [...]}``, the most recently updated first."""
-        chats = await asyncio.to_thread(self.store.list_chats)
+    async def list_chats(self, *, owner: str) -> dict[str, Any]:
+        """``{"chats": [...]}`` of ``owner``, the most recently updated first."""
+        chats = await asyncio.to_thread(lambda: self.store.list_chats(owner=owner))
         return {"chats": [self._chat_json(c) for c in chats]}
 
     @staticmethod
@@ -223,23 +232,26 @@ class AgentService:
             raise BadRequest(f"'title' is longer than {MAX_TITLE} characters", reason="bad_title")
         return title.strip()
 
-    async def create_chat(self, *, title: str = "", agent: str = DEFAULT_AGENT) -> dict[str, Any]:
-        """``POST agent/chats``: the new chat (``title`` at most :data:`MAX_TITLE` chars) of
-        ``agent`` (one this server hosts, else ``BadRequest`` reason ``unknown_agent``)."""
+    async def create_chat(
+        self, *, owner: str, title: str = "", agent: str = DEFAULT_AGENT
+    ) -> dict[str, Any]:
+        """``POST agent/chats``: ``owner``'s new chat (``title`` at most :data:`MAX_TITLE`
+        chars) of ``agent`` (one this server hosts, else ``BadRequest`` reason
+        ``unknown_agent``)."""
         clean = self._title(title)
         name = self.parts.agents.get(agent).name
         chat = await asyncio.to_thread(
             lambda: self.store.create_chat(
-                chat_id=new_id("chat"), title=clean, now=now_iso(), agent=name
+                chat_id=new_id("chat"), title=clean, now=now_iso(), agent=name, owner=owner
             )
         )
         return self._chat_json(chat)
 
-    async def get_chat(self, chat_id: str) -> dict[str, Any]:
+    async def get_chat(self, chat_id: str, *, owner: str) -> dict[str, Any]:
         """The chat with its ``turns`` (oldest first) and ``active_run_id``."""
-        chat = await self._chat(chat_id)
+        chat = await self._chat(chat_id, owner)
         turns = await asyncio.to_thread(self.store.list_turns, chat_id)
-        rows = await self.proposals.list(chat_id=chat_id)
+        rows = await self.proposals.list(owner=owner, chat_id=chat_id)
         body = self._chat_json(chat)
         body["turns"] = [
             {**t.to_json(), "proposals": [p.turn_json() for p in rows if p.run_id == t.run_id]}
@@ -247,19 +259,20 @@ class AgentService:
         ]
         return body
 
-    async def chat_history(self, chat_id: str) -> dict[str, Any]:
+    async def chat_history(self, chat_id: str, *, owner: str) -> dict[str, Any]:
         """``GET agent/chats/{id}/history``: ``{"chunks": [...], "pending": N}``, the chat's
         stored summaries in (level, first_turn) order and how many closed spans of the
         configured layout have none yet; ``NotFound`` for an unknown chat."""
-        await self._chat(chat_id)
+        await self._chat(chat_id, owner)
         layout = (self.manager.chunk_turns, self.manager.l2_chunks)
         chunks = await asyncio.to_thread(self.store.list_chunks, chat_id)
         pending = await asyncio.to_thread(self.store.pending_spans, chat_id, *layout)
         return {"chunks": [c.to_json() for c in chunks], "pending": len(pending)}
 
-    async def rename_chat(self, chat_id: str, *, title: str) -> dict[str, Any]:
+    async def rename_chat(self, chat_id: str, *, owner: str, title: str) -> dict[str, Any]:
         """``PATCH agent/chats/{id}``: the renamed chat."""
         clean = self._title(title)
+        await self._chat(chat_id, owner)  # a chat's owner never changes: checked once
         chat = await asyncio.to_thread(
             lambda: self.store.rename_chat(chat_id, clean, now=now_iso())
         )
@@ -267,10 +280,10 @@ class AgentService:
             raise _no_chat(chat_id)
         return self._chat_json(chat)
 
-    async def delete_chat(self, chat_id: str) -> None:
+    async def delete_chat(self, chat_id: str, *, owner: str) -> None:
         """``DELETE agent/chats/{id}``: hard-break its run, then delete it, its turns and
         its kept events."""
-        await self._chat(chat_id)
+        await self._chat(chat_id, owner)
         # Its run and any run reserved after it: broken, and nothing starts after them.
         await self.manager.stop_chat(chat_id)
         self.mailbox.drain(chat_id)
@@ -278,11 +291,11 @@ class AgentService:
             raise _no_chat(chat_id)
         self.events.forget(chat_id)  # catch-up of a deleted chat is a 404, never its events
 
-    async def chat_notebook(self, chat_id: str) -> dict[str, Any]:
+    async def chat_notebook(self, chat_id: str, *, owner: str) -> dict[str, Any]:
         """The whole chat as one notebook (runs without a log are left out)."""
         from jupyter_agent.trace.notebook import chat_notebook
 
-        chat = await self._chat(chat_id)
+        chat = await self._chat(chat_id, owner)
         turns = await asyncio.to_thread(self.store.list_turns, chat_id)
 
         def build() -> dict[str, Any]:
@@ -295,14 +308,14 @@ class AgentService:
 
         return await asyncio.to_thread(build)
 
-    async def write_chat_notebook(self, chat_id: str) -> dict[str, Any]:
+    async def write_chat_notebook(self, chat_id: str, *, owner: str) -> dict[str, Any]:
         """``POST agent/chats/{id}/notebook``: the chat exported into the trace folder.
 
         Named from the chat's title (else its id), never over an existing file (see
         :mod:`jupyter_agent.runtime.exports`); answers ``{path, created}``.
         """
-        chat = await self._chat(chat_id)
-        nb = await self.chat_notebook(chat_id)
+        chat = await self._chat(chat_id, owner)
+        nb = await self.chat_notebook(chat_id, owner=owner)
         path, created = await self.notebooks.write_new(safe_stem(chat.title, chat.id), nb)
         return {"path": path, "created": created}
 
@@ -312,6 +325,7 @@ class AgentService:
         self,
         chat_id: str,
         *,
+        owner: str,
         text: str = "",
         view: View | None = None,
         attachments: Sequence[str] = (),
@@ -332,7 +346,7 @@ class AgentService:
             )
         if control is None and not text.strip():
             raise BadRequest("the message has no text", reason="empty_message")
-        chat = await self._chat(chat_id)
+        chat = await self._chat(chat_id, owner)
         files = [await self.contents.read_attachment(p) for p in attachments]
         answer: dict[str, Any] = {"run_id": None, "routed": "none"}
         if control is not None:
@@ -356,24 +370,28 @@ class AgentService:
             clean["path"] = check_relative_path(clean["path"], "'view.path'")
         return clean or None
 
-    async def break_run(self, run_id: str, *, hard: bool = False) -> dict[str, Any]:
+    async def break_run(self, run_id: str, *, owner: str, hard: bool = False) -> dict[str, Any]:
         """``POST agent/break/{run_id}``: ``{run_id, state}``; ``NotFound`` for an unknown
-        run. Soft: at the run's next drain; hard: at once. Idempotent."""
-        if not _RUN_ID.match(run_id):
-            raise _no_run(run_id)
+        run (or another owner's). Soft: at the run's next drain; hard: at once. Idempotent."""
+        await self._check_run(run_id, owner)
         state = await self.manager.break_run(run_id, hard=hard)
         if state is None:
             raise _no_run(run_id)
         return {"run_id": run_id, "state": state}
 
     async def decide_approval(
-        self, run_id: str, approval_id: str, *, approve: bool, rest_of_turn: bool = False
+        self,
+        run_id: str,
+        approval_id: str,
+        *,
+        owner: str,
+        approve: bool,
+        rest_of_turn: bool = False,
     ) -> dict[str, Any]:
         """``POST agent/runs/{run_id}/approvals/{approval_id}``: answer a wait of the run
         (``toolcaller@v5``); ``{run_id, approval_id, approve, rest_of_turn}``. NotFound for
         a wait that is not open, ApprovalDecided (409) for one already answered or ended."""
-        if not _RUN_ID.match(run_id):
-            raise _no_run(run_id)
+        await self._check_run(run_id, owner)
         self.manager.services.approvals.decide(
             run_id, approval_id, approve=approve, rest=rest_of_turn
         )
@@ -387,40 +405,59 @@ class AgentService:
     # --- runs ------------------------------------------------------------------------------
 
     async def list_runs(
-        self, *, program: str | None = None, limit: int = 50, before: str | None = None
+        self,
+        *,
+        owner: str,
+        program: str | None = None,
+        limit: int = 50,
+        before: str | None = None,
     ) -> dict[str, Any]:
-        """``GET agent/runs``: ``{runs, next}``, newest first.
+        """``GET agent/runs``: ``{runs, next}`` of ``owner`` (:data:`ALL_OWNERS`: every
+        owner's), newest first.
 
         ``program`` a name (every version) or ``NAME@vN``; ``""`` filters nothing. A
         ``limit`` outside 1..1000 or a malformed ``before`` cursor is ``bad_page``.
         """
         program = program or None
+        of = None if owner == ALL_OWNERS else owner
         try:
             runs, cursor = await asyncio.to_thread(
-                lambda: self.store.list_runs(program=program, limit=limit, before=before)
+                lambda: self.store.list_runs(program=program, limit=limit, before=before, owner=of)
             )
         except ValueError as exc:
             raise BadRequest(str(exc), reason="bad_page") from None
         return {"runs": [r.to_json() for r in runs], "next": cursor}
 
-    def _log_path(self, run_id: str) -> Path:
+    async def _check_run(self, run_id: str, owner: str, admin: bool = False) -> None:
+        """``NotFound`` unless the run is ``owner``'s (any run for an ``admin``). A run
+        with no stored summary is the server user's (``""``)."""
         if not _RUN_ID.match(run_id):
             raise _no_run(run_id)
+        if admin:
+            return
+        found = await asyncio.to_thread(self.store.get_run, run_id)
+        if (found.owner if found is not None else "") != owner:
+            raise _no_run(run_id)
+
+    async def _log_path(self, run_id: str, owner: str, admin: bool) -> Path:
+        await self._check_run(run_id, owner, admin)
         return self.manager.log_path(run_id)
 
-    async def _trace(self, run_id: str) -> TraceFile:
-        path = self._log_path(run_id)
+    async def _trace(self, run_id: str, owner: str, admin: bool) -> TraceFile:
+        path = await self._log_path(run_id, owner, admin)
         try:
             return await asyncio.to_thread(read_log, path)
         except FileNotFoundError:
             raise NotFound(f"no trace for run {run_id!r}") from None
 
-    async def run_detail(self, run_id: str, *, full: bool = False) -> dict[str, Any]:
+    async def run_detail(
+        self, run_id: str, *, owner: str, admin: bool = False, full: bool = False
+    ) -> dict[str, Any]:
         """``GET agent/runs/{id}``: turn record + effect log (``show_run``), and ``summary``;
         large fields are cut unless ``full``."""
         from jupyter_agent.trace.show import show_run
 
-        trace = await self._trace(run_id)
+        trace = await self._trace(run_id, owner, admin)
         turn = await asyncio.to_thread(self.store.get_turn_by_run, run_id)
         summary = await asyncio.to_thread(self.store.get_run, run_id)
         rows = await asyncio.to_thread(lambda: self.store.list_proposals(run_ids=[run_id]))
@@ -429,30 +466,30 @@ class AgentService:
         body["summary"] = summary.to_json() if summary else None
         return body
 
-    async def run_log(self, run_id: str) -> bytes:
+    async def run_log(self, run_id: str, *, owner: str, admin: bool = False) -> bytes:
         """The run's JSONL effect log as written."""
-        path = self._log_path(run_id)
+        path = await self._log_path(run_id, owner, admin)
         try:
             return await asyncio.to_thread(path.read_bytes)
         except FileNotFoundError:
             raise NotFound(f"no trace for run {run_id!r}") from None
 
-    async def run_stats(self, run_id: str) -> dict[str, Any]:
+    async def run_stats(self, run_id: str, *, owner: str, admin: bool = False) -> dict[str, Any]:
         """``GET agent/runs/{id}/stats``: per model call usage and cost, and totals."""
         from jupyter_agent.trace.stats import run_stats
 
-        return run_stats(await self._trace(run_id))
+        return run_stats(await self._trace(run_id, owner, admin))
 
-    async def run_notebook(self, run_id: str) -> dict[str, Any]:
+    async def run_notebook(self, run_id: str, *, owner: str, admin: bool = False) -> dict[str, Any]:
         """The turn as an nbformat v4 notebook (JSON)."""
         from jupyter_agent.trace.notebook import run_notebook
 
-        trace = await self._trace(run_id)
+        trace = await self._trace(run_id, owner, admin)
         turn = await asyncio.to_thread(self.store.get_turn_by_run, run_id)
         return dict(await asyncio.to_thread(lambda: run_notebook(trace, turn=turn)))
 
     async def write_run_notebook(
-        self, run_id: str, *, path: str | None = None, overwrite: bool = False
+        self, run_id: str, *, owner: str, path: str | None = None, overwrite: bool = False
     ) -> dict[str, Any]:
         """``POST agent/runs/{id}/notebook``: ``{path, created}``.
 
@@ -463,7 +500,7 @@ class AgentService:
         """
         target = None if path is None else check_notebook_path(path)
         self.notebooks.check()
-        nb = await self.run_notebook(run_id)
+        nb = await self.run_notebook(run_id, owner=owner)
         if target is not None:
             await self.notebooks.write_at(target, nb, overwrite=overwrite)
             return {"path": target, "created": True}

@@ -143,6 +143,25 @@ class JupyterAgent(ExtensionApp):
         help="Largest request body in bytes the agent's REST API accepts (larger: 413).",
     ).tag(config=True)
 
+    # --- owners (issue 19) ---
+    owners = Enum(
+        ["auto", "identity", "single"],
+        default_value="auto",
+        help="Who owns the agent's chats, runs, memories, proposals and settings: 'single'"
+        " every request is the server's one user; 'identity' each identity (its username;"
+        " none: 403 no_identity) sees only its own; 'auto' single under jupyter_server's"
+        " own identity providers (token users are anonymous), identity under any other"
+        " (JupyterHub's).",
+    ).tag(config=True)
+
+    admin_users = List(
+        Unicode(),
+        default_value=[],
+        help="Usernames that may list and read every owner's runs (GET agent/runs?owner=*,"
+        " a run's detail, log, stats and notebook) for support, when the authorizer also"
+        " grants them 'read' on resource 'agent_admin'. Nothing else of another owner.",
+    ).tag(config=True)
+
     # --- programs (issue 16) ---
     program_deploy = Enum(
         ["token", "browser", "off"],

@@ -45,6 +45,7 @@ from jupyter_agent.exceptions import (
     Unavailable,
 )
 from jupyter_agent.server import parse
+from jupyter_agent.server.owners import request_is_admin, request_owner
 
 if TYPE_CHECKING:
     from jupyter_agent.runtime.service import AgentService
@@ -120,6 +121,17 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
             raise Unavailable("The agent service is not available", reason="unavailable")
         await service.start()
         return service
+
+    @property
+    def owner(self) -> str:
+        """The request's owner (:func:`~jupyter_agent.server.owners.request_owner`; 403
+        ``no_identity`` for an identity without a name)."""
+        return request_owner(self)
+
+    @property
+    def is_admin(self) -> bool:
+        """True for an admin (:func:`~jupyter_agent.server.owners.request_is_admin`)."""
+        return request_is_admin(self)
 
     def decode_argument(self, value: bytes, name: str | None = None) -> str:
         """A path segment or query argument as text; 400 ``bad_unicode`` when it is not

@@ -28,6 +28,6 @@ class ApprovalHandler(AgentHandler):
         approve, rest = parse.approval(self.json_body())
         service = await self.service()
         answer = await service.decide_approval(
-            run_id, approval_id, approve=approve, rest_of_turn=rest
+            run_id, approval_id, owner=self.owner, approve=approve, rest_of_turn=rest
         )
         self.finish_json(answer)

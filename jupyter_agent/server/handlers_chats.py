@@ -33,7 +33,7 @@ class ChatsHandler(AgentHandler):
     async def get(self) -> None:
         """Every chat, the most recently updated first."""
         service = await self.service()
-        self.finish_json(await service.list_chats())
+        self.finish_json(await service.list_chats(owner=self.owner))
 
     @web.authenticated
     @authorized
@@ -44,7 +44,9 @@ class ChatsHandler(AgentHandler):
         title = parse.string(body, "title", reason="bad_title", default="")
         agent = parse.string(body, "agent", reason="unknown_agent", default=DEFAULT_AGENT)
         service = await self.service()
-        self.finish_json(await service.create_chat(title=title, agent=agent), status=201)
+        self.finish_json(
+            await service.create_chat(owner=self.owner, title=title, agent=agent), status=201
+        )
 
 
 class ChatHandler(AgentHandler):
@@ -55,7 +57,7 @@ class ChatHandler(AgentHandler):
     async def get(self, chat_id: str) -> None:
         """The chat with its ``turns`` (oldest first) and ``active_run_id``."""
         service = await self.service()
-        self.finish_json(await service.get_chat(chat_id))
+        self.finish_json(await service.get_chat(chat_id, owner=self.owner))
 
     @web.authenticated
     @authorized
@@ -63,7 +65,7 @@ class ChatHandler(AgentHandler):
         """Rename the chat; answer it."""
         title = parse.string(self.json_body(), "title", reason="bad_title")
         service = await self.service()
-        self.finish_json(await service.rename_chat(chat_id, title=title))
+        self.finish_json(await service.rename_chat(chat_id, owner=self.owner, title=title))
 
     @web.authenticated
     @authorized
@@ -73,14 +75,14 @@ class ChatHandler(AgentHandler):
         Deleting a chat whose run is going breaks that run, so it also needs ``execute``.
         """
         service = await self.service()
-        if service.active_run_id(chat_id) is not None:
+        if await service.active_run_id(chat_id, owner=self.owner) is not None:
             # Authorization, as jupyter_server's @authorized does it (its HTTPError).
             user = self.current_user
             if not self.authorizer.is_authorized(self, user, "execute", self.auth_resource):
                 raise web.HTTPError(
                     403, "deleting a chat with a running turn stops it: that needs 'execute'"
                 )
-        await service.delete_chat(chat_id)
+        await service.delete_chat(chat_id, owner=self.owner)
         self.set_status(204)
         self.finish()
 
@@ -93,7 +95,7 @@ class ChatHistoryHandler(AgentHandler):
     async def get(self, chat_id: str) -> None:
         """The chat's stored chunk summaries and how many are still to be made."""
         service = await self.service()
-        self.finish_json(await service.chat_history(chat_id))
+        self.finish_json(await service.chat_history(chat_id, owner=self.owner))
 
 
 class ChatNotebookHandler(AgentHandler):
@@ -105,7 +107,7 @@ class ChatNotebookHandler(AgentHandler):
     async def get(self, chat_id: str) -> None:
         """Answer the notebook JSON (nbformat v4)."""
         service = await self.service()
-        self.finish_json(await service.chat_notebook(chat_id))
+        self.finish_json(await service.chat_notebook(chat_id, owner=self.owner))
 
     @web.authenticated
     @authorized_execute
@@ -113,7 +115,7 @@ class ChatNotebookHandler(AgentHandler):
         """Write the chat's notebook into the trace folder; 201 ``{path, created}``, or 200
         when the folder already held exactly this notebook."""
         service = await self.service()
-        answer = await service.write_chat_notebook(chat_id)
+        answer = await service.write_chat_notebook(chat_id, owner=self.owner)
         self.finish_json(answer, status=201 if answer["created"] else 200)
 
 
@@ -133,6 +135,11 @@ class MessagesHandler(AgentHandler):
         )
         service = await self.service()
         answer = await service.send_message(
-            chat_id, text=text, view=view, attachments=attachments, control=control
+            chat_id,
+            owner=self.owner,
+            text=text,
+            view=view,
+            attachments=attachments,
+            control=control,
         )
         self.finish_json(answer, status=202)

@@ -46,11 +46,15 @@ class MemoriesHandler(AgentHandler):
         limit = parse.query_int(self, "limit", reason="bad_memory", default=default)
         memory = (await self.service()).memory
         if query:
-            ranked = await memory.search_memories(query, category=category, limit=limit)
+            ranked = await memory.search_memories(
+                query, category=category, limit=limit, owner=self.owner
+            )
             facts = [{**m.to_json(), "score": score} for m, score in ranked]
         else:
-            facts = [m.to_json() for m in await memory.list(category, limit=limit)]
-        counts = await memory.categories()
+            facts = [
+                m.to_json() for m in await memory.list(category, limit=limit, owner=self.owner)
+            ]
+        counts = await memory.categories(owner=self.owner)
         self.finish_json(
             {
                 "memories": facts,
@@ -66,7 +70,7 @@ class MemoriesHandler(AgentHandler):
         text = parse.string(body, "text", reason="bad_memory")
         category = parse.string(body, "category", reason="bad_memory", default="general")
         memory = (await self.service()).memory
-        saved = await memory.save(text, category=category, author="person")
+        saved = await memory.save(text, category=category, author="person", owner=self.owner)
         self.finish_json(saved.to_json(), status=201)
 
 
@@ -78,7 +82,7 @@ class MemoryHandler(AgentHandler):
     async def get(self, memory_id: str) -> None:
         """The fact; 404 for an unknown id."""
         memory = (await self.service()).memory
-        self.finish_json((await memory.get(memory_id)).to_json())
+        self.finish_json((await memory.get(memory_id, owner=self.owner)).to_json())
 
     @web.authenticated
     @authorized_execute
@@ -88,13 +92,14 @@ class MemoryHandler(AgentHandler):
         text = parse.optional_string(body, "text", reason="bad_memory")
         category = parse.optional_string(body, "category", reason="bad_memory")
         memory = (await self.service()).memory
-        self.finish_json((await memory.update(memory_id, text=text, category=category)).to_json())
+        changed = await memory.update(memory_id, text=text, category=category, owner=self.owner)
+        self.finish_json(changed.to_json())
 
     @web.authenticated
     @authorized_execute
     async def delete(self, memory_id: str) -> None:
         """Delete it; 204 (404 for an unknown id)."""
         memory = (await self.service()).memory
-        await memory.delete(memory_id)
+        await memory.delete(memory_id, owner=self.owner)
         self.set_status(204)
         self.finish()

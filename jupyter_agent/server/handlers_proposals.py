@@ -5,8 +5,9 @@ notebook: ``execute``, like sending a message; listing needs ``read``), parses t
 (:func:`.parse.proposal_decision`) and calls the
 :class:`~jupyter_agent.runtime.proposals.ProposalService` (``service.proposals``), whose
 refusals (``not_found``, ``proposal_decided``, ``proposal_conflict``, ``bad_cells``,
-``bad_decision``) :mod:`.base` answers. Proposals belong to the server's user (owner ``""``),
-as memories do: another owner's id answers 404.
+``bad_decision``) :mod:`.base` answers. Proposals belong to the request's owner
+(:func:`~jupyter_agent.server.owners.request_owner`), as memories do: another owner's id
+answers 404.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from jupyter_agent.server.base import AgentHandler, authorized_execute
 
 __all__ = ["ProposalDecisionHandler", "ProposalUndoHandler", "ProposalsHandler"]
 
-#: Whose proposals these routes see (the server's user; chats have no other owner yet).
-OWNER = ""
-
 
 class ProposalsHandler(AgentHandler):
     """``GET agent/proposals?chat_id=``: ``{proposals: [row JSON]}``, oldest first."""
@@ -32,7 +30,7 @@ class ProposalsHandler(AgentHandler):
         """The proposals (of one chat, with ``chat_id``)."""
         chat_id = self.get_query_argument("chat_id", None) or None
         proposals = (await self.service()).proposals
-        rows = await proposals.list(owner=OWNER, chat_id=chat_id)
+        rows = await proposals.list(owner=self.owner, chat_id=chat_id)
         self.finish_json({"proposals": [r.to_json() for r in rows]})
 
 
@@ -48,7 +46,7 @@ class ProposalDecisionHandler(AgentHandler):
         apply, cells = parse.proposal_decision(self.json_body())
         proposals = (await self.service()).proposals
         outcome = await proposals.decide(
-            proposal_id, owner=OWNER, apply=apply, cells=cells, run_id=run_id
+            proposal_id, owner=self.owner, apply=apply, cells=cells, run_id=run_id
         )
         self.finish_json({"outcome": outcome})
 
@@ -62,5 +60,5 @@ class ProposalUndoHandler(AgentHandler):
         """Undo an applied proposal: 200 ``{outcome: "undone"}``; 409 ``proposal_conflict``
         (changed since it was applied) or ``proposal_decided`` (not applied)."""
         proposals = (await self.service()).proposals
-        outcome = await proposals.undo(proposal_id, owner=OWNER)
+        outcome = await proposals.undo(proposal_id, owner=self.owner)
         self.finish_json({"outcome": outcome})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from jupyter_agent.exceptions import Forbidden
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
@@ -19,17 +20,31 @@ __all__ = ["BreakHandler", "RunHandler", "RunNotebookHandler", "RunStatsHandler"
 
 
 class RunsHandler(AgentHandler):
-    """``GET agent/runs?program=&limit=&before=``: ``{runs, next}``, newest first."""
+    """``GET agent/runs?program=&limit=&before=&owner=``: ``{runs, next}``, newest first.
+
+    ``owner``: the caller's own runs when absent; ``*`` (every owner's) or another name
+    only for an admin (else 403 ``not_admin``)."""
+
+    def _listed_owner(self) -> str:
+        mine = self.owner
+        asked = self.get_query_argument("owner", None)
+        if asked is None or asked == mine:
+            return mine
+        if not self.is_admin:
+            raise Forbidden("only an admin lists another owner's runs", reason="not_admin")
+        return asked
 
     @web.authenticated
     @authorized
     async def get(self) -> None:
         """One page of run summaries; ``next`` is the cursor of the next page, or null."""
         program = self.get_query_argument("program", None)
+        owner = self._listed_owner()
         limit = parse.query_int(self, "limit", reason="bad_limit", default=50)
         before = self.get_query_argument("before", None)
         service = await self.service()
-        self.finish_json(await service.list_runs(program=program, limit=limit, before=before))
+        page = await service.list_runs(owner=owner, program=program, limit=limit, before=before)
+        self.finish_json(page)
 
 
 class RunHandler(AgentHandler):
@@ -43,10 +58,12 @@ class RunHandler(AgentHandler):
         full = parse.query_flag(self, "full")
         service = await self.service()
         if raw:
-            data = await service.run_log(run_id)
+            data = await service.run_log(run_id, owner=self.owner, admin=self.is_admin)
             self.finish(data, set_content_type="application/x-ndjson")
             return
-        self.finish_json(await service.run_detail(run_id, full=full))
+        self.finish_json(
+            await service.run_detail(run_id, owner=self.owner, admin=self.is_admin, full=full)
+        )
 
 
 class RunStatsHandler(AgentHandler):
@@ -57,7 +74,7 @@ class RunStatsHandler(AgentHandler):
     async def get(self, run_id: str) -> None:
         """Answer ``{run_id, calls, totals}``."""
         service = await self.service()
-        self.finish_json(await service.run_stats(run_id))
+        self.finish_json(await service.run_stats(run_id, owner=self.owner, admin=self.is_admin))
 
 
 class RunNotebookHandler(AgentHandler):
@@ -68,7 +85,7 @@ class RunNotebookHandler(AgentHandler):
     async def get(self, run_id: str) -> None:
         """Answer the turn as an nbformat v4 notebook."""
         service = await self.service()
-        self.finish_json(await service.run_notebook(run_id))
+        self.finish_json(await service.run_notebook(run_id, owner=self.owner, admin=self.is_admin))
 
     @web.authenticated
     @authorized_execute
@@ -79,7 +96,9 @@ class RunNotebookHandler(AgentHandler):
         overwrite = parse.flag(body, "overwrite", reason="bad_overwrite")
         path = parse.optional_string(body, "path", reason="bad_path")
         service = await self.service()
-        answer = await service.write_run_notebook(run_id, path=path, overwrite=overwrite)
+        answer = await service.write_run_notebook(
+            run_id, owner=self.owner, path=path, overwrite=overwrite
+        )
         self.finish_json(answer, status=201 if answer["created"] else 200)
 
 
@@ -92,4 +111,4 @@ class BreakHandler(AgentHandler):
         """Break the run: soft at its next drain, hard at once; idempotent."""
         hard = parse.flag(self.json_body(), "hard", reason="bad_hard")
         service = await self.service()
-        self.finish_json(await service.break_run(run_id, hard=hard), status=202)
+        self.finish_json(await service.break_run(run_id, owner=self.owner, hard=hard), status=202)

@@ -158,7 +158,14 @@ class McpHandler(AgentHandler):
         def may(action: str) -> bool:
             return bool(self.authorizer.is_authorized(self, user, action, AUTH_RESOURCE))
 
-        return Caller(user=name, read=may("read"), execute=may("execute"))
+        # The same owner as the REST routes' (issue 19): one request, one owner.
+        return Caller(
+            user=name,
+            read=may("read"),
+            execute=may("execute"),
+            owner=self.owner,
+            admin=self.is_admin,
+        )
 
     def _scope(self, caller: Caller) -> dict[str, Any]:
         request = self.request

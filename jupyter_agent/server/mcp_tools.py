@@ -22,7 +22,9 @@ tool                    needs       calls
 Permissions are the Jupyter authorizer's answers for the request that carried the call
 (:class:`Caller`, put in the ASGI scope by :mod:`.mcp_endpoint` under :data:`CALLER_KEY`),
 never the session's: ``tools/list`` leaves out what the caller may not call, and a call of
-one is a tool error naming the permission. Resources (``agent://chats/{chat_id}``: the chat
+one is a tool error naming the permission. Every call and resource is scoped to the
+caller's owner (issue 19: another owner's chat or run is "not found", as over REST; an
+admin reads any run). Resources (``agent://chats/{chat_id}``: the chat
 with its turns; ``agent://runs/{run_id}``: the run detail) need ``read``; the newest 50
 chats and 50 runs are listed.
 """
@@ -68,6 +70,10 @@ class Caller:
     user: str
     read: bool
     execute: bool
+    #: Whose chats and runs the calls see (:func:`~.owners.request_owner`).
+    owner: str = ""
+    #: An admin reads any run (``show_run``, ``agent://runs/...``), nothing more.
+    admin: bool = False
 
     def may(self, permission: str) -> bool:
         """True when the caller holds ``permission`` (``read`` or ``execute``)."""
@@ -137,17 +143,19 @@ class _Tools:
         wait = args.flag("wait", default=True)
         timeout_s = args.number("timeout_s", default=600.0, low=1.0, high=3600.0)
         service = await self._service()
+        owner = caller_of(ctx).owner
         if chat_id is None:
-            chat_id = str((await service.create_chat(agent=agent or DEFAULT_AGENT))["id"])
+            made = await service.create_chat(owner=owner, agent=agent or DEFAULT_AGENT)
+            chat_id = str(made["id"])
         elif agent is not None:
-            chat = await service.get_chat(chat_id)
+            chat = await service.get_chat(chat_id, owner=owner)
             if chat.get("agent", DEFAULT_AGENT) != agent:
                 raise BadRequest(
                     f"chat {chat_id} talks to agent {chat.get('agent')!r}, not {agent!r}",
                     reason="unknown_agent",
                 )
         if not wait:
-            answer = await service.send_message(chat_id, text=text)
+            answer = await service.send_message(chat_id, owner=owner, text=text)
             return _json_result({"chat_id": chat_id, **answer})
         count = 0
 
@@ -157,7 +165,7 @@ class _Tools:
             await ctx.session.report_progress(count, None, message)
 
         outcome = await send_and_wait(
-            service, chat_id, text=text, timeout_s=timeout_s, on_progress=progress
+            service, chat_id, owner=owner, text=text, timeout_s=timeout_s, on_progress=progress
         )
         value = outcome.to_json()
         if not outcome.ended:
@@ -170,35 +178,39 @@ class _Tools:
 
     async def _break_run(self, ctx: Any, args: Args) -> types.CallToolResult:
         run_id, hard = args.string("run_id"), args.flag("hard", default=False)
-        return _json_result(await (await self._service()).break_run(run_id, hard=hard))
+        owner = caller_of(ctx).owner
+        return _json_result(await (await self._service()).break_run(run_id, owner=owner, hard=hard))
 
     async def _list_runs(self, ctx: Any, args: Args) -> types.CallToolResult:
         chat_id, program = args.optional_string("chat_id"), args.optional_string("program")
         limit = args.integer("limit", default=20, low=1, high=1000)
-        service = await self._service()
+        service, owner = await self._service(), caller_of(ctx).owner
         if chat_id is not None:
             if program is not None:
                 raise BadRequest("give 'chat_id' or 'program', not both", reason="bad_page")
-            return _json_result(await chat_runs(service, chat_id, limit=limit))
-        return _json_result(await service.list_runs(program=program, limit=limit))
+            return _json_result(await chat_runs(service, chat_id, owner=owner, limit=limit))
+        return _json_result(await service.list_runs(owner=owner, program=program, limit=limit))
 
     async def _show_run(self, ctx: Any, args: Args) -> types.CallToolResult:
         run_id, full = args.string("run_id"), args.flag("full", default=False)
-        return _json_result(await (await self._service()).run_detail(run_id, full=full))
+        caller = caller_of(ctx)
+        service = await self._service()
+        detail = await service.run_detail(run_id, owner=caller.owner, admin=caller.admin, full=full)
+        return _json_result(detail)
 
     async def _export_notebook(self, ctx: Any, args: Args) -> types.CallToolResult:
         run_id, chat_id = args.optional_string("run_id"), args.optional_string("chat_id")
         write = args.flag("write", default=False)
         if (run_id is None) == (chat_id is None):
             raise BadRequest("give exactly one of 'run_id' and 'chat_id'", reason="bad_target")
-        service = await self._service()
+        service, owner = await self._service(), caller_of(ctx).owner
         if write:
             if run_id is not None:
-                return _json_result(await service.write_run_notebook(run_id))
-            return _json_result(await service.write_chat_notebook(str(chat_id)))
+                return _json_result(await service.write_run_notebook(run_id, owner=owner))
+            return _json_result(await service.write_chat_notebook(str(chat_id), owner=owner))
         if run_id is not None:
-            return _json_result(await service.run_notebook(run_id))
-        return _json_result(await service.chat_notebook(str(chat_id)))
+            return _json_result(await service.run_notebook(run_id, owner=owner))
+        return _json_result(await service.chat_notebook(str(chat_id), owner=owner))
 
     async def _run_cell(self, ctx: Any, args: Args) -> types.CallToolResult:
         code = args.string("code", strip=False)
@@ -219,11 +231,12 @@ class _Resources:
         self._service = service
 
     async def listed(self, ctx: ServerRequestContext[Any, Any]) -> list[types.Resource]:
-        if not caller_of(ctx).read:
+        caller = caller_of(ctx)
+        if not caller.read:
             return []
         service = await self._service()
-        chats = (await service.list_chats())["chats"][:_LISTED]
-        runs = (await service.list_runs(limit=_LISTED))["runs"]
+        chats = (await service.list_chats(owner=caller.owner))["chats"][:_LISTED]
+        runs = (await service.list_runs(owner=caller.owner, limit=_LISTED))["runs"]
         listed = [
             types.Resource(
                 name=f"chat {c['id']}",
@@ -246,7 +259,8 @@ class _Resources:
         return listed
 
     async def read(self, ctx: ServerRequestContext[Any, Any], uri: str) -> dict[str, Any]:
-        if not caller_of(ctx).read:
+        caller = caller_of(ctx)
+        if not caller.read:
             raise MCPError(types.INVALID_REQUEST, "reading agent resources needs 'read'")
         kind, _, ident = uri.removeprefix("agent://").partition("/")
         if not uri.startswith("agent://") or kind not in ("chats", "runs") or not ident:
@@ -254,8 +268,8 @@ class _Resources:
         service = await self._service()
         try:
             if kind == "chats":
-                return await service.get_chat(ident)
-            return await service.run_detail(ident)
+                return await service.get_chat(ident, owner=caller.owner)
+            return await service.run_detail(ident, owner=caller.owner, admin=caller.admin)
         except NotFound as exc:
             raise MCPError(RESOURCE_NOT_FOUND, exc.message) from None
 

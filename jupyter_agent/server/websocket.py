@@ -56,7 +56,7 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, AgentBase):
             raise web.HTTPError(403)  # as jupyter_server's own authorization refuses
         self._since = parse.query_int(self, "since", reason="bad_since", default=0)
         service = await self.service()
-        await service.check_chat(chat_id)
+        await service.check_chat(chat_id, owner=self.owner)
         self._chat_id = chat_id
         await super().get(chat_id)
 

@@ -39,7 +39,8 @@ class ChunkMethods:
             conn = session.connection()
             inserted = chunk_queries.add_chunk(conn, chunk)
             if inserted:
-                recall_index.put_docs(conn, [recall_index.chunk_doc(chunk)])
+                owner = turn_queries.chat_owner(conn, chunk.chat_id)
+                recall_index.put_docs(conn, [recall_index.chunk_doc(chunk, owner)])
             return inserted
 
     def list_chunks(self, chat_id: str) -> list[StoredChunk]:

@@ -38,6 +38,9 @@ History:
    (:func:`~jupyter_agent.store.program_renumber.renumber_shadowed`; idempotent).
 8. MCP (issue 18), a data step only: ``toolcaller@v6`` is built in now, so a deployed
    ``toolcaller@v6`` moves to the next free number (``renumber_shadowed`` again).
+9. owners (issue 19): ``owner`` (TEXT, default "" = the server's user) on ``chats`` and
+   ``agent_runs`` with the indexes ``(owner, updated, id)`` / ``(owner, started, run_id)``
+   its listings use; ``agent_settings`` (a user's tier overrides, one row per owner).
 
 Steps are written in portable SQL (TEXT, INTEGER, BIGINT, BOOLEAN, DOUBLE PRECISION),
 never derived from the current table models, so an old step keeps building the old schema.
@@ -379,6 +382,24 @@ def _v8(conn: Connection) -> None:
     renumber_shadowed(conn, BUILTIN)
 
 
+_V9_SQL: Final = (
+    "ALTER TABLE chats ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE agent_runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+    "CREATE INDEX ix_chats_owner_updated ON chats (owner, updated, id)",
+    "CREATE INDEX ix_agent_runs_owner_started ON agent_runs (owner, started, run_id)",
+    """CREATE TABLE agent_settings (
+        owner TEXT PRIMARY KEY,
+        tiers TEXT NOT NULL,
+        updated TEXT NOT NULL
+    )""",
+)
+
+
+def _v9(conn: Connection) -> None:
+    for statement in _V9_SQL:
+        conn.execute(text(statement))
+
+
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(1, "chats, agent_turns, agent_runs, schema_version", _v1),
     Migration(2, "end_cause on turns and runs (backfilled); index on run status", _v2),
@@ -388,6 +409,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(6, "deployed programs, their activations; the agent of chats and runs", _v6),
     Migration(7, "agent_proposals: notebook edits the agent proposed", _v7),
     Migration(8, "deployed versions the built-in toolcaller@v6 shadows, renumbered", _v8),
+    Migration(9, "owner on chats and runs (indexed); agent_settings: tiers per owner", _v9),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -231,13 +231,17 @@ class Store(ChunkMethods, MemoryMethods, ProgramMethods, ProposalMethods):
 
     # --- chats ---------------------------------------------------------------------------
 
-    def create_chat(self, *, chat_id: str, title: str, now: str, agent: str = "agent") -> Chat:
-        """Insert a chat (``created`` = ``updated`` = ``now``) talking to ``agent`` (the
-        caller checks the name). A duplicate id is a StoreError."""
+    def create_chat(
+        self, *, chat_id: str, title: str, now: str, agent: str = "agent", owner: str = ""
+    ) -> Chat:
+        """Insert a chat (``created`` = ``updated`` = ``now``) of ``owner`` talking to
+        ``agent`` (the caller checks the name). A duplicate id is a StoreError."""
         title = valid(title, "chat title")
+        owner = valid(owner, "chat owner")
+        row = ChatRow(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
         with self._write("cannot create the chat") as session:
-            session.add(ChatRow(id=chat_id, title=title, created=now, updated=now, agent=agent))
-        return Chat(id=chat_id, title=title, created=now, updated=now, agent=agent)
+            session.add(row)
+        return Chat(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
 
     def get_chat(self, chat_id: str) -> Chat | None:
         """The chat, or None."""
@@ -245,9 +249,12 @@ class Store(ChunkMethods, MemoryMethods, ProgramMethods, ProposalMethods):
             row = session.get(ChatRow, chat_id)
             return chat(row) if row is not None else None
 
-    def list_chats(self) -> list[Chat]:
-        """Every chat, the most recently updated first (ties: larger id first)."""
+    def list_chats(self, *, owner: str | None = None) -> list[Chat]:
+        """The chats of ``owner`` (None: every owner's), the most recently updated first
+        (ties: larger id first)."""
         query = select(ChatRow).order_by(col(ChatRow.updated).desc(), col(ChatRow.id).desc())
+        if owner is not None:
+            query = query.where(col(ChatRow.owner) == owner)
         with self._read("cannot list chats") as session:
             return [chat(row) for row in session.exec(query)]
 
@@ -323,7 +330,9 @@ class Store(ChunkMethods, MemoryMethods, ProgramMethods, ProposalMethods):
             if inserted:
                 conn.execute(_BUMP_CHAT, {"b_chat": turn.chat_id, "b_at": turn.created})
                 if not recall_index.run_suppressed(conn, turn.run_id):
-                    recall_index.put_docs(conn, [recall_index.turn_doc(turn)])
+                    # The chat's owner's doc: recall never finds another owner's turns.
+                    owner = turn_queries.chat_owner(conn, turn.chat_id)
+                    recall_index.put_docs(conn, [recall_index.turn_doc(turn, owner)])
             if delivered:
                 conn.execute(delete(_MAIL).where(_MAIL.c.id.in_(list(delivered))))
             if ended is not None:
@@ -411,11 +420,17 @@ class Store(ChunkMethods, MemoryMethods, ProgramMethods, ProposalMethods):
         return summary(row) if row is not None else None
 
     def list_runs(
-        self, *, program: str | None = None, limit: int = 50, before: str | None = None
+        self,
+        *,
+        program: str | None = None,
+        limit: int = 50,
+        before: str | None = None,
+        owner: str | None = None,
     ) -> tuple[list[RunSummary], str | None]:
         """One page of runs, newest first (by ``started``, then ``run_id``).
 
-        ``program``: a name (every version) or ``name@vN`` (one version), see
+        ``owner``: only that owner's runs (None: every owner's). ``program``: a name
+        (every version) or ``name@vN`` (one version), see
         :func:`~jupyter_agent.store.filters.program_filter`. ``before`` is the ``next``
         cursor of the previous page; ``next`` is None on the last page. Raises ValueError
         for a ``limit`` outside 1..MAX_PAGE or a malformed cursor.
@@ -424,6 +439,8 @@ class Store(ChunkMethods, MemoryMethods, ProgramMethods, ProposalMethods):
             raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
         started, run_id = _RUNS.c.started, _RUNS.c.run_id
         query = core_select(*RUN_COLUMNS)
+        if owner is not None:
+            query = query.where(_RUNS.c.owner == owner)
         if program is not None:
             query = query.where(program_filter(_RUNS.c.program, program))
         if before is not None:

@@ -53,6 +53,8 @@ class Chat:
     active_run_id: str | None = None
     #: The agent the chat talks to (issue 16; "agent" for chats made before).
     agent: str = "agent"
+    #: Whose chat it is (issue 19; "" = the server's user).
+    owner: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)

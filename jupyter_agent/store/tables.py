@@ -63,6 +63,9 @@ Tables:
     ``applied``, ``partly``, ``discarded``, ``conflict``, ``undone``), ``applied`` (JSON list
     of the cell ids applied), ``undo`` (JSON inverse edits), ``via`` (``contents`` or
     ``live``, once applied), ``created``, ``updated``.
+``agent_settings``
+    a user's tier overrides (since v9): ``owner`` (primary key; "" = the server's user),
+    ``tiers`` (JSON ``{tier: {...}}``), ``updated``.
 ``schema_version``
     one row per applied migration; the schema's version is ``MAX(version)``.
 """
@@ -84,6 +87,7 @@ __all__ = [
     "AgentRecallDocRow",
     "AgentRecallSuppressedRow",
     "AgentRunRow",
+    "AgentSettingsRow",
     "AgentTurnRow",
     "ChatRow",
     "SchemaVersionRow",
@@ -98,7 +102,10 @@ class ChatRow(SQLModel, table=True):
     """``chats``: id, title, created, updated (ISO-8601 UTC ``Z`` strings), active run."""
 
     __tablename__ = "chats"
-    __table_args__ = (Index("ix_chats_updated", "updated", "id"),)
+    __table_args__ = (
+        Index("ix_chats_updated", "updated", "id"),
+        Index("ix_chats_owner_updated", "owner", "updated", "id"),  # since v9
+    )
 
     id: str = Field(sa_column=Column(Text, primary_key=True))
     title: str = Field(sa_column=_text())
@@ -106,6 +113,7 @@ class ChatRow(SQLModel, table=True):
     updated: str = Field(sa_column=_text())
     active_run_id: str | None = Field(default=None, sa_column=_text(nullable=True))
     agent: str = Field(default="agent", sa_column=_text())  # since v6
+    owner: str = Field(default="", sa_column=_text())  # since v9
 
 
 class AgentTurnRow(SQLModel, table=True):
@@ -148,6 +156,7 @@ class AgentRunRow(SQLModel, table=True):
         Index("ix_agent_runs_program_started", "program", "started", "run_id"),
         Index("ix_agent_runs_started", "started", "run_id"),
         Index("ix_agent_runs_status", "status", "started"),  # since v2
+        Index("ix_agent_runs_owner_started", "owner", "started", "run_id"),  # since v9
     )
 
     run_id: str = Field(sa_column=Column(Text, primary_key=True))
@@ -169,6 +178,7 @@ class AgentRunRow(SQLModel, table=True):
     end_cause: str | None = Field(default=None, sa_column=_text(nullable=True))  # since v2
     programs: str = Field(default="[]", sa_column=_text())  # since v6: JSON list of refs
     agent: str = Field(default="agent", sa_column=_text())  # since v6
+    owner: str = Field(default="", sa_column=_text())  # since v9
 
 
 class AgentMailRow(SQLModel, table=True):
@@ -348,3 +358,13 @@ class SchemaVersionRow(SQLModel, table=True):
 
     version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     applied: str = Field(sa_column=_text())
+
+
+class AgentSettingsRow(SQLModel, table=True):
+    """``agent_settings``: one owner's tier overrides (since v9)."""
+
+    __tablename__ = "agent_settings"
+
+    owner: str = Field(sa_column=Column(Text, primary_key=True))
+    tiers: str = Field(sa_column=_text())
+    updated: str = Field(sa_column=_text())

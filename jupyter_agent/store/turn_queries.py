@@ -27,6 +27,7 @@ from jupyter_agent.core.window import HistoryWindow, tail_size, turn_tokens
 from jupyter_agent.store.tables import AgentTurnRow
 
 __all__ = [
+    "chat_owner",
     "FIRST_BATCH",
     "MAX_BATCH",
     "OMISSION_RESERVE",
@@ -38,6 +39,16 @@ __all__ = [
 ]
 
 _TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
+_CHATS: Final = AgentTurnRow.metadata.tables["chats"]
+
+
+def chat_owner(conn: Any, chat_id: str) -> str:
+    """The chat's owner ("" for an unknown chat: the server's user). The owner of the
+    recall docs of its turns and chunks."""
+    found = conn.execute(core_select(_CHATS.c.owner).where(_CHATS.c.id == chat_id)).scalar()
+    return str(found or "")
+
+
 #: Rows of the first batch :func:`read_window` reads; each next one doubles, to MAX_BATCH.
 FIRST_BATCH: Final = 8
 MAX_BATCH: Final = 256

@@ -34,7 +34,6 @@ from typing import Any
 
 import httpx
 
-
 from tests.deploy.conftest import deploy_required
 from tests.rest_stub import free_port
 

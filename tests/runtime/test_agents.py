@@ -305,16 +305,16 @@ async def test_agents_list_and_chat_creation(service: AgentService) -> None:
     assert default["tiers"]["codegen"] == {"provider": "fake", "model": "user-codegen"}
     assert "base_url" not in json.dumps(listed)
 
-    chat = await service.create_chat(title="t", agent="reviewer")
+    chat = await service.create_chat(title="t", agent="reviewer", owner="")
     assert chat["agent"] == "reviewer"
-    assert (await service.create_chat())["agent"] == "agent"
-    assert (await service.get_chat(chat["id"]))["agent"] == "reviewer"
+    assert (await service.create_chat(owner=""))["agent"] == "agent"
+    assert (await service.get_chat(chat["id"], owner=""))["agent"] == "reviewer"
     assert service.store.chat_agent(chat["id"]) == "reviewer"
     for name in ("nobody", "Reviewer"):
         with pytest.raises(BadRequest) as info:
-            await service.create_chat(agent=name)
+            await service.create_chat(agent=name, owner="")
         assert info.value.reason == "unknown_agent"
-    assert len((await service.list_chats())["chats"]) == 2  # nothing stored when refused
+    assert len((await service.list_chats(owner=""))["chats"]) == 2  # nothing stored when refused
 
 
 async def test_an_agent_tier_key_is_scrubbed(tmp_path: Path) -> None:

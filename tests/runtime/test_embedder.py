@@ -103,7 +103,7 @@ async def test_a_fact_in_other_words_is_found_with_the_embed_tier_and_not_withou
 ) -> None:
     caplog.set_level(logging.DEBUG)
     facts = [save(store, c, t) for c, t in FACTS]
-    lexical = await recall_hits(store, None, QUERY, k=5)
+    lexical = await recall_hits(store, None, QUERY, k=5, owner="")
     assert [h.id for h in lexical if h.kind == "memory"] == []  # no word in common
 
     embedder = embedder_for(store, Tiers(tier_of(fake)))
@@ -112,7 +112,7 @@ async def test_a_fact_in_other_words_is_found_with_the_embed_tier_and_not_withou
     await embedder.drain()
     assert {i for i, _ in store.memory_vectors(model="fake-embed")} == {m.id for m in facts}
 
-    hits = await recall_hits(store, embedder, QUERY, k=5)
+    hits = await recall_hits(store, embedder, QUERY, k=5, owner="")
     assert [(h.kind, h.id) for h in hits][:1] == [("memory", facts[0].id)]
     top = hits[0]
     assert top.text == "Our puppy is called Biscuit"
@@ -130,7 +130,7 @@ async def test_a_fact_in_other_words_is_found_with_the_embed_tier_and_not_withou
     assert all(h.id != facts[2].id or h.score < 0.3 for h in hits)  # an unrelated fact
 
     # a query both ways: the lexical score and the cosine add up
-    both = await recall_hits(store, embedder, "viridis colour map for plots", k=5)
+    both = await recall_hits(store, embedder, "viridis colour map for plots", k=5, owner="")
     assert both[0].id == facts[2].id
     assert both[0].score > 0.9
     assert fake.embed_requests[-1].headers["authorization"] == f"Bearer {KEY}"
@@ -148,7 +148,7 @@ async def test_recall_is_the_stores_own_without_an_embed_tier(store: Store) -> N
     await embedder.drain()
     assert store.memory_vectors(model="fake-embed") == []
     query = "viridis plots"
-    assert await recall_hits(store, embedder, query, k=3) == store.recall(query, k=3)
+    assert await recall_hits(store, embedder, query, k=3, owner="") == store.recall(query, k=3)
 
 
 @pytest.mark.parametrize("failure", ["status 500", "unreachable", "hangs"])
@@ -175,7 +175,7 @@ async def test_a_failing_embed_endpoint_leaves_recall_lexical(
 
     for query in ("viridis colour map", QUERY):
         started = time.monotonic()
-        hits = await recall_hits(store, embedder, query, k=5)
+        hits = await recall_hits(store, embedder, query, k=5, owner="")
         assert time.monotonic() - started < 2.0  # the query deadline, then the cooldown
         assert hits == store.recall(query, k=5)
     assert store.memory_vectors(model="fake-embed") == []
@@ -183,7 +183,7 @@ async def test_a_failing_embed_endpoint_leaves_recall_lexical(
     assert sum(r.levelno == logging.WARNING for r in warnings) == 1  # one per failure streak
     assert "fake-embed at 127.0.0.1" in warnings[0].getMessage()
     calls = len(fake.embed_requests)
-    await recall_hits(store, embedder, QUERY, k=5)
+    await recall_hits(store, embedder, QUERY, k=5, owner="")
     assert len(fake.embed_requests) == calls  # cooling down: no call tried
     no_key_logged(caplog)
     fake.embed_delay_s = 0
@@ -203,11 +203,13 @@ async def test_the_endpoint_heals_and_the_backfill_catches_up(
     await embedder.drain()
     assert store.memory_vectors(model="fake-embed") == []
     fake.embed_error = None
-    hits = await recall_hits(store, embedder, QUERY, k=5)  # answers, and kicks the backfill
+    hits = await recall_hits(
+        store, embedder, QUERY, k=5, owner=""
+    )  # answers, and kicks the backfill
     await embedder.drain()
     assert {i for i, _ in store.memory_vectors(model="fake-embed")} == {m.id for m in facts}
     assert any("answers again" in r.getMessage() for r in caplog.records)
-    hits = await recall_hits(store, embedder, QUERY, k=5)
+    hits = await recall_hits(store, embedder, QUERY, k=5, owner="")
     assert hits[0].id == facts[0].id
     batches = [len(r.json["input"]) for r in fake.embed_requests if r.json and not fake.embed_error]
     assert 2 in batches  # the backfill embeds in batches of ``batch``
@@ -228,10 +230,10 @@ async def test_facts_from_before_the_tier_and_a_new_model_are_backfilled(
     assert len(store.memory_vectors(model="fake-embed")) == 3
     assert await embedder.backfill() == 0  # nothing left
     tiers.tier = tier_of(fake, model="fake-embed-2")  # a new model: none has its vector
-    assert await recall_hits(store, embedder, QUERY, k=5) == []  # and this query kicks...
+    assert await recall_hits(store, embedder, QUERY, k=5, owner="") == []  # and this query kicks...
     await embedder.drain()
     assert len(store.memory_vectors(model="fake-embed-2")) == 3  # ...the backfill
-    assert (await recall_hits(store, embedder, QUERY, k=5))[0].id == facts[0].id
+    assert (await recall_hits(store, embedder, QUERY, k=5, owner=""))[0].id == facts[0].id
     await embedder.transport.aclose()
 
 
@@ -242,17 +244,19 @@ async def test_an_updated_fact_gets_its_new_vector_and_a_deleted_one_is_never_re
     embedder = embedder_for(store, Tiers(tier_of(fake)))
     embedder.kick()
     await embedder.drain()
-    assert (await recall_hits(store, embedder, QUERY, k=5))[0].id == facts[0].id
+    assert (await recall_hits(store, embedder, QUERY, k=5, owner=""))[0].id == facts[0].id
     updated = store.update_memory(facts[0].id, text="Our kitten is Miso", now=now_iso())
     assert updated is not None
     await embedder.on_saved(updated)
     await embedder.drain()
-    hits = await recall_hits(store, embedder, QUERY, k=5)
+    hits = await recall_hits(store, embedder, QUERY, k=5, owner="")
     assert facts[0].id not in [h.id for h in hits if h.score >= 0.3]
-    cat = await recall_hits(store, embedder, "my cat", k=5)
+    cat = await recall_hits(store, embedder, "my cat", k=5, owner="")
     assert cat[0].id == facts[0].id
     assert store.delete_memory(facts[0].id)
-    assert facts[0].id not in [h.id for h in await recall_hits(store, embedder, "my cat", k=5)]
+    assert facts[0].id not in [
+        h.id for h in await recall_hits(store, embedder, "my cat", k=5, owner="")
+    ]
     await embedder.transport.aclose()
 
 
@@ -263,11 +267,11 @@ async def test_owners_and_categories_scope_the_vectors(store: Store, fake: FakeP
     await embedder.on_saved(mine)
     await embedder.on_saved(theirs)
     await embedder.drain()
-    assert [h.id for h in await recall_hits(store, embedder, QUERY, k=5)] == [mine.id]
+    assert [h.id for h in await recall_hits(store, embedder, QUERY, k=5, owner="")] == [mine.id]
     found = await recall_hits(store, embedder, QUERY, k=5, owner="someone")
     assert [h.id for h in found] == [theirs.id]
-    assert await recall_hits(store, embedder, QUERY, k=5, category="project") == []
-    only_turns = await recall_hits(store, embedder, QUERY, k=5, kinds=("turn",))
+    assert await recall_hits(store, embedder, QUERY, k=5, category="project", owner="") == []
+    only_turns = await recall_hits(store, embedder, QUERY, k=5, kinds=("turn",), owner="")
     assert only_turns == []
     # a fact of an owner the embedder never saw saved: that owner's recall kicks its backfill
     other = save(store, "pets", "Her puppy is called Pixel", owner="another")

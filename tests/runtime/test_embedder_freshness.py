@@ -50,9 +50,9 @@ async def test_the_index_is_read_once_and_kept_current_by_the_embedder(
 ) -> None:
     embedder = embedder_for(store, Tiers(tier_of(fake)))
     service = service_for(store, embedder)
-    dog = await service.save(DOG, author="person")
+    dog = await service.save(DOG, author="person", owner="")
     await embedder.drain()
-    assert (await recall_hits(store, embedder, QUERY, k=5))[0].id == dog.id
+    assert (await recall_hits(store, embedder, QUERY, k=5, owner=""))[0].id == dog.id
     await embedder.drain()  # the backfill the search kicked: done before the next fact
     index = embedder.index("", MODEL)
     # a vector another server wrote: not read again before ``reload_every_s`` ...
@@ -60,7 +60,7 @@ async def test_the_index_is_read_once_and_kept_current_by_the_embedder(
     assert store.put_vector(other.id, MODEL, vec(other.text))
     assert set(await index.cosines(vec(QUERY))) == {dog.id}
     # ... while this server's own saves are in the index at once
-    cat = await service.save("Our kitten is Miso", author="person")
+    cat = await service.save("Our kitten is Miso", author="person", owner="")
     await embedder.drain()
     assert set(await index.cosines(vec(QUERY))) == {dog.id, cat.id}
     embedder.invalidate()  # explicit: read the store again
@@ -74,16 +74,16 @@ async def test_the_index_is_read_once_and_kept_current_by_the_embedder(
 async def test_a_deleted_fact_leaves_the_index_at_once(store: Store, fake: FakeProvider) -> None:
     embedder = embedder_for(store, Tiers(tier_of(fake)))
     service = service_for(store, embedder)
-    dog = await service.save(DOG, author="person")
-    keep = await service.save("Plots use the viridis colour map", author="person")
+    dog = await service.save(DOG, author="person", owner="")
+    keep = await service.save("Plots use the viridis colour map", author="person", owner="")
     await embedder.drain()
     index = embedder.index("", MODEL)
     assert set(await index.cosines(vec(QUERY))) == {dog.id, keep.id}
-    await service.delete(dog.id)
+    await service.delete(dog.id, owner="")
     # the index is not read again: only MemoryService.delete -> on_deleted removed it
     assert set(await index.cosines(vec(QUERY))) == {keep.id}
     assert len(index) == 1
-    assert dog.id not in [h.id for h in await recall_hits(store, embedder, QUERY, k=5)]
+    assert dog.id not in [h.id for h in await recall_hits(store, embedder, QUERY, k=5, owner="")]
     await embedder.transport.aclose()
 
 
@@ -92,13 +92,13 @@ async def test_an_edit_drops_the_old_vector_before_the_new_one_is_computed(
 ) -> None:
     embedder = embedder_for(store, Tiers(tier_of(fake)), save_deadline_s=5.0, cooldown_s=0.0)
     service = service_for(store, embedder)
-    dog = await service.save(DOG, author="person")
+    dog = await service.save(DOG, author="person", owner="")
     await embedder.drain()
     index = embedder.index("", MODEL)
     assert dog.id in await index.cosines(vec(QUERY))
 
     fake.embed_delay_s = 1.0  # the re-embedding is slow: the old vector must go now
-    await service.update(dog.id, text="Our kitten is Miso")
+    await service.update(dog.id, text="Our kitten is Miso", owner="")
     assert dog.id not in stored_ids(store)  # dropped with the old text, in one transaction
     assert dog.id not in await index.cosines(vec(QUERY))
     fake.embed_delay_s = 0.0
@@ -106,11 +106,11 @@ async def test_an_edit_drops_the_old_vector_before_the_new_one_is_computed(
     assert (await index.cosines(vec("my cat")))[dog.id] > 0.3  # the new text's vector
 
     fake.embed_error = 500  # a failed re-embedding: no vector at all, not the old one
-    await service.update(dog.id, text="Our puppy is called Biscuit again")
+    await service.update(dog.id, text="Our puppy is called Biscuit again", owner="")
     await embedder.drain()
     assert dog.id not in stored_ids(store)
     assert dog.id not in await index.cosines(vec("my cat"))
-    hits = await recall_hits(store, embedder, "my cat", k=5)
+    hits = await recall_hits(store, embedder, "my cat", k=5, owner="")
     assert dog.id not in [h.id for h in hits]
     # a category-only change keeps the vector (the text it is of is unchanged)
     fake.embed_error = None
@@ -126,19 +126,19 @@ async def test_two_quick_edits_finishing_out_of_order_keep_the_newest_vector(
 ) -> None:
     embedder = embedder_for(store, Tiers(tier_of(fake)), save_deadline_s=10.0)
     service = service_for(store, embedder)
-    dog = await service.save(DOG, author="person")
+    dog = await service.save(DOG, author="person", owner="")
     await embedder.drain()
     first_text, last_text = "Our kitten is Miso", "Plots use the viridis colour map"
     fake.embed_delay_s = 1.5
     sent = len(fake.embed_requests)
-    await service.update(dog.id, text=first_text)  # its embedding hangs 1.5 s ...
+    await service.update(dog.id, text=first_text, owner="")  # its embedding hangs 1.5 s ...
     deadline = time.monotonic() + 5
     while len(fake.embed_requests) == sent and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     assert len(fake.embed_requests) == sent + 1
     fake.embed_delay_s = 0.0
     await asyncio.sleep(0.01)  # a later millisecond: another ``updated``
-    last = await service.update(dog.id, text=last_text)  # ... this one answers first
+    last = await service.update(dog.id, text=last_text, owner="")  # ... this one answers first
     await embedder.drain()
     assert fake.embed_requests[-1].json is not None
     [(memory_id, stored)] = store.memory_vectors(model=MODEL)
@@ -160,14 +160,14 @@ async def test_a_failing_pgvector_search_falls_back_to_the_index_with_one_warnin
     caplog.set_level(logging.WARNING)
     embedder = embedder_for(store, Tiers(tier_of(fake)), pgvector=True)
     service = service_for(store, embedder)
-    dog = await service.save(DOG, author="person")
+    dog = await service.save(DOG, author="person", owner="")
     await embedder.drain()
     # the pgvector search fails: the in-memory index was never needed, so it starts
     # loading now and this answer is lexical (nothing: no word in common)
-    assert await recall_hits(store, embedder, QUERY, k=5) == []
+    assert await recall_hits(store, embedder, QUERY, k=5, owner="") == []
     await embedder.drain()
     for _ in range(2):
-        hits = await recall_hits(store, embedder, QUERY, k=5)
+        hits = await recall_hits(store, embedder, QUERY, k=5, owner="")
         assert [h.id for h in hits][:1] == [dog.id]  # ranked by the in-memory vectors
     warnings = [r.getMessage() for r in caplog.records if "pgvector" in r.getMessage()]
     assert len(warnings) == 1

@@ -40,6 +40,7 @@ async def test_save_edit_list_search_forget(service: MemoryService, store: Store
         "  The person prefers seaborn plots with a white grid.  ",
         category=" Preferences ",
         author="person",
+        owner="",
     )
     assert saved.id.startswith("mem_")
     assert saved.text == "The person prefers seaborn plots with a white grid."
@@ -51,38 +52,41 @@ async def test_save_edit_list_search_forget(service: MemoryService, store: Store
         author="agent",
         chat_id="chat_1",
         run_id="run_1",
+        owner="",
     )
     assert other.category == "general"
     assert (other.chat_id, other.run_id) == ("chat_1", "run_1")
-    assert await service.get(saved.id) == saved
-    assert [m.id for m in await service.list()] == [other.id, saved.id]  # newest first
-    assert [m.id for m in await service.list("PREFERENCES")] == [saved.id]
-    assert await service.categories() == [("general", 1), ("preferences", 1)]
+    assert await service.get(saved.id, owner="") == saved
+    assert [m.id for m in await service.list(owner="")] == [other.id, saved.id]  # newest first
+    assert [m.id for m in await service.list("PREFERENCES", owner="")] == [saved.id]
+    assert await service.categories(owner="") == [("general", 1), ("preferences", 1)]
 
-    hits = await service.search("which plot style does the person prefer?")
+    hits = await service.search("which plot style does the person prefer?", owner="")
     assert [h.id for h in hits] == [saved.id]
     assert hits[0].kind == "memory"
     assert 0 < hits[0].score <= 1
-    assert await service.search("   ") == []  # no searchable word
-    ranked = await service.search_memories("sales parquet")
+    assert await service.search("   ", owner="") == []  # no searchable word
+    ranked = await service.search_memories("sales parquet", owner="")
     assert [(m.id, m.author) for m, _ in ranked] == [(other.id, "agent")]
 
-    changed = await service.update(saved.id, text="The person prefers matplotlib defaults.")
+    changed = await service.update(
+        saved.id, text="The person prefers matplotlib defaults.", owner=""
+    )
     assert changed.text == "The person prefers matplotlib defaults."
     assert changed.category == "preferences"
     assert changed.updated >= saved.updated
-    moved = await service.update(saved.id, category="style")
+    moved = await service.update(saved.id, category="style", owner="")
     assert moved.category == "style"
-    assert [h.id for h in await service.search("matplotlib")] == [saved.id]
-    assert await service.search("seaborn") == []  # the old text is out of the index
+    assert [h.id for h in await service.search("matplotlib", owner="")] == [saved.id]
+    assert await service.search("seaborn", owner="") == []  # the old text is out of the index
 
-    await service.delete(saved.id)
+    await service.delete(saved.id, owner="")
     with pytest.raises(NotFound):
-        await service.get(saved.id)
+        await service.get(saved.id, owner="")
     with pytest.raises(NotFound):
-        await service.delete(saved.id)
-    assert [m.id for m in await service.list()] == [other.id]
-    assert await service.search("matplotlib") == []
+        await service.delete(saved.id, owner="")
+    assert [m.id for m in await service.list(owner="")] == [other.id]
+    assert await service.search("matplotlib", owner="") == []
 
 
 @pytest.mark.parametrize(
@@ -106,14 +110,14 @@ async def test_bad_input_is_refused_and_nothing_is_written(
 ) -> None:
     text = kwargs.pop("text")
     with pytest.raises(BadRequest) as info:
-        await service.save(text, author="person", **kwargs)  # type: ignore[arg-type]
+        await service.save(text, author="person", owner="", **kwargs)  # type: ignore[arg-type]
     assert info.value.reason == "bad_memory"
     assert says in info.value.message
     assert store.list_memories() == []
 
 
 async def test_a_fact_of_exactly_the_limit_is_kept(service: MemoryService) -> None:
-    saved = await service.save("y" * 2000, category="a" * 40, author="person")
+    saved = await service.save("y" * 2000, category="a" * 40, author="person", owner="")
     assert len(saved.text) == 2000
 
 
@@ -132,7 +136,7 @@ async def test_credentials_are_refused_without_echoing_them(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     with pytest.raises(BadRequest) as info:
-        await service.save(text, author="agent")
+        await service.save(text, author="agent", owner="")
     err = info.value
     assert err.reason == "credential"
     assert err.message.startswith("Not saved: the text ")
@@ -142,37 +146,37 @@ async def test_credentials_are_refused_without_echoing_them(
         assert secret not in caplog.text
     assert store.list_memories() == []
     # An edit may not smuggle one in either; the fact stays as it was.
-    fact = await service.save("harmless fact", author="person")
+    fact = await service.save("harmless fact", author="person", owner="")
     with pytest.raises(BadRequest) as info:
-        await service.update(fact.id, text=text)
+        await service.update(fact.id, text=text, owner="")
     assert info.value.reason == "credential"
-    assert (await service.get(fact.id)).text == "harmless fact"
+    assert (await service.get(fact.id, owner="")).text == "harmless fact"
 
 
 async def test_update_needs_something_and_an_existing_fact(service: MemoryService) -> None:
-    fact = await service.save("a fact", author="person")
+    fact = await service.save("a fact", author="person", owner="")
     with pytest.raises(BadRequest) as info:
-        await service.update(fact.id)
+        await service.update(fact.id, owner="")
     assert info.value.reason == "bad_memory"
     with pytest.raises(NotFound) as missing:
-        await service.update("mem_nope", text="new")
+        await service.update("mem_nope", text="new", owner="")
     assert missing.value.reason == "not_found"
     with pytest.raises(BadRequest):
-        await service.update(fact.id, category="bad/one")
-    assert (await service.get(fact.id)).category == "general"
+        await service.update(fact.id, category="bad/one", owner="")
+    assert (await service.get(fact.id, owner="")).category == "general"
 
 
 async def test_search_checks_k_and_the_query(service: MemoryService) -> None:
     for k in (0, 51, True, "3"):
         with pytest.raises(BadRequest) as info:
-            await service.search("anything", k)  # type: ignore[arg-type]
+            await service.search("anything", k, owner="")  # type: ignore[arg-type]
         assert info.value.reason == "bad_memory"
     with pytest.raises(BadRequest):
-        await service.search(123)  # type: ignore[arg-type]
+        await service.search(123, owner="")  # type: ignore[arg-type]
     with pytest.raises(BadRequest):
-        await service.search("q" * 2001)
+        await service.search("q" * 2001, owner="")
     with pytest.raises(BadRequest):
-        await service.list(limit=0)
+        await service.list(limit=0, owner="")
 
 
 async def test_owners_never_see_each_others_facts(service: MemoryService) -> None:
@@ -187,7 +191,7 @@ async def test_owners_never_see_each_others_facts(service: MemoryService) -> Non
     with pytest.raises(NotFound):
         await service.delete(mine.id, owner="bob")
     assert (await service.get(mine.id, owner="alice")).text == "alice likes tea"
-    assert await service.list() == []  # the server's user ("") has none
+    assert await service.list(owner="") == []  # the server's user ("") has none
 
 
 async def test_search_with_history_reaches_turns_of_earlier_chats(
@@ -200,8 +204,8 @@ async def test_search_with_history_reaches_turns_of_earlier_chats(
     store.append_turn(turn)
     words = turn.user_text.split()[:3]
     query = " ".join(words)
-    assert [h.kind for h in await service.search(query)] == []  # facts only
-    hits = await service.search(query, history=True)
+    assert [h.kind for h in await service.search(query, owner="")] == []  # facts only
+    hits = await service.search(query, history=True, owner="")
     assert [h.kind for h in hits] == ["turn"]
 
 
@@ -216,12 +220,12 @@ async def test_the_embedder_hook_is_called_and_its_failure_is_not_the_callers(
             raise RuntimeError("embedding endpoint down")
 
     service = MemoryService(store, embedder=embed)
-    fact = await service.save("a fact to embed", author="person")
-    await service.update(fact.id, category="moved")  # no new text: no new vector
-    await service.update(fact.id, text="now this will fail to embed")
+    fact = await service.save("a fact to embed", author="person", owner="")
+    await service.update(fact.id, category="moved", owner="")  # no new text: no new vector
+    await service.update(fact.id, text="now this will fail to embed", owner="")
     assert [m.text for m in seen] == ["a fact to embed", "now this will fail to embed"]
     assert "could not embed memory" in caplog.text
-    assert (await service.get(fact.id)).text == "now this will fail to embed"
+    assert (await service.get(fact.id, owner="")).text == "now this will fail to embed"
 
 
 async def test_search_never_shows_a_hit_holding_a_credential(
@@ -238,12 +242,12 @@ async def test_search_never_shows_a_hit_holding_a_credential(
     sibling = replace(make_turn(2), user_text="The billing export job runs at midnight")
     store.append_turn(sibling)
     # Facts saved before the server knew the value (saving checks; the store does not).
-    fact = await service.save("The billing export job writes CSV files", author="person")
+    fact = await service.save("The billing export job writes CSV files", author="person", owner="")
     store.add_memory(replace(fact, id="mem_known", text=f"The billing export job key {KEY}"))
     query = "billing export job"
-    hits = await service.search(query, k=10, history=True)
+    hits = await service.search(query, k=10, history=True, owner="")
     assert {h.id for h in hits} == {sibling.id, fact.id}
-    assert [m.id for m, _ in await service.search_memories(query)] == [fact.id]
+    assert [m.id for m, _ in await service.search_memories(query, owner="")] == [fact.id]
     for hit in hits:
         assert SHAPED not in hit.text
         assert KEY not in hit.text
@@ -267,11 +271,11 @@ async def test_every_recall_path_reads_the_stores_candidate_count(tmp_path: Path
     store = CountingStore(f"sqlite:///{tmp_path / 'agent.sqlite'}")
     try:
         service = MemoryService(store, Scrubber())
-        await service.save("Charts use the teal palette.", author="person")
-        await service.search("teal charts", history=True)
-        await service.search_memories("teal charts")
+        await service.save("Charts use the teal palette.", author="person", owner="")
+        await service.search("teal charts", history=True, owner="")
+        await service.search_memories("teal charts", owner="")
         data = {"query": "teal charts", "k": 5, "threshold": 0.0, "budget_tokens": 800}
-        await search(store, data, timeout_s=10)
+        await search(store, data, timeout_s=10, owner="")
         assert store.candidates == [DEFAULT_CANDIDATES] * 3
     finally:
         store.close()

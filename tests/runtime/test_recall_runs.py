@@ -41,7 +41,9 @@ async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> Asyn
 
 
 async def save(store: Store, text: str, category: str = "project") -> str:
-    saved = await MemoryService(store, NO_SECRETS).save(text, category=category, author="person")
+    saved = await MemoryService(store, NO_SECRETS).save(
+        text, category=category, author="person", owner=""
+    )
     return saved.id
 
 
@@ -216,8 +218,8 @@ async def test_the_recall_deadline_is_the_run_configs(store: Store) -> None:
         return []
 
     with pytest.raises(RecallTimeout, match="longer than 50 ms"):
-        await search(store, data, rank=slow, timeout_s=0.05)
-    hits = await search(store, data, timeout_s=10)
+        await search(store, data, rank=slow, timeout_s=0.05, owner="")
+    hits = await search(store, data, timeout_s=10, owner="")
     assert [h.text for h in hits] == [FACT]
     assert RunConfig(tiers={}, ceilings={}, spaces={}).recall_timeout_ms == 250
 
@@ -234,10 +236,10 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 async def test_memory_answer_reads_the_categories_now(store: Store) -> None:
     settings = {"enabled": True, "k": 3, "budget_tokens": 100, "threshold": 0.5}
-    assert await memory_answer(store, settings) == {"categories": [], "recall": settings}
+    assert await memory_answer(store, settings, owner="") == {"categories": [], "recall": settings}
     await save(store, FACT)
     await save(store, "Reports are due on Fridays.")
-    answer = await memory_answer(store, settings)
+    answer = await memory_answer(store, settings, owner="")
     assert answer["categories"] == [{"category": "project", "count": 2}]
 
 
@@ -246,7 +248,7 @@ async def test_memory_answer_from_a_damaged_store_lists_none(
 ) -> None:
     drop(tmp_path / "agent.sqlite", "agent_memories")
     with caplog.at_level(logging.WARNING):
-        answer = await memory_answer(store, {"enabled": True})
+        answer = await memory_answer(store, {"enabled": True}, owner="")
     assert answer == {"categories": [], "recall": {"enabled": True}}
     assert "memory categories could not be read" in caplog.text
 
@@ -262,16 +264,16 @@ async def test_search_packs_by_threshold_k_and_budget(store: Store) -> None:
         "exclude_since": None,
         "exclude_chunks": [],
     }
-    hits = await search(store, intent)
+    hits = await search(store, intent, owner="")
     assert len(hits) == 5
     assert {h.id for h in hits} <= set(ids)
-    assert await search(store, {**intent, "budget_tokens": 60}) == hits[:1]
-    assert await search(store, {**intent, "threshold": 0.99}) == []
-    assert await search(store, {**intent, "k": 0}) == []
+    assert await search(store, {**intent, "budget_tokens": 60}, owner="") == hits[:1]
+    assert await search(store, {**intent, "threshold": 0.99}, owner="") == []
+    assert await search(store, {**intent, "k": 0}, owner="") == []
     with pytest.raises(ValueError, match="exclude_chunks"):
-        await search(store, {**intent, "exclude_chunks": [[1]]})
+        await search(store, {**intent, "exclude_chunks": [[1]]}, owner="")
     with pytest.raises(ValueError, match="query"):
-        await search(store, {**intent, "query": None})
+        await search(store, {**intent, "query": None}, owner="")
 
 
 # --- credentials are never recalled -----------------------------------------------------
@@ -322,6 +324,6 @@ async def test_search_drops_credential_hits_before_packing(store: Store) -> None
     intent = {"query": "where do nightly backups land", "k": 1, "threshold": 0.0}
     intent |= {"budget_tokens": 800, "chat_id": None}
     scrubber = Scrubber({"s3://ops-backups/raw": "BACKUP_URL"})
-    assert [h.id for h in await search(store, intent)] in ([safe], [leaked])
-    hits = await search(store, {**intent, "k": 2}, known=scrubber.spans)
+    assert [h.id for h in await search(store, intent, owner="")] in ([safe], [leaked])
+    hits = await search(store, {**intent, "k": 2}, known=scrubber.spans, owner="")
     assert [h.id for h in hits] == [safe]

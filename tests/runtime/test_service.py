@@ -80,7 +80,7 @@ async def _refusal(call: Any) -> BaseException:
 
 
 async def test_refused_messages_write_and_start_nothing(service: AgentService) -> None:
-    chat = await service.create_chat()
+    chat = await service.create_chat(owner="")
     chat_id = chat["id"]
     cases: list[tuple[dict[str, Any], type[RequestError], str, str]] = [
         ({}, BadRequest, "empty_message", "no text"),
@@ -108,14 +108,14 @@ async def test_refused_messages_write_and_start_nothing(service: AgentService) -
         ),
     ]
     for kwargs, cls, reason, word in cases:
-        error = await _refusal(service.send_message(chat_id, **kwargs))
+        error = await _refusal(service.send_message(chat_id, owner="", **kwargs))
         _refused(error, cls, reason, word)
-    error = await _refusal(service.send_message("chat_nope", text="hi"))
+    error = await _refusal(service.send_message("chat_nope", text="hi", owner=""))
     _refused(error, NotFound, "not_found", "chat_nope")
     # A break with no run going answers at once and starts nothing.
-    answer = await service.send_message(chat_id, control=Control(hard=True))
+    answer = await service.send_message(chat_id, control=Control(hard=True), owner="")
     assert answer == {"run_id": None, "routed": "none"}
-    assert service.active_run_id(chat_id) is None
+    assert service.manager.active_run_id(chat_id) is None
     stored = service.store.get_chat(chat_id)
     assert stored is not None
     assert stored.title == ""
@@ -123,36 +123,36 @@ async def test_refused_messages_write_and_start_nothing(service: AgentService) -
 
 
 async def test_chats_titles_and_unknown_chats(service: AgentService) -> None:
-    chat = await service.create_chat(title="  plots  ")
+    chat = await service.create_chat(title="  plots  ", owner="")
     assert chat["title"] == "plots"
-    error = await _refusal(service.create_chat(title="x" * 201))
+    error = await _refusal(service.create_chat(title="x" * 201, owner=""))
     _refused(error, BadRequest, "bad_title", "200")
-    error = await _refusal(service.rename_chat(chat["id"], title="y" * 201))
+    error = await _refusal(service.rename_chat(chat["id"], title="y" * 201, owner=""))
     _refused(error, BadRequest, "bad_title", "200")
     for call in (
-        service.rename_chat("chat_nope", title="t"),
-        service.get_chat("chat_nope"),
-        service.delete_chat("chat_nope"),
-        service.check_chat("chat_nope"),
-        service.chat_notebook("chat_nope"),
+        service.rename_chat("chat_nope", title="t", owner=""),
+        service.get_chat("chat_nope", owner=""),
+        service.delete_chat("chat_nope", owner=""),
+        service.check_chat("chat_nope", owner=""),
+        service.chat_notebook("chat_nope", owner=""),
     ):
         _refused(await _refusal(call), NotFound, "not_found", "chat_nope")
-    assert [c["title"] for c in (await service.list_chats())["chats"]] == ["plots"]
+    assert [c["title"] for c in (await service.list_chats(owner=""))["chats"]] == ["plots"]
 
 
 async def test_runs_unknown_or_malformed(service: AgentService) -> None:
     for run_id in ("run_01NOPE", "not-a-run-id", "../etc"):
         for call in (
-            service.break_run(run_id, hard=True),
-            service.run_detail(run_id),
-            service.run_log(run_id),
-            service.run_stats(run_id),
-            service.run_notebook(run_id),
+            service.break_run(run_id, hard=True, owner=""),
+            service.run_detail(run_id, owner=""),
+            service.run_log(run_id, owner=""),
+            service.run_stats(run_id, owner=""),
+            service.run_notebook(run_id, owner=""),
         ):
             _refused(await _refusal(call), NotFound, "not_found", run_id)
-    assert await service.list_runs() == {"runs": [], "next": None}
-    _refused(await _refusal(service.list_runs(limit=0)), BadRequest, "bad_page", "limit")
-    _refused(await _refusal(service.list_runs(before="garbage")), BadRequest, "bad_page")
+    assert await service.list_runs(owner="") == {"runs": [], "next": None}
+    _refused(await _refusal(service.list_runs(limit=0, owner="")), BadRequest, "bad_page", "limit")
+    _refused(await _refusal(service.list_runs(before="garbage", owner="")), BadRequest, "bad_page")
 
 
 async def test_writing_a_run_notebook_checks_the_path_first(service: AgentService) -> None:
@@ -161,21 +161,23 @@ async def test_writing_a_run_notebook_checks_the_path_first(service: AgentServic
         ("../x.ipynb", "inside"),
         (".hidden/x.ipynb", "hidden"),
     ):
-        error = await _refusal(service.write_run_notebook("run_01NOPE", path=path))
+        error = await _refusal(service.write_run_notebook("run_01NOPE", path=path, owner=""))
         _refused(error, BadRequest, "bad_path", word)
-    error = await _refusal(service.write_run_notebook("run_01NOPE", path="ok.ipynb"))
+    error = await _refusal(service.write_run_notebook("run_01NOPE", path="ok.ipynb", owner=""))
     _refused(error, NotFound, "not_found")
 
 
 async def test_without_a_contents_manager(tmp_path: Path) -> None:
     svc = _service(tmp_path, contents=False)
     try:
-        chat = await svc.create_chat()
-        error = await _refusal(svc.send_message(chat["id"], text="hi", attachments=["a.txt"]))
+        chat = await svc.create_chat(owner="")
+        error = await _refusal(
+            svc.send_message(chat["id"], text="hi", attachments=["a.txt"], owner="")
+        )
         _refused(error, BadRequest, "bad_attachments", "not available")
-        error = await _refusal(svc.write_run_notebook("run_01NOPE"))
+        error = await _refusal(svc.write_run_notebook("run_01NOPE", owner=""))
         _refused(error, NotSupported, "no_contents")
-        error = await _refusal(svc.write_chat_notebook(chat["id"]))
+        error = await _refusal(svc.write_chat_notebook(chat["id"], owner=""))
         _refused(error, NotSupported, "no_contents")
     finally:
         await svc.stop()

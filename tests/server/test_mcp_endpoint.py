@@ -377,7 +377,7 @@ def test_a_cancelled_chat_breaks_its_run_softly(
     session(go)
     [chat] = agent_service.store.list_chats()
     deadline = time.monotonic() + 60
-    while agent_service.active_run_id(chat.id) is not None and time.monotonic() < deadline:
+    while agent_service.manager.active_run_id(chat.id) is not None and time.monotonic() < deadline:
         spin(0.05)
     _, detail = call(fetch, "agent", "chats", chat.id)
     [turn] = detail["turns"]

@@ -396,7 +396,7 @@ def test_the_outcome_is_a_durable_notice_for_the_chat(
             f"Proposal {row.id} (work/sales.ipynb) was discarded by the person: nothing changed.",
         )
     ]
-    assert agent_service.active_run_id(chat_id) is None
+    assert agent_service.manager.active_run_id(chat_id) is None
 
 
 def test_apply_and_undo_recheck_the_path_a_symlink_swapped_in_is_refused(

@@ -78,6 +78,7 @@ def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
         "AgentRecallDocRow",
         "AgentRecallSuppressedRow",
         "AgentRunRow",
+        "AgentSettingsRow",
         "AgentTurnRow",
         "ChatRow",
         "SchemaVersionRow",
@@ -88,7 +89,7 @@ def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
     names += ("schema_version",)
     names += ("agent_memories", "agent_recall_docs", "agent_recall_df", "agent_memory_vectors")
     names += ("agent_recall_suppressed", "agent_programs", "agent_program_activations")
-    names += ("agent_proposals",)
+    names += ("agent_proposals", "agent_settings")
     for name in names:
         table = SQLModel.metadata.tables[name]
         columns = {c["name"] for c in inspector.get_columns(table.name)}

@@ -1,0 +1,31 @@
+"""A test identity provider: several named users on one Jupyter server, by token.
+
+``TokenUsersIdentityProvider.users = {token: username}``: a request whose header is
+``Authorization: token T`` with ``T`` in the dict is that user; any other request is
+authenticated as jupyter_server's base class does it (the server's own token). A subclass
+of ``IdentityProvider``, so ``JupyterAgent.owners = "auto"`` resolves it to ``identity``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_server.auth.identity import IdentityProvider, User
+from traitlets import Dict, Unicode
+
+
+class TokenUsersIdentityProvider(IdentityProvider):  # type: ignore[misc]
+    """Maps ``Authorization: token T`` to ``users[T]`` (see the module docstring)."""
+
+    users = Dict(
+        key_trait=Unicode(), value_trait=Unicode(), default_value={}, help="token -> username"
+    ).tag(config=True)
+
+    def get_user(self, handler: Any) -> Any:
+        header = str(handler.request.headers.get("Authorization", ""))
+        scheme, _, token = header.partition(" ")
+        name = self.users.get(token.strip()) if scheme.lower() == "token" else None
+        if name is not None:
+            handler._token_authenticated = True  # a token, not a cookie: no XSRF check
+            return User(username=name, name=name, display_name=name)
+        return super().get_user(handler)
