@@ -116,7 +116,7 @@ def main() -> None:
         fake._embed_terms, fake._embed_dims = terms, args.dim
         store = Store(url)
         tier = {"provider": "openai-compatible", "model": MODEL, "base_url": fake.base_url + "/v1"}
-        embedder = Embedder(store=store, transport=Transport(), tier=lambda: tier)
+        embedder = Embedder(store=store, transport=Transport(), tier=lambda owner: tier)
         messages = Texts(words, seed=99)
         queries = [
             q for q in (messages.window(4, 25) for _ in range(args.queries)) if query_terms(q)

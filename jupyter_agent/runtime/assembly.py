@@ -56,7 +56,7 @@ from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.run_parts import ScrubbingPool
 from jupyter_agent.runtime.runs import RunManager
 from jupyter_agent.runtime.secrets import Scrubber, known_secrets
-from jupyter_agent.runtime.settings import UserSettings
+from jupyter_agent.runtime.settings import OwnerSettings
 from jupyter_agent.runtime.spaces import SpacesCache
 from jupyter_agent.runtime.tiersettings import TierSettings
 from jupyter_agent.store.repo import Store
@@ -94,6 +94,10 @@ class AdminConfig:
     #: The ``mcp_servers`` trait (issue 18): ``{name: server config}`` as the admin wrote
     #: it (:mod:`.mcp_config` validates it; a bad entry is logged and shown, not fatal).
     mcp_servers: dict[str, Any] = field(default_factory=dict)
+    #: The owner of the server's own user (issue 19): ``""`` in single-user mode, the Hub
+    #: user's name under JupyterHub. Its settings get the old ``settings.json``; the
+    #: start-up readiness line is about its tiers.
+    server_owner: str = ""
 
 
 class Parts:
@@ -126,7 +130,9 @@ class Parts:
         self._environ = environ
         self.events = EventBus(config=config)  # c.EventBus.tail_bytes, max_bytes
         self.mailbox = Mailbox()
-        self.user_settings = UserSettings(self.data_dir / "settings.json")
+        self.user_settings = OwnerSettings(
+            store, legacy_path=self.data_dir / "settings.json", legacy_owner=admin.server_owner
+        )
         self.tier_settings = TierSettings(
             admin_tiers=admin.tiers,
             policy=admin.key_policy,
@@ -163,12 +169,12 @@ class Parts:
             environ=environ,
             scrubber=self.scrubber,
         )
-        # Facts' vectors through the optional embed tier (the effective one, read at each
-        # use: a tier set from the browser applies at once); a no-op without one.
+        # Facts' vectors through the optional embed tier (each owner's effective one, read at
+        # each use: a tier set from the browser applies at once); a no-op without one.
         self.embedder = Embedder(
             store=store,
             transport=transport,
-            tier=lambda: self.tier_settings.ready_tiers()[0].get(EMBED_TIER),
+            tier=lambda owner: self.tier_settings.ready_tiers(owner)[0].get(EMBED_TIER),
             scrubber=self.scrubber,
         )
         # Facts that outlive a chat (REST and the in-cell app): no known secret goes in.
@@ -228,7 +234,8 @@ class Parts:
         """The scrubber of what agent kernels send: the values of every key reference the
         tiers and the key policy name, the server token, and the server environment's
         values the kernel's filter removes (see :func:`known_secrets`)."""
-        tiers = [*self.admin.tiers.values(), *self.user_settings.tiers().values()]
+        # Any owner's tier names a reference of the key policy (validated on each PUT).
+        tiers = list(self.admin.tiers.values())
         refs = [str(t["api_key_ref"]) for t in tiers if t and t.get("api_key_ref")]
         key_refs = [*refs, *self.agents.tier_refs(), *self.admin.key_policy.refs()]
         key_refs += [ref for server in self.mcp_servers for ref in server.refs()]
@@ -247,9 +254,9 @@ class Parts:
         )
         return Scrubber(secrets)
 
-    def run_config(self, agent: str = DEFAULT_AGENT) -> RunConfig:
-        """The snapshot a run of ``agent`` starts with: effective tiers (or the demo),
-        ceilings, that agent's spaces.
+    def run_config(self, agent: str = DEFAULT_AGENT, *, owner: str) -> RunConfig:
+        """The snapshot a run of ``agent`` for ``owner`` (its chat's) starts with: the
+        owner's effective tiers (or the demo), ceilings, that agent's spaces.
 
         An agent this server no longer hosts answers as the default agent (logged). The
         agent's tiers replace the user's for the tiers it names. Tiers that are not ready
@@ -258,7 +265,7 @@ class Parts:
         come from :class:`SpacesCache` (a ``stat`` walk unless a layer changed).
         """
         chosen = self.agents.for_run(agent)
-        tiers, demo = self.agent_tiers(chosen)
+        tiers, demo = self.agent_tiers(chosen, owner)
         profiles = {model: dict(fields) for model, fields in self.admin.profiles.items()}
         if demo:
             tiers["codegen"] = self.demo.tier()
@@ -275,13 +282,13 @@ class Parts:
             agent=chosen.name,
         )
 
-    def history_config(self, agent: str = DEFAULT_AGENT) -> RunConfig:
+    def history_config(self, agent: str = DEFAULT_AGENT, *, owner: str) -> RunConfig:
         """The snapshot a summary run of ``agent``'s chat starts with: :meth:`run_config`'s,
         but never the demo model (a canned summary would be stored for good): with no
         ready codegen tier there is no tier to summarise with, and the scheduler retries
         later."""
-        config = self.run_config(agent)
-        if not self.agent_tiers(self.agents.for_run(config.agent))[1]:
+        config = self.run_config(agent, owner=owner)
+        if not self.agent_tiers(self.agents.for_run(config.agent), owner)[1]:
             return config
         tiers = {name: tier for name, tier in config.tiers.items() if name != "codegen"}
         return replace(config, tiers=tiers)
@@ -297,34 +304,35 @@ class Parts:
             agent_space=agent.space,
         )
 
-    def agent_effective_tiers(self, agent: Agent) -> dict[str, dict[str, Any]]:
-        """The admin's tiers, overlaid by the user's, overlaid by ``agent``'s (copies)."""
-        tiers = self.tier_settings.effective()
+    def agent_effective_tiers(self, agent: Agent, owner: str) -> dict[str, dict[str, Any]]:
+        """The admin's tiers, overlaid by ``owner``'s, overlaid by ``agent``'s (copies)."""
+        tiers = self.tier_settings.effective(owner)
         tiers.update({name: dict(tier) for name, tier in agent.tiers.items()})
         return tiers
 
-    def agent_tiers(self, agent: Agent) -> tuple[dict[str, dict[str, Any]], bool]:
+    def agent_tiers(self, agent: Agent, owner: str) -> tuple[dict[str, dict[str, Any]], bool]:
         """``agent``'s effective tiers that are ready, and whether codegen is not (the demo
         runs). The agent's own tiers are the admin's (trusted, or checked by the key policy
         when its folder set them); a user tier the policy refuses stays refused unless the
         agent replaces it."""
         if not agent.tiers:
-            return self.tier_settings.ready_tiers()
-        tiers = self.agent_effective_tiers(agent)
+            return self.tier_settings.ready_tiers(owner)
+        tiers = self.agent_effective_tiers(agent, owner)
         refused = {
             name: reason
-            for name, reason in self.tier_settings.refused_overrides().items()
+            for name, reason in self.tier_settings.refused_overrides(owner).items()
             if name not in agent.tiers
         }
         status = build_status(tiers, self.environ, self.admin.version, refused=refused)
         ready = {n: t for n, t in tiers.items() if status["tiers"].get(n, {}).get("ready")}
         return ready, bool(status["demo"])
 
-    def describe_agents(self) -> list[dict[str, Any]]:
-        """``GET agent/agents``' entries (:func:`~.agents.agent_json`), the default agent
-        first. Reads the spaces (a ``stat`` walk at least): call it in a thread."""
+    def describe_agents(self, owner: str) -> list[dict[str, Any]]:
+        """``GET agent/agents``' entries (:func:`~.agents.agent_json`; ``owner``'s tiers
+        under each agent's), the default agent first. Reads the spaces (a ``stat`` walk at
+        least): call it in a thread."""
         return [
-            agent_json(a, spaces=self.agent_spaces(a), tiers=self.agent_effective_tiers(a))
+            agent_json(a, spaces=self.agent_spaces(a), tiers=self.agent_effective_tiers(a, owner))
             for a in self.agents.agents()
         ]
 
@@ -351,7 +359,7 @@ class Parts:
         if len(self.agents) > 1:
             self.server_log.info("jupyter-agent: agents: %s", ", ".join(self.agents.names()))
         # Once, in the server's log: which tiers are ready, whether the demo runs.
-        self.server_log.info("%s", self.tier_settings.readiness_line())
+        self.server_log.info("%s", self.tier_settings.readiness_line(self.admin.server_owner))
         if not self._pool_started:
             await self.pool.start()
             self._pool_started = True

@@ -414,7 +414,7 @@ class RunDriver(ToolRuns):
             return {"ok": True}, None
 
         async def recall_search(effect: Effect, seq: int) -> Outcome:
-            rank = hybrid_rank(self.services.embedder)  # None: lexical (no embed tier)
+            rank = hybrid_rank(self.services.embedder, self.owner)  # None: lexical
             timeout_s = self.config.recall_timeout_ms / 1000
             hits = await search(
                 self.services.store,

@@ -63,7 +63,8 @@ __all__ = ["Embedder"]
 
 log = logging.getLogger(__name__)
 
-TierSource = Callable[[], Mapping[str, Any] | None]
+#: ``owner`` -> that owner's ``embed`` tier as configured now (None: none or not ready).
+TierSource = Callable[[str], Mapping[str, Any] | None]
 
 
 class Embedder:
@@ -92,7 +93,7 @@ class Embedder:
         self.cooldown_s = cooldown_s
         self.batch = max(1, min(batch, MAX_BATCH))
         self.reload_every_s = reload_every_s
-        self._tier_cache: tuple[dict[str, Any], Tier | None] | None = None
+        self._tier_cache: dict[str, tuple[dict[str, Any], Tier | None]] = {}
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
         self._owners: set[str] = {""}
         self._backfilled: set[tuple[str, str]] = set()  # (owner, model) with none missing
@@ -109,26 +110,27 @@ class Embedder:
 
     # --- the tier ----------------------------------------------------------------------------
 
-    def tier(self) -> Tier | None:
-        """The ``embed`` tier as configured now, or None (none, not ready, or unusable)."""
-        data = self._tier_source()
+    def tier(self, owner: str) -> Tier | None:
+        """``owner``'s ``embed`` tier as configured now (each owner may set their own),
+        or None (none, not ready, or unusable)."""
+        data = self._tier_source(owner)
         if not data:
             return None
         data = dict(data)
-        if self._tier_cache is not None and self._tier_cache[0] == data:
-            return self._tier_cache[1]
+        cached = self._tier_cache.get(owner)
+        if cached is not None and cached[0] == data:
+            return cached[1]
         try:
             tier: Tier | None = embed_tier(data)
         except AgentError as exc:
             log.warning("jupyter-agent: the embed tier is unusable: %s", self._clean(exc))
             tier = None
-        self._tier_cache = (data, tier)
+        self._tier_cache[owner] = (data, tier)
         return tier
 
-    @property
-    def enabled(self) -> bool:
-        """True when an ``embed`` tier is configured and ready."""
-        return self.tier() is not None
+    def enabled(self, owner: str) -> bool:
+        """True when ``owner`` has an ``embed`` tier configured and ready."""
+        return self.tier(owner) is not None
 
     def _cooling(self) -> bool:
         return time.monotonic() < self._down_until
@@ -136,14 +138,15 @@ class Embedder:
     # --- embedding ---------------------------------------------------------------------------
 
     async def embed(
-        self, texts: Sequence[str], *, deadline_s: float, shortened: bool = False
+        self, texts: Sequence[str], *, owner: str, deadline_s: float, shortened: bool = False
     ) -> list[list[float]] | None:
-        """Unit vectors of ``texts`` (in order) from the tier, or None: no tier, cooling
+        """Unit vectors of ``texts`` (in order) from ``owner``'s tier, or None: no tier, cooling
         down after a failure, or this call failed (logged). Never raises but on cancel.
         ``shortened``: ``deadline_s`` is the caller's, shorter than the tier's own; a call
         that only ran out of it (no error answer, the endpoint merely slower) is no
-        failure of the tier: a debug line, no cooldown."""
-        tier = self.tier()
+        failure of the tier: a debug line, no cooldown. The cooldown is the server's (one
+        failing endpoint makes every owner's recall lexical for ``cooldown_s``)."""
+        tier = self.tier(owner)
         if tier is None or self._cooling() or not texts:
             return None
         vectors: list[list[float]] = []
@@ -191,7 +194,7 @@ class Embedder:
         """
         shortened = deadline_s is not None and deadline_s < self.query_deadline_s
         deadline = deadline_s if deadline_s is not None and shortened else self.query_deadline_s
-        vectors = await self.embed([text], deadline_s=deadline, shortened=shortened)
+        vectors = await self.embed([text], owner=owner, deadline_s=deadline, shortened=shortened)
         if vectors is None:
             return None
         self._owners.add(owner)
@@ -291,7 +294,7 @@ class Embedder:
         """
         if memory.updated != memory.created:
             self._forget(memory.id, memory.owner)
-        tier = self.tier()
+        tier = self.tier(memory.owner)
         if tier is None:
             return
         self._owners.add(memory.owner)
@@ -310,10 +313,12 @@ class Embedder:
                 index.drop(memory_id)
 
     async def _embed_saved(self, memory: Memory, epoch: int) -> None:
-        tier = self.tier()
+        tier = self.tier(memory.owner)
         if tier is None:
             return
-        vectors = await self.embed([memory.text], deadline_s=self.save_deadline_s)
+        vectors = await self.embed(
+            [memory.text], owner=memory.owner, deadline_s=self.save_deadline_s
+        )
         if vectors is None:
             return
         await self._store_vectors(tier, memory.owner, [(memory, vectors[0])], epoch)
@@ -341,15 +346,15 @@ class Embedder:
 
     def kick(self) -> None:
         """Start loading the owners' indexes (if not loaded), and the backfill unless it
-        runs, has nothing to do, or the tier is down."""
-        tier = self.tier()
-        if tier is None:
+        runs, has nothing to do, or the tier is down (each owner's own tier)."""
+        models = {o: t.model for o in sorted(self._owners) if (t := self.tier(o)) is not None}
+        if not models:
             return
-        for owner in sorted(self._owners):
-            self.warm(owner, tier.model)
+        for owner, model in models.items():
+            self.warm(owner, model)
         if self._cooling():
             return
-        if all((o, tier.model) in self._backfilled for o in self._owners):
+        if all(pair in self._backfilled for pair in models.items()):
             return
         if self._backfill is not None and not self._backfill.done():
             return
@@ -364,9 +369,9 @@ class Embedder:
         done = 0
         for owner in sorted(self._owners):
             while True:
-                tier = self.tier()
+                tier = self.tier(owner)
                 if tier is None:
-                    return done
+                    break
                 epoch = self._epoch
                 rows: list[Memory] = await asyncio.to_thread(
                     self.store.memories_without_vector,
@@ -377,7 +382,7 @@ class Embedder:
                 if not rows:
                     self._backfilled.add((owner, tier.model))
                     break
-                vectors = await self.embed([m.text for m in rows], deadline_s=60.0)
+                vectors = await self.embed([m.text for m in rows], owner=owner, deadline_s=60.0)
                 if vectors is None:
                     return done
                 await self._store_vectors(tier, owner, list(zip(rows, vectors, strict=True)), epoch)

@@ -113,9 +113,10 @@ def build_job(store: Any, chat_id: str, span: ChunkSpan) -> HistoryJob:
 class HistoryScheduler:
     """Makes the summaries chats are due, in the background (see the module docstring).
 
-    ``run_config(agent)`` gives the snapshot each summary run of a chat of ``agent``
-    starts with (that agent's tiers that are ready now, its spaces); logs go in
-    ``runs_dir``; ``chunk_turns`` and ``l2_chunks`` are the chunk layout
+    ``run_config(agent, owner=owner)`` gives the snapshot each summary run of a chat of
+    ``agent`` and ``owner`` starts with (that agent's and owner's tiers that are ready
+    now, its spaces); logs go in ``runs_dir``; ``chunk_turns`` and ``l2_chunks`` are the
+    chunk layout
     (``core.chunks``); None (each): the run config's ``history_layout`` (the one the
     chat's window uses), else 10 and 5.
     """
@@ -125,7 +126,7 @@ class HistoryScheduler:
         *,
         store: Any,
         transport: Any,
-        run_config: Callable[[str], RunConfig],
+        run_config: Callable[..., RunConfig],
         runs_dir: Path,
         chunk_turns: int | None = None,
         l2_chunks: int | None = None,
@@ -234,16 +235,20 @@ class HistoryScheduler:
     def _chat_config(self, chat_id: str) -> RunConfig:
         """The run config of a summary of ``chat_id``: its agent's (the default agent's
         when the chat is gone or the store predates agents)."""
-        agent = DEFAULT_AGENT
+        agent, owner = DEFAULT_AGENT, ""
         chat_agent = getattr(self.store, "chat_agent", None)
         if chat_agent is not None:
             with contextlib.suppress(NotFound):  # gone: its runs end at their next read
                 agent = str(chat_agent(chat_id))
-        return self._config(agent)
+        get_chat = getattr(self.store, "get_chat", None)
+        chat = get_chat(chat_id) if get_chat is not None else None
+        if chat is not None:
+            owner = str(getattr(chat, "owner", "") or "")
+        return self._config(agent, owner=owner)
 
     def _due_chats(self) -> dict[str, int]:
         due: dict[str, int] = {}
-        chunk_turns, l2_chunks = self._layout(self._config(DEFAULT_AGENT))
+        chunk_turns, l2_chunks = self._layout(self._config(DEFAULT_AGENT, owner=""))
         for chat in self.store.list_chats():
             spans = self.store.pending_spans(chat.id, chunk_turns, l2_chunks)
             if spans:

@@ -62,7 +62,7 @@ async def recall_hits(
         "exclude_chunks": tuple(exclude_chunks),
         "candidates": candidates,
     }
-    tier = embedder.tier() if embedder is not None else None
+    tier = embedder.tier(owner) if embedder is not None else None
     if (
         embedder is None
         or tier is None
@@ -111,12 +111,12 @@ async def recall_hits(
 
 
 def hybrid_rank(
-    embedder: Embedder | None,
+    embedder: Embedder | None, owner: str
 ) -> Callable[..., Coroutine[Any, Any, list[RecallHit]]] | None:
-    """The ``rank`` hook of ``recall.search`` (:mod:`jupyter_agent.runtime.recall_search`):
-    :func:`recall_hits` through ``embedder``; None (the store's ranking) without an
-    embedder or an embed tier."""
-    if embedder is None or not embedder.enabled:
+    """The ``rank`` hook of ``recall.search`` (:mod:`jupyter_agent.runtime.recall_search`)
+    for ``owner``'s searches: :func:`recall_hits` through ``embedder``; None (the store's
+    ranking) without an embedder or without an embed tier of ``owner``'s."""
+    if embedder is None or not embedder.enabled(owner):
         return None
     ranker = embedder
 

@@ -95,9 +95,10 @@ def _ceiling(kind: Callable[..., Any], name: str, what: str, **kw: Any) -> Any:
 class RunManager(LoggingConfigurable):
     """Owns the runs of one server (see the module docstring).
 
-    ``run_config(agent)`` gives the snapshot each new run of a chat of that agent starts
-    with (its ``ceilings`` are usually this manager's :attr:`ceilings`; the chat's agent
-    is read once per chat, ``store.chat_agent``); effect logs go in ``runs_dir``.
+    ``run_config(agent, owner=owner)`` gives the snapshot each new run of a chat of that
+    agent and owner starts with (its ``ceilings`` are usually this manager's
+    :attr:`ceilings`; the chat's agent and owner are read once per chat); effect logs go
+    in ``runs_dir``.
     The ceiling traits are given as keyword arguments or through ``config`` / ``parent``;
     so are the effect logs' sync traits (``log_sync``: :mod:`~jupyter_agent.runtime.log_sync`).
     """
@@ -220,7 +221,7 @@ class RunManager(LoggingConfigurable):
         self,
         *,
         services: RunServices,
-        run_config: Callable[[str], RunConfig],
+        run_config: Callable[..., RunConfig],
         runs_dir: Path,
         **traits: Any,
     ) -> None:
@@ -460,9 +461,10 @@ class RunManager(LoggingConfigurable):
         ``new``: the one item not stored yet (see :func:`open_run`).
         """
         agent = await self._agent_of(chat_id)
+        owner = self._owners.get(chat_id, "")
         opening = await open_run(
             self.services,
-            self._config(agent),
+            self._config(agent, owner=owner),
             self.log_path,
             chat_id,
             items,
@@ -470,7 +472,7 @@ class RunManager(LoggingConfigurable):
             new=new,
             syncer=self._syncer.for_new_log(self.log_sync, self.log_sync_interval_ms),
             step_timeout_s=self.program_step_timeout_s,
-            owner=self._owners.get(chat_id, ""),
+            owner=owner,
         )
         try:
             self._launch(opening)

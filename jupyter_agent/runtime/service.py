@@ -157,47 +157,53 @@ class AgentService:
         """The environment credential references resolve in (the server's)."""
         return self.parts.environ
 
-    def effective_tiers(self) -> dict[str, dict[str, Any]]:
-        """The admin's tiers overlaid by the user's overrides."""
-        return self.tier_settings.effective()
+    def effective_tiers(self, *, owner: str) -> dict[str, dict[str, Any]]:
+        """The admin's tiers overlaid by ``owner``'s overrides."""
+        return self.tier_settings.effective(owner)
 
-    def status(self) -> dict[str, Any]:
-        """``GET agent/status``: ``{version, tiers, demo, history}``; each tier ``{provider,
-        model, ready, key_set, reason}``; ``history``: ``{pending, failing, last_error}`` of
-        the chunk summaries (:meth:`HistoryScheduler.status
-        <jupyter_agent.runtime.history_jobs.HistoryScheduler.status>`)."""
-        return {**self.tier_settings.status(), "history": self.parts.history.status()}
+    async def status(self, *, owner: str) -> dict[str, Any]:
+        """``GET agent/status`` for ``owner``: ``{version, tiers, demo, history}``; each tier
+        ``{provider, model, ready, key_set, reason}``; ``history``: ``{pending, failing,
+        last_error}`` of the chunk summaries (:meth:`HistoryScheduler.status
+        <jupyter_agent.runtime.history_jobs.HistoryScheduler.status>`). Reads the owner's
+        settings (the store, at most every few seconds) in a thread."""
+        tiers = await asyncio.to_thread(self.tier_settings.status, owner)
+        return {**tiers, "history": self.parts.history.status()}
 
-    def readiness_line(self) -> str:
-        """The one log line saying which tiers are ready and whether the demo runs."""
-        return self.tier_settings.readiness_line()
+    def readiness_line(self, *, owner: str) -> str:
+        """The one log line saying which of ``owner``'s tiers are ready, whether the demo
+        runs."""
+        return self.tier_settings.readiness_line(owner)
 
-    def is_demo(self) -> bool:
-        """True when codegen cannot run, so runs use the demo model."""
-        return bool(self.tier_settings.status()["demo"])
+    def is_demo(self, *, owner: str) -> bool:
+        """True when ``owner``'s codegen cannot run, so their runs use the demo model."""
+        return bool(self.tier_settings.status(owner)["demo"])
 
-    def settings(self) -> dict[str, Any]:
-        """``GET agent/settings``: the effective settings, readiness and key policy
-        (:meth:`TierSettings.settings`; references, never key values)."""
-        return self.tier_settings.settings(self.manager.ceilings)
+    async def settings(self, *, owner: str) -> dict[str, Any]:
+        """``GET agent/settings`` of ``owner``: the effective settings, readiness and key
+        policy (:meth:`TierSettings.settings`; references, never key values)."""
+        return await asyncio.to_thread(self.tier_settings.settings, owner, self.manager.ceilings)
 
-    async def update_settings(self, *, tiers: Mapping[str, Any]) -> dict[str, Any]:
-        """``PUT agent/settings``: check the tier changes ``{name: tier or None}`` against
-        the key policy (``SettingsError``), store them, answer the effective settings."""
+    async def update_settings(self, *, owner: str, tiers: Mapping[str, Any]) -> dict[str, Any]:
+        """``PUT agent/settings`` of ``owner``: check the tier changes ``{name: tier or
+        None}`` against the key policy (``SettingsError``), store them as ``owner``'s (no
+        other owner's tiers change), answer the effective settings."""
         changes = self.tier_settings.validate(tiers)
-        await asyncio.to_thread(self.user_settings.update, changes)
-        return self.settings()
+        await asyncio.to_thread(self.user_settings.update, owner, changes)
+        return await self.settings(owner=owner)
 
-    def run_config(self, agent: str = DEFAULT_AGENT) -> RunConfig:
-        """The snapshot a run of ``agent`` starts with (:meth:`Parts.run_config`)."""
-        return self.parts.run_config(agent)
+    def run_config(self, agent: str = DEFAULT_AGENT, *, owner: str) -> RunConfig:
+        """The snapshot a run of ``agent`` for ``owner`` starts with
+        (:meth:`Parts.run_config`)."""
+        return self.parts.run_config(agent, owner=owner)
 
     # --- agents ----------------------------------------------------------------------------
 
-    async def agents(self) -> dict[str, Any]:
+    async def agents(self, *, owner: str) -> dict[str, Any]:
         """``GET agent/agents``: ``{agents: [{name, description, soul_fingerprint, tiers:
-        {tier: {provider, model}}, default}]}``, the default agent first."""
-        return {"agents": await asyncio.to_thread(self.parts.describe_agents)}
+        {tier: {provider, model}}, default}]}`` (``owner``'s tiers under each agent's), the
+        default agent first."""
+        return {"agents": await asyncio.to_thread(self.parts.describe_agents, owner)}
 
     # --- chats -----------------------------------------------------------------------------
 

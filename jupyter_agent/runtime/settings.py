@@ -2,9 +2,10 @@
 
 The admin configures ``JupyterAgent`` traits (trusted, never checked against the
 allow-lists). A person may override tiers from the browser (``PUT agent/settings``); those
-overrides are validated here and kept in ``{agent_dir}/settings.json`` (written atomically).
-The Jupyter data dir is per OS user (JupyterHub runs one server per user), so that file is
-the user's.
+overrides are validated here and kept per owner in the database (:class:`OwnerSettings`,
+table ``agent_settings``): one person's changes never change another's tiers, and they
+follow the person to any server on the same database. A ``{agent_dir}/settings.json`` kept
+before owners (issue 19) is imported once as the server's user's.
 
 The tier changes of ``PUT agent/settings`` (its body is ``{"tiers": {...}}``; the handler
 reads it)::
@@ -38,12 +39,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.exceptions import SettingsError
+from jupyter_agent.exceptions import AgentError, SettingsError
 from jupyter_agent.llm.embeddings import EMBED_TIER, embed_tier_problem
 from jupyter_agent.llm.tiers import DEFAULT_BASE_URLS
 from jupyter_agent.runtime.keypolicy import KeyPolicy, normalise_base_url
@@ -51,10 +54,10 @@ from jupyter_agent.runtime.keypolicy import KeyPolicy, normalise_base_url
 __all__ = [
     "KEYLESS_PROVIDERS",
     "PROVIDERS",
+    "OwnerSettings",
     "TIER_KEYS",
     "TIER_NAMES",
     "SettingsError",
-    "UserSettings",
     "effective_tiers",
     "normalise_base_url",
     "policy_reason",
@@ -177,58 +180,108 @@ def effective_tiers(
     return tiers
 
 
-class UserSettings:
-    """The user's tier overrides, kept as JSON in ``path`` (``{"tiers": {...}}``).
+class OwnerSettings:
+    """Each owner's tier overrides, kept in the store (``agent_settings``, one row per owner).
 
-    Reading a missing or unreadable file gives no overrides (logged); writes are atomic
-    (temp file, fsync, rename), so a crash never leaves half a file.
+    ``store`` is the :class:`~jupyter_agent.store.repo.Store` (duck-typed: ``owner_tiers``,
+    ``put_owner_tiers``, ``add_owner_tiers``). :meth:`tiers` is called on the event loop (at
+    each status and run start): it answers from a per-owner cache, read again from the store
+    at most every ``refresh_s`` (another server on one database may have changed them); a
+    failed read keeps the last value read (or no overrides), logged. :meth:`update` writes
+    the store: call it in a thread.
+
+    ``legacy_path``: the ``settings.json`` of a server from before owners (its overrides
+    are the server's user's, ``legacy_owner``). It is read once, the first time that owner's
+    settings are read, and stored as that owner's row unless the owner already has one; the
+    file itself is left as it was (a downgrade still finds it).
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._tiers: dict[str, dict[str, Any]] | None = None
+    def __init__(
+        self,
+        store: Any,
+        *,
+        legacy_path: Path | None = None,
+        legacy_owner: str = "",
+        refresh_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], str] | None = None,
+    ) -> None:
+        self.store = store
+        self.legacy_path = None if legacy_path is None else Path(legacy_path)
+        self.legacy_owner = legacy_owner
+        self.refresh_s = refresh_s
+        self._clock = clock
+        self._now = now or _utc_now
+        self._cache: dict[str, tuple[float, dict[str, dict[str, Any]]]] = {}
+        self._imported = self.legacy_path is None
+        self._lock = threading.Lock()
 
-    def tiers(self) -> dict[str, dict[str, Any]]:
-        """The stored overrides (a copy), read once then cached."""
-        if self._tiers is None:
-            self._tiers = self._load()
-        return {name: dict(tier) for name, tier in self._tiers.items()}
+    def tiers(self, owner: str) -> dict[str, dict[str, Any]]:
+        """``owner``'s overrides (copies; see the class docstring for when they are read)."""
+        cached = self._cache.get(owner)
+        if cached is None or self._clock() - cached[0] >= self.refresh_s:
+            cached = (self._clock(), self._read(owner, cached))
+            self._cache[owner] = cached
+        return {name: dict(tier) for name, tier in cached[1].items()}
 
-    def _load(self) -> dict[str, dict[str, Any]]:
+    def _read(
+        self, owner: str, cached: tuple[float, dict[str, dict[str, Any]]] | None
+    ) -> dict[str, dict[str, Any]]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            log.warning("jupyter-agent: ignoring unreadable settings %s: %s", self.path, exc)
-            return {}
-        tiers = data.get("tiers") if isinstance(data, dict) else None
-        if not isinstance(tiers, dict):
-            return {}
-        return {
-            str(k): dict(v) for k, v in tiers.items() if k in TIER_NAMES and isinstance(v, dict)
-        }
+            if owner == self.legacy_owner:
+                self._import_legacy()
+            stored = self.store.owner_tiers(owner)
+        except AgentError as exc:
+            log.warning("jupyter-agent: cannot read the settings of %r: %s", owner, exc)
+            return {} if cached is None else cached[1]
+        return _known_tiers(stored or {})
 
-    def update(self, changes: Mapping[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
-        """Apply validated changes (None removes an override), store them, return them."""
-        tiers = self.tiers()
+    def _import_legacy(self) -> None:
+        with self._lock:
+            if self._imported or self.legacy_path is None:
+                return
+            tiers = _read_legacy(self.legacy_path)
+            if tiers and self.store.add_owner_tiers(self.legacy_owner, tiers, now=self._now()):
+                log.info(
+                    "jupyter-agent: imported the tier overrides of %s into the database",
+                    self.legacy_path,
+                )
+            self._imported = True
+
+    def update(
+        self, owner: str, changes: Mapping[str, dict[str, Any] | None]
+    ) -> dict[str, dict[str, Any]]:
+        """Apply validated changes (None removes an override) to ``owner``'s overrides as
+        stored now, store them, return them. Blocking (the store): call it in a thread."""
+        if owner == self.legacy_owner:
+            self._import_legacy()
+        tiers = _known_tiers(self.store.owner_tiers(owner) or {})
         for name, tier in changes.items():
             if tier is None:
                 tiers.pop(name, None)
             else:
                 tiers[name] = dict(tier)
-        self._write({"tiers": tiers})
-        self._tiers = tiers
-        return self.tiers()
+        self.store.put_owner_tiers(owner, tiers, now=self._now())
+        self._cache[owner] = (self._clock(), tiers)
+        return self.tiers(owner)
 
-    def _write(self, data: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=1, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
+
+def _known_tiers(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(k): dict(v) for k, v in data.items() if k in TIER_NAMES and isinstance(v, Mapping)}
+
+
+def _read_legacy(path: Path) -> dict[str, dict[str, Any]]:
+    """The overrides of a ``settings.json`` from before owners (``{}``: none or unreadable)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("jupyter-agent: ignoring unreadable settings %s: %s", path, exc)
+        return {}
+    tiers = data.get("tiers") if isinstance(data, dict) else None
+    return _known_tiers(tiers) if isinstance(tiers, dict) else {}
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat()

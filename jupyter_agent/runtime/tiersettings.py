@@ -13,7 +13,7 @@ from typing import Any
 from jupyter_agent.runtime.keypolicy import KeyPolicy
 from jupyter_agent.runtime.readiness import build_status, readiness_line
 from jupyter_agent.runtime.settings import (
-    UserSettings,
+    OwnerSettings,
     effective_tiers,
     policy_reason,
     validate_tiers,
@@ -27,8 +27,9 @@ _READINESS_KEYS = ("ready", "key_set", "reason")
 class TierSettings:
     """The effective tiers of one server and what the browser may change.
 
-    ``admin_tiers`` and ``policy`` come from the admin (trusted); ``user`` holds the
-    person's overrides; ``environ`` gives the environment key references resolve in.
+    ``admin_tiers`` and ``policy`` come from the admin (trusted); ``user`` holds each
+    owner's overrides (every method answers for one ``owner``: ``""`` is the server's one
+    user in single-user mode); ``environ`` gives the environment key references resolve in.
     """
 
     def __init__(
@@ -36,7 +37,7 @@ class TierSettings:
         *,
         admin_tiers: Mapping[str, Mapping[str, Any]],
         policy: KeyPolicy,
-        user: UserSettings,
+        user: OwnerSettings,
         environ: Callable[[], Mapping[str, str]],
         version: str,
     ) -> None:
@@ -46,49 +47,52 @@ class TierSettings:
         self._environ = environ
         self.version = version
 
-    def effective(self) -> dict[str, dict[str, Any]]:
-        """The admin's tiers overlaid by the user's overrides (copies)."""
-        return effective_tiers(self.admin_tiers, self.user.tiers())
+    def effective(self, owner: str) -> dict[str, dict[str, Any]]:
+        """The admin's tiers overlaid by ``owner``'s overrides (copies)."""
+        return effective_tiers(self.admin_tiers, self.user.tiers(owner))
 
-    def refused_overrides(self) -> dict[str, str]:
+    def refused_overrides(self, owner: str) -> dict[str, str]:
         """The user's stored tiers the key policy does not allow (any more), with why.
 
         Such a tier (stored before the admin changed ``key_bindings``) is reported not
         ready and left out of runs, so its key never goes to a URL it is not bound to.
         """
         refused: dict[str, str] = {}
-        for name, tier in self.user.tiers().items():
+        for name, tier in self.user.tiers(owner).items():
             reason = policy_reason(tier, self.policy)
             if reason is not None:
                 refused[name] = reason
         return refused
 
-    def status(self) -> dict[str, Any]:
+    def status(self, owner: str) -> dict[str, Any]:
         """``GET agent/status``: ``{version, tiers: {name: {provider, model, ready,
-        key_set, reason}}, demo}`` of the effective tiers."""
+        key_set, reason}}, demo}`` of ``owner``'s effective tiers."""
         return build_status(
-            self.effective(), self._environ(), self.version, refused=self.refused_overrides()
+            self.effective(owner),
+            self._environ(),
+            self.version,
+            refused=self.refused_overrides(owner),
         )
 
-    def readiness_line(self) -> str:
+    def readiness_line(self, owner: str) -> str:
         """The one log line saying which tiers are ready and whether the demo runs."""
-        return readiness_line(self.status())
+        return readiness_line(self.status(owner))
 
-    def settings(self, ceilings: Mapping[str, Any]) -> dict[str, Any]:
+    def settings(self, owner: str, ceilings: Mapping[str, Any]) -> dict[str, Any]:
         """``GET agent/settings`` (references and URLs, never key values).
 
         ``{tiers, overridden, readiness: {name: {ready, key_set, reason}}, demo, ceilings}``
         and the key policy (:meth:`KeyPolicy.to_json`): ``allowed_key_refs``,
         ``allowed_base_urls``, ``key_bindings``, ``allow_loopback_base_urls``.
         """
-        status = self.status()
+        status = self.status(owner)
         readiness = {
             name: {key: tier[key] for key in _READINESS_KEYS}
             for name, tier in status["tiers"].items()
         }
         return {
-            "tiers": self.effective(),
-            "overridden": sorted(self.user.tiers()),
+            "tiers": self.effective(owner),
+            "overridden": sorted(self.user.tiers(owner)),
             **self.policy.to_json(),
             "readiness": readiness,
             "demo": bool(status["demo"]),
@@ -100,12 +104,13 @@ class TierSettings:
         :class:`~jupyter_agent.exceptions.SettingsError`)."""
         return validate_tiers(tiers, policy=self.policy)
 
-    def ready_tiers(self) -> tuple[dict[str, dict[str, Any]], bool]:
-        """The effective tiers that are ready, and whether codegen is not (the demo runs)."""
-        status = self.status()
+    def ready_tiers(self, owner: str) -> tuple[dict[str, dict[str, Any]], bool]:
+        """``owner``'s effective tiers that are ready, and whether codegen is not (the demo
+        runs)."""
+        status = self.status(owner)
         tiers = {
             name: tier
-            for name, tier in self.effective().items()
+            for name, tier in self.effective(owner).items()
             if status["tiers"].get(name, {}).get("ready")
         }
         return tiers, bool(status["demo"])

@@ -51,6 +51,7 @@ from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_c
 from jupyter_agent.server.gateway_channels import gateway_kernels
 from jupyter_agent.server.handlers import default_handlers
 from jupyter_agent.server.mcp_endpoint import McpEndpoint
+from jupyter_agent.server.owners import owners_mode
 from jupyter_agent.store.repo import Store
 
 __all__ = ["DEFAULT_TIERS", "JupyterAgent"]
@@ -378,23 +379,13 @@ class JupyterAgent(ExtensionApp):
     mcp_endpoint: McpEndpoint | None = None
     """``agent/mcp`` (issue 18): started and stopped with the extension."""
 
-    def status(self, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """The answer of ``GET agent/status`` for the server's environment (no key values).
-
-        The effective tiers: the admin's, overlaid by the user's settings (those the key
-        policy refuses are not ready).
-        """
+    async def status(self, *, owner: str) -> dict[str, Any]:
+        """The answer of ``GET agent/status`` for ``owner`` (no key values): the admin's
+        tiers overlaid by the owner's settings (those the key policy refuses are not
+        ready); the admin's alone when the service could not be built."""
         if self.service is None:
-            env = os.environ if environ is None else environ
-            return build_status(self.tiers, env, __version__)
-        if environ is None:
-            return self.service.status()
-        return build_status(
-            self.service.effective_tiers(),
-            environ,
-            __version__,
-            refused=self.service.tier_settings.refused_overrides(),
-        )
+            return build_status(self.tiers, os.environ, __version__)
+        return await self.service.status(owner=owner)
 
     def key_policy(self) -> tuple[KeyPolicy, list[str]]:
         """The key policy of the traits, and the warnings to log about them."""
@@ -421,7 +412,17 @@ class JupyterAgent(ExtensionApp):
             agents={str(name): entry for name, entry in self.agents.items()},
             approval=str(self.approval),
             mcp_servers={str(name): entry for name, entry in self.mcp_servers.items()},
+            server_owner=self.server_owner(),
         )
+
+    def server_owner(self) -> str:
+        """The owner of the server's own user: ``""`` in single-user mode, else the Hub
+        user the server was spawned for (``JUPYTERHUB_USER``; ``""`` outside a Hub)."""
+        serverapp = getattr(self, "serverapp", None)
+        provider = getattr(serverapp, "identity_provider", None)
+        if owners_mode(str(self.owners), provider) == "single":
+            return ""
+        return os.environ.get("JUPYTERHUB_USER", "")
 
     def parts_config(self) -> tuple[Config, list[str]]:
         """The config the parts read (the app's, with the old names copied to the new

@@ -62,9 +62,10 @@ class StatusHandler(AgentHandler):
 
     @web.authenticated
     @authorized
-    def get(self) -> None:
-        """Answer the server's version, its tiers' readiness and whether it runs the demo."""
-        self.finish_json(self.agent.status())
+    async def get(self) -> None:
+        """Answer the server's version, the owner's tiers' readiness and whether they run
+        the demo."""
+        self.finish_json(await self.agent.status(owner=self.owner))
 
 
 class SettingsHandler(AgentHandler):
@@ -76,7 +77,7 @@ class SettingsHandler(AgentHandler):
         """Answer ``{tiers, overridden, readiness, allowed_key_refs, allowed_base_urls,
         key_bindings, allow_loopback_base_urls, demo, ceilings}``."""
         service = await self.service()
-        self.finish_json(service.settings())
+        self.finish_json(await service.settings(owner=self.owner))
 
     @web.authenticated
     @authorized_execute
@@ -89,7 +90,7 @@ class SettingsHandler(AgentHandler):
         )
         tiers = parse.mapping(body, "tiers", reason="bad_settings")
         service = await self.service()
-        self.finish_json(await service.update_settings(tiers=tiers))
+        self.finish_json(await service.update_settings(owner=self.owner, tiers=tiers))
 
 
 class AgentsHandler(AgentHandler):
@@ -101,7 +102,7 @@ class AgentsHandler(AgentHandler):
         """Answer ``{agents: [{name, description, soul_fingerprint, tiers: {tier: {provider,
         model}}, default}]}``, the default agent first."""
         service = await self.service()
-        self.finish_json(await service.agents())
+        self.finish_json(await service.agents(owner=self.owner))
 
 
 _ID = r"(?P<{}>[^/]+)"

@@ -83,7 +83,8 @@ class McpEndpoint:
             self._cells = CellService(
                 service.manager.services.pool,
                 root_dir=service.root_dir,
-                run_config=service.run_config,
+                # digest options only (the ceilings): the same for every owner
+                run_config=lambda: service.run_config(owner=""),
             )
         return self._cells
 

@@ -85,6 +85,7 @@ from jupyter_agent.store.rows import (
     turn_values,
     valid,
 )
+from jupyter_agent.store.settings_store import SettingsMethods
 from jupyter_agent.store.tables import AgentMailRow, AgentRunRow, AgentTurnRow, ChatRow
 
 __all__ = ["MAX_PAGE", "Chat", "Store"]
@@ -123,7 +124,7 @@ _SQLITE_LOCKS: dict[str, threading.Lock] = {}
 _SQLITE_LOCKS_GUARD = threading.Lock()
 
 
-class Store(ChunkMethods, MemoryMethods, ProgramMethods, ProposalMethods):
+class Store(ChunkMethods, MemoryMethods, ProgramMethods, ProposalMethods, SettingsMethods):
     """The agent database at ``url`` (``sqlite:///path`` or ``postgresql://...``); its
     chunk methods are :class:`~.chunk_store.ChunkMethods`, its memory and recall methods
     :class:`~.memory_store.MemoryMethods`, its program methods (deployed versions,

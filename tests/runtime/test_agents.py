@@ -275,8 +275,8 @@ async def service(tmp_path: Path) -> AsyncIterator[AgentService]:
 
 
 async def test_run_config_of_an_agent(service: AgentService) -> None:
-    default = service.run_config()
-    reviewer = service.run_config("reviewer")
+    default = service.run_config(owner="")
+    reviewer = service.run_config("reviewer", owner="")
     assert (default.agent, reviewer.agent) == ("agent", "reviewer")
     assert default.spaces["agent_name"] == "agent"
     assert reviewer.spaces["agent_name"] == "reviewer"
@@ -288,13 +288,13 @@ async def test_run_config_of_an_agent(service: AgentService) -> None:
     assert reviewer.tiers["vision"]["model"] == default.tiers["vision"]["model"] == "user-vision"
     assert reviewer.tiers["classify"] == FAKE
     # An agent removed from the config since: the default agent answers.
-    assert service.run_config("gone").agent == "agent"
-    history = service.parts.history_config("reviewer")
+    assert service.run_config("gone", owner="").agent == "agent"
+    history = service.parts.history_config("reviewer", owner="")
     assert (history.agent, history.tiers["codegen"]["model"]) == ("reviewer", "reviewer-model")
 
 
 async def test_agents_list_and_chat_creation(service: AgentService) -> None:
-    listed = (await service.agents())["agents"]
+    listed = (await service.agents(owner=""))["agents"]
     assert [a["name"] for a in listed] == ["agent", "reviewer"]
     default, reviewer = listed
     assert (default["default"], reviewer["default"]) == (True, False)

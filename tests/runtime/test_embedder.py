@@ -72,7 +72,7 @@ class Tiers:
     def __init__(self, tier: dict[str, Any] | None) -> None:
         self.tier = tier
 
-    def __call__(self) -> dict[str, Any] | None:
+    def __call__(self, owner: str) -> dict[str, Any] | None:
         return self.tier
 
 
@@ -142,7 +142,7 @@ async def test_a_fact_in_other_words_is_found_with_the_embed_tier_and_not_withou
 async def test_recall_is_the_stores_own_without_an_embed_tier(store: Store) -> None:
     facts = [save(store, c, t) for c, t in FACTS]
     embedder = embedder_for(store, Tiers(None))
-    assert not embedder.enabled
+    assert not embedder.enabled("")
     await embedder.on_saved(facts[0])
     embedder.kick()
     await embedder.drain()

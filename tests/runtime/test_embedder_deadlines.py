@@ -82,7 +82,7 @@ async def test_a_slow_index_load_leaves_recall_lexical_until_it_is_done(
     ids = embedded(slow_store)
     slow_store.delay_s = 1.5  # far past the search's deadline
     embedder = embedder_for(slow_store, Tiers(tier_of(fake)), pgvector=False)
-    rank = hybrid_rank(embedder)
+    rank = hybrid_rank(embedder, "")
     embedder.kick()  # the server's start: the load begins now, in the background
     for _ in range(3):  # every search while it loads: lexical, in time, never cancelling it
         hits = await search(slow_store, intent(LEXICAL), rank=rank, timeout_s=DEADLINE_S, owner="")
@@ -95,7 +95,7 @@ async def test_a_slow_index_load_leaves_recall_lexical_until_it_is_done(
     await embedder.drain()
     assert index.loaded
     assert slow_store.reads == 1  # one load, never restarted by the cancelled searches
-    hits = await search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S)
+    hits = await search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
     assert [h.id for h in hits][:1] == [ids[0]]  # hybrid now: the fact in other words
     await embedder.transport.aclose()
 
@@ -123,7 +123,7 @@ async def test_a_slow_endpoint_under_the_search_deadline_is_not_a_tier_failure(
     caplog.set_level(logging.DEBUG)
     ids = embedded(slow_store)
     embedder = embedder_for(slow_store, Tiers(tier_of(fake)), pgvector=False)
-    rank = hybrid_rank(embedder)
+    rank = hybrid_rank(embedder, "")
     embedder.kick()
     await embedder.drain()  # the index is loaded
     fake.embed_delay_s = 1.0  # a hosted endpoint: slower than 0.6 x 250 ms
@@ -153,7 +153,7 @@ async def test_vectors_another_server_wrote_are_reloaded_in_the_background(
 ) -> None:
     ids = embedded(slow_store)
     embedder = embedder_for(slow_store, Tiers(tier_of(fake)), pgvector=False, reload_every_s=0.2)
-    rank = hybrid_rank(embedder)
+    rank = hybrid_rank(embedder, "")
     embedder.kick()
     await embedder.drain()
     assert slow_store.reads == 1

@@ -191,13 +191,13 @@ async def test_settings_refusals_are_settings_errors(service: AgentService) -> N
         ({"codegen": {**good, "api_key": "k"}}, "api_key_ref"),
         ({"codegen": {**good, "base_url": "https://evil.example"}}, "evil.example"),
     ):
-        error = await _refusal(service.update_settings(tiers=tiers))
+        error = await _refusal(service.update_settings(owner="", tiers=tiers))
         _refused(error, SettingsError, "bad_settings", word)
         assert isinstance(error, BadRequest)
-    assert not (service.data_dir / "settings.json").exists()
-    settings = await service.update_settings(tiers={"codegen": good})
+    assert service.store.owner_tiers("") is None
+    settings = await service.update_settings(owner="", tiers={"codegen": good})
     assert settings["overridden"] == ["codegen"]
-    settings = await service.update_settings(tiers={"codegen": None})
+    settings = await service.update_settings(owner="", tiers={"codegen": None})
     assert settings["overridden"] == []
 
 

@@ -138,7 +138,7 @@ def test_new_name_through_server_config(
     ids=["recall"],
 )
 def test_recall_traits_reach_runs(agent_service: Any) -> None:
-    assert agent_service.run_config().recall == {
+    assert agent_service.run_config(owner="").recall == {
         "enabled": False,
         "k": 2,
         "budget_tokens": 800,
@@ -156,8 +156,8 @@ def test_run_ceilings_reach_settings_and_runs(fetch: Any, agent_service: Any) ->
     assert settings["ceilings"]["bash_enabled"] is False
     # The approval policy is the JupyterAgent trait (issue 17), joined by the run config.
     expected = {**agent_service.manager.ceilings, "approval": "writes"}
-    assert agent_service.run_config().ceilings == expected
-    assert agent_service.run_config().ceilings["max_cells"] == 9
+    assert agent_service.run_config(owner="").ceilings == expected
+    assert agent_service.run_config(owner="").ceilings["max_cells"] == 9
     # The log's sync policy is the server's, not a run's: never recorded as a ceiling.
     assert not {"log_sync", "log_sync_interval_ms"} & set(settings["ceilings"])
 

@@ -81,6 +81,8 @@ def test_the_demo_model_never_summarises(
 ) -> None:
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    assert agent_service.is_demo()
-    assert "codegen" in agent_service.run_config().tiers  # chat runs get the demo model
-    assert agent_service.parts.history_config().tiers == {}  # summaries wait for a real tier
+    assert agent_service.is_demo(owner="")
+    assert "codegen" in agent_service.run_config(owner="").tiers  # chat runs get the demo model
+    assert (
+        agent_service.parts.history_config(owner="").tiers == {}
+    )  # summaries wait for a real tier

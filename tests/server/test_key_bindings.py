@@ -77,7 +77,7 @@ def test_readiness_detail_per_tier(fetch: Any, keys: str) -> None:
 def test_tiers_that_are_not_ready_are_left_out_of_runs(
     fetch: Any, keys: str, agent_service: Any
 ) -> None:
-    tiers = agent_service.run_config().tiers
+    tiers = agent_service.run_config(owner="").tiers
     assert set(tiers) == {"codegen"}  # classify and vision fall back to codegen
 
 
@@ -114,7 +114,7 @@ def test_loopback_url_refused_when_the_trait_is_off(fetch: Any, agent_service: A
     assert error["reason"] == "bad_settings"
     assert "http://127.0.0.1:8000/v1" in error["message"]
     assert "allow_loopback_base_urls" in error["message"]
-    assert not Path(agent_service.user_settings.path).exists()
+    assert agent_service.store.owner_tiers("") is None
     _, settings = call(fetch, "agent", "settings")
     assert settings["allow_loopback_base_urls"] is False
 
@@ -208,7 +208,7 @@ def test_a_stored_tier_the_bindings_refuse_is_not_ready(
     assert "env:OPENAI_API_KEY" in codegen["reason"]
     assert status["demo"] is True
     # The run uses the demo, never the crossed tier.
-    assert agent_service.run_config().tiers["codegen"]["provider"] == "fake"
+    assert agent_service.run_config(owner="").tiers["codegen"]["provider"] == "fake"
 
 
 CANARY = "sk-canary-start-" + secrets.token_hex(8)

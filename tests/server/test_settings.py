@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import secrets
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,10 +21,6 @@ GOOD = {
     "model": "claude-sonnet-4-5",
     "api_key_ref": "env:ANTHROPIC_API_KEY",
 }
-
-
-def settings_file(service: Any) -> Path:
-    return Path(service.user_settings.path)
 
 
 @pytest.mark.parametrize("agent_config", [ADMIN])
@@ -72,8 +66,8 @@ def test_put_settings_overrides_and_reverts(
     assert settings["tiers"]["codegen"] == GOOD
     assert settings["overridden"] == ["codegen"]
     assert settings["demo"] is True  # the key is not set: the demo model runs
-    stored = json.loads(settings_file(agent_service).read_text())
-    assert stored == {"tiers": {"codegen": GOOD}}
+    # Stored as the server's one user's (owner ""), in the database.
+    assert agent_service.store.owner_tiers("") == {"codegen": GOOD}
     _, status = call(fetch, "agent", "status")
     assert status["tiers"]["codegen"]["model"] == "claude-sonnet-4-5"
     assert status["demo"] is True
@@ -98,7 +92,7 @@ def test_put_settings_overrides_and_reverts(
     )
     assert settings["tiers"] == ADMIN["tiers"]
     assert settings["overridden"] == []
-    assert agent_service.run_config().tiers["codegen"]["model"] == "m"
+    assert agent_service.run_config(owner="").tiers["codegen"]["model"] == "m"
 
 
 def bad_settings() -> list[tuple[Any, str]]:
@@ -147,7 +141,7 @@ def test_put_settings_refusals_store_nothing(fetch: Any, agent_service: Any) -> 
         assert error["reason"] == "bad_settings"
     refused(fetch, "agent", "settings", method="PUT", body=b"{nope", status=400)
     refused(fetch, "agent", "settings", method="PUT", body=b"[]", status=400)
-    assert not settings_file(agent_service).exists()
+    assert agent_service.store.owner_tiers("") is None
     _, settings = call(fetch, "agent", "settings")
     assert settings["overridden"] == []
 

@@ -1,0 +1,88 @@
+"""The Store's settings methods (issue 19): each owner's tier overrides.
+
+A mixin of :class:`~jupyter_agent.store.repo.Store`, like
+:class:`~jupyter_agent.store.program_store.ProgramMethods`.
+
+One ``agent_settings`` row per owner (migration v9): ``tiers`` is the JSON object
+``{tier name: tier}`` the person set from the browser (validated by
+:mod:`jupyter_agent.runtime.settings` before it is stored; references, never key values),
+``updated`` the ISO time of the last change. No row: the owner overrides nothing.
+:meth:`SettingsMethods.put_owner_tiers` replaces the whole object in one statement (an
+upsert), so two servers writing one owner's settings at once leave one of the two objects,
+never a mix.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Final
+
+from sqlalchemy import select as core_select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from jupyter_agent.exceptions import StoreError
+from jupyter_agent.store.tables import AgentSettingsRow
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+__all__ = ["SettingsMethods"]
+
+_SETTINGS: Final = AgentSettingsRow.metadata.tables["agent_settings"]
+
+
+class SettingsMethods:
+    """Each owner's tier overrides (see the module docstring)."""
+
+    if TYPE_CHECKING:
+        _sqlite: bool
+
+        def _read(self, what: str) -> AbstractContextManager[Session]: ...
+        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+
+    def owner_tiers(self, owner: str) -> dict[str, dict[str, Any]] | None:
+        """``owner``'s stored overrides ``{tier: tier}``, or None when it has no row.
+
+        A row whose JSON is not an object of objects reads as no overrides (``{}``): the
+        admin's tiers apply, and the next change from the browser replaces it.
+        """
+        query = core_select(_SETTINGS.c.tiers).where(_SETTINGS.c.owner == owner)
+        with self._read("cannot read the settings") as session:
+            found = session.connection().execute(query).scalar()
+        if found is None:
+            return None
+        try:
+            data = json.loads(found)
+        except ValueError:
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): dict(v) for k, v in data.items() if isinstance(v, dict)}
+
+    def put_owner_tiers(self, owner: str, tiers: dict[str, dict[str, Any]], *, now: str) -> None:
+        """Store ``tiers`` as ``owner``'s whole overrides (insert or replace)."""
+        if not isinstance(owner, str):
+            raise StoreError("settings owner must be a string")
+        values = {"owner": owner, "tiers": json.dumps(tiers, sort_keys=True), "updated": now}
+        dialect = sqlite if self._sqlite else postgresql
+        insert = dialect.insert(_SETTINGS).values(**values)
+        statement = insert.on_conflict_do_update(
+            index_elements=[_SETTINGS.c.owner],
+            set_={"tiers": insert.excluded.tiers, "updated": insert.excluded.updated},
+        )
+        with self._write("cannot store the settings") as session:
+            session.connection().execute(statement)
+
+    def add_owner_tiers(self, owner: str, tiers: dict[str, dict[str, Any]], *, now: str) -> bool:
+        """Store ``tiers`` for ``owner`` only if it has no row yet; True when stored.
+
+        The one-time import of a settings file kept before owners: a row written since
+        (by this or another server) is never overwritten by the file.
+        """
+        values = {"owner": owner, "tiers": json.dumps(tiers, sort_keys=True), "updated": now}
+        dialect = sqlite if self._sqlite else postgresql
+        statement = dialect.insert(_SETTINGS).values(**values).on_conflict_do_nothing()
+        with self._write("cannot store the settings") as session:
+            result = session.connection().execute(statement)
+        return bool(result.rowcount)
