@@ -67,14 +67,19 @@ def _tokens(usage: dict[str, Any] | None) -> str:
     return f"{usage.get('in', 0)}/{usage.get('out', 0)}"
 
 
-def render_ls(runs: list[dict[str, Any]], next_cursor: str | None = None) -> None:
-    """A table of run summaries (the ``runs`` of ``GET agent/runs``)."""
+def render_ls(
+    runs: list[dict[str, Any]], next_cursor: str | None = None, *, owners: bool = False
+) -> None:
+    """A table of run summaries (the ``runs`` of ``GET agent/runs``); ``owners``: with an
+    ``owner`` column (an admin's listing of other owners' runs; "" shows as ``-``)."""
     console = _console()
     if not runs:
         console.print("No runs.")
         return
     table = Table(show_edge=False, header_style="bold")
     table.add_column("run", no_wrap=True)  # whole: a person copies it into `trace show`
+    if owners:
+        table.add_column("owner", overflow="fold")
     for name in ("chat", "program", "agent", "status", "stop/end", "model", "calls"):
         table.add_column(name, overflow="fold")
     table.add_column("cells")
@@ -84,8 +89,11 @@ def render_ls(runs: list[dict[str, Any]], next_cursor: str | None = None) -> Non
     for run in runs:
         stop = run.get("stopReason") or "-"
         end = run.get("endCause") or "-"
+        first = [escape(str(run.get("run_id")))]
+        if owners:
+            first.append(escape(str(run.get("owner") or "-")))
         table.add_row(
-            escape(str(run.get("run_id"))),
+            *first,
             escape(str(run.get("chat_id"))),
             escape(run_program(run)),
             escape(str(run.get("agent") or "agent")),

@@ -176,11 +176,13 @@ def _local_turn(run_id: str | None, db_url: str | None) -> Any:
 @_guarded
 def _trace_ls(args: argparse.Namespace) -> int:
     with _client(args) as client:
-        page = client.runs(program=args.program, limit=args.limit)
+        page = client.runs(
+            program=args.program, limit=args.limit, before=args.before, owner=args.owner
+        )
     if args.json:
         _print_json(page)
     else:
-        render_ls(page.get("runs") or [], page.get("next"))
+        render_ls(page.get("runs") or [], page.get("next"), owners=args.owner is not None)
     return 0
 
 
@@ -393,7 +395,19 @@ def add_trace(subparsers: Subparsers) -> None:
         help="only runs of this program: a name (every version: toolcaller) or one version "
         "(toolcaller@v1)",
     )
+    ls.add_argument(
+        "--owner",
+        default=None,
+        metavar="NAME",
+        help="an admin only: NAME's runs, or '*' for every owner's (default: your own)",
+    )
     ls.add_argument("--limit", type=int, default=None, help="at most N runs")
+    ls.add_argument(
+        "--before",
+        default=None,
+        metavar="CURSOR",
+        help="the next page: the cursor a listing ended with",
+    )
     ls.add_argument("--json", action="store_true", help="print the JSON answer")
     ls.set_defaults(handler=_trace_ls)
 

@@ -28,6 +28,9 @@ Contracts:
   - 403 for a token without the permission the route needs: ``the server refused the
     request (403): User is not authorized to execute on resource: agent.`` (Jupyter's
     message; reason ``forbidden``);
+  - 403 the agent answered itself (reason ``not_admin``: another owner's runs listed by
+    a non-admin; ``no_identity``): ``the server refused the request (403): MESSAGE``
+    (the server's reason);
   - any other 403: ``the server refused the token (403)`` (reason ``forbidden``);
   - 404 without a JSON body (no agent route there): ``not found: PATH (is the agent
     extension enabled?)`` (reason ``no_route``);
@@ -53,6 +56,9 @@ import httpx
 from jupyter_agent.exceptions import ClientError
 
 __all__ = ["AgentClient", "ClientError"]
+
+#: 403 reasons of the agent's own (the person is known; the action is not theirs).
+_AGENT_REFUSALS = frozenset({"not_admin", "no_identity"})
 
 
 def _seg(value: str) -> str:
@@ -160,7 +166,8 @@ class AgentClient:
             if isinstance(data.get("reason"), str):
                 reason = data["reason"]
         if status == 403:
-            return self._refused(message)
+            agent_reason = reason if isinstance(data, dict) and "reason" in data else None
+            return self._refused(message, agent_reason)
         if status == 404 and data is None:
             path = response.request.url.path
             return self._failure(
@@ -168,8 +175,13 @@ class AgentClient:
             )
         return self._failure(status, message, reason)
 
-    def _refused(self, message: str) -> ClientError:
-        """The 403 error: no token, a token without the permission, or a refused token."""
+    def _refused(self, message: str, agent_reason: str | None = None) -> ClientError:
+        """The 403 error: no token, a token without the permission, the agent's own
+        refusal (``agent_reason``: ``not_admin``, ``no_identity``), or a refused token."""
+        if agent_reason in _AGENT_REFUSALS:
+            return self._failure(
+                403, f"the server refused the request (403): {message}", agent_reason
+            )
         if not self._token:
             needs = f"no token was given, and the server at {self._shown} needs one (403)"
             return self._failure(403, needs, "no_token")
@@ -272,10 +284,15 @@ class AgentClient:
     # --- runs --------------------------------------------------------------------------
 
     def runs(
-        self, program: str | None = None, limit: int | None = None, before: str | None = None
+        self,
+        program: str | None = None,
+        limit: int | None = None,
+        before: str | None = None,
+        owner: str | None = None,
     ) -> dict[str, Any]:
-        """``GET agent/runs``: ``{runs: [summary], next}``, newest first."""
-        params = {"program": program, "limit": limit, "before": before}
+        """``GET agent/runs``: ``{runs: [summary], next}``, newest first; ``owner`` (an
+        admin's): that owner's runs, ``*`` every owner's (else the caller's own)."""
+        params = {"program": program, "limit": limit, "before": before, "owner": owner}
         return dict(self._json("GET", "agent/runs", params=params))
 
     def run(self, run_id: str, full: bool = False) -> dict[str, Any]:

@@ -512,6 +512,8 @@ class AgentService:
             return {"path": target, "created": True}
         chat_id = (nb.get("metadata", {}).get("jupyter_agent") or {}).get("chat_id")
         chat = await asyncio.to_thread(self.store.get_chat, str(chat_id)) if chat_id else None
+        if chat is not None and chat.owner != owner:  # never another owner's title
+            chat = None
         turns = await asyncio.to_thread(self.store.list_turns, chat.id) if chat else []
         number = next((k for k, t in enumerate(turns, 1) if t.run_id == run_id), None)
         stem = trace_stem(chat.title if chat else "", run_id, number)

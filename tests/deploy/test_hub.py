@@ -148,7 +148,6 @@ def test_each_user_chats_with_the_agent_through_the_hub(hub_pair: HubPair) -> No
         assert types[-1] == "run_end", types
 
 
-@pytest.mark.skip(reason="issue 19 in progress: needs the owners work (not merged yet)")
 def test_runs_record_the_hub_user_as_owner(hub_pair: HubPair) -> None:
     """The owner of a chat and of its run is the Hub user who made them (spec A.3, A.6)."""
     chat_id, run_id = chat_and_run(hub_pair.alice, "whose is this?")
@@ -163,6 +162,26 @@ def test_runs_record_the_hub_user_as_owner(hub_pair: HubPair) -> None:
     assert db_rows(hub_pair.db_url, "SELECT owner FROM agent_runs WHERE run_id = %s", run_id) == [
         ("alice",)
     ]
+
+
+def test_a_users_tier_change_is_theirs_alone(hub_pair: HubPair) -> None:
+    """alice's tier change on her server is stored under her name in the shared database;
+    bob's server keeps the admin's tiers for him, and alice's is back on a revert."""
+    with client(hub_pair.alice) as a, client(hub_pair.bob) as b:
+        admin = a.settings()["tiers"]["codegen"]
+        mine = {**admin, "model": "claude-haiku-4-5"}
+        try:
+            changed = a.put_settings({"tiers": {"codegen": mine}})
+            assert changed["tiers"]["codegen"]["model"] == "claude-haiku-4-5"
+            assert b.settings()["tiers"]["codegen"] == admin
+            assert b.settings()["overridden"] == []
+            assert b.status()["tiers"]["codegen"]["model"] == admin["model"]
+            assert a.status()["tiers"]["codegen"]["model"] == "claude-haiku-4-5"
+            rows = db_rows(hub_pair.db_url, "SELECT owner FROM agent_settings ORDER BY owner")
+            assert rows == [("alice",)]
+        finally:
+            a.put_settings({"tiers": {"codegen": None}})
+        assert a.settings()["tiers"]["codegen"] == admin
 
 
 def missing_like(real_id: str) -> str:
@@ -184,7 +203,6 @@ def refused_404(call: Any, real_id: str, missing: Any) -> None:
     assert got.value.message.replace(real_id, "ID") == baseline.value.message.replace(fake_id, "ID")
 
 
-@pytest.mark.skip(reason="issue 19 in progress: needs the owners work (not merged yet)")
 def test_bob_gets_404_for_alices_objects(hub_pair: HubPair) -> None:
     """On his own server (same database) bob cannot see, use or export alice's objects."""
     chat_id, run_id = chat_and_run(hub_pair.alice, "alice's secret analysis")
@@ -266,7 +284,6 @@ def test_bobs_token_on_alices_url_is_refused_by_the_hub(hub_pair: HubPair) -> No
 VALUES = Path(__file__).resolve().parents[2] / "examples/zero-to-jupyterhub/values.yaml"
 
 
-@pytest.mark.skip(reason="issue 19 in progress: needs the owners work (not merged yet)")
 def test_the_zero_to_jupyterhub_config_is_the_agents(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

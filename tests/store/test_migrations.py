@@ -153,6 +153,15 @@ def test_v1_database_upgrades_in_place(db_url: str, raw: Engine) -> None:
         assert run.end_cause == "ceiling:cells"  # backfilled from the turn's record
         assert run.stop_reason == "wrapup"
         assert (run.programs, run.agent) == ((), "agent")  # v6 defaults
+        # v9: rows from before owners are the server's one user's (owner "").
+        assert (chat.owner, run.owner) == ("", "")
+        assert [c.id for c in store.list_chats(owner="")] == ["chat_01A"]
+        assert store.list_chats(owner="alice") == []
+        assert [r.run_id for r in store.list_runs(owner="")[0]] == [turn.run_id]
+        assert store.list_runs(owner="alice")[0] == []
+        assert store.owner_tiers("") is None  # agent_settings: empty
+        store.put_owner_tiers("alice", {"codegen": {"provider": "fake", "model": "m"}}, now="t")
+        assert store.owner_tiers("alice") == {"codegen": {"provider": "fake", "model": "m"}}
         # The upgraded database works like a fresh one.
         store.append_turn(make_turn(2))
         assert [t.id for t in store.list_turns("chat_01A")] == [turn.id, "turn_000002"]

@@ -1,0 +1,131 @@
+"""OwnerSettings (issue 19): each owner's overrides in a real store, the one-time import of
+an old ``settings.json``, the refresh from the store, and a store that fails."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_agent.exceptions import StoreUnavailable
+from jupyter_agent.runtime.settings import OwnerSettings
+from jupyter_agent.store.repo import Store
+
+TIER = {"provider": "fake", "model": "m1", "base_url": "http://127.0.0.1:9"}
+OTHER = {"provider": "fake", "model": "m2", "base_url": "http://127.0.0.1:9"}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store(f"sqlite:///{tmp_path / 'agent.sqlite'}")
+    yield opened
+    opened.close()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def legacy(tmp_path: Path, tiers: Any) -> Path:
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"tiers": tiers}), encoding="utf-8")
+    return path
+
+
+def test_owners_are_apart(store: Store) -> None:
+    settings = OwnerSettings(store)
+    assert settings.update("alice", {"codegen": TIER}) == {"codegen": TIER}
+    assert settings.tiers("bob") == {}
+    assert settings.update("bob", {"classify": OTHER}) == {"classify": OTHER}
+    assert settings.tiers("alice") == {"codegen": TIER}
+    assert settings.update("alice", {"codegen": None}) == {}
+    assert store.owner_tiers("alice") == {}
+    assert store.owner_tiers("bob") == {"classify": OTHER}
+    # A second server on the same database reads what the first stored.
+    assert OwnerSettings(store).tiers("bob") == {"classify": OTHER}
+
+
+def test_the_old_file_is_imported_once_as_the_servers_user(store: Store, tmp_path: Path) -> None:
+    path = legacy(tmp_path, {"codegen": TIER, "planner": OTHER})  # planner: not a tier
+    settings = OwnerSettings(store, legacy_path=path, legacy_owner="alice")
+    assert settings.tiers("bob") == {}  # another owner: no import
+    assert store.owner_tiers("alice") is None
+    assert settings.tiers("alice") == {"codegen": TIER}
+    assert store.owner_tiers("alice") == {"codegen": TIER}
+    settings.update("alice", {"codegen": None})
+    # A restart (a new OwnerSettings) finds her row: the file is never imported again.
+    again = OwnerSettings(store, legacy_path=path, legacy_owner="alice")
+    assert again.tiers("alice") == {}
+    assert path.exists()  # left as it was
+
+
+def test_an_update_before_any_read_imports_the_file_first(store: Store, tmp_path: Path) -> None:
+    path = legacy(tmp_path, {"codegen": TIER})
+    settings = OwnerSettings(store, legacy_path=path)
+    assert settings.update("", {"classify": OTHER}) == {"codegen": TIER, "classify": OTHER}
+
+
+def test_an_unreadable_file_imports_nothing(store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text("{not json", encoding="utf-8")
+    settings = OwnerSettings(store, legacy_path=path)
+    assert settings.tiers("") == {}
+    assert store.owner_tiers("") is None
+
+
+def test_changes_from_another_server_show_after_the_refresh(store: Store) -> None:
+    clock = Clock()
+    settings = OwnerSettings(store, refresh_s=10.0, clock=clock)
+    assert settings.tiers("alice") == {}
+    OwnerSettings(store).update("alice", {"codegen": TIER})  # the other server
+    clock.t = 9.0
+    assert settings.tiers("alice") == {}  # cached
+    clock.t = 10.0
+    assert settings.tiers("alice") == {"codegen": TIER}
+
+
+class FailingStore:
+    """A store whose reads fail once ``down`` is set."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner, self.down = inner, False
+
+    def owner_tiers(self, owner: str) -> Any:
+        if self.down:
+            raise StoreUnavailable("the database is down")
+        return self.inner.owner_tiers(owner)
+
+    def put_owner_tiers(self, owner: str, tiers: Any, *, now: str) -> None:
+        self.inner.put_owner_tiers(owner, tiers, now=now)
+
+    def add_owner_tiers(self, owner: str, tiers: Any, *, now: str) -> bool:
+        return self.inner.add_owner_tiers(owner, tiers, now=now)
+
+
+def test_a_failed_read_keeps_the_last_value(store: Store, caplog: Any) -> None:
+    clock = Clock()
+    failing = FailingStore(store)
+    settings = OwnerSettings(failing, refresh_s=1.0, clock=clock)
+    settings.update("alice", {"codegen": TIER})
+    failing.down = True
+    clock.t = 5.0
+    assert settings.tiers("alice") == {"codegen": TIER}
+    assert settings.tiers("bob") == {}  # never read: no overrides
+    assert "cannot read the settings" in caplog.text
+    with pytest.raises(StoreUnavailable):
+        settings.update("alice", {"codegen": None})  # a change is refused, not lost
+
+
+def test_a_racing_import_never_overwrites_a_stored_row(store: Store) -> None:
+    assert store.add_owner_tiers("", {"codegen": TIER}, now="t1") is True
+    assert store.add_owner_tiers("", {"codegen": OTHER}, now="t2") is False
+    assert store.owner_tiers("") == {"codegen": TIER}
+    store.put_owner_tiers("", {"codegen": OTHER}, now="t3")
+    assert store.owner_tiers("") == {"codegen": OTHER}
