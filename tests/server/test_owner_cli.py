@@ -69,7 +69,9 @@ def test_trace_ls_owner_lists_another_owners_runs_for_an_admin_only(
     assert {(r["run_id"], r["owner"]) for r in runs} == {(run_id, "alice")}
     assert _cli(spin, ["trace", "ls", "--owner", "alice", *server("carol")]) == 0
     table = capsys.readouterr().out
-    assert run_id in table and "owner" in table and "alice" in table
+    assert run_id in table
+    assert "owner" in table
+    assert "alice" in table
     # carol's own runs (none): the default.
     assert _cli(spin, ["trace", "ls", "--json", *server("carol")]) == 0
     assert json.loads(capsys.readouterr().out)["runs"] == []
