@@ -358,7 +358,9 @@ class Parts:
             self.server_log.info("jupyter-agent: MCP servers: %s", names)
         if len(self.agents) > 1:
             self.server_log.info("jupyter-agent: agents: %s", ", ".join(self.agents.names()))
-        # Once, in the server's log: which tiers are ready, whether the demo runs.
+        # The server's user's settings (a first read blocks), then once, in the server's
+        # log: which of its tiers are ready, whether the demo runs.
+        await asyncio.to_thread(self.user_settings.warm, self.admin.server_owner)
         self.server_log.info("%s", self.tier_settings.readiness_line(self.admin.server_owner))
         if not self._pool_started:
             await self.pool.start()

@@ -353,6 +353,8 @@ class AgentService:
         if control is None and not text.strip():
             raise BadRequest("the message has no text", reason="empty_message")
         chat = await self._chat(chat_id, owner)
+        # The run starts on the loop with the owner's tiers: never a first read there.
+        await asyncio.to_thread(self.user_settings.warm, owner)
         files = [await self.contents.read_attachment(p) for p in attachments]
         answer: dict[str, Any] = {"run_id": None, "routed": "none"}
         if control is not None:

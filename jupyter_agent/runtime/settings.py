@@ -185,10 +185,10 @@ class OwnerSettings:
 
     ``store`` is the :class:`~jupyter_agent.store.repo.Store` (duck-typed: ``owner_tiers``,
     ``put_owner_tiers``, ``add_owner_tiers``). :meth:`tiers` is called on the event loop (at
-    each status and run start): it answers from a per-owner cache, read again from the store
-    at most every ``refresh_s`` (another server on one database may have changed them); a
-    failed read keeps the last value read (or no overrides), logged. :meth:`update` writes
-    the store: call it in a thread.
+    each run start) and in threads: it answers from a per-owner cache, refreshed from the
+    store in the background once older than ``refresh_s`` (another server on one database
+    may have changed them); a failed read keeps the last value read (or no overrides),
+    logged. :meth:`update` writes the store: call it in a thread.
 
     ``legacy_path``: the ``settings.json`` of a server from before owners (its overrides
     are the server's user's, ``legacy_owner``). It is read once, the first time that owner's
@@ -215,14 +215,50 @@ class OwnerSettings:
         self._cache: dict[str, tuple[float, dict[str, dict[str, Any]]]] = {}
         self._imported = self.legacy_path is None
         self._lock = threading.Lock()
+        self._import_lock = threading.Lock()
+        self._versions: dict[str, int] = {}  # owner -> updates made here (refresh guard)
+        self._refreshing: set[str] = set()
 
     def tiers(self, owner: str) -> dict[str, dict[str, Any]]:
-        """``owner``'s overrides (copies; see the class docstring for when they are read)."""
+        """``owner``'s overrides (copies). Read from the store the first time (blocking);
+        after that answered from the cache at once, a read older than ``refresh_s``
+        refreshing it in a background thread (so a slow database never slows a status
+        or a run start)."""
         cached = self._cache.get(owner)
-        if cached is None or self._clock() - cached[0] >= self.refresh_s:
-            cached = (self._clock(), self._read(owner, cached))
-            self._cache[owner] = cached
+        if cached is None:
+            cached = self._load(owner)
+        elif self._clock() - cached[0] >= self.refresh_s:
+            self._refresh_later(owner)
         return {name: dict(tier) for name, tier in cached[1].items()}
+
+    def warm(self, owner: str) -> None:
+        """Read ``owner``'s overrides into the cache unless they are there (blocking: call
+        it in a thread), so a later :meth:`tiers` on the event loop never waits."""
+        if owner not in self._cache:
+            self._load(owner)
+
+    def _load(self, owner: str) -> tuple[float, dict[str, dict[str, Any]]]:
+        version = self._versions.get(owner, 0)
+        read = (self._clock(), self._read(owner, self._cache.get(owner)))
+        with self._lock:
+            if self._versions.get(owner, 0) == version:  # no update meanwhile
+                self._cache[owner] = read
+            return self._cache.get(owner, read)
+
+    def _refresh_later(self, owner: str) -> None:
+        with self._lock:
+            if owner in self._refreshing:
+                return
+            self._refreshing.add(owner)
+
+        def refresh() -> None:
+            try:
+                self._load(owner)
+            finally:
+                with self._lock:
+                    self._refreshing.discard(owner)
+
+        threading.Thread(target=refresh, name="jupyter-agent-settings", daemon=True).start()
 
     def _read(
         self, owner: str, cached: tuple[float, dict[str, dict[str, Any]]] | None
@@ -237,7 +273,7 @@ class OwnerSettings:
         return _known_tiers(stored or {})
 
     def _import_legacy(self) -> None:
-        with self._lock:
+        with self._import_lock:
             if self._imported or self.legacy_path is None:
                 return
             tiers = _read_legacy(self.legacy_path)
@@ -262,7 +298,9 @@ class OwnerSettings:
             else:
                 tiers[name] = dict(tier)
         self.store.put_owner_tiers(owner, tiers, now=self._now())
-        self._cache[owner] = (self._clock(), tiers)
+        with self._lock:
+            self._versions[owner] = self._versions.get(owner, 0) + 1
+            self._cache[owner] = (self._clock(), tiers)
         return self.tiers(owner)
 
 

@@ -6,7 +6,8 @@
   developer's machine, a failure when ``CI=true`` (CI must not go green by skipping).
 - The autouse ``no_process_left`` fixture fails a test that leaves a process of its own
   behind (a server, a kernel, a proxy): deploy tests start real processes and must stop
-  every one of them.
+  every one of them. What a module's own gateway or Hub (there before the test) starts is
+  theirs, and their fixtures check it when they stop.
 """
 
 from __future__ import annotations
@@ -47,12 +48,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.deploy)
 
 
-def descendants(pid: int | None = None) -> set[int]:
-    """Live descendants of ``pid`` (this process by default), read from ``/proc``.
-
-    Zombies count as gone (they are only waiting for their parent to reap them).
-    """
-    root = os.getpid() if pid is None else pid
+def _parents() -> dict[int, int]:
+    """``{pid: parent pid}`` of the live processes (zombies left out), from ``/proc``."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -66,6 +63,16 @@ def descendants(pid: int | None = None) -> set[int]:
         if len(fields) < 2 or fields[0] == "Z":
             continue
         parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def descendants(pid: int | None = None) -> set[int]:
+    """Live descendants of ``pid`` (this process by default), read from ``/proc``.
+
+    Zombies count as gone (they are only waiting for their parent to reap them).
+    """
+    root = os.getpid() if pid is None else pid
+    parents = _parents()
     found: set[int] = set()
     frontier = {root}
     while frontier:
@@ -81,6 +88,21 @@ def _command(pid: int) -> str:
         return "?"
 
 
+def _started_by_the_test(before: set[int]) -> set[int]:
+    """The live descendants not there ``before`` and not under one that was: a kernel a
+    module's gateway or Hub (started before the test) started is theirs to stop."""
+    parents = _parents()
+    me = os.getpid()
+    left: set[int] = set()
+    for pid in descendants() - before:
+        parent = parents.get(pid)
+        while parent is not None and parent != me and parent not in before:
+            parent = parents.get(parent)
+        if parent == me:
+            left.add(pid)
+    return left
+
+
 @pytest.fixture(autouse=True)
 def no_process_left() -> Iterator[None]:
     """Fail the test when a process it started outlives it (after a grace period)."""
@@ -90,10 +112,10 @@ def no_process_left() -> Iterator[None]:
     before = descendants()
     yield
     deadline = time.monotonic() + 20
-    left = descendants() - before
+    left = _started_by_the_test(before)
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
-        left = descendants() - before
+        left = _started_by_the_test(before)
     if left:
         names = {pid: _command(pid) for pid in left}
         for pid in left:  # do not let them spoil the next test

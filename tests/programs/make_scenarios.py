@@ -92,7 +92,7 @@ async def test_make_history(fake_provider: Any) -> None:
     scheduler = HistoryScheduler(
         store=store,
         transport=Transport(retry_after_cap_s=1),
-        run_config=lambda agent="agent": RunConfig(
+        run_config=lambda agent="agent", owner="": RunConfig(
             tiers={"codegen": tier}, ceilings={}, spaces=spaces
         ),
         runs_dir=root / "runs",

@@ -73,7 +73,7 @@ def scheduler(store: Store, tmp_path: Path, config: Any, **kw: Any) -> HistorySc
 
 def config_of(base_url: str, tmp_path: Path, *, classify: bool = True) -> Any:
     spaces = load_spaces(data_dir=tmp_path / "data", root_dir=tmp_path)
-    return lambda agent="agent": RunConfig(
+    return lambda agent="agent", owner="": RunConfig(
         tiers=tiers(base_url, classify=classify), ceilings={}, spaces=spaces
     )
 
@@ -283,7 +283,7 @@ async def test_no_ready_tier_is_failing_until_one_is_configured(
     s = scheduler(
         store,
         tmp_path,
-        lambda agent="agent": RunConfig(tiers=dict(ready), ceilings={}, spaces={}),
+        lambda agent="agent", owner="": RunConfig(tiers=dict(ready), ceilings={}, spaces={}),
         first_backoff_s=0.2,
         max_backoff_s=0.2,
     )

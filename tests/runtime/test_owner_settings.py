@@ -4,6 +4,8 @@ an old ``settings.json``, the refresh from the store, and a store that fails."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,13 @@ def test_an_unreadable_file_imports_nothing(store: Store, tmp_path: Path) -> Non
     assert store.owner_tiers("") is None
 
 
+def _eventually(settings: OwnerSettings, owner: str, expected: Any) -> None:
+    deadline = time.monotonic() + 10
+    while settings.tiers(owner) != expected:
+        assert time.monotonic() < deadline, settings.tiers(owner)
+        time.sleep(0.01)
+
+
 def test_changes_from_another_server_show_after_the_refresh(store: Store) -> None:
     clock = Clock()
     settings = OwnerSettings(store, refresh_s=10.0, clock=clock)
@@ -87,8 +96,36 @@ def test_changes_from_another_server_show_after_the_refresh(store: Store) -> Non
     OwnerSettings(store).update("alice", {"codegen": TIER})  # the other server
     clock.t = 9.0
     assert settings.tiers("alice") == {}  # cached
+    time.sleep(0.1)
+    assert settings.tiers("alice") == {}  # no refresh started before refresh_s
     clock.t = 10.0
-    assert settings.tiers("alice") == {"codegen": TIER}
+    # The stale value answers at once; the refresh in the background brings the new one.
+    _eventually(settings, "alice", {"codegen": TIER})
+
+
+def test_a_slow_refresh_never_delays_an_answer_nor_undoes_an_update(store: Store) -> None:
+    clock = Clock()
+    gate = threading.Event()
+
+    class Slow(FailingStore):
+        def owner_tiers(self, owner: str) -> Any:
+            if self.down:
+                gate.wait(10)
+            return super().owner_tiers(owner)
+
+    slow = Slow(store)
+    settings = OwnerSettings(slow, refresh_s=1.0, clock=clock)
+    settings.warm("alice")
+    slow.down = True  # reads now hang until the gate opens (not failing: slow)
+    clock.t = 5.0
+    started = time.monotonic()
+    assert settings.tiers("alice") == {}  # stale, answered at once; a refresh hangs
+    assert time.monotonic() - started < 1.0
+    slow.down = False
+    settings.update("alice", {"codegen": TIER})  # while the old read is still hanging
+    gate.set()  # the old read (no overrides) completes after the update ...
+    time.sleep(0.2)
+    assert settings.tiers("alice") == {"codegen": TIER}  # ... and never replaces it
 
 
 class FailingStore:

@@ -38,9 +38,10 @@ def _tracked_files() -> list[str]:
     return [name for name in done.stdout.decode().split("\0") if name]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tracked files as they are in the working tree (a clone of this checkout)."""
+    """The tracked files as they are in the working tree (a clone of this checkout); one
+    per test (the suite runs each test on SQLite and PostgreSQL: each writes its own)."""
     root = tmp_path_factory.mktemp("clone")
     for name in _tracked_files():
         source = REPO / name

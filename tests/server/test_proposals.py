@@ -60,6 +60,7 @@ class Harness:
         nb = self.run(self.proposals.read_notebook("work/sales.ipynb"))
         return self.run(
             self.proposals.create(
+                owner="",
                 chat_id=chat_id,
                 run_id=run_id or "run_000001",
                 cell_id="c1",
@@ -160,7 +161,7 @@ def test_apply_some_is_partly_and_discard_changes_nothing(
     cells = _cells(notebook)
     assert [c.id for c in cells] == ["intro", "load", inserted, "plot"]
     assert cells[3].source == "df.plot()"
-    stored = harness.run(harness.proposals.get(row.id))
+    stored = harness.run(harness.proposals.get(row.id, owner=""))
     assert stored.applied == [inserted]
 
     other = harness.propose(chat_id, [{"op": "delete", "cell_id": "intro", "reason": "noise"}])
@@ -206,7 +207,7 @@ def test_a_file_changed_in_between_is_a_conflict_and_nothing_is_written(
     assert "cell 'plot' changed" in error["message"]
     assert notebook.read_bytes() == theirs
     assert harness.events(chat_id)[-1]["outcome"] == "conflict"
-    assert harness.run(harness.proposals.get(row.id)).status == "conflict"
+    assert harness.run(harness.proposals.get(row.id, owner="")).status == "conflict"
     assert "could not be applied" in harness.notices[-1][1]
 
 
@@ -239,7 +240,7 @@ def test_undo_restores_the_file_and_a_later_change_is_a_conflict(
     assert error["reason"] == "proposal_conflict"
     assert "since the proposal was applied" in error["message"]
     assert notebook.read_bytes() == theirs
-    assert harness.run(harness.proposals.get(second.id)).status == "applied"
+    assert harness.run(harness.proposals.get(second.id, owner="")).status == "applied"
 
 
 @pytest.mark.parametrize(
@@ -253,6 +254,7 @@ def test_a_path_outside_the_root_or_hidden_is_refused(
     with pytest.raises(PathRefused) as caught:
         harness.run(
             harness.proposals.create(
+                owner="",
                 chat_id="chat_x",
                 run_id="run_x",
                 cell_id="c1",
@@ -262,7 +264,7 @@ def test_a_path_outside_the_root_or_hidden_is_refused(
             )
         )
     assert caught.value.reason == "path_refused"
-    assert harness.run(harness.proposals.list()) == []
+    assert harness.run(harness.proposals.list(owner="")) == []
 
 
 def test_a_symlink_out_of_the_root_is_refused(
@@ -332,7 +334,7 @@ def test_an_unknown_cell_or_edit_is_a_clear_error(harness: Harness, notebook: Pa
         harness.propose("chat_z", [{"op": "delete", "cell_id": "nope", "reason": "r"}])
     row = harness.propose("chat_z", [REPLACE])
     with pytest.raises(BadRequest, match="no edit of this proposal is for cell 'zzz'"):
-        harness.run(harness.proposals.decide(row.id, apply=True, cells=["zzz"]))
+        harness.run(harness.proposals.decide(row.id, owner="", apply=True, cells=["zzz"]))
 
 
 def test_a_file_changed_between_the_read_and_the_save_is_refused(
@@ -362,11 +364,11 @@ def test_a_file_changed_between_the_read_and_the_save_is_refused(
     manager.get = get_then_someone_saves
     try:
         with pytest.raises(ProposalConflict, match="changed while the edits were applied"):
-            harness.run(harness.proposals.decide(row.id, apply=True))
+            harness.run(harness.proposals.decide(row.id, owner="", apply=True))
     finally:
         del manager.get
     assert notebook.read_bytes() == theirs[0]
-    assert harness.run(harness.proposals.get(row.id)).status == "conflict"
+    assert harness.run(harness.proposals.get(row.id, owner="")).status == "conflict"
 
 
 def test_the_outcome_is_a_durable_notice_for_the_chat(
@@ -380,6 +382,7 @@ def test_the_outcome_is_a_durable_notice_for_the_chat(
     nb = jp_asyncio_loop.run_until_complete(proposals.read_notebook("work/sales.ipynb"))
     row = jp_asyncio_loop.run_until_complete(
         proposals.create(
+            owner="",
             chat_id=chat_id,
             run_id="run_n",
             cell_id="c1",
@@ -424,7 +427,7 @@ def test_apply_and_undo_recheck_the_path_a_symlink_swapped_in_is_refused(
     )
     assert error["reason"] == "path_refused"
     assert outside.read_bytes() == before
-    assert harness.run(harness.proposals.get(row.id)).status == "pending"
+    assert harness.run(harness.proposals.get(row.id, owner="")).status == "pending"
     # undo: applied while the path was sound, then swapped
     notebook.unlink()
     nbformat.write(_notebook(), notebook)
@@ -437,7 +440,7 @@ def test_apply_and_undo_recheck_the_path_a_symlink_swapped_in_is_refused(
     error = refused(fetch, "agent", "proposals", row.id, "undo", method="POST", status=400)
     assert error["reason"] == "path_refused"
     assert outside.read_bytes() == after_apply
-    assert harness.run(harness.proposals.get(row.id)).status == "applied"
+    assert harness.run(harness.proposals.get(row.id, owner="")).status == "applied"
 
 
 def test_create_checks_and_diffs_the_edits_off_the_event_loop(
@@ -478,7 +481,7 @@ def test_two_decisions_at_once_exactly_one_applies(
 
     async def both() -> list[Any]:
         return await asyncio.gather(
-            *(harness.proposals.decide(row.id, apply=a) for a in order),
+            *(harness.proposals.decide(row.id, owner="", apply=a) for a in order),
             return_exceptions=True,
         )
 

@@ -158,6 +158,7 @@ def test_applying_to_an_open_notebook_is_one_transaction_every_client_sees(
             nb = await proposals.read_notebook(PATH)
             assert [c["id"] for c in nb["cells"]] == ["intro", "calc", "show"]
             row = await proposals.create(
+                owner="",
                 chat_id="chat_live",
                 run_id="run_live",
                 cell_id="c1",
@@ -174,7 +175,7 @@ def test_applying_to_an_open_notebook_is_one_transaction_every_client_sees(
             subscription = live.doc.ydoc.observe(server_updates.append)
             before = second.ydoc.get_update()
             second.ydoc.observe(lambda event: seen.append(event.update))
-            outcome = await proposals.decide(row.id, apply=True)
+            outcome = await proposals.decide(row.id, owner="", apply=True)
             live.doc.ydoc.unobserve(subscription)
             assert outcome == "applied"
             assert len(server_updates) == 1  # ONE transaction on the shared document
@@ -188,7 +189,7 @@ def test_applying_to_an_open_notebook_is_one_transaction_every_client_sees(
             assert _sources(second) == expected
             assert _sources(first) == expected
             assert second.get_cell(0)["outputs"] == []  # a replaced code cell is cleared
-            stored = await proposals.get(row.id)
+            stored = await proposals.get(row.id, owner="")
             assert stored.via == "live"
 
             def saved() -> bool:
@@ -197,7 +198,7 @@ def test_applying_to_an_open_notebook_is_one_transaction_every_client_sees(
             await _until(saved, "the room's save of the file")
             nbformat.validate(nbformat.read(path, as_version=4))
 
-            assert await proposals.undo(row.id) == "undone"
+            assert await proposals.undo(row.id, owner="") == "undone"
             await _until(
                 lambda: second.cell_number == 3 and _sources(second)[0][0] == "intro",
                 "the undo on the second client",
@@ -228,6 +229,7 @@ def test_a_collaborators_change_makes_a_live_conflict(
         async with client() as other:
             nb = await proposals.read_notebook(PATH)
             row = await proposals.create(
+                owner="",
                 chat_id="chat_live",
                 run_id="run_live",
                 cell_id="c1",
@@ -242,8 +244,8 @@ def test_a_collaborators_change_makes_a_live_conflict(
             from jupyter_agent.exceptions import ProposalConflict
 
             with pytest.raises(ProposalConflict, match="cell 'show' changed"):
-                await proposals.decide(row.id, apply=True)
+                await proposals.decide(row.id, owner="", apply=True)
             assert live.cells()[2]["source"] == "print(x, 'theirs')"
-            assert (await proposals.get(row.id)).status == "conflict"
+            assert (await proposals.get(row.id, owner="")).status == "conflict"
 
     jp_asyncio_loop.run_until_complete(asyncio.wait_for(scenario(), 60))

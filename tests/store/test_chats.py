@@ -21,9 +21,12 @@ def test_create_get_and_to_json(store: Store) -> None:
         "updated": iso(1),
         "active_run_id": None,
         "agent": "agent",
+        "owner": "",
     }
-    other = store.create_chat(chat_id="chat_01B", title="Plans", now=iso(2), agent="planner")
-    assert other.agent == "planner"
+    other = store.create_chat(
+        chat_id="chat_01B", title="Plans", now=iso(2), agent="planner", owner="alice"
+    )
+    assert (other.agent, other.owner) == ("planner", "alice")
     assert store.get_chat("chat_01B") == other
     assert store.chat_agent("chat_01B") == "planner"
 
