@@ -176,6 +176,7 @@ class Parts:
             transport=transport,
             tier=lambda owner: self.tier_settings.ready_tiers(owner)[0].get(EMBED_TIER),
             scrubber=self.scrubber,
+            owners=tuple({"", admin.server_owner}),
         )
         # Facts that outlive a chat (REST and the in-cell app): no known secret goes in.
         self.memory = MemoryService(
@@ -360,7 +361,9 @@ class Parts:
             self.server_log.info("jupyter-agent: agents: %s", ", ".join(self.agents.names()))
         # The server's user's settings (a first read blocks), then once, in the server's
         # log: which of its tiers are ready, whether the demo runs.
-        await asyncio.to_thread(self.user_settings.warm, self.admin.server_owner)
+        # ("" too: the MCP endpoint's cells and the embedder's first kick read it.)
+        for owner in {self.admin.server_owner, ""}:
+            await asyncio.to_thread(self.user_settings.warm, owner)
         self.server_log.info("%s", self.tier_settings.readiness_line(self.admin.server_owner))
         if not self._pool_started:
             await self.pool.start()

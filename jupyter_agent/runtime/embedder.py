@@ -83,6 +83,7 @@ class Embedder:
         batch: int = 32,
         pgvector: bool | None = None,
         reload_every_s: float = 60.0,
+        owners: tuple[str, ...] = ("",),
     ) -> None:
         self.store = store
         self.transport = transport
@@ -95,7 +96,8 @@ class Embedder:
         self.reload_every_s = reload_every_s
         self._tier_cache: dict[str, tuple[dict[str, Any], Tier | None]] = {}
         self._indexes: dict[tuple[str, str], VectorIndex] = {}
-        self._owners: set[str] = {""}
+        # whose facts the backfill looks at (more join as they save or search)
+        self._owners: set[str] = set(owners)
         self._backfilled: set[tuple[str, str]] = set()  # (owner, model) with none missing
         self._backfill: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()

@@ -177,6 +177,13 @@ async def _history_program(programs: Any, store: Any, chat_id: str) -> tuple[Run
     return await resolve_run_program(programs, agent, "history"), agent or "agent"
 
 
+async def _chat_owner(store: Any, chat_id: str) -> str:
+    """The chat's owner: its summary runs are theirs (``""`` for a chat gone)."""
+    get_chat = getattr(store, "get_chat", None)
+    chat = await asyncio.to_thread(get_chat, chat_id) if get_chat is not None else None
+    return str(getattr(chat, "owner", "") or "")
+
+
 async def run_history(
     *,
     job: HistoryJob,
@@ -201,6 +208,7 @@ async def run_history(
     tier = config.get("llm.tier.classify") or config.get("llm.tier.codegen") or {}
     model = tier.get("model") if isinstance(tier, dict) else None
     program, agent = await _history_program(programs, store, job.chat_id)
+    owner = await _chat_owner(store, job.chat_id)
     header = {
         "run_id": run_id,
         "chat_id": job.chat_id,
@@ -235,6 +243,7 @@ async def run_history(
     summary = RunSummary(
         run_id=run_id,
         chat_id=job.chat_id,
+        owner=owner,
         program=program.ref.key,
         programs=program.programs,
         agent=agent,

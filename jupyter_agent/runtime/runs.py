@@ -247,6 +247,17 @@ class RunManager(LoggingConfigurable):
         run = self._active.get(chat_id)
         return run.run_id if run else None
 
+    def run_chat(self, run_id: str) -> str | None:
+        """The chat of a run going or reserved here (none stored yet for a reserved one),
+        or None."""
+        for chat_id, run in self._active.items():
+            if run.run_id == run_id:
+                return chat_id
+        for chat_id, nxt in self._next.items():
+            if nxt.run_id == run_id:
+                return chat_id
+        return None
+
     def log_path(self, run_id: str) -> Path:
         """Where the run's effect log lives."""
         return self.runs_dir / f"{run_id}.jsonl"

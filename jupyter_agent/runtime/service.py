@@ -157,6 +157,12 @@ class AgentService:
         """The environment credential references resolve in (the server's)."""
         return self.parts.environ
 
+    async def know_owner(self, owner: str) -> None:
+        """Read ``owner``'s settings once, off the event loop (a no-op once they are
+        cached): whatever their request starts on the loop then finds them there."""
+        if not self.user_settings.cached(owner):
+            await asyncio.to_thread(self.user_settings.warm, owner)
+
     def effective_tiers(self, *, owner: str) -> dict[str, dict[str, Any]]:
         """The admin's tiers overlaid by ``owner``'s overrides."""
         return self.tier_settings.effective(owner)
@@ -353,8 +359,7 @@ class AgentService:
         if control is None and not text.strip():
             raise BadRequest("the message has no text", reason="empty_message")
         chat = await self._chat(chat_id, owner)
-        # The run starts on the loop with the owner's tiers: never a first read there.
-        await asyncio.to_thread(self.user_settings.warm, owner)
+        await self.know_owner(owner)  # the run starts on the loop with the owner's tiers
         files = [await self.contents.read_attachment(p) for p in attachments]
         answer: dict[str, Any] = {"run_id": None, "routed": "none"}
         if control is not None:
@@ -438,13 +443,20 @@ class AgentService:
 
     async def _check_run(self, run_id: str, owner: str, admin: bool = False) -> None:
         """``NotFound`` unless the run is ``owner``'s (any run for an ``admin``). A run
-        with no stored summary is the server user's (``""``)."""
+        with no stored summary yet (reserved after a closing one) is its chat's owner's;
+        one this server does not know either is the server user's (``""``)."""
         if not _RUN_ID.match(run_id):
             raise _no_run(run_id)
         if admin:
             return
         found = await asyncio.to_thread(self.store.get_run, run_id)
-        if (found.owner if found is not None else "") != owner:
+        if found is not None:
+            run_owner = found.owner
+        else:
+            chat_id = self.manager.run_chat(run_id)
+            chat = await asyncio.to_thread(self.store.get_chat, chat_id) if chat_id else None
+            run_owner = chat.owner if chat is not None else ""
+        if run_owner != owner:
             raise _no_run(run_id)
 
     async def _log_path(self, run_id: str, owner: str, admin: bool) -> Path:
@@ -468,7 +480,11 @@ class AgentService:
         trace = await self._trace(run_id, owner, admin)
         turn = await asyncio.to_thread(self.store.get_turn_by_run, run_id)
         summary = await asyncio.to_thread(self.store.get_run, run_id)
-        rows = await asyncio.to_thread(lambda: self.store.list_proposals(run_ids=[run_id]))
+        # The run's owner's proposals (an admin reads another owner's run).
+        run_owner = summary.owner if summary is not None else owner
+        rows = await asyncio.to_thread(
+            lambda: self.store.list_proposals(run_ids=[run_id], owner=run_owner)
+        )
         record = {**turn.to_json(), "proposals": [p.turn_json() for p in rows]} if turn else None
         body = show_run(trace, record, full=full)
         body["summary"] = summary.to_json() if summary else None

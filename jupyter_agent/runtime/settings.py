@@ -184,7 +184,7 @@ class OwnerSettings:
     """Each owner's tier overrides, kept in the store (``agent_settings``, one row per owner).
 
     ``store`` is the :class:`~jupyter_agent.store.repo.Store` (duck-typed: ``owner_tiers``,
-    ``put_owner_tiers``, ``add_owner_tiers``). :meth:`tiers` is called on the event loop (at
+    ``change_owner_tiers``, ``add_owner_tiers``). :meth:`tiers` is called on the event loop (at
     each run start) and in threads: it answers from a per-owner cache, refreshed from the
     store in the background once older than ``refresh_s`` (another server on one database
     may have changed them); a failed read keeps the last value read (or no overrides),
@@ -231,6 +231,10 @@ class OwnerSettings:
             self._refresh_later(owner)
         return {name: dict(tier) for name, tier in cached[1].items()}
 
+    def cached(self, owner: str) -> bool:
+        """True once ``owner``'s overrides were read (:meth:`tiers` then never blocks)."""
+        return owner in self._cache
+
     def warm(self, owner: str) -> None:
         """Read ``owner``'s overrides into the cache unless they are there (blocking: call
         it in a thread), so a later :meth:`tiers` on the event loop never waits."""
@@ -239,7 +243,11 @@ class OwnerSettings:
 
     def _load(self, owner: str) -> tuple[float, dict[str, dict[str, Any]]]:
         version = self._versions.get(owner, 0)
-        read = (self._clock(), self._read(owner, self._cache.get(owner)))
+        cached = self._cache.get(owner)
+        tiers = self._read(owner, cached)
+        if tiers is None:  # failed: keep what was read before (a first read: not kept)
+            return cached if cached is not None else (self._clock(), {})
+        read = (self._clock(), tiers)
         with self._lock:
             if self._versions.get(owner, 0) == version:  # no update meanwhile
                 self._cache[owner] = read
@@ -262,14 +270,18 @@ class OwnerSettings:
 
     def _read(
         self, owner: str, cached: tuple[float, dict[str, dict[str, Any]]] | None
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, dict[str, Any]] | None:
+        """``owner``'s stored overrides, or None when the store failed (logged)."""
         try:
             if owner == self.legacy_owner:
                 self._import_legacy()
             stored = self.store.owner_tiers(owner)
         except AgentError as exc:
-            log.warning("jupyter-agent: cannot read the settings of %r: %s", owner, exc)
-            return {} if cached is None else cached[1]
+            kept = "the last ones read" if cached is not None else "none"
+            log.warning(
+                "jupyter-agent: cannot read the settings of %r (%s): using %s", owner, exc, kept
+            )
+            return None
         return _known_tiers(stored or {})
 
     def _import_legacy(self) -> None:
@@ -291,13 +303,17 @@ class OwnerSettings:
         stored now, store them, return them. Blocking (the store): call it in a thread."""
         if owner == self.legacy_owner:
             self._import_legacy()
-        tiers = _known_tiers(self.store.owner_tiers(owner) or {})
-        for name, tier in changes.items():
-            if tier is None:
-                tiers.pop(name, None)
-            else:
-                tiers[name] = dict(tier)
-        self.store.put_owner_tiers(owner, tiers, now=self._now())
+
+        def change(stored: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+            tiers = _known_tiers(stored)
+            for name, tier in changes.items():
+                if tier is None:
+                    tiers.pop(name, None)
+                else:
+                    tiers[name] = dict(tier)
+            return tiers
+
+        tiers = self.store.change_owner_tiers(owner, change, now=self._now())
         with self._lock:
             self._versions[owner] = self._versions.get(owner, 0) + 1
             self._cache[owner] = (self._clock(), tiers)

@@ -120,6 +120,11 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
         if service is None:
             raise Unavailable("The agent service is not available", reason="unavailable")
         await service.start()
+        try:
+            owner = self.owner
+        except Forbidden:  # no identity: the route itself answers 403 when it needs one
+            return service
+        await service.know_owner(owner)
         return service
 
     @property

@@ -8,7 +8,9 @@ their own resource ``agent_programs`` (so an Authorizer, JupyterHub's scopes, ca
 them while allowing chats) AND the trait ``JupyterAgent.program_deploy``: ``token`` (the
 default) lets only token-authenticated requests through (the CLI, scripts; a browser
 cookie session gets 403 ``browser_deploy``), ``browser`` also cookie sessions, ``off``
-nobody (403 ``deploy_off``).
+nobody (403 ``deploy_off``). With several owners (``JupyterAgent.owners`` resolving to
+``identity``, e.g. under JupyterHub) only an admin (``admin_users`` and ``read`` on
+``agent_admin``) deploys or rolls back (403 ``not_admin``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tornado import web
 from jupyter_agent.exceptions import BadRequest, Forbidden
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler
+from jupyter_agent.server.owners import owners_mode
 
 __all__ = ["PROGRAMS_RESOURCE", "ProgramHandler", "ProgramRollbackHandler", "ProgramsHandler"]
 
@@ -40,12 +43,22 @@ def _admin(method: _F) -> _F:
 
 class _Admin(AgentHandler):
     def check_deploy_allowed(self) -> None:
-        """Forbidden unless ``program_deploy`` lets this request's kind of session in."""
+        """Forbidden unless ``program_deploy`` lets this request's kind of session in, and,
+        with several owners (``owners`` resolving to ``identity``), unless the request is
+        an admin's (``admin_users``): a deployed version runs in every owner's runs (on a
+        shared database, on every user's server), so one user must not deploy for all."""
         mode = self.agent.program_deploy
         if mode == "off":
             raise Forbidden(
                 "deploying programs is off on this server (JupyterAgent.program_deploy)",
                 reason="deploy_off",
+            )
+        several = owners_mode(str(self.agent.owners), self.identity_provider) == "identity"
+        if several and not self.is_admin:
+            raise Forbidden(
+                "with several users, only an admin (JupyterAgent.admin_users) deploys or "
+                "rolls back programs: a program runs in every user's runs",
+                reason="not_admin",
             )
         # JupyterLab's own requests carry the server token (the page config hands it to
         # @jupyterlab/services), so token-authenticated alone does not mean "not a

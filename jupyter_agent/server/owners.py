@@ -17,8 +17,9 @@ settings row by that owner (another owner's object answers 404, like a missing o
   other configured provider).
 
 :func:`request_is_admin`: the identity's username is in ``JupyterAgent.admin_users`` AND
-the authorizer grants ``read`` on resource :data:`ADMIN_RESOURCE`. An admin may read any
-owner's runs (support); nothing else.
+the authorizer grants ``read`` on resource :data:`ADMIN_RESOURCE` (an async authorizer's
+answer cannot be awaited here: no one is an admin under one). An admin may read any owner's
+runs (support) and, with several owners, deploy programs; nothing else.
 
 Owner strings are stored as they are. Nothing here imports tornado at module level
 beyond what handlers already have; a handler is duck-typed (``current_user``,
@@ -27,6 +28,7 @@ beyond what handlers already have; a handler is duck-typed (``current_user``,
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Final
 
 from jupyter_server.auth.identity import (
@@ -109,4 +111,11 @@ def request_is_admin(handler: Any) -> bool:
     authorizer = getattr(handler, "authorizer", None)
     if authorizer is None:
         return False
-    return bool(authorizer.is_authorized(handler, handler.current_user, "read", ADMIN_RESOURCE))
+    granted = authorizer.is_authorized(handler, handler.current_user, "read", ADMIN_RESOURCE)
+    if inspect.isawaitable(granted):
+        # An async authorizer (jupyter_server 2.x allows one) cannot be asked here: an
+        # unawaited coroutine is truthy, so refuse rather than let it through.
+        if inspect.iscoroutine(granted):
+            granted.close()
+        return False
+    return bool(granted)

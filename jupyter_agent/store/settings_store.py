@@ -7,21 +7,22 @@ One ``agent_settings`` row per owner (migration v9): ``tiers`` is the JSON objec
 ``{tier name: tier}`` the person set from the browser (validated by
 :mod:`jupyter_agent.runtime.settings` before it is stored; references, never key values),
 ``updated`` the ISO time of the last change. No row: the owner overrides nothing.
-:meth:`SettingsMethods.put_owner_tiers` replaces the whole object in one statement (an
-upsert), so two servers writing one owner's settings at once leave one of the two objects,
-never a mix.
+:meth:`SettingsMethods.change_owner_tiers` reads, changes and writes the object in one
+transaction holding the row, so two servers changing one owner's settings at once lose
+neither change.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import select as core_select
+from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from jupyter_agent.exceptions import StoreError
 from jupyter_agent.store.tables import AgentSettingsRow
 
 if TYPE_CHECKING:
@@ -50,29 +51,35 @@ class SettingsMethods:
         query = core_select(_SETTINGS.c.tiers).where(_SETTINGS.c.owner == owner)
         with self._read("cannot read the settings") as session:
             found = session.connection().execute(query).scalar()
-        if found is None:
-            return None
-        try:
-            data = json.loads(found)
-        except ValueError:
-            return {}
-        if not isinstance(data, dict):
-            return {}
-        return {str(k): dict(v) for k, v in data.items() if isinstance(v, dict)}
+        return None if found is None else _parse(found)
 
-    def put_owner_tiers(self, owner: str, tiers: dict[str, dict[str, Any]], *, now: str) -> None:
-        """Store ``tiers`` as ``owner``'s whole overrides (insert or replace)."""
-        if not isinstance(owner, str):
-            raise StoreError("settings owner must be a string")
-        values = {"owner": owner, "tiers": json.dumps(tiers, sort_keys=True), "updated": now}
+    def change_owner_tiers(
+        self,
+        owner: str,
+        change: Callable[[dict[str, dict[str, Any]]], dict[str, dict[str, Any]]],
+        *,
+        now: str,
+    ) -> dict[str, dict[str, Any]]:
+        """Read ``owner``'s overrides, store ``change(them)``, return what was stored: one
+        transaction holding the row (SQLite's write lock; PostgreSQL's row lock after an
+        insert-if-missing), so two changes at once (two servers) each see the other's and
+        none is lost."""
+        empty = {"owner": owner, "tiers": "{}", "updated": now}
         dialect = sqlite if self._sqlite else postgresql
-        insert = dialect.insert(_SETTINGS).values(**values)
-        statement = insert.on_conflict_do_update(
-            index_elements=[_SETTINGS.c.owner],
-            set_={"tiers": insert.excluded.tiers, "updated": insert.excluded.updated},
-        )
+        ensure = dialect.insert(_SETTINGS).values(**empty).on_conflict_do_nothing()
+        read = core_select(_SETTINGS.c.tiers).where(_SETTINGS.c.owner == owner)
+        if not self._sqlite:
+            read = read.with_for_update()
         with self._write("cannot store the settings") as session:
-            session.connection().execute(statement)
+            conn = session.connection()
+            conn.execute(ensure)
+            tiers = change(_parse(conn.execute(read).scalar()))
+            conn.execute(
+                update(_SETTINGS)
+                .where(_SETTINGS.c.owner == owner)
+                .values(tiers=json.dumps(tiers, sort_keys=True), updated=now)
+            )
+        return tiers
 
     def add_owner_tiers(self, owner: str, tiers: dict[str, dict[str, Any]], *, now: str) -> bool:
         """Store ``tiers`` for ``owner`` only if it has no row yet; True when stored.
@@ -86,3 +93,14 @@ class SettingsMethods:
         with self._write("cannot store the settings") as session:
             result = session.connection().execute(statement)
         return bool(result.rowcount)
+
+
+def _parse(found: Any) -> dict[str, dict[str, Any]]:
+    """A row's ``tiers`` JSON as ``{tier: tier}`` (``{}`` for none or a malformed one)."""
+    try:
+        data = json.loads(found) if isinstance(found, str) else None
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): dict(v) for k, v in data.items() if isinstance(v, dict)}

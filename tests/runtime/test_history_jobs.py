@@ -87,8 +87,16 @@ async def test_ten_turns_get_two_level_1_summaries_from_classify(
     store: Store, tmp_path: Path, fake_provider: Any
 ) -> None:
     fake = fake_provider({"steps": [{"text": "- the numbers were noted"}], "repeat": True})
-    chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso()).id
-    s = scheduler(store, tmp_path, config_of(fake.base_url, tmp_path))
+    # alice's chat (issue 19): its summary runs are hers, made with her tiers.
+    chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso(), owner="alice").id
+    base = config_of(fake.base_url, tmp_path)
+    owners: list[str] = []
+
+    def config(agent: str = "agent", *, owner: str) -> Any:
+        owners.append(owner)
+        return base(agent)
+
+    s = scheduler(store, tmp_path, config)
     try:
         add_turns(store, chat_id, 1, 10)
         s.kick(chat_id)
@@ -111,7 +119,10 @@ async def test_ten_turns_get_two_level_1_summaries_from_classify(
     runs, _ = store.list_runs(program="history")
     assert len(runs) == 2
     assert {r.run_id for r in runs} == {c.run_id for c in chunks}
+    assert "alice" in owners
+    assert store.list_runs(program="history", owner="")[0] == []
     for run in runs:
+        assert run.owner == "alice"
         assert run.program == HISTORY_PROGRAM
         assert run.status == "done"
         assert run.chat_id == chat_id

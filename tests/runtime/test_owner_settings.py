@@ -139,8 +139,10 @@ class FailingStore:
             raise StoreUnavailable("the database is down")
         return self.inner.owner_tiers(owner)
 
-    def put_owner_tiers(self, owner: str, tiers: Any, *, now: str) -> None:
-        self.inner.put_owner_tiers(owner, tiers, now=now)
+    def change_owner_tiers(self, owner: str, change: Any, *, now: str) -> Any:
+        if self.down:
+            raise StoreUnavailable("the database is down")
+        return self.inner.change_owner_tiers(owner, change, now=now)
 
     def add_owner_tiers(self, owner: str, tiers: Any, *, now: str) -> bool:
         return self.inner.add_owner_tiers(owner, tiers, now=now)
@@ -154,15 +156,19 @@ def test_a_failed_read_keeps_the_last_value(store: Store, caplog: Any) -> None:
     failing.down = True
     clock.t = 5.0
     assert settings.tiers("alice") == {"codegen": TIER}
-    assert settings.tiers("bob") == {}  # never read: no overrides
+    assert settings.tiers("bob") == {}  # never read: no overrides, this time
     assert "cannot read the settings" in caplog.text
     with pytest.raises(StoreUnavailable):
         settings.update("alice", {"codegen": None})  # a change is refused, not lost
+    # bob's failed first read was not kept: the next one, the store back, reads his row.
+    failing.down = False
+    store.change_owner_tiers("bob", lambda _: {"codegen": OTHER}, now="t")
+    assert settings.tiers("bob") == {"codegen": OTHER}
 
 
 def test_a_racing_import_never_overwrites_a_stored_row(store: Store) -> None:
     assert store.add_owner_tiers("", {"codegen": TIER}, now="t1") is True
     assert store.add_owner_tiers("", {"codegen": OTHER}, now="t2") is False
     assert store.owner_tiers("") == {"codegen": TIER}
-    store.put_owner_tiers("", {"codegen": OTHER}, now="t3")
+    store.change_owner_tiers("", lambda _: {"codegen": OTHER}, now="t3")
     assert store.owner_tiers("") == {"codegen": OTHER}

@@ -274,3 +274,71 @@ def test_mcp_calls_are_the_callers(
         f"agent://chats/{alice_chat}",
         f"agent://runs/{alice_run}",
     }
+
+
+def test_a_reserved_run_is_its_chats_owners_to_break(fetch: Any, agent_service: Any) -> None:
+    """A run reserved after a closing one has no stored row yet: it is still its chat's
+    owner's (alice breaks it: "breaking"), and bob gets the 404 of a missing run."""
+    from jupyter_agent.runtime.ids import new_id
+    from jupyter_agent.runtime.run_opening import NextRun
+
+    chat_id = _chat(fetch, "alice", "alice's")
+    run_id = new_id("run")
+    reserved = NextRun(run_id=run_id)
+    agent_service.manager._next[chat_id] = reserved  # as a send during a closing run does
+    try:
+        _not_found(fetch, "agent", "break", run_id, method="POST", body={})
+        assert reserved.hard_break is False
+        code, answer = call(
+            fetch, "agent", "break", run_id, method="POST", body={}, headers=_as("alice")
+        )
+        assert (code, answer["state"]) == (202, "breaking")
+        assert reserved.hard_break is True
+    finally:
+        agent_service.manager._next.pop(chat_id, None)
+
+
+def test_with_several_users_only_an_admin_deploys_a_program(fetch: Any) -> None:
+    """A deployed program runs in every owner's runs: bob (token, not an admin) is refused
+    403 ``not_admin`` and nothing is stored; carol (admin) deploys and rolls back."""
+    from tests.server.test_programs_rest import FILES
+
+    body = {"files": FILES}
+    for path in (("toolcaller",), ("toolcaller", "rollback")):
+        data = refused(
+            fetch,
+            "agent",
+            "programs",
+            *path,
+            method="POST",
+            body=body,
+            status=403,
+            headers=_as("bob"),
+        )
+        assert data["reason"] == "not_admin", data
+    _, listed = call(fetch, "agent", "programs", headers=_as("bob"))
+    before = next(p for p in listed["programs"] if p["name"] == "toolcaller")["active"]
+    code, deployed = call(
+        fetch,
+        "agent",
+        "programs",
+        "toolcaller",
+        method="POST",
+        body=body,
+        headers=_as("carol"),
+    )
+    assert code == 201, deployed
+    _, listed = call(fetch, "agent", "programs", headers=_as("bob"))
+    after = next(p for p in listed["programs"] if p["name"] == "toolcaller")["active"]
+    assert after != before
+    code, _ = call(
+        fetch,
+        "agent",
+        "programs",
+        "toolcaller",
+        "rollback",
+        method="POST",
+        body={},
+        headers=_as("carol"),
+    )
+    assert code == 200

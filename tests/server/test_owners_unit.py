@@ -65,3 +65,19 @@ def test_an_admin_is_listed_and_granted() -> None:
     assert not request_is_admin(
         _handler("bob", mode="auto", provider=ours, admins=["carol"], grant=True)
     )
+
+
+def test_an_async_authorizer_makes_no_one_an_admin() -> None:
+    class _Async:
+        async def is_authorized(self, handler: Any, user: Any, action: str, resource: str) -> bool:
+            return True
+
+    handler = _handler(
+        "carol",
+        mode="identity",
+        provider=TokenUsersIdentityProvider(),
+        admins=["carol"],
+        grant=True,
+    )
+    handler.authorizer = _Async()
+    assert request_is_admin(handler) is False

@@ -160,7 +160,9 @@ def test_v1_database_upgrades_in_place(db_url: str, raw: Engine) -> None:
         assert [r.run_id for r in store.list_runs(owner="")[0]] == [turn.run_id]
         assert store.list_runs(owner="alice")[0] == []
         assert store.owner_tiers("") is None  # agent_settings: empty
-        store.put_owner_tiers("alice", {"codegen": {"provider": "fake", "model": "m"}}, now="t")
+        store.change_owner_tiers(
+            "alice", lambda _: {"codegen": {"provider": "fake", "model": "m"}}, now="t"
+        )
         assert store.owner_tiers("alice") == {"codegen": {"provider": "fake", "model": "m"}}
         # The upgraded database works like a fresh one.
         store.append_turn(make_turn(2))
