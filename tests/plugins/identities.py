@@ -29,3 +29,16 @@ class TokenUsersIdentityProvider(IdentityProvider):  # type: ignore[misc]
             handler._token_authenticated = True  # a token, not a cookie: no XSRF check
             return User(username=name, name=name, display_name=name)
         return super().get_user(handler)
+
+
+def identity_server_config(agent: dict[str, Any], tokens: dict[str, str]) -> dict[str, Any]:
+    """A ``jp_server_config`` with the agent (``JupyterAgent`` = ``agent``) and this
+    provider, ``tokens`` being ``{username: token}``."""
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {"jupyter_agent": True},
+            "identity_provider_class": "tests.plugins.identities.TokenUsersIdentityProvider",
+        },
+        "TokenUsersIdentityProvider": {"users": {t: n for n, t in tokens.items()}},
+        "JupyterAgent": agent,
+    }

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.plugins.identities import identity_server_config
 from tests.server.helpers import call
 from tests.server.test_owners import TOKENS, _as, _chat, _send, _wait
 
@@ -34,14 +35,7 @@ def agent_config(fake: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def jp_server_config(agent_config: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {"jupyter_agent": True},
-            "identity_provider_class": "tests.plugins.identities.TokenUsersIdentityProvider",
-        },
-        "TokenUsersIdentityProvider": {"users": {t: n for n, t in TOKENS.items()}},
-        "JupyterAgent": agent_config,
-    }
+    return identity_server_config(agent_config, TOKENS)
 
 
 def _settings(fetch: Any, who: str) -> dict[str, Any]:

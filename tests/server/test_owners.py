@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
+from tests.plugins.identities import identity_server_config
 from tests.server.helpers import call, refused
 
 pytestmark = pytest.mark.timeout(240)
@@ -53,14 +54,7 @@ def agent_config(fake: Any, server_kernelspec: str) -> dict[str, Any]:
 
 @pytest.fixture
 def jp_server_config(agent_config: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {"jupyter_agent": True},
-            "identity_provider_class": "tests.plugins.identities.TokenUsersIdentityProvider",
-        },
-        "TokenUsersIdentityProvider": {"users": {t: n for n, t in TOKENS.items()}},
-        "JupyterAgent": agent_config,
-    }
+    return identity_server_config(agent_config, TOKENS)
 
 
 def _as(name: str) -> dict[str, str]:
