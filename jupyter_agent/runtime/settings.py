@@ -246,7 +246,12 @@ class OwnerSettings:
         cached = self._cache.get(owner)
         tiers = self._read(owner, cached)
         if tiers is None:  # failed: keep what was read before (a first read: not kept)
-            return cached if cached is not None else (self._clock(), {})
+            if cached is None:
+                return (self._clock(), {})
+            with self._lock:  # tried again after refresh_s, not at every call
+                if self._versions.get(owner, 0) == version:
+                    self._cache[owner] = (self._clock(), cached[1])
+                return self._cache[owner]
         read = (self._clock(), tiers)
         with self._lock:
             if self._versions.get(owner, 0) == version:  # no update meanwhile

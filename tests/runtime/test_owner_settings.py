@@ -155,7 +155,15 @@ def test_a_failed_read_keeps_the_last_value(store: Store, caplog: Any) -> None:
     settings.update("alice", {"codegen": TIER})
     failing.down = True
     clock.t = 5.0
-    assert settings.tiers("alice") == {"codegen": TIER}
+    assert settings.tiers("alice") == {"codegen": TIER}  # stale: a refresh starts, fails
+    deadline = time.monotonic() + 10
+    while caplog.text.count("cannot read the settings") < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    for _ in range(20):  # retried after refresh_s, not at every call
+        assert settings.tiers("alice") == {"codegen": TIER}
+    time.sleep(0.2)
+    assert caplog.text.count("cannot read the settings") == 1
     assert settings.tiers("bob") == {}  # never read: no overrides, this time
     assert "cannot read the settings" in caplog.text
     with pytest.raises(StoreUnavailable):
