@@ -22,7 +22,7 @@ from typing import NoReturn
 
 import pytest
 
-__all__ = ["deploy_required", "descendants", "on_ci"]
+__all__ = ["deploy_required", "descendants", "live_processes", "on_ci"]
 
 _HERE = Path(__file__).parent
 
@@ -48,9 +48,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.deploy)
 
 
-def _parents() -> dict[int, int]:
-    """``{pid: parent pid}`` of the live processes (zombies left out), from ``/proc``."""
-    parents: dict[int, int] = {}
+def live_processes() -> dict[int, tuple[int, int]]:
+    """``{pid: (parent pid, process group)}`` of the live processes (zombies and dead ones
+    left out), from ``/proc``."""
+    found: dict[int, tuple[int, int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -58,12 +59,17 @@ def _parents() -> dict[int, int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
         fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) < 2 or fields[0] == "Z":
+        if len(fields) < 3 or fields[0] in ("Z", "X"):
             continue
-        parents[int(entry.name)] = int(fields[1])
-    return parents
+        found[int(entry.name)] = (int(fields[1]), int(fields[2]))
+    return found
+
+
+def _parents() -> dict[int, int]:
+    """``{pid: parent pid}`` of the live processes."""
+    return {pid: parent for pid, (parent, _group) in live_processes().items()}
 
 
 def descendants(pid: int | None = None) -> set[int]:

@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.deploy.conftest import live_processes
 from tests.faults.server import wait_for
 from tests.plugins.jupyter_dirs import jupyter_dirs, jupyter_env
 from tests.rest_stub import free_port
@@ -39,17 +40,7 @@ MARKER_VAR = "JUPYTER_AGENT_TEST_GATEWAY_MARKER"
 
 def group_alive(pgid: int) -> bool:
     """True while a process of group ``pgid`` exists (zombies excluded)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    return any(group == pgid for _parent, group in live_processes().values())
 
 
 def _cli() -> list[str]:
