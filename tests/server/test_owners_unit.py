@@ -70,7 +70,8 @@ async def test_an_admin_is_listed_and_granted() -> None:
 @pytest.mark.parametrize("grant", [True, False])
 async def test_an_async_authorizers_answer_is_awaited(grant: bool) -> None:
     class _Async:
-        asked: list[tuple[str, str]] = []
+        def __init__(self) -> None:
+            self.asked: list[tuple[str, str]] = []
 
         async def is_authorized(self, handler: Any, user: Any, action: str, resource: str) -> bool:
             self.asked.append((action, resource))
