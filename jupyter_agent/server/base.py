@@ -133,10 +133,10 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
         ``no_identity`` for an identity without a name)."""
         return request_owner(self)
 
-    @property
-    def is_admin(self) -> bool:
-        """True for an admin (:func:`~jupyter_agent.server.owners.request_is_admin`)."""
-        return request_is_admin(self)
+    async def is_admin(self) -> bool:
+        """True for an admin (:func:`~jupyter_agent.server.owners.request_is_admin`,
+        awaited: the authorizer may be async)."""
+        return await request_is_admin(self)
 
     def decode_argument(self, value: bytes, name: str | None = None) -> str:
         """A path segment or query argument as text; 400 ``bad_unicode`` when it is not

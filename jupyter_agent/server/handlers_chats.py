@@ -12,7 +12,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_agent.runtime.agents import DEFAULT_AGENT
-from jupyter_agent.server import parse
+from jupyter_agent.server import authz, parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
 __all__ = [
@@ -76,12 +76,12 @@ class ChatHandler(AgentHandler):
         """
         service = await self.service()
         if await service.active_run_id(chat_id, owner=self.owner) is not None:
-            # Authorization, as jupyter_server's @authorized does it (its HTTPError).
-            user = self.current_user
-            if not self.authorizer.is_authorized(self, user, "execute", self.auth_resource):
-                raise web.HTTPError(
-                    403, "deleting a chat with a running turn stops it: that needs 'execute'"
-                )
+            await authz.require(
+                self,
+                "execute",
+                self.auth_resource,
+                "deleting a chat with a running turn stops it: that needs 'execute'",
+            )
         await service.delete_chat(chat_id, owner=self.owner)
         self.set_status(204)
         self.finish()

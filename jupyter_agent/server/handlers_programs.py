@@ -42,7 +42,7 @@ def _admin(method: _F) -> _F:
 
 
 class _Admin(AgentHandler):
-    def check_deploy_allowed(self) -> None:
+    async def check_deploy_allowed(self) -> None:
         """Forbidden unless ``program_deploy`` lets this request's kind of session in, and,
         with several owners (``owners`` resolving to ``identity``), unless the request is
         an admin's (``admin_users``): a deployed version runs in every owner's runs (on a
@@ -54,7 +54,7 @@ class _Admin(AgentHandler):
                 reason="deploy_off",
             )
         several = owners_mode(str(self.agent.owners), self.identity_provider) == "identity"
-        if several and not self.is_admin:
+        if several and not await self.is_admin():
             raise Forbidden(
                 "with several users, only an admin (JupyterAgent.admin_users) deploys or "
                 "rolls back programs: a program runs in every user's runs",
@@ -105,7 +105,7 @@ class ProgramHandler(_Admin):
     @web.authenticated
     @_admin
     async def post(self, name: str) -> None:
-        self.check_deploy_allowed()
+        await self.check_deploy_allowed()
         body = self.json_body()
         parse.only_keys(body, ("files", "agent", "activate"), reason=_REASON)
         files: Any = parse.mapping(body, "files", reason=_REASON)
@@ -122,7 +122,7 @@ class ProgramRollbackHandler(_Admin):
     @web.authenticated
     @_admin
     async def post(self, name: str) -> None:
-        self.check_deploy_allowed()
+        await self.check_deploy_allowed()
         body = self.json_body()
         parse.only_keys(body, ("agent", "to"), reason="bad_request")
         agent = parse.string(body, "agent", reason="bad_request", default="")

@@ -25,12 +25,12 @@ class RunsHandler(AgentHandler):
     ``owner``: the caller's own runs when absent; ``*`` (every owner's) or another name
     only for an admin (else 403 ``not_admin``)."""
 
-    def _listed_owner(self) -> str:
+    async def _listed_owner(self) -> str:
         mine = self.owner
         asked = self.get_query_argument("owner", None)
         if asked is None or asked == mine:
             return mine
-        if not self.is_admin:
+        if not await self.is_admin():
             raise Forbidden("only an admin lists another owner's runs", reason="not_admin")
         return asked
 
@@ -39,7 +39,7 @@ class RunsHandler(AgentHandler):
     async def get(self) -> None:
         """One page of run summaries; ``next`` is the cursor of the next page, or null."""
         program = self.get_query_argument("program", None)
-        owner = self._listed_owner()
+        owner = await self._listed_owner()
         limit = parse.query_int(self, "limit", reason="bad_limit", default=50)
         before = self.get_query_argument("before", None)
         service = await self.service()
@@ -57,13 +57,12 @@ class RunHandler(AgentHandler):
         raw = self.get_query_argument("log", None) == "raw"
         full = parse.query_flag(self, "full")
         service = await self.service()
+        owner, admin = self.owner, await self.is_admin()
         if raw:
-            data = await service.run_log(run_id, owner=self.owner, admin=self.is_admin)
+            data = await service.run_log(run_id, owner=owner, admin=admin)
             self.finish(data, set_content_type="application/x-ndjson")
             return
-        self.finish_json(
-            await service.run_detail(run_id, owner=self.owner, admin=self.is_admin, full=full)
-        )
+        self.finish_json(await service.run_detail(run_id, owner=owner, admin=admin, full=full))
 
 
 class RunStatsHandler(AgentHandler):
@@ -73,8 +72,8 @@ class RunStatsHandler(AgentHandler):
     @authorized
     async def get(self, run_id: str) -> None:
         """Answer ``{run_id, calls, totals}``."""
-        service = await self.service()
-        self.finish_json(await service.run_stats(run_id, owner=self.owner, admin=self.is_admin))
+        service, admin = await self.service(), await self.is_admin()
+        self.finish_json(await service.run_stats(run_id, owner=self.owner, admin=admin))
 
 
 class RunNotebookHandler(AgentHandler):
@@ -84,8 +83,8 @@ class RunNotebookHandler(AgentHandler):
     @authorized
     async def get(self, run_id: str) -> None:
         """Answer the turn as an nbformat v4 notebook."""
-        service = await self.service()
-        self.finish_json(await service.run_notebook(run_id, owner=self.owner, admin=self.is_admin))
+        service, admin = await self.service(), await self.is_admin()
+        self.finish_json(await service.run_notebook(run_id, owner=self.owner, admin=admin))
 
     @web.authenticated
     @authorized_execute

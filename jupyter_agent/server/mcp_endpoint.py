@@ -11,8 +11,11 @@ Two parts:
   authentication (``Authorization: token T`` or ``Bearer T``, as jupyter_server 2.x reads
   both), its authorizer on resource ``agent`` (the endpoint needs ``read``; each tool's
   own permission is asked at request time and put in the ASGI scope for the tools,
-  :class:`~.mcp_tools.Caller`), origin checks. An unauthenticated or unauthorized request
-  is refused as every agent route is (403 ``{message, reason}``), before any MCP.
+  :class:`~.mcp_tools.Caller`; every answer awaited through :mod:`.authz`, so a sync and
+  an async authorizer answer alike), origin checks. An unauthenticated or unauthorized
+  request is refused as every agent route is (403 ``{message, reason}``), before any MCP.
+  A session belongs to the identity that opened it (:func:`session_identity`): another
+  identity's request carrying its ``mcp-session-id`` is answered as an unknown session's.
 
 The bridge: each POST, GET or DELETE is one ASGI ``http`` call of the session manager.
 ``receive`` gives the (already read) body, then waits for the client to go away
@@ -29,6 +32,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from tornado import web
@@ -36,6 +41,7 @@ from tornado.iostream import StreamClosedError
 
 from jupyter_agent.exceptions import Unavailable
 from jupyter_agent.runtime.cell_service import CellService
+from jupyter_agent.server import authz
 from jupyter_agent.server.base import AUTH_RESOURCE, AgentHandler
 from jupyter_agent.server.mcp_tools import CALLER_KEY, Caller, build_server
 
@@ -48,6 +54,16 @@ log = logging.getLogger(__name__)
 
 #: The route, under ``{base_url}``.
 MCP_ROUTE = r"/agent/mcp"
+
+
+def session_identity(owner: str) -> AuthenticatedUser:
+    """The identity a session is bound to: the request's owner (the username with several
+    owners; ``""`` for the one user of a single-user server, whose token requests each get
+    a new anonymous name). The SDK's session manager records it when ``initialize`` opens
+    a session and refuses a request of another identity for that session id exactly as an
+    unknown one (404 "Session not found"), forgetting it when the session ends (DELETE,
+    idle timeout, :meth:`McpEndpoint.stop`); it holds at most ``max_sessions`` of them."""
+    return AuthenticatedUser(AccessToken(token="", client_id=f"owner:{owner}", scopes=[]))
 
 
 class McpEndpoint:
@@ -152,20 +168,20 @@ class McpHandler(AgentHandler):
         self._disconnected.set()
         super().on_connection_close()
 
-    def _caller(self) -> Caller:
+    async def _caller(self) -> Caller:
+        """What this request's user may do, each permission asked of the authorizer and
+        awaited (:mod:`.authz`: an async authorizer's coroutine is not a yes)."""
         user = self.current_user
         name = str(getattr(user, "username", "") or "")
-
-        def may(action: str) -> bool:
-            return bool(self.authorizer.is_authorized(self, user, action, AUTH_RESOURCE))
-
+        read = await authz.is_authorized(self, "read", AUTH_RESOURCE)
+        execute = await authz.is_authorized(self, "execute", AUTH_RESOURCE)
         # The same owner as the REST routes' (issue 19): one request, one owner.
         return Caller(
             user=name,
-            read=may("read"),
-            execute=may("execute"),
+            read=read,
+            execute=execute,
             owner=self.owner,
-            admin=self.is_admin,
+            admin=await self.is_admin(),
         )
 
     def _scope(self, caller: Caller) -> dict[str, Any]:
@@ -189,11 +205,14 @@ class McpHandler(AgentHandler):
             "client": (request.remote_ip, 0),
             "server": (host or request.host, int(port) if port.isdigit() else None),
             "state": {},
+            # The session manager binds a session to the identity that opened it and
+            # answers another identity's request for it as for an unknown session.
+            "user": session_identity(caller.owner),
             CALLER_KEY: caller,
         }
 
     async def _bridge(self) -> None:
-        caller = self._caller()
+        caller = await self._caller()
         if not caller.read:
             raise web.HTTPError(403, "the MCP endpoint needs 'read' on resource 'agent'")
         endpoint: McpEndpoint | None = getattr(self.agent, "mcp_endpoint", None)

@@ -65,7 +65,7 @@ _LISTED = 50
 @dataclass(frozen=True)
 class Caller:
     """What the user of one request may do on resource ``agent`` (asked of the authorizer
-    at request time)."""
+    at request time and awaited, :mod:`.authz`: a sync and an async authorizer alike)."""
 
     user: str
     read: bool

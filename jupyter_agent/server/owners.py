@@ -16,10 +16,11 @@ settings row by that owner (another owner's object answers 404, like a missing o
   every request), else ``identity`` (JupyterHub's ``JupyterHubIdentityProvider`` or any
   other configured provider).
 
-:func:`request_is_admin`: the identity's username is in ``JupyterAgent.admin_users`` AND
-the authorizer grants ``read`` on resource :data:`ADMIN_RESOURCE` (an async authorizer's
-answer cannot be awaited here: no one is an admin under one). An admin may read any owner's
-runs (support) and, with several owners, deploy programs; nothing else.
+:func:`request_is_admin` (awaited): the identity's username is in
+``JupyterAgent.admin_users`` AND the authorizer grants ``read`` on resource
+:data:`ADMIN_RESOURCE` (asked through :mod:`.authz`, so a sync or an async authorizer alike).
+An admin may read any owner's runs (support) and, with several owners, deploy programs;
+nothing else.
 
 Owner strings are stored as they are. Nothing here imports tornado at module level
 beyond what handlers already have; a handler is duck-typed (``current_user``,
@@ -28,7 +29,6 @@ beyond what handlers already have; a handler is duck-typed (``current_user``,
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Final
 
 from jupyter_server.auth.identity import (
@@ -38,6 +38,7 @@ from jupyter_server.auth.identity import (
 )
 
 from jupyter_agent.exceptions import Forbidden
+from jupyter_agent.server import authz
 
 __all__ = [
     "ADMIN_RESOURCE",
@@ -101,21 +102,11 @@ def request_owner(handler: Any) -> str:
     return name
 
 
-def request_is_admin(handler: Any) -> bool:
+async def request_is_admin(handler: Any) -> bool:
     """True when the identity is in ``admin_users`` and granted ``read`` on
-    :data:`ADMIN_RESOURCE` by the server's authorizer."""
+    :data:`ADMIN_RESOURCE` by the server's authorizer (awaited: :func:`.authz.is_authorized`)."""
     app = _app(handler)
     name = username(handler)
     if not name or name not in list(getattr(app, "admin_users", []) or []):
         return False
-    authorizer = getattr(handler, "authorizer", None)
-    if authorizer is None:
-        return False
-    granted = authorizer.is_authorized(handler, handler.current_user, "read", ADMIN_RESOURCE)
-    if inspect.isawaitable(granted):
-        # An async authorizer (jupyter_server 2.x allows one) cannot be asked here: an
-        # unawaited coroutine is truthy, so refuse rather than let it through.
-        if inspect.iscoroutine(granted):
-            granted.close()
-        return False
-    return bool(granted)
+    return await authz.is_authorized(handler, "read", ADMIN_RESOURCE)

@@ -21,13 +21,11 @@ import contextlib
 import json
 from typing import Any
 
-from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import ws_authenticated
 from jupyter_server.base.websocket import WebSocketMixin
-from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from jupyter_agent.server import parse
+from jupyter_agent.server import authz, parse
 from jupyter_agent.server.base import AUTH_RESOURCE, AgentBase
 
 __all__ = ["EventsSocket"]
@@ -49,11 +47,7 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, AgentBase):
     @ws_authenticated
     async def get(self, chat_id: str) -> None:
         """Authorize, check the chat and ``since``, then upgrade."""
-        allowed = await ensure_async(
-            self.authorizer.is_authorized(self, self.current_user, "read", AUTH_RESOURCE)
-        )
-        if not allowed:
-            raise web.HTTPError(403)  # as jupyter_server's own authorization refuses
+        await authz.require(self, "read", AUTH_RESOURCE)
         self._since = parse.query_int(self, "since", reason="bad_since", default=0)
         service = await self.service()
         await service.check_chat(chat_id, owner=self.owner)

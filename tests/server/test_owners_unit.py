@@ -54,23 +54,28 @@ def test_request_owner() -> None:
     assert info.value.reason == "no_identity"
 
 
-def test_an_admin_is_listed_and_granted() -> None:
+async def test_an_admin_is_listed_and_granted() -> None:
     ours = TokenUsersIdentityProvider()
     listed = _handler("carol", mode="auto", provider=ours, admins=["carol"], grant=True)
-    assert request_is_admin(listed)
+    assert await request_is_admin(listed)
     assert listed.authorizer.asked == [("read", "agent_admin")]
-    assert not request_is_admin(
+    assert not await request_is_admin(
         _handler("carol", mode="auto", provider=ours, admins=["carol"], grant=False)
     )
-    assert not request_is_admin(
+    assert not await request_is_admin(
         _handler("bob", mode="auto", provider=ours, admins=["carol"], grant=True)
     )
 
 
-def test_an_async_authorizer_makes_no_one_an_admin() -> None:
+@pytest.mark.parametrize("grant", [True, False])
+async def test_an_async_authorizers_answer_is_awaited(grant: bool) -> None:
     class _Async:
+        def __init__(self) -> None:
+            self.asked: list[tuple[str, str]] = []
+
         async def is_authorized(self, handler: Any, user: Any, action: str, resource: str) -> bool:
-            return True
+            self.asked.append((action, resource))
+            return grant
 
     handler = _handler(
         "carol",
@@ -80,4 +85,5 @@ def test_an_async_authorizer_makes_no_one_an_admin() -> None:
         grant=True,
     )
     handler.authorizer = _Async()
-    assert request_is_admin(handler) is False
+    assert await request_is_admin(handler) is grant
+    assert handler.authorizer.asked == [("read", "agent_admin")]
