@@ -34,6 +34,7 @@ import os
 import pwd
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -62,6 +63,8 @@ PARALLEL: Final = 2
 #: The most of the verdict read (stdout), and of stderr kept for the log.
 _VERDICT_BYTES: Final = 64 * 1024
 _STDERR_TAIL: Final = 2048
+#: How long after the exit the verdict's bytes may still arrive.
+_LATE_S: Final = 1.0
 
 
 def _server_env() -> dict[str, str]:
@@ -171,12 +174,15 @@ class CheckProcess:
         env.pop("JUPYTER_RUNTIME_DIR", None)
         argv, extra = await asyncio.to_thread(self._command, base)
         payload = json.dumps({"name": checked.name, "files": checked.files}).encode()
+        loop = asyncio.get_running_loop()
+        protocol = _Protocol(loop)
         try:
-            proc = await asyncio.create_subprocess_exec(
+            transport, _ = await loop.subprocess_exec(
+                lambda: protocol,
                 *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 cwd=scratch,
                 env=env,
                 start_new_session=True,
@@ -185,52 +191,56 @@ class CheckProcess:
         except OSError as exc:
             raise Unavailable(f"cannot start the program check process: {exc}") from None
         try:
-            out, err = await asyncio.wait_for(_talk(proc, payload), self.timeout_s)
-        except asyncio.TimeoutError:
-            raise ProgramRefused(
-                f"the checks ran past {self.timeout_s:g} s ({TIMEOUT_TRAIT}) and were"
-                " stopped: does the program's import or its smoke test wait or loop?",
-                reason="program_check_timeout",
-            ) from None
-        finally:
-            if proc.returncode is None:  # the deadline, or the request was cancelled
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                await proc.wait()
-            # Whatever it started (a daemon of the program's import) ends with it.
-            await asyncio.to_thread(reap, lambda found: found == tag, grace_s=0.2)
-        return _verdict(out, err, proc.returncode)
-
-
-async def _talk(proc: asyncio.subprocess.Process, payload: bytes) -> tuple[bytes, bytes]:
-    """Send the deploy, read the verdict (bounded) and stderr's tail, wait for the end."""
-    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
-    assert stdin is not None
-    assert stdout is not None
-    assert stderr is not None
-
-    async def send() -> None:
-        with contextlib.suppress(ConnectionError):  # it ended without reading: no verdict
+            stdin = transport.get_pipe_transport(0)
+            assert isinstance(stdin, asyncio.WriteTransport)
             stdin.write(payload)
-            await stdin.drain()
-            stdin.close()
+            stdin.close()  # after the buffer is written
+            try:
+                await asyncio.wait_for(asyncio.shield(protocol.exited), self.timeout_s)
+            except asyncio.TimeoutError:
+                raise ProgramRefused(
+                    f"the checks ran past {self.timeout_s:g} s ({TIMEOUT_TRAIT}) and were"
+                    " stopped: does the program's import or its smoke test wait or loop?",
+                    reason="program_check_timeout",
+                ) from None
+            # The verdict was written before the exit; its bytes may arrive just after.
+            await asyncio.wait([protocol.out_closed], timeout=_LATE_S)
+        finally:
+            if transport.get_returncode() is None:  # the deadline, or a cancelled request
+                with contextlib.suppress(OSError):
+                    os.killpg(transport.get_pid(), signal.SIGKILL)
+            # Whatever it started (a daemon of the program's import, holding the pipes
+            # open) ends with it; then the pipes close.
+            await asyncio.to_thread(reap, lambda found: found == tag, grace_s=0.2)
+            transport.close()
+        return _verdict(bytes(protocol.out), bytes(protocol.err), transport.get_returncode())
 
-    out, err, _, _ = await asyncio.gather(
-        _read(stdout, head=True), _read(stderr, head=False), send(), proc.wait()
-    )
-    return out, err
 
+class _Protocol(asyncio.SubprocessProtocol):
+    """The check process's pipes: the verdict's first bytes, stderr's tail, the exit.
 
-async def _read(stream: asyncio.StreamReader, *, head: bool) -> bytes:
-    """All of ``stream`` read; its first :data:`_VERDICT_BYTES` (``head``) or its last
-    :data:`_STDERR_TAIL` bytes kept."""
-    kept = b""
-    while chunk := await stream.read(65536):
-        if head:
-            kept = (kept + chunk)[:_VERDICT_BYTES] if len(kept) < _VERDICT_BYTES else kept
+    ``exited`` resolves when the process ends (not when its pipes close: a process it
+    started may hold them open); ``out_closed`` when stdout closes."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.out = bytearray()
+        self.err = bytearray()
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.out_closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self.out += data[: max(0, _VERDICT_BYTES - len(self.out))]
         else:
-            kept = (kept + chunk)[-_STDERR_TAIL:]
-    return kept
+            self.err = (self.err + data)[-_STDERR_TAIL:]
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1 and not self.out_closed.done():
+            self.out_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
 
 
 def _verdict(out: bytes, err: bytes, code: int | None) -> dict[str, Any]:
