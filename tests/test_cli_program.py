@@ -7,6 +7,7 @@ layer (:data:`AGENT`) and clear it afterwards, so other tests' runs keep the bui
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,3 +152,27 @@ def test_refusals_exit_2_with_one_line(
     code, _, err = run(["program", "ls", "--addr", server[1], "--token", "wrong"], capsys)
     assert code == 2
     one_line(err)
+
+
+def test_a_refused_deploy_never_runs_in_the_server(
+    live_server: LiveServer, server: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25: a module whose import writes a file (relative path) and fails: exit 2 with
+    the import's error; the file is not in the server's cwd or root (its check process
+    ran in a temp dir), nothing was stored."""
+    relative = f"ja-cli-check-{uuid.uuid4().hex}.txt"
+    bad = tmp_path / "writes.py"
+    bad.write_text(f"open({relative!r}, 'w').write('x')\nraise RuntimeError('no thanks')\n")
+    with AgentClient(live_server.addr, live_server.token) as client:
+        before = client.programs()
+    code, out, err = run(
+        ["program", "deploy", "toolcaller", str(bad), "--agent", AGENT, *server], capsys
+    )
+    assert (code, out) == (2, "")
+    assert "program.py line 2: import failed: RuntimeError: no thanks" in one_line(err)
+    root = live_server.data_dir.parent / "root"
+    assert root.is_dir()
+    for folder in (Path.cwd(), root):
+        assert not (folder / relative).exists()
+    with AgentClient(live_server.addr, live_server.token) as client:
+        assert client.programs() == before

@@ -1,4 +1,4 @@
-"""The checks a deploy passes before anything is stored (blocking: run in a worker thread).
+"""The checks a deploy passes before anything is stored (blocking).
 
 :func:`check_deploy` runs them in order and raises ProgramRefused at the first failure,
 naming the file and line:
@@ -16,6 +16,10 @@ naming the file and line:
 
 It returns a :class:`Checked` (the files, their hash, entry, uses, description); the
 import is forgotten afterwards (the registry imports a stored version under its own name).
+
+Checks 1-3 run no program code (:func:`check_static`: the server runs them itself, in a
+worker thread); checks 4-6 run it (:func:`check_code`): the server runs them only in a
+check process (:mod:`~jupyter_agent.programs.check_process`), never in its own.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from jupyter_agent.programs.watchdog import call_with_deadline
 from jupyter_agent.trace.log import read_log
 from jupyter_agent.trace.replay import replay
 
-__all__ = ["ALLOWED_USES", "Checked", "check_deploy", "check_family"]
+__all__ = ["ALLOWED_USES", "Checked", "check_code", "check_deploy", "check_family", "check_static"]
 
 #: What a deployed program's ``uses`` may name.
 ALLOWED_USES: Final = frozenset(
@@ -133,16 +137,39 @@ def _compile_all(files: dict[str, str]) -> None:
 def check_deploy(name: str, files: Any, *, scratch: Path | None = None) -> Checked:
     """Run every check on a deploy of ``files`` to family ``name`` (see the module
     docstring); ProgramRefused at the first failure. ``scratch``: where the throwaway
-    copy goes (default: the system's temp dir). Blocking."""
+    copy goes (default: the system's temp dir). Blocking; runs the program's code in this
+    process (the check process's entry, :mod:`~jupyter_agent.programs.check_worker`)."""
+    checked = check_static(name, files)
+    check_code(checked, scratch=scratch)
+    return checked
+
+
+def check_static(name: str, files: Any) -> Checked:
+    """Checks 1-3 (family, files, ``program.json``, every ``.py`` compiles): no program
+    code runs. ProgramRefused at the first failure; blocking (a worker thread)."""
     family = check_family(name)
     checked = check_files(files)
     entry, uses, description = _manifest(family, checked)
     _compile_all(checked)
-    digest = content_hash(family, checked)
+    return Checked(
+        name=family,
+        files=checked,
+        hash=content_hash(family, checked),
+        entry=entry,
+        uses=uses,
+        description=description,
+    )
+
+
+def check_code(checked: Checked, *, scratch: Path | None = None) -> None:
+    """Checks 4-6 on a :func:`check_static` result: import in isolation, the smoke test,
+    the folder's own scenarios. Runs the program's code in THIS process: only in a check
+    process. ProgramRefused at the first failure; the import is forgotten afterwards."""
+    family, entry = checked.name, checked.entry
     base = Path(tempfile.mkdtemp(prefix="ja-deploy-", dir=scratch))
     module = f"{PARENT}.check_{family.replace('-', '_')}_{uuid.uuid4().hex}"
     try:
-        folder = materialise(base, digest, checked, {"name": family})
+        folder = materialise(base, checked.hash, checked.files, {"name": family})
         entry_file = entry.replace(".", "/") + ".py"
         try:
             factory = call_with_deadline(
@@ -160,15 +187,12 @@ def check_deploy(name: str, files: Any, *, scratch: Path | None = None) -> Check
                 f" {type(exc).__name__}: {str(exc)[:300]}"
             ) from None
         smoke(factory, family, folder=folder, entry_file=entry_file)
-        for path in sorted(p for p in checked if p.startswith("scenarios/")):
+        for path in sorted(p for p in checked.files if p.startswith("scenarios/")):
             if path.endswith(".jsonl"):
                 _own_scenario(factory, family, folder, path)
     finally:
         unload(module)
         shutil.rmtree(base, ignore_errors=True)
-    return Checked(
-        name=family, files=checked, hash=digest, entry=entry, uses=uses, description=description
-    )
 
 
 def _own_scenario(factory: Any, family: str, folder: Path, path: str) -> None:

@@ -5,11 +5,14 @@ Contracts:
 
 - async methods; every check, store call and import in a worker thread
   (``asyncio.to_thread``), never on the event loop;
-- :meth:`~ProgramService.deploy` runs every check
-  (:func:`~jupyter_agent.programs.deploy_checks.check_deploy`) before anything is written:
-  a refusal (ProgramRefused, naming the file and line) stores nothing and leaves the
-  active version as it was. A deploy whose files hash as a stored version's answers that
-  version (and activates it as asked). Deployed versions are materialised in the cache dir;
+- :meth:`~ProgramService.deploy` runs every check before anything is written: those
+  that run no program code here (:func:`~jupyter_agent.programs.deploy_checks.check_static`),
+  those that run it in a check process (:class:`~jupyter_agent.programs.check_process.
+  CheckProcess`: never in this process, under a deadline, away from the server's
+  secrets). A refusal (ProgramRefused, naming the file and line) stores, writes and
+  imports nothing and leaves the active version as it was. A deploy whose files hash as a
+  stored version's answers that version (and activates it as asked) without checking it
+  again. Deployed versions are materialised in the cache dir (imported when a run uses one);
 - :meth:`~ProgramService.rollback`: with ``to``, activate that version (built-in or
   deployed; unknown: NotFound); without, activate the version this layer ran before the
   current one, walking back on repeated rollbacks (:meth:`~ProgramService._previous`):
@@ -37,7 +40,8 @@ from jupyter_agent.programs.builtin import (
     builtin_hash,
     latest_builtin,
 )
-from jupyter_agent.programs.deploy_checks import check_deploy, check_family
+from jupyter_agent.programs.check_process import CheckProcess
+from jupyter_agent.programs.deploy_checks import check_family, check_static
 from jupyter_agent.programs.refs import NAME_RE, ProgramRef, family_of
 from jupyter_agent.programs.registry import ProgramRegistry, active_version
 from jupyter_agent.store.program_store import ProgramRow
@@ -54,14 +58,21 @@ def _agent(agent: Any) -> str:
 
 
 class ProgramService:
-    """Deploys and activations over ``store`` (a Store), loading through ``registry``."""
+    """Deploys and activations over ``store`` (a Store), loading through ``registry``;
+    ``checks`` runs a deploy's code checks (default: a :class:`CheckProcess` with the
+    server's filtered environment, no sandbox, temp dirs under ``scratch``)."""
 
     def __init__(
-        self, store: Any, registry: ProgramRegistry, *, scratch: Path | None = None
+        self,
+        store: Any,
+        registry: ProgramRegistry,
+        *,
+        scratch: Path | None = None,
+        checks: CheckProcess | None = None,
     ) -> None:
         self.store = store
         self.registry = registry
-        self.scratch = scratch
+        self.checks = checks or CheckProcess(scratch=scratch)
 
     # --- writes --------------------------------------------------------------------------
 
@@ -77,7 +88,12 @@ class ProgramService:
         """Check, store and (``activate``) activate a new version of ``name`` for layer
         ``agent``; ``{program: version JSON, active: the layer's active ref text}``."""
         layer = _agent(agent)
-        checked = await asyncio.to_thread(check_deploy, name, files, scratch=self.scratch)
+        checked = await asyncio.to_thread(check_static, name, files)
+        stored_already = await asyncio.to_thread(
+            self.store.program_by_hash, checked.name, checked.hash
+        )
+        if stored_already is None:
+            await self.checks.run(checked)
         row = ProgramRow(
             name=checked.name,
             hash=checked.hash,

@@ -32,6 +32,7 @@ from traitlets.config import Config
 
 from jupyter_agent.llm.embeddings import EMBED_TIER
 from jupyter_agent.llm.transport import Transport
+from jupyter_agent.programs.check_process import CheckProcess
 from jupyter_agent.programs.registry import ProgramRegistry
 from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.runtime.agents import DEFAULT_AGENT, Agent, AgentRegistry, agent_json
@@ -98,6 +99,8 @@ class AdminConfig:
     #: user's name under JupyterHub. Its settings get the old ``settings.json``; the
     #: start-up readiness line is about its tiers.
     server_owner: str = ""
+    #: ``program_check_timeout_s``: the deadline of a deploy's check process (issue 25).
+    program_check_timeout_s: float = 20.0
 
 
 class Parts:
@@ -184,7 +187,8 @@ class Parts:
         )
         # Deployed program versions (issue 16): which one a run uses; deploys and rollbacks.
         self.programs = ProgramRegistry(store, cache_dir=self.data_dir / "programs")
-        self.program_service = ProgramService(store, self.programs)
+        checks = CheckProcess.for_pool(pool, timeout_s=admin.program_check_timeout_s)
+        self.program_service = ProgramService(store, self.programs, checks=checks)
         services = RunServices(
             programs=self.programs,
             transport=transport,

@@ -86,6 +86,15 @@ class KernelStarts:
         # starved the server (agent/status p99 over a second).
         self._slots = asyncio.Semaphore(start_slots())
 
+    def hidden_dirs(self) -> list[str]:
+        """What a sandbox hides from the process it runs (a kernel, a program check's):
+        the server's runtime dir and the agent's data dir."""
+        return [self._server_runtime_dir, str(self._data_dir)]
+
+    def tag(self, name: str) -> str:
+        """The reaper tag of this server instance's process ``name`` (a kernel's id)."""
+        return reaper.make_tag(self.key, self.instance, name)
+
     def reap_leftovers(self) -> None:
         """End what a crashed earlier run of this server left (blocking: in a thread)."""
         ended = reaper.reap_orphans(self.key)
@@ -136,7 +145,7 @@ class KernelStarts:
                 kernel_id, self.base, reaper.make_tag(self.key, self.instance, kernel_id)
             )
             self.places[kernel_id] = place
-            hidden = [self._server_runtime_dir, str(self._data_dir)]
+            hidden = self.hidden_dirs()
             try:
                 plan, extra = await asyncio.to_thread(
                     prepare_launch, place, self._sandbox, root_dir=self._root_dir, hidden=hidden

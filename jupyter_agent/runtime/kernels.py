@@ -221,6 +221,12 @@ class KernelPool(LoggingConfigurable):
         """The parsed ``kernel_sandbox``."""
         return self._sandbox
 
+    @property
+    def starts(self) -> KernelStarts:
+        """How this pool starts kernels (their tags, what a sandbox hides): a program
+        check's process is started alike (:mod:`~jupyter_agent.programs.check_process`)."""
+        return self._starts
+
     def check(self) -> None:
         """Refuse a sandbox that cannot work here, or a kernelspec that cannot carry it.
 

@@ -171,6 +171,13 @@ class JupyterAgent(ExtensionApp):
         " 'token' only requests authenticated by a token (the CLI, scripts); 'browser' also"
         " cookie sessions (the browser); 'off' nobody.",
     ).tag(config=True)
+    program_check_timeout_s = Float(
+        20.0,
+        min=0.5,
+        help="Seconds a deploy's checks (import, smoke test, scenarios: run in a process of"
+        " their own, sandboxed as agent kernels are) may take; past them the process is"
+        " killed and the deploy refused (program_check_timeout).",
+    ).tag(config=True)
     # A deployed program's step deadline is RunManager.program_step_timeout_s.
 
     # --- approvals (issue 17) ---
@@ -413,6 +420,7 @@ class JupyterAgent(ExtensionApp):
             approval=str(self.approval),
             mcp_servers={str(name): entry for name, entry in self.mcp_servers.items()},
             server_owner=self.server_owner(),
+            program_check_timeout_s=self.program_check_timeout_s,
         )
 
     def server_owner(self) -> str:
