@@ -143,7 +143,9 @@ class Parts:
             environ=lambda: self.environ,
             version=admin.version,
         )
-        self.contents = Contents(contents_manager, max_bytes=admin.max_attachment_bytes)
+        self.contents = Contents(
+            contents_manager, root_dir=self.root_dir, max_bytes=admin.max_attachment_bytes
+        )
         self.notebooks = NotebookWriter(self.contents, admin.trace_dir)
         # The person's notebooks (issue 17): open ones through their shared model (RTC),
         # the others through the contents manager; the run manager's notices tell runs.

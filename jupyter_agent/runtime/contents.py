@@ -2,23 +2,27 @@
 
 Contracts:
 
-- A contents path is ``/``-separated and relative to the server's root
-  (:func:`check_relative_path`): a leading ``/`` is the root; ``..`` components,
-  backslashes and NUL are refused, so no path escapes the root. A name longer than
-  :data:`MAX_NAME_BYTES` or a path longer than :data:`MAX_PATH_BYTES` (UTF-8) is refused
-  too: Linux (and most file systems) could not hold it. A message naming a path shows at most
-  :data:`SHOWN_CHARS` of its characters.
+- Every contents path is resolved by :func:`~jupyter_agent.runtime.safe_paths.resolve`
+  (:meth:`Contents.resolve`) against the contents root (the manager's ``root_dir``, else
+  the server's): ``/``-separated, relative to the root, no ``..``, no hidden name, no
+  symlink leading out of the root; refused with ``BadRequest`` (``bad_path``). The
+  manager is handed the resolved ``target`` (no symlink in it) right after the path was
+  resolved again and found unchanged (:meth:`~.safe_paths.SafePath.confirm`). A message
+  naming a path shows at most :data:`SHOWN_CHARS` of its characters.
 - :class:`Contents` wraps the server's contents manager, sync or async kind (both exist;
   every call goes through ``jupyter_core.utils.ensure_async``). The server may have none:
   then reading attachments is a ``BadRequest`` and writing a ``NotSupported``.
 - :meth:`Contents.read_attachment` reads one file as a File part ``{name, media_type,
   data}`` (base64), at most ``max_bytes``; a folder, a missing or unreadable file is a
-  ``BadRequest`` (``bad_attachments``), a larger one ``attachment_too_large``. The contents
-  manager's own errors (tornado ``HTTPError`` 404/400, ``OSError``) never leave this module.
+  ``BadRequest`` (``bad_attachments``), a larger one ``attachment_too_large``. The path is
+  confirmed before and after the bytes are read (bytes read while a link was swapped are
+  dropped). The contents manager's own errors (tornado ``HTTPError`` 404/400,
+  ``OSError``) never leave this module.
 - :meth:`Contents.save_notebook` answers a path too long once joined to the manager's
   ``root_dir`` (checked first, before any folder is made), or one the file system refuses
   as too long (``ENAMETOOLONG``), with ``BadRequest`` (``bad_path``), like any refusal of
-  the contents manager, not with its 500.
+  the contents manager, not with its 500. Each folder it makes and the file itself are
+  written at the confirmed target.
 
 Names and folders of the notebooks the app writes are :mod:`.exports`' business; it writes
 through :class:`Contents`.
@@ -36,54 +40,29 @@ from typing import Any, Final
 from jupyter_core.utils import ensure_async
 
 from jupyter_agent.exceptions import BadRequest, NotSupported
+from jupyter_agent.runtime.safe_paths import (
+    MAX_NAME_BYTES,
+    MAX_PATH_BYTES,
+    NOTEBOOK_SUFFIX,
+    SHOWN_CHARS,
+    SafePath,
+    resolve,
+    shown,
+)
 
 __all__ = [
     "MAX_NAME_BYTES",
     "MAX_PATH_BYTES",
     "SHOWN_CHARS",
     "Contents",
-    "check_relative_path",
     "shown",
 ]
 
-#: The longest file or folder name (Linux's NAME_MAX, and most file systems'), in bytes.
-MAX_NAME_BYTES: Final = 255
-#: The longest contents path (Linux's PATH_MAX), in bytes.
-MAX_PATH_BYTES: Final = 4096
-#: How much of a path a message shows.
-SHOWN_CHARS: Final = 120
 _TOO_LONG: Final = "the path is too long for the server's file system"
-
-
-def shown(path: str) -> str:
-    """``path`` as a message shows it: its repr, cut after :data:`SHOWN_CHARS` characters."""
-    if len(path) <= SHOWN_CHARS:
-        return repr(path)
-    return f"{path[:SHOWN_CHARS]!r}... ({len(path)} characters)"
 
 
 def _size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
-
-
-def check_relative_path(path: Any, what: str) -> str:
-    """A contents path (``/``-separated, relative to the root), or ``BadRequest``
-    (``bad_path``) naming ``what``. See the module docstring."""
-    if not isinstance(path, str) or not path.strip():
-        raise BadRequest(f"{what} must be a non-empty contents path", reason="bad_path")
-    clean = path.strip().lstrip("/")
-    parts = clean.split("/")
-    if not clean or "\\" in clean or "\0" in clean or any(p in ("..", "") for p in parts):
-        raise BadRequest(
-            f"{what} {shown(path)} is not a path inside the server's root", reason="bad_path"
-        )
-    if _size(clean) > MAX_PATH_BYTES or any(_size(p) > MAX_NAME_BYTES for p in parts):
-        raise BadRequest(
-            f"{what} {shown(path)} is too long: at most {MAX_NAME_BYTES} bytes per name and "
-            f"{MAX_PATH_BYTES} in all",
-            reason="bad_path",
-        )
-    return "/".join(p for p in parts if p != ".")
 
 
 def _name_too_long(exc: BaseException) -> bool:
@@ -103,9 +82,23 @@ def _attachment_error(path: str, why: str) -> BadRequest:
 class Contents:
     """The server's contents manager (or None: a server without one), made async."""
 
-    def __init__(self, manager: Any, *, max_bytes: int = 10 * 1024 * 1024) -> None:
+    def __init__(
+        self, manager: Any, *, root_dir: str | None = None, max_bytes: int = 10 * 1024 * 1024
+    ) -> None:
         self.manager = manager
         self.max_bytes = max_bytes
+        own = getattr(manager, "root_dir", None)
+        #: The contents root paths are resolved in: the manager's, else ``root_dir``.
+        self.root_dir: str = own if isinstance(own, str) and own else (root_dir or os.getcwd())
+
+    def resolve(
+        self, raw: Any, what: str, *, notebook: bool = False, folder: bool = False
+    ) -> SafePath:
+        """``raw`` resolved in the contents root (:func:`.safe_paths.resolve`): refused
+        with ``BadRequest`` (``bad_path``). ``notebook``: it must end in ``.ipynb``;
+        ``folder``: the root itself (``""``) is accepted."""
+        suffix = NOTEBOOK_SUFFIX if notebook else ""
+        return resolve(raw, self.root_dir, what=what, suffix=suffix, allow_root=folder)
 
     @property
     def available(self) -> bool:
@@ -122,7 +115,8 @@ class Contents:
 
     async def read_attachment(self, raw: str) -> dict[str, Any]:
         """The file at contents path ``raw`` as a File part (see the module docstring)."""
-        path = check_relative_path(raw, "attachment")
+        safe = self.resolve(raw, "attachment")
+        path = safe.path
         if self.manager is None:
             raise BadRequest(
                 "attachments are not available on this server", reason="bad_attachments"
@@ -132,14 +126,14 @@ class Contents:
             f"attachment {shown(path)} is over {limit} bytes", reason="attachment_too_large"
         )
         try:
-            model = await ensure_async(self.manager.get(path, content=False))
+            model = await ensure_async(self.manager.get(safe.confirm(), content=False))
             if model.get("type") == "directory":
                 raise _attachment_error(path, "is a folder")
             size = model.get("size")
             if isinstance(size, int) and size > limit:
                 raise too_large
             model = await ensure_async(
-                self.manager.get(path, content=True, type="file", format="base64")
+                self.manager.get(safe.confirm(), content=True, type="file", format="base64")
             )
         except BadRequest:
             raise
@@ -148,6 +142,7 @@ class Contents:
             raise _attachment_error(
                 path, "not found" if status == 404 else "cannot be read"
             ) from None
+        safe.confirm()  # the bytes came from where the path led before: else dropped
         data = base64.b64decode(str(model.get("content") or ""))
         if len(data) > limit:
             raise too_large
@@ -173,27 +168,34 @@ class Contents:
 
     # --- writing -----------------------------------------------------------------------
 
-    async def save_notebook(self, path: str, nb: dict[str, Any]) -> None:
-        """Save ``nb`` at ``path``, making its missing folders first.
+    async def save_notebook(self, path: str | SafePath, nb: dict[str, Any]) -> None:
+        """Save ``nb`` at ``path`` (a contents path, resolved here, or one resolved
+        already), making its missing folders first.
 
         A refusal of the contents manager (a hidden path, a file where a folder should be:
         its 4xx) or of the file system (a path too long) is a ``BadRequest``
         (``bad_path``); anything else passes through. A path longer than
         :data:`MAX_PATH_BYTES` once joined to the manager's ``root_dir`` is refused before
-        anything is made.
+        anything is made; so is a path that changed since it was resolved (a symlink).
         """
         cm = self.writer()
+        safe = path if isinstance(path, SafePath) else self.resolve(path, "'path'", notebook=True)
+        shown_path = shown(safe.path)
         root = getattr(cm, "root_dir", None)
-        if isinstance(root, str) and _size(os.path.join(root, path)) > MAX_PATH_BYTES:
-            raise BadRequest(f"cannot write {shown(path)}: {_TOO_LONG}", reason="bad_path")
-        folder = posixpath.dirname(path)
+        if isinstance(root, str) and _size(os.path.join(root, safe.target)) > MAX_PATH_BYTES:
+            raise BadRequest(f"cannot write {shown_path}: {_TOO_LONG}", reason="bad_path")
+        folder = posixpath.dirname(safe.confirm())
         current = ""
         try:
             for part in folder.split("/") if folder else ():
                 current = f"{current}/{part}" if current else part
                 if not await ensure_async(cm.dir_exists(current)):
+                    safe.confirm()
                     await ensure_async(cm.save({"type": "directory"}, current))
-            await ensure_async(cm.save({"type": "notebook", "format": "json", "content": nb}, path))
+            model = {"type": "notebook", "format": "json", "content": nb}
+            await ensure_async(cm.save(model, safe.confirm()))
+        except BadRequest:
+            raise
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             message = getattr(exc, "log_message", None) or type(exc).__name__
@@ -201,4 +203,4 @@ class Contents:
                 message = _TOO_LONG
             elif not (isinstance(status, int) and 400 <= status < 500):
                 raise
-            raise BadRequest(f"cannot write {shown(path)}: {message}", reason="bad_path") from None
+            raise BadRequest(f"cannot write {shown_path}: {message}", reason="bad_path") from None

@@ -5,11 +5,16 @@ Contracts:
 - Everything the app writes on its own (``POST agent/runs/{id}/notebook`` and ``POST
   agent/chats/{id}/notebook`` without a ``path``) goes under one folder, the trace folder
   (``JupyterAgent.trace_dir``: a contents path, default ``agent-traces``; ``""`` is the
-  root). :func:`check_folder` is what the trait accepts.
+  root). :func:`check_folder` is what the trait accepts (the path's text); at each write
+  the folder, and each name tried in it, is resolved in the contents root
+  (:mod:`.safe_paths`): a folder that leads out of the root (a symlink) is ``BadRequest``
+  (``bad_path``), a name that does is passed over like a taken one.
 - File names come from the chat's title through :func:`safe_stem`: no path separators, no
   leading dot or dash, no control or bidi-control characters, no characters Windows
   refuses, at most :data:`MAX_STEM_CHARS` characters and :data:`MAX_STEM_BYTES` UTF-8
   bytes; never empty (the fallback is the run's or the chat's id).
+- A notebook ``path`` a person gives (:meth:`NotebookWriter.write_at`) is resolved the same
+  way: ``bad_path`` when it leads out of the root, is hidden or not ``.ipynb``.
 - A name is never written over: the first free one of ``name.ipynb``, ``name-2.ipynb``,
   ``name-3.ipynb``, ... is taken. One exception keeps "open the trace" idempotent: a file
   whose notebook is exactly the one about to be written is answered as is (``created``
@@ -36,7 +41,8 @@ from typing import Any, Final
 import nbformat
 
 from jupyter_agent.exceptions import BadRequest, Conflict
-from jupyter_agent.runtime.contents import Contents, check_relative_path, shown
+from jupyter_agent.runtime.contents import Contents, shown
+from jupyter_agent.runtime.safe_paths import SafePath, clean_path
 
 __all__ = [
     "DEFAULT_FOLDER",
@@ -44,7 +50,6 @@ __all__ = [
     "MAX_STEM_CHARS",
     "NotebookWriter",
     "check_folder",
-    "check_notebook_path",
     "safe_stem",
     "trace_stem",
 ]
@@ -74,18 +79,13 @@ _TRAILING: Final = " .\u200d\ufe0e\ufe0f"
 def check_folder(value: str) -> str:
     """The trace folder as a clean contents path (``""``: the root), or ValueError.
 
-    Relative to the contents root, ``/``-separated, no ``..``, no hidden component.
+    Relative to the contents root, ``/``-separated, no ``..``, no hidden component (its
+    text only: where it leads is judged at each write).
     """
-    trimmed = value.strip().strip("/")  # "/x/" names the folder x under the root
-    if not trimmed:
-        return ""
     try:
-        folder = check_relative_path(trimmed, "the trace folder")
+        return clean_path(value, what="the trace folder", allow_root=True)
     except BadRequest as exc:
         raise ValueError(exc.message) from None
-    if any(part.startswith(".") for part in folder.split("/")):
-        raise ValueError(f"the trace folder {value!r} names a hidden folder")
-    return folder
 
 
 def safe_stem(title: str, fallback: str, *, suffix: str = "") -> str:
@@ -131,17 +131,6 @@ def trace_stem(title: str, run_id: str, turn_number: int | None) -> str:
     return safe_stem(title, run_id, suffix=suffix)
 
 
-def check_notebook_path(raw: str) -> str:
-    """The clean contents path of a notebook to write at, or ``BadRequest`` (``bad_path``):
-    inside the root, ending in ``.ipynb``, with no hidden component."""
-    path = check_relative_path(raw, "'path'")
-    if not path.endswith(".ipynb"):
-        raise BadRequest("'path' must end in .ipynb", reason="bad_path")
-    if any(part.startswith(".") for part in path.split("/")):
-        raise BadRequest(f"'path' {shown(path)} names a hidden file or folder", reason="bad_path")
-    return path
-
-
 def _file_text(nb: Any) -> str:
     """The notebook as the contents manager writes it (transient fields stripped)."""
     return _writes(_from_dict(nb), version=4)
@@ -173,6 +162,11 @@ class NotebookWriter:
         """The contents manager; ``NotSupported`` when the server has none."""
         return self.contents.writer()
 
+    def target(self, raw: str) -> SafePath:
+        """A notebook ``path`` a person gave, resolved in the contents root: ``BadRequest``
+        (``bad_path``) outside it, hidden or not ``.ipynb`` (see :mod:`.safe_paths`)."""
+        return self.contents.resolve(raw, "'path'", notebook=True)
+
     async def write_new(self, stem: str, nb: dict[str, Any]) -> tuple[str, bool]:
         """Write ``nb`` as ``{folder}/{stem}.ipynb``, or the first free ``{stem}-N.ipynb``.
 
@@ -180,29 +174,35 @@ class NotebookWriter:
         file holding exactly this notebook is answered with ``created`` false, unwritten.
         """
         self.check()
+        self.contents.resolve(self.folder, "the trace folder", folder=True)
         wanted = await asyncio.to_thread(_file_text, nb)  # a whole notebook: off the loop
         async with self._lock:
             for n in range(1, _MAX_TRIES + 1):
                 name = f"{stem}.ipynb" if n == 1 else f"{stem}-{n}.ipynb"
                 path = posixpath.join(self.folder, name) if self.folder else name
-                if await self.contents.dir_exists(path):
+                try:
+                    safe = self.contents.resolve(path, "'path'", notebook=True)
+                except BadRequest:
+                    continue  # a link out of the root (or to a hidden file): never ours
+                if await self.contents.dir_exists(safe.target):
                     continue
-                if not await self.contents.file_exists(path):
-                    await self.contents.save_notebook(path, nb)
+                if not await self.contents.file_exists(safe.target):
+                    await self.contents.save_notebook(safe, nb)
                     return path, True
-                if await self._holds(path, wanted):
+                if await self._holds(safe.target, wanted):
                     return path, False
         raise Conflict(f"no free name for {stem!r} in {self.folder or 'the root'}")
 
-    async def write_at(self, path: str, nb: dict[str, Any], *, overwrite: bool) -> str:
-        """Write ``nb`` at the contents path ``path``; ``Conflict`` if it exists and not
-        ``overwrite``."""
+    async def write_at(self, path: str | SafePath, nb: dict[str, Any], *, overwrite: bool) -> str:
+        """Write ``nb`` at the contents path ``path`` (resolved by :meth:`target` unless it
+        was); ``Conflict`` if it exists and not ``overwrite``. Answers the clean path."""
         self.check()
+        safe = path if isinstance(path, SafePath) else self.target(path)
         async with self._lock:
-            if not overwrite and await self.contents.file_exists(path):
-                raise Conflict(f"{shown(path)} exists; send overwrite: true to replace it")
-            await self.contents.save_notebook(path, nb)
-        return path
+            if not overwrite and await self.contents.file_exists(safe.confirm()):
+                raise Conflict(f"{shown(safe.path)} exists; send overwrite: true to replace it")
+            await self.contents.save_notebook(safe, nb)
+        return safe.path
 
     async def _holds(self, path: str, wanted: str) -> bool:
         try:

@@ -3,8 +3,9 @@
 Called by :func:`jupyter_agent.runtime.apphost.perform_app_call` (each call is one logged
 ``app.call`` effect of the cell). Contracts:
 
-- Paths go through :func:`~jupyter_agent.runtime.nb_paths.notebook_path` first
-  (``PathRefused``: outside the root, hidden, a symlink out, not ``.ipynb``). ``path=None``
+- Paths go through :func:`~jupyter_agent.runtime.safe_paths.notebook_path` first
+  (``PathRefused``: outside the root, hidden, a symlink out, not ``.ipynb``); the file is
+  read at the path's resolved target, resolved again right before and after the read. ``path=None``
   is the viewed notebook: the ``view.path`` of the newest message the run took (the
   opening one, or a later steering message with a view); no view is a clear error naming
   ``path=``.
@@ -49,7 +50,7 @@ from jupyter_agent.core.notebook_digest import NotebookOptions, read_cells, revi
 from jupyter_agent.core.proposals import with_cell_ids
 from jupyter_agent.exceptions import AgentError, NotFound, RequestError
 from jupyter_agent.runtime.contents import shown
-from jupyter_agent.runtime.nb_paths import notebook_path
+from jupyter_agent.runtime.safe_paths import notebook_path
 
 if TYPE_CHECKING:
     from jupyter_agent.runtime.apphost import AppDriver
@@ -147,10 +148,12 @@ class NotebookReader:
                 return ReadNotebook(nb=nb, via="live")
         if not self.contents.available:
             raise AgentError("this server has no contents manager: notebooks cannot be read")
+        safe = notebook_path(path, self.contents.root_dir)
         try:
             model = await ensure_async(
-                self.contents.writer().get(path, content=True, type="notebook")
+                self.contents.writer().get(safe.confirm(), content=True, type="notebook")
             )
+            safe.confirm()  # read from where the path led: else the content is dropped
         except RequestError:
             raise
         except Exception as exc:  # the contents manager's HTTPError (404, 400), OSError
@@ -184,7 +187,7 @@ def _path_of(driver: AppDriver, raw: Any) -> str:
                 "notebook.read(path='analysis/sales.ipynb')"
             )
         raw = viewed
-    return notebook_path(raw, driver.services.root_dir)
+    return notebook_path(raw, driver.services.root_dir).path
 
 
 def _source(driver: AppDriver) -> NotebookSource:

@@ -3,7 +3,7 @@
 :class:`ProposalService` is what the notebook app (``notebook.propose``) and the REST
 routes call. Contracts:
 
-- :meth:`ProposalService.create` checks the path (:func:`~.nb_paths.notebook_path`:
+- :meth:`ProposalService.create` checks the path (:func:`~.safe_paths.notebook_path`:
   ``PathRefused``) and the edits (:func:`~jupyter_agent.core.proposal_edits.normalize_edits`
   against the cells the model read: ``BadRequest`` ``bad_edits``), stores the proposal
   (``pending``) and publishes ``proposal`` on its chat. Nothing in the notebook changes.
@@ -23,9 +23,10 @@ routes call. Contracts:
 - :meth:`ProposalService.undo` applies the stored inverse edits with the same checks (the
   cells as apply left them: a later change is a conflict, nothing written, the proposal
   stays applied); outcome ``undone``.
-- Apply and undo check the stored path again (``PathRefused``, the proposal unchanged): the
-  agent's kernel shares the file system, and a notebook swapped for a symlink out of the
-  root since the proposal is never written through.
+- Apply and undo resolve the stored path again (``PathRefused``, the proposal unchanged):
+  the agent's kernel shares the file system, and a notebook swapped for a symlink out of
+  the root since the proposal is never written through. The file is read and written at
+  the resolved target, confirmed unchanged right before each (:mod:`.safe_paths`).
 - One apply at a time per path (an asyncio lock): two decisions on one notebook never
   interleave their read and write.
 """
@@ -67,7 +68,7 @@ from jupyter_agent.runtime.contents import Contents, shown
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import now_iso, ulid
 from jupyter_agent.runtime.live_docs import LiveDocs, LiveNotebook
-from jupyter_agent.runtime.nb_paths import notebook_path
+from jupyter_agent.runtime.safe_paths import SafePath, notebook_path
 from jupyter_agent.store.proposal_store import ProposalRow
 from jupyter_agent.store.repo import Store
 
@@ -155,13 +156,15 @@ class ProposalService:
         there is no such notebook."""
         return (await self._read(notebook_path(path, self.root_dir))).nb
 
-    async def _read(self, path: str) -> _Read:
+    async def _read(self, safe: SafePath) -> _Read:
+        path = safe.path
         live = await self.live.get(path)
         if live is not None:
             return _Read(live.notebook(), live=live, last_modified=None)
         manager = self.contents.writer()
         try:
-            model = await ensure_async(manager.get(path, content=True, type="notebook"))
+            model = await ensure_async(manager.get(safe.confirm(), content=True, type="notebook"))
+            safe.confirm()  # read from where the path led: else the content is dropped
         except Exception as exc:  # the contents manager's 404/400 (tornado HTTPError)
             status = getattr(exc, "status_code", None)
             if status == 404:
@@ -191,7 +194,7 @@ class ProposalService:
     ) -> ProposalRow:
         """Store the model's ``edits`` of ``path`` as a pending proposal and publish it
         (see the module docstring); the stored row."""
-        clean = notebook_path(path, self.root_dir)
+        clean = notebook_path(path, self.root_dir).path
         proposal_id = "p" + ulid().lower()
         new_id = seeded_ids(id_seed or proposal_id)
         # Off the event loop: the checks diff whole cell sources (difflib), however big.
@@ -256,9 +259,9 @@ class ProposalService:
             if not apply:
                 await self._finish(row, "discarded", by=by)
                 return "discarded"
-            notebook_path(row.path, self.root_dir)  # again: a symlink may have come since
+            safe = notebook_path(row.path, self.root_dir)  # again: a symlink may have come
             try:
-                inverse, via = await self._apply(row.path, chosen, edits)
+                inverse, via = await self._apply(safe, chosen, edits)
             except ProposalConflict as exc:
                 await self._finish(row, "conflict", detail=exc.message, by=by)
                 raise
@@ -286,9 +289,9 @@ class ProposalService:
                     f"proposal {proposal_id!r} is {row.status}: only an applied one can be undone"
                 )
             inverse = edits_from_json(row.undo)
-            notebook_path(row.path, self.root_dir)  # again: a symlink may have come since
+            safe = notebook_path(row.path, self.root_dir)  # again: a symlink may have come
             try:
-                await self._apply(row.path, inverse, inverse)
+                await self._apply(safe, inverse, inverse)
             except ProposalConflict as exc:
                 raise ProposalConflict(
                     exc.message.replace("since the proposal", "since the proposal was applied")
@@ -305,11 +308,12 @@ class ProposalService:
         return lock
 
     async def _apply(
-        self, path: str, chosen: Sequence[Edit], edits: Sequence[Edit]
+        self, safe: SafePath, chosen: Sequence[Edit], edits: Sequence[Edit]
     ) -> tuple[builtins.list[Edit], str]:
         """Apply ``chosen`` to the notebook as it is now; ``(inverse, via)``."""
+        path = safe.path
         for _attempt in range(_ATTEMPTS):
-            read = await self._read(path)
+            read = await self._read(safe)
             new_nb, inverse = await asyncio.to_thread(_checked, read.nb, chosen, edits)
             if read.live is not None:
                 if read.live.state() != read.state:
@@ -317,15 +321,14 @@ class ProposalService:
                 read.live.write(new_nb["cells"])
                 return inverse, "live"
             manager = self.contents.writer()
-            now = await ensure_async(manager.get(path, content=False))
+            now = await ensure_async(manager.get(safe.confirm(), content=False))
             if now.get("last_modified") != read.last_modified:
                 raise ProposalConflict(
                     f"the notebook {shown(path)} changed while the edits were applied: "
                     "nothing was written"
                 )
-            await ensure_async(
-                manager.save({"type": "notebook", "format": "json", "content": new_nb}, path)
-            )
+            model = {"type": "notebook", "format": "json", "content": new_nb}
+            await ensure_async(manager.save(model, safe.confirm()))
             return inverse, "contents"
         raise ProposalConflict(
             f"the notebook {shown(path)} kept changing while the edits were applied: "

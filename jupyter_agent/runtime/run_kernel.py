@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os.path
 from typing import Any
+
+from jupyter_agent.exceptions import BadRequest
+from jupyter_agent.runtime.safe_paths import resolve
 
 __all__ = ["RunKernel"]
 
@@ -29,10 +31,18 @@ class RunKernel:
         """The kernel handle once acquired (None before, or after it died)."""
 
     def folder(self) -> str | None:
-        """The kernel's working folder: the viewed document's folder, else the root."""
+        """The kernel's working folder: the viewed document's folder, resolved again now
+        (:mod:`.safe_paths`: its real path, no symlink in it), else the root (also when
+        the folder has since become a link out of the root, or a hidden one)."""
         if not self._cwd:
             return self._root_dir or None
-        return os.path.normpath(os.path.join(self._root_dir, self._cwd))
+        try:
+            return resolve(
+                self._cwd, self._root_dir, what="the viewed folder", allow_root=True
+            ).real
+        except BadRequest as exc:
+            log.warning("the kernel stays in the server's root: %s", exc.message)
+            return self._root_dir or None
 
     async def handle(self) -> Any:
         """The run's kernel, acquired on first use (shielded: see the module docstring)."""

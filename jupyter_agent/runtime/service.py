@@ -36,9 +36,9 @@ from typing import Any
 from jupyter_agent.exceptions import BadRequest, NotFound
 from jupyter_agent.runtime.agents import DEFAULT_AGENT
 from jupyter_agent.runtime.assembly import AdminConfig, Parts
-from jupyter_agent.runtime.contents import check_relative_path, shown
+from jupyter_agent.runtime.contents import shown
 from jupyter_agent.runtime.driver import RunConfig
-from jupyter_agent.runtime.exports import check_notebook_path, safe_stem, trace_stem
+from jupyter_agent.runtime.exports import safe_stem, trace_stem
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.store.repo import Chat
 from jupyter_agent.trace.log import TraceFile, read_log
@@ -374,13 +374,12 @@ class AgentService:
             await asyncio.to_thread(lambda: self.store.rename_chat(chat_id, title, now=now_iso()))
         return await self.manager.send(chat_id, text=text, view=view_json, attachments=files)
 
-    @staticmethod
-    def _view(view: View | None) -> dict[str, Any] | None:
+    def _view(self, view: View | None) -> dict[str, Any] | None:
         if view is None:
             return None
         clean = view.to_json()
-        if "path" in clean:
-            clean["path"] = check_relative_path(clean["path"], "'view.path'")
+        if "path" in clean:  # the kernel works in its folder: resolved (safe_paths)
+            clean["path"] = self.contents.resolve(clean["path"], "'view.path'").path
         return clean or None
 
     async def break_run(self, run_id: str, *, owner: str, hard: bool = False) -> dict[str, Any]:
@@ -522,12 +521,12 @@ class AgentService:
         ``bad_path`` else): there, ``Conflict`` if it exists unless ``overwrite`` (see
         :mod:`jupyter_agent.runtime.exports`).
         """
-        target = None if path is None else check_notebook_path(path)
+        target = None if path is None else self.notebooks.target(path)
         self.notebooks.check()
         nb = await self.run_notebook(run_id, owner=owner)
         if target is not None:
-            await self.notebooks.write_at(target, nb, overwrite=overwrite)
-            return {"path": target, "created": True}
+            written = await self.notebooks.write_at(target, nb, overwrite=overwrite)
+            return {"path": written, "created": True}
         chat_id = (nb.get("metadata", {}).get("jupyter_agent") or {}).get("chat_id")
         chat = await asyncio.to_thread(self.store.get_chat, str(chat_id)) if chat_id else None
         if chat is not None and chat.owner != owner:  # never another owner's title

@@ -158,7 +158,7 @@ async def test_runs_unknown_or_malformed(service: AgentService) -> None:
 async def test_writing_a_run_notebook_checks_the_path_first(service: AgentService) -> None:
     for path, word in (
         ("x.txt", ".ipynb"),
-        ("../x.ipynb", "inside"),
+        ("../x.ipynb", "outside the server's root"),
         (".hidden/x.ipynb", "hidden"),
     ):
         error = await _refusal(service.write_run_notebook("run_01NOPE", path=path, owner=""))
