@@ -23,6 +23,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +67,14 @@ class KernelStarts:
         data_dir: Path,
         server_runtime_dir: str,
         sandbox: Sandbox,
+        hidden: Sequence[str] = (),
         remote: RemoteKernels | None = None,
     ) -> None:
         self._km = kernel_manager
         self._root_dir = root_dir
         self._data_dir = data_dir
         self._server_runtime_dir = server_runtime_dir
+        self._hidden = list(hidden)
         self._sandbox = sandbox
         self._remote = remote
         self.remote = remote is not None
@@ -136,7 +139,7 @@ class KernelStarts:
                 kernel_id, self.base, reaper.make_tag(self.key, self.instance, kernel_id)
             )
             self.places[kernel_id] = place
-            hidden = [self._server_runtime_dir, str(self._data_dir)]
+            hidden = [self._server_runtime_dir, str(self._data_dir), *self._hidden]
             try:
                 plan, extra = await asyncio.to_thread(
                     prepare_launch, place, self._sandbox, root_dir=self._root_dir, hidden=hidden
