@@ -81,10 +81,11 @@ class KernelPool(LoggingConfigurable):
     ``root_dir`` the server's root (default: the current dir), ``data_dir`` the agent's
     data dir (kernel dirs live under it), ``server_runtime_dir`` the server's runtime dir
     (hidden in a sandbox, like the data dir and the folders or files of ``hidden``: the
-    server's config dirs, a database file elsewhere). The settings are traits (``size``, ``kernel_name``,
-    ``env_keep``, ``liveness_interval_s``, ``kernel_sandbox``), given as keyword arguments
-    or through ``config`` / ``parent``. Call :meth:`check` at server start: it refuses a
-    sandbox that cannot work (:class:`~jupyter_agent.runtime.sandbox.SandboxUnavailable`).
+    server's config dirs, a database file elsewhere). The settings are traits (``size``,
+    ``kernel_name``, ``env_keep``, ``liveness_interval_s``, ``kernel_sandbox``), given as
+    keyword arguments or through ``config`` / ``parent``. Call :meth:`check` at server
+    start: it refuses a sandbox that cannot work
+    (:class:`~jupyter_agent.runtime.sandbox.SandboxUnavailable`).
     """
 
     size = Int(

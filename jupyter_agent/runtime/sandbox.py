@@ -283,9 +283,10 @@ def bwrap_prefix(
     """The ``bwrap ... --`` arguments for one kernel (see the module docstring).
 
     ``hidden``: folders mounted empty (the server's runtime dir, the agent's data dir, its
-    config dirs), unless they hold the root dir, and files shown empty (a SQLite database
-    elsewhere and its journal; the root dir's own files included). The order matters: empty /tmp and home, the Python
-    folders back, the root dir writable, the hidden folders empty, the kernel's own dirs.
+    config dirs), unless they hold the root dir, and files replaced by ``/dev/null`` (a
+    SQLite database elsewhere and its journal; in the root dir too). The order matters:
+    empty /tmp and home, the Python folders back, the root dir writable, the hidden
+    folders empty, the kernel's own dirs.
     """
     binary = binary or _bwrap() or "bwrap"
     root = os.path.realpath(root_dir)
