@@ -23,6 +23,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +67,14 @@ class KernelStarts:
         data_dir: Path,
         server_runtime_dir: str,
         sandbox: Sandbox,
+        hidden: Sequence[str] = (),
         remote: RemoteKernels | None = None,
     ) -> None:
         self._km = kernel_manager
         self._root_dir = root_dir
         self._data_dir = data_dir
         self._server_runtime_dir = server_runtime_dir
+        self._hidden = list(hidden)
         self._sandbox = sandbox
         self._remote = remote
         self.remote = remote is not None
@@ -88,8 +91,9 @@ class KernelStarts:
 
     def hidden_dirs(self) -> list[str]:
         """What a sandbox hides from the process it runs (a kernel, a program check's):
-        the server's runtime dir and the agent's data dir."""
-        return [self._server_runtime_dir, str(self._data_dir)]
+        the server's runtime dir, the agent's data dir and the extra ``hidden`` paths
+        (config dirs, a SQLite database elsewhere)."""
+        return [self._server_runtime_dir, str(self._data_dir), *self._hidden]
 
     def tag(self, name: str) -> str:
         """The reaper tag of this server instance's process ``name`` (a kernel's id)."""

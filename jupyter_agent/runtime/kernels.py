@@ -36,7 +36,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -80,10 +80,12 @@ class KernelPool(LoggingConfigurable):
     environment the kernel's is filtered from (default: the server's ``os.environ``);
     ``root_dir`` the server's root (default: the current dir), ``data_dir`` the agent's
     data dir (kernel dirs live under it), ``server_runtime_dir`` the server's runtime dir
-    (hidden in a sandbox). The settings are traits (``size``, ``kernel_name``,
-    ``env_keep``, ``liveness_interval_s``, ``kernel_sandbox``), given as keyword arguments
-    or through ``config`` / ``parent``. Call :meth:`check` at server start: it refuses a
-    sandbox that cannot work (:class:`~jupyter_agent.runtime.sandbox.SandboxUnavailable`).
+    (hidden in a sandbox, like the data dir and the folders or files of ``hidden``: the
+    server's config dirs, a database file elsewhere). The settings are traits (``size``,
+    ``kernel_name``, ``env_keep``, ``liveness_interval_s``, ``kernel_sandbox``), given as
+    keyword arguments or through ``config`` / ``parent``. Call :meth:`check` at server
+    start: it refuses a sandbox that cannot work
+    (:class:`~jupyter_agent.runtime.sandbox.SandboxUnavailable`).
     """
 
     size = Int(
@@ -164,6 +166,7 @@ class KernelPool(LoggingConfigurable):
         root_dir: str | None = None,
         data_dir: Path | None = None,
         server_runtime_dir: str | None = None,
+        hidden: Sequence[str] = (),
         remote: RemoteKernels | None = None,
         **traits: Any,
     ) -> None:
@@ -184,6 +187,7 @@ class KernelPool(LoggingConfigurable):
             root_dir=self._root_dir,
             data_dir=self._data_dir,
             server_runtime_dir=server_runtime_dir or jupyter_runtime_dir(),
+            hidden=hidden,
             sandbox=self._sandbox,
             remote=remote,
         )

@@ -8,7 +8,8 @@
 - ``bwrap``: Debian's bubblewrap. The whole file system read-only; the server's root dir
   and the kernel's scratch and runtime dirs writable; ``/tmp`` and the home dir empty
   (the Python environment's own folders inside them are bound back read-only); the
-  server's runtime dir and the agent's data dir hidden; its own pid namespace and
+  server's runtime dir, config dirs and the agent's data dir hidden (and the database
+  file wherever ``db_url`` puts it: shown empty); its own pid namespace and
   ``/proc`` (no view of the server's processes); dies with the server. Network is shared
   (the kernel's ports are TCP). Interrupts go by message.
 - ``user:NAME``: the kernel runs as OS user NAME (the server must be root, or hold
@@ -262,14 +263,30 @@ def _python_dirs() -> list[str]:
     return sorted(os.path.realpath(d) for d in dirs)
 
 
+def _hiding(hidden: list[str], root: str) -> list[str]:
+    # Folders mounted empty (never one holding the root dir); files (a database outside
+    # the hidden folders) replaced by an empty one, unless they are in an emptied folder.
+    paths = sorted({os.path.realpath(h) for h in hidden})
+    folders = [p for p in paths if os.path.isdir(p) and not _inside(root, p)]
+    args: list[str] = []
+    for folder in folders:
+        args += ["--tmpfs", folder]
+    for path in paths:
+        if os.path.isfile(path) and not any(_inside(path, f) for f in folders):
+            args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
 def bwrap_prefix(
     place: KernelPlace, *, root_dir: str, hidden: list[str], binary: str | None = None
 ) -> list[str]:
     """The ``bwrap ... --`` arguments for one kernel (see the module docstring).
 
-    ``hidden``: folders mounted empty (the server's runtime dir, the agent's data dir),
-    unless they hold the root dir. The order matters: empty /tmp and home, the Python
-    folders back, the root dir writable, the hidden folders empty, the kernel's own dirs.
+    ``hidden``: folders mounted empty (the server's runtime dir, the agent's data dir, its
+    config dirs), unless they hold the root dir, and files replaced by ``/dev/null`` (a
+    SQLite database elsewhere and its journal; in the root dir too). The order matters:
+    empty /tmp and home, the Python folders back, the root dir writable, the hidden
+    folders empty, the kernel's own dirs.
     """
     binary = binary or _bwrap() or "bwrap"
     root = os.path.realpath(root_dir)
@@ -294,9 +311,7 @@ def bwrap_prefix(
     for mount, flag in (("/proc", "--proc"), ("/dev", "--dev"), ("/tmp", "--tmpfs")):
         if _inside(mount, root):
             args += [flag, mount]
-    for folder in sorted({os.path.realpath(h) for h in hidden}):
-        if os.path.isdir(folder) and not _inside(root, folder):
-            args += ["--tmpfs", folder]
+    args += _hiding(hidden, root)
     for own in (place.runtime_dir, place.scratch_dir):
         args += ["--bind", str(own), str(own)]
     return [*args, "--"]

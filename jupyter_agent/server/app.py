@@ -45,11 +45,10 @@ from jupyter_agent.runtime.live_docs import LiveDocs
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.runs import RunManager
-from jupyter_agent.runtime.sandbox import SandboxUnavailable
 from jupyter_agent.runtime.service import AgentService
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
-from jupyter_agent.server.gateway_channels import gateway_kernels
 from jupyter_agent.server.handlers import default_handlers
+from jupyter_agent.server.isolation import ALLOW_HELP, checked_pool
 from jupyter_agent.server.mcp_endpoint import McpEndpoint
 from jupyter_agent.server.owners import owners_mode
 from jupyter_agent.store.repo import Store
@@ -154,6 +153,8 @@ class JupyterAgent(ExtensionApp):
         " own identity providers (token users are anonymous), identity under any other"
         " (JupyterHub's).",
     ).tag(config=True)
+
+    allow_unsandboxed_owners = Bool(False, help=ALLOW_HELP).tag(config=True)
 
     admin_users = List(
         Unicode(),
@@ -459,21 +460,7 @@ class JupyterAgent(ExtensionApp):
         if old_names:  # logged once at start, with the key policy's warnings
             line = deprecation_line(type(self).__name__, old_names)
             admin = replace(admin, policy_warnings=(*admin.policy_warnings, line))
-        try:
-            pool = KernelPool(
-                serverapp.kernel_manager,
-                parent=self,
-                config=config,
-                root_dir=serverapp.root_dir,
-                data_dir=self.agent_dir,
-                server_runtime_dir=serverapp.runtime_dir,
-                remote=gateway_kernels(serverapp.kernel_manager),
-            )
-            pool.check()
-        except (SandboxUnavailable, TraitError) as exc:
-            # Never a silent downgrade to unsandboxed kernels: the server does not start.
-            serverapp.log.critical("jupyter-agent: %s", exc)
-            raise SystemExit(f"jupyter-agent: {exc}") from None
+        pool = checked_pool(self, config)
         parts = assemble(
             admin=admin,
             store=Store(self.effective_db_url),

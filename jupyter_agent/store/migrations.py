@@ -419,8 +419,14 @@ _CREATE_VERSION_TABLE: Final = (
 
 
 def current_version(conn: Connection) -> int:
-    """The schema version recorded in ``schema_version`` (0 when there is none yet)."""
-    conn.execute(text(_CREATE_VERSION_TABLE))
+    """The schema version recorded in ``schema_version`` (0 when there is none yet).
+
+    On PostgreSQL the table is created only when missing: a per-user role (row-level
+    security, docs/jupyterhub.md) may not create tables, even ``IF NOT EXISTS``.
+    """
+    pg = conn.dialect.name == "postgresql"
+    if not pg or conn.execute(text("SELECT to_regclass('schema_version')")).scalar() is None:
+        conn.execute(text(_CREATE_VERSION_TABLE))
     found = conn.execute(text("SELECT MAX(version) FROM schema_version")).scalar()
     return int(found or 0)
 

@@ -62,6 +62,9 @@ def hub_pair(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         "ServerApp": {"jpserver_extensions": {"jupyter_agent": True, **OTHERS_OFF}},
         "JupyterAgent": {
             "pool_size": 0,
+            # A server per user, as examples/zero-to-jupyterhub sets it (the agent's own
+            # scoping is what this module tests; kernels: tests/server/test_isolation*).
+            "allow_unsandboxed_owners": True,
             "db_url": db_url,
             "tiers": {
                 "codegen": {
@@ -297,7 +300,8 @@ def test_the_zero_to_jupyterhub_config_is_the_agents(
 
     values = yaml.safe_load(VALUES.read_text())
     single = values["singleuser"]
-    assert single["extraEnv"]["JUPYTER_AGENT_DB_URL"]["valueFrom"]["secretKeyRef"]
+    assert "JUPYTER_AGENT_DB_URL" not in single["extraEnv"]  # one role per user, not shared
+    assert "JUPYTER_AGENT_DB_URL" in values["hub"]["extraConfig"]["jupyterAgentDbUrl"]
     assert single["extraEnv"]["ANTHROPIC_API_KEY"]["valueFrom"]["secretKeyRef"]
     mounted = single["extraFiles"]["jupyter-agent-config"]
     assert mounted["mountPath"].endswith("/jupyter_server_config.py")
@@ -313,4 +317,7 @@ def test_the_zero_to_jupyterhub_config_is_the_agents(
     for tier in agent.tiers.values():  # keys only by reference, each bound to its URL
         assert tier["api_key_ref"].startswith("env:")
         assert tier["base_url"] in agent.key_bindings[tier["api_key_ref"]]
-    KernelPool(kernel_manager=None, config=config)  # size <= pool_max
+    pool = KernelPool(kernel_manager=None, config=config)  # size <= pool_max
+    # Several owners: a sandbox, or the allowance set knowingly (a pod per user).
+    assert agent.owners == "identity"
+    assert agent.allow_unsandboxed_owners or pool.kernel_sandbox != "none"

@@ -33,7 +33,13 @@ class TokenUsersIdentityProvider(IdentityProvider):  # type: ignore[misc]
 
 def identity_server_config(agent: dict[str, Any], tokens: dict[str, str]) -> dict[str, Any]:
     """A ``jp_server_config`` with the agent (``JupyterAgent`` = ``agent``) and this
-    provider, ``tokens`` being ``{username: token}``."""
+    provider, ``tokens`` being ``{username: token}``.
+
+    Several owners with unsandboxed kernels start only with ``allow_unsandboxed_owners``
+    (set unless ``agent`` says otherwise): these servers test the agent's own scoping
+    (REST, socket, MCP); what model code can read is ``tests/server/test_isolation.py``'s.
+    """
+    agent = {"allow_unsandboxed_owners": True, **agent}
     return {
         "ServerApp": {
             "jpserver_extensions": {"jupyter_agent": True},

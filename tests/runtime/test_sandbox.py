@@ -25,6 +25,7 @@ from traitlets import TraitError
 from jupyter_agent.runtime import sandbox
 from jupyter_agent.runtime.kernels import KernelPool
 from jupyter_agent.runtime.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
+from jupyter_agent.server.isolation import sandbox_hidden
 from tests.rest_stub import free_port
 from tests.runtime.procs import kill_all, leaving_bash, leaving_cell, marker, wait_count
 
@@ -354,3 +355,65 @@ def test_a_key_references_variable_never_reaches_the_kernel(monkeypatch, tmp_pat
     assert "OPENROUTER" in pool.kernel_env()  # no pattern of the filter catches the name
     pool.env_drop.add("OPENROUTER")  # what assembly does for every env: key reference
     assert "OPENROUTER" not in pool.kernel_env()
+
+
+@needs_bwrap
+async def test_bwrap_hides_the_data_dir_config_dirs_and_a_database_elsewhere(
+    kernel_manager: AsyncMultiKernelManager, tmp_path
+):
+    # Everything inside the root dir (bound writable: visible unless hidden on purpose),
+    # so what hides them is the pool's hiding, not the empty /tmp.
+    root = tmp_path / "root"
+    data, config, runtime, elsewhere = (root / n for n in ("data", "etc", "run", "srv"))
+    for folder in (data, config, runtime, elsewhere):
+        folder.mkdir(parents=True)
+    (data / "agent.sqlite").write_text("alice-canary")
+    (config / "jupyter_server_config.json").write_text('{"db_url": "postgresql://pw-canary"}')
+    (runtime / "jpserver-1.json").write_text('{"token": "token-canary"}')
+    db = elsewhere / "team.sqlite"
+    db.write_text("alice-canary")
+    Path(f"{db}-journal").write_text("alice-canary")
+    pool = KernelPool(
+        kernel_manager,
+        size=0,
+        kernel_sandbox="bwrap",
+        root_dir=str(root),
+        data_dir=data,
+        server_runtime_dir=str(runtime),
+        hidden=sandbox_hidden(f"sqlite:///{db}", [str(config)]),
+    )
+    pool.check()
+    try:
+        handle = await pool.acquire(cwd=str(root))
+        code = (
+            "import os\n"
+            "def show(path):\n"
+            "    try:\n"
+            "        return open(path).read()\n"
+            "    except OSError as exc:\n"
+            "        return type(exc).__name__\n"
+            f"print(sorted(os.listdir({str(data)!r})))\n"
+            f"print(os.listdir({str(config)!r}), os.listdir({str(runtime)!r}))\n"
+            f"print(show({str(db)!r}), show({str(db) + '-journal'!r}))\n"
+            f"print(sorted(os.listdir({str(elsewhere)!r})))\n"
+        )
+        lines = await _prints(handle, code)
+        assert lines[:2] == ["['kernels']", "[] []"]  # only the kernel's own dirs, bound back
+        # /dev/null in place: empty, or unreadable where the bind is nodev (here)
+        assert lines[2] in (" ", "PermissionError PermissionError"), lines
+        assert lines[3] == "['team.sqlite', 'team.sqlite-journal']"
+    finally:
+        await pool.stop()
+    assert db.read_text() == "alice-canary"  # the server's file is untouched
+
+
+def test_sandbox_hidden_names_the_config_dirs_and_a_sqlite_file(tmp_path):
+    db = tmp_path / "x" / "a.sqlite"
+    hidden = sandbox_hidden(f"sqlite:///{db}", ["/etc/jupyter", ""], str(tmp_path / "c.py"))
+    assert hidden == [
+        "/etc/jupyter",
+        str(tmp_path),
+        *(f"{db}{suffix}" for suffix in ("", "-journal", "-wal", "-shm")),
+    ]
+    assert sandbox_hidden("postgresql+psycopg://u:pw@h/db", ["/etc/jupyter"]) == ["/etc/jupyter"]
+    assert sandbox_hidden("not a url", []) == []
