@@ -14,8 +14,9 @@ still holds a secret):
   encodings (:mod:`jupyter_agent.runtime.secret_forms`: base64 and URL-safe base64 at any
   offset, padded or not; hex in either case; reversed; URL-encoded) ``[redacted: NAME
   (base64)]`` and so on; where occurrences overlap, the whole overlapped stretch becomes
-  one marker naming each, so no character of either survives (of a base64 form, the one
-  or two edge characters that mix the secret's bits with its neighbours' stay);
+  one marker naming each, so no character of either survives (a whole base64 encoding
+  goes with its padding; of one inside longer encoded text, the edge character that mixes
+  the secret's bits with its neighbours' stays);
 - each lone surrogate becomes U+FFFD (:func:`jupyter_agent.text.repair`), so the text can
   be written to a file, the database and a socket.
 
@@ -71,6 +72,11 @@ SERVER_TOKEN: Final = "server token"
 # The same shape as envfilter's URL rule, with the password captured.
 _URL_PASSWORD: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/@\s:]*:([^/@\s]*)@")
 
+# After a base64 needle: the last character of an encoding that ends there (it mixes the
+# secret's last bits with zeros) and its "=" padding.
+_PADDED_END: Final = re.compile(r"[A-Za-z0-9+/_\-]?={1,2}")
+_BASE64: Final = ("(base64)", "(base64url)")
+
 T = TypeVar("T")
 
 
@@ -102,6 +108,7 @@ class Scrubber:
         # Longest first: where one needle holds another, the longer one is found.
         self._values: tuple[str, ...] = tuple(sorted(labels, key=lambda v: (-len(v), v)))
         self._names = dict(labels)
+        self._base64 = frozenset(v for v, label in labels.items() if label.endswith(_BASE64))
         self._secret_names = tuple(sorted(names))
         self._count = count
 
@@ -183,8 +190,12 @@ class Scrubber:
             if value not in text:  # the common path: one C-speed search per secret
                 continue
             start = text.find(value)
+            padded = value in self._base64
             while start >= 0:
-                found.append((start, start + len(value), self._names[value]))
+                end = start + len(value)
+                if padded and (tail := _PADDED_END.match(text, end)):
+                    end = tail.end()  # a whole encoding's last character and its padding
+                found.append((start, end, self._names[value]))
                 start = text.find(value, start + 1)
         if not found:
             return []

@@ -73,6 +73,14 @@ def test_each_encoding_of_the_key_alone_is_redacted_and_named(form: str) -> None
     assert FORMS[form] not in out
 
 
+def test_a_whole_base64_encoding_goes_with_its_padding() -> None:
+    for encoded in (FORMS["base64"], FORMS["base64url"]):
+        assert encoded.endswith("=")
+        assert SCRUBBER.scrub(f"<{encoded}>").endswith(")]>")
+    unpadded = FORMS["base64 unpadded"]  # no "=": its last character stays (4 bits of it)
+    assert SCRUBBER.scrub(f"<{unpadded}>").endswith(f")]{unpadded[-1]}>")
+
+
 def test_the_literal_marker_names_no_encoding() -> None:
     assert SCRUBBER.scrub(f"<{KEY}>") == f"<[redacted: {NAME}]>"
 
@@ -167,8 +175,8 @@ def test_a_stream_split_inside_an_encoded_form_is_still_caught() -> None:
         out += live.feed({"output_type": "stream", "name": "stdout", "text": piece})
     out += live.close()
     text = "".join(o["text"] for o in out)
-    # The last character mixes the key's last bits with the padding: it stays, with "=".
-    assert text == f"printing: [redacted: {NAME} (base64)]{form[-2:]} done\n"
+    # The last character (the key's last bits and zeros) and the padding go with it.
+    assert text == f"printing: [redacted: {NAME} (base64)] done\n"
 
 
 def test_its_repr_and_names_show_no_value() -> None:
