@@ -141,7 +141,8 @@ async def test_the_refusal_names_the_secret_and_its_form_never_the_value(
     await transport.aclose()
     message = str(caught.value)
     assert f"{NAME}, {NAME} (hex)" in message
-    assert key not in message and forms(key)["hex"] not in message
+    assert key not in message
+    assert forms(key)["hex"] not in message
     assert fake.requests == []
 
 
@@ -185,8 +186,6 @@ def test_a_message_its_view_and_its_attachments_are_cleaned(key: str) -> None:
     assert text.startswith(f"my key: [redacted: {NAME} (base64)]")
     assert view == {"selection": f"[redacted: {NAME}]", "path": "a.py"}
     env_text = base64.b64decode(cleaned[0]["data"]).decode()
-    assert env_text == (
-        f"# settings\n{NAME}=[redacted: {NAME}]\nOTHER=[redacted: {NAME} (hex)]\n"
-    )
+    assert env_text == (f"# settings\n{NAME}=[redacted: {NAME}]\nOTHER=[redacted: {NAME} (hex)]\n")
     assert cleaned[1] is files[1]  # a file without a secret is passed on as it came
     assert clean_file(Scrubber(), files[0]) is files[0]
