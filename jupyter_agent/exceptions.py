@@ -9,7 +9,8 @@
     │   ├── ProviderTimeout         the per-call deadline passed
     │   ├── ProviderProtocolError   a malformed body, or an error event mid-stream
     │   ├── RetryAfterTooLong       retry-after asked for longer than the configured cap
-    │   └── CredentialError         a credential reference could not be resolved
+    │   ├── CredentialError         a credential reference could not be resolved
+    │   └── SecretInRequest         a request holding a known secret, refused before sending
     ├── ToolFormatError             a fenced/xml tool reply could not be parsed (the model sees it)
     ├── KernelError                 the agent kernel failed
     │   ├── KernelDied              the kernel process is gone
@@ -107,6 +108,7 @@ __all__ = [
     "RequestError",
     "RetryAfterTooLong",
     "RunCancelled",
+    "SecretInRequest",
     "SettingsError",
     "StoreError",
     "StoreUnavailable",
@@ -190,6 +192,11 @@ class RetryAfterTooLong(ProviderError):
 
 class CredentialError(ProviderError):
     """A credential reference (``env:NAME``) could not be resolved. Names the ref, never a value."""
+
+
+class SecretInRequest(ProviderError):
+    """A model request still held a known secret (or an encoding of one): not sent. Names
+    the secret (``NAME (base64)``), never a value."""
 
 
 class ToolFormatError(AgentError):

@@ -160,8 +160,11 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
             error = "cancelled by a hard break"
         except AgentError as err:
             error = str(err)
-    data = {"ok": error is None, "value": value, "error": error}
-    driver.log.result(seq, APP_CALL, data, error=None if error is None else {"message": error})
+    # Scrubbed as recorded and as the kernel gets it (the arguments were, as they arrived).
+    scrubber = driver.services.scrubber
+    data = scrubber.clean_json({"ok": error is None, "value": value, "error": error})
+    failed = None if error is None else {"message": data["error"]}
+    driver.log.result(seq, APP_CALL, data, error=failed)
     reply = {**data, "seq": seq, "mutation": mutation}
     if refusal is not None:
         reply["args"] = args  # what the cell's app-call record keeps of the arguments

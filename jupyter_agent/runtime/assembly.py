@@ -56,6 +56,7 @@ from jupyter_agent.runtime.proposals import ProposalService
 from jupyter_agent.runtime.readiness import build_status
 from jupyter_agent.runtime.run_parts import ScrubbingPool
 from jupyter_agent.runtime.runs import RunManager
+from jupyter_agent.runtime.secret_guard import ScrubbingTransport
 from jupyter_agent.runtime.secrets import Scrubber, known_secrets
 from jupyter_agent.runtime.settings import OwnerSettings
 from jupyter_agent.runtime.spaces import SpacesCache
@@ -167,6 +168,9 @@ class Parts:
         # The MCP servers (issue 18), before the scrubber: their references are secrets.
         self.mcp_servers, self.mcp_problems = parse_servers(admin.mcp_servers)
         self.scrubber = self.build_scrubber(server_token)
+        self.events.clean = self.scrubber.clean_json  # no known secret in any event
+        # Model calls refused when they would send a secret, answered scrubbed.
+        transport = ScrubbingTransport(transport, self.scrubber)
         # Connected at the first catalogue a run asks for; stopped with the parts.
         self.mcp = McpHub(
             self.mcp_servers,

@@ -207,7 +207,8 @@ class RunDriver(ToolRuns):
 
     def _drain_mail(self) -> list[dict[str, Any]]:
         """Take the chat's mailbox (its notices only for a run that takes them)."""
-        return self.services.mailbox.drain(self.chat_id, notices=self._notices)
+        items = self.services.mailbox.drain(self.chat_id, notices=self._notices)
+        return self.services.scrubber.clean_json(items)  # the turn holds them as recorded
 
     def held_by(self, turn: TurnRecord) -> tuple[list[str], list[dict[str, Any]]]:
         """The messages this run took, split by what ``turn`` holds: (ids of those it holds
@@ -333,19 +334,21 @@ class RunDriver(ToolRuns):
         return data
 
     async def _do(self, effect: Effect, seq: int) -> tuple[Any, dict[str, Any] | None]:
-        """Perform one effect through its performer; returns (result data, error or None)."""
+        """Perform one effect through its performer; returns (result data, error or None),
+        scrubbed: what is recorded and what the loop reads hold no known secret."""
         performer = self._performers.get(effect.name)
         if performer is None:
             return None, {"type": "UnknownEffect", "message": f"no performer for {effect.name}"}
         try:
-            return await performer(effect, seq)
+            outcome = await performer(effect, seq)
         except ProviderError as err:
-            return None, err.to_json()
+            outcome = None, err.to_json()
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as err:  # reported to the loop as a failed effect, never a crash
             log.warning("effect %s (seq %d) failed: %s", effect.name, seq, type(err).__name__)
-            return None, {"type": type(err).__name__, "message": str(err)}
+            outcome = None, {"type": type(err).__name__, "message": str(err)}
+        return self.services.scrubber.clean_json(outcome)
 
     def _table(self) -> dict[str, Performer]:
         """Which performer answers which effect of the catalogue."""
@@ -397,7 +400,7 @@ class RunDriver(ToolRuns):
             # Stored with what the host knows (the hashed refs, the agent); the intent stays
             # as the loop yielded it, so a replay compares like for like.
             turn = replace(
-                TurnRecord.from_json(effect.data),
+                TurnRecord.from_json(self.services.scrubber.clean_json(effect.data)),
                 programs=self.program.programs,
                 from_agent=self.agent,
             )

@@ -108,6 +108,9 @@ class EventBus(LoggingConfigurable):
         self._chats: OrderedDict[str, _ChatLog] = OrderedDict()
         self._bytes = 0
         self._subscribers: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
+        #: Applied to each event's wire JSON before it is kept or delivered: the server's
+        #: ``Scrubber.clean_json`` (no known secret in any event); identity by default.
+        self.clean: Callable[[dict[str, Any]], dict[str, Any]] = lambda wire: wire
 
     @property
     def kept_bytes(self) -> int:
@@ -138,6 +141,7 @@ class EventBus(LoggingConfigurable):
         log.seq += 1
         wire = {"type": type_, "chat_id": chat_id, "run_id": run_id, "seq": log.seq}
         wire.update(fields)
+        wire = self.clean(wire)
         if isinstance(event, CellEnd):
             self._drop_cell_outputs(log, run_id, event.cell_id)
         if type_ not in LIVE_ONLY and not log.deleted:

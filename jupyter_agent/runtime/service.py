@@ -40,6 +40,7 @@ from jupyter_agent.runtime.contents import shown
 from jupyter_agent.runtime.driver import RunConfig
 from jupyter_agent.runtime.exports import safe_stem, trace_stem
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.secret_guard import clean_message
 from jupyter_agent.store.repo import Chat
 from jupyter_agent.trace.log import TraceFile, read_log
 
@@ -238,11 +239,10 @@ class AgentService:
         chats = await asyncio.to_thread(lambda: self.store.list_chats(owner=owner))
         return {"chats": [self._chat_json(c) for c in chats]}
 
-    @staticmethod
-    def _title(title: str) -> str:
+    def _title(self, title: str) -> str:
         if len(title) > MAX_TITLE:
             raise BadRequest(f"'title' is longer than {MAX_TITLE} characters", reason="bad_title")
-        return title.strip()
+        return self.parts.scrubber.clean(title.strip())
 
     async def create_chat(
         self, *, owner: str, title: str = "", agent: str = DEFAULT_AGENT
@@ -361,6 +361,8 @@ class AgentService:
         chat = await self._chat(chat_id, owner)
         await self.know_owner(owner)  # the run starts on the loop with the owner's tiers
         files = [await self.contents.read_attachment(p) for p in attachments]
+        # No known secret a person sends (or attaches) is stored, queued or sent on.
+        text, view_json, files = clean_message(self.parts.scrubber, text, view_json, files)
         answer: dict[str, Any] = {"run_id": None, "routed": "none"}
         if control is not None:
             run_id = self.manager.active_run_id(chat_id)
