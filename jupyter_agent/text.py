@@ -20,11 +20,13 @@ JSON value is iterative, so a deeply nested value never raises ``RecursionError`
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 __all__ = [
     "REPLACEMENT",
     "StreamRepair",
+    "first_leaf",
     "has_lone_surrogate",
     "lone_surrogate",
     "repair",
@@ -105,26 +107,52 @@ def _repair_any(root: Any) -> Any:
 def _first_surrogate(value: Any) -> tuple[_Chain, str] | None:
     """The chain to the first string (in document order, a key before its value) holding
     a surrogate (None: ``value`` itself), and that string; None when there is none."""
+    return _first_leaf(value, _surrogate_string)
+
+
+def _surrogate_string(item: Any) -> bool:
+    return isinstance(item, str) and _SURROGATE.search(item) is not None
+
+
+def _first_leaf(value: Any, bad: Callable[[Any], bool]) -> tuple[_Chain, Any] | None:
+    """The chain to the first leaf (a string, number, bool or null, or a key; in document
+    order, a key before its value) for which ``bad`` is true, and that leaf."""
     stack: list[tuple[Any, _Chain]] = [(value, None)]
     while stack:
         item, where = stack.pop()
-        if isinstance(item, str):
-            if _SURROGATE.search(item) is not None:
-                return where, item
-        elif isinstance(item, (list, tuple)):
+        if isinstance(item, (list, tuple)):
             stack.extend((item[i], (where, i)) for i in range(len(item) - 1, -1, -1))
         elif isinstance(item, dict):
             for key, child in reversed(list(item.items())):
                 chain = (where, str(key))
                 stack.append((child, chain))
-                if isinstance(key, str) and _SURROGATE.search(key) is not None:
+                if bad(key):
                     stack.append((key, chain))  # popped before the value: reported first
+        elif bad(item):
+            return where, item
     return None
 
 
+def first_leaf(value: Any, bad: Callable[[Any], bool]) -> tuple[str, Any] | None:
+    """``(path, leaf)`` of the first leaf of a JSON value (a string, number, bool or null;
+    keys too, a key before its value) for which ``bad`` is true, or None.
+
+    ``path`` names it as :func:`lone_surrogate` does (``view.path``, ``attachments[0]``,
+    ``(body)``); iterative, so any depth is fine.
+    """
+    found = _first_leaf(value, bad)
+    if found is None:
+        return None
+    chain, leaf = found
+    return _path(chain), leaf
+
+
+_UNSHOWN: Final = re.compile("[\ud800-\udfff\x00]")
+
+
 def _escape(text: str) -> str:
-    # A path holding the surrogate itself could be neither logged nor sent.
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    # A path holding the surrogate (or a NUL) itself could be neither logged nor stored.
+    return _UNSHOWN.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def _path(chain: _Chain) -> str:

@@ -12,7 +12,8 @@ A step's fields mean what the event of the same name means: a ``cell`` step carr
 ``duration_s``, ``digest``; ``end_status`` is ``cell_end.status``, None when the cell never
 ended), a ``bubble``/``reply`` its ``message_id``, a ``user``/``steering`` step the message's
 ``message_id`` (None in logs written before message ids). ``status`` says how the effect
-ended: ``ok``; ``failed`` (an error result); ``cancelled`` (a hard break); ``timed_out``;
+ended: ``ok``; ``failed`` (an error result, or a cell or command that ended in error:
+``end_status`` ``error``); ``cancelled`` (a hard break); ``timed_out``;
 ``unfinished`` (no result line: the run crashed or still runs); ``unreadable`` (a result
 that does not parse); ``error`` is the effect's error object, if any.
 

@@ -21,7 +21,8 @@ this server's kernels, and a pool start ends those a crashed earlier run left be
 
 :class:`KernelPool` is configurable (``c.KernelPool.size = 3`` in a
 ``jupyter_server_config.py``); the extension app passes it the server's config. Launching
-and ending kernels is :mod:`jupyter_agent.runtime.kernel_starts`.
+and ending kernels is :mod:`jupyter_agent.runtime.kernel_starts`; after failed starts the
+warm refills back off (:mod:`jupyter_agent.runtime.start_backoff`).
 
 With a gateway (``--gateway-url``) the kernels start there through the same manager: the
 pool keeps them warm the same way, but the local-only parts (private dirs, tags, reaping,
@@ -60,6 +61,7 @@ from jupyter_agent.runtime.sandbox import (
     check_sandbox,
     parse_sandbox,
 )
+from jupyter_agent.runtime.start_backoff import StartBackoff, start_error
 
 __all__ = ["AgentKernelHandle", "AppHost", "KernelPool"]
 
@@ -67,8 +69,6 @@ log = logging.getLogger(__name__)
 
 # last_activity is refreshed every this many liveness intervals (5 s by default)
 _KEEPALIVE_INTERVALS = 10
-# After a failed start, warm refills wait this long (a failing start must not spin)
-_RETRY_S = 1.0
 # Warm refills held back by a burst start anyway after this many liveness intervals
 _MAX_DEFER_INTERVALS = 4
 
@@ -202,7 +202,8 @@ class KernelPool(LoggingConfigurable):
         # Kernel starts in progress (never cancelled half way), at most one per core
         self._starting: set[asyncio.Task[None]] = set()
         self._slots = start_slots()
-        self._retry_at = 0.0
+        # warm refills after failed starts (never a spin); said in the server's log
+        self._backoff = StartBackoff(logger=self.log)
         self._warm_deferred_since: float | None = None  # warm refills held back since
         self._stopped = False
         self.env_drop: set[str] = set()
@@ -328,7 +329,7 @@ class KernelPool(LoggingConfigurable):
             self._warm_deferred_since = None
         if self._stopped:
             return  # nothing starts after stop(): a start now would outlive the pool
-        if warm and self._running and (quiet or starved) and now >= self._retry_at:
+        if warm and self._running and (quiet or starved) and self._backoff.ready(now):
             self._warm_deferred_since = None
             want += max(0, self._demand.target - len(self._warm))
         while len(self._starting) < min(want, self._slots):
@@ -353,11 +354,11 @@ class KernelPool(LoggingConfigurable):
                 liveness_interval_s=self.liveness_interval_s,
             )
         except Exception as exc:
-            log.warning("starting an agent kernel failed", exc_info=True)
-            self._retry_at = time.monotonic() + _RETRY_S
+            self._backoff.failed(exc, time.monotonic())
             # The run waiting longest gets the error, as a cold start of its own would.
-            self._waiters.fail(exc)
+            self._waiters.fail(start_error(exc))
             return
+        self._backoff.succeeded()
         self._deliver(handle)
 
     def _deliver(self, handle: AgentKernelHandle) -> None:

@@ -16,9 +16,11 @@ default mapping would ask for ``write``), and one :meth:`AgentBase.write_error` 
   own 404 or 405) keeps its status, its log message and its reason;
 - anything else is a 500 with no detail.
 
-A path segment or query argument that is not UTF-8 is ``BadRequest`` (``bad_unicode``),
-like a body holding a lone surrogate (:mod:`.parse`). Handlers raise these errors and
-special-case none.
+A path segment or query argument that is not UTF-8 or holds a NUL is ``BadRequest``
+(``bad_unicode``), like a body holding a lone surrogate (:mod:`.parse`). Every request's
+body is checked once in :meth:`AgentHandler.prepare`: its size (413), and, for a method
+that takes none (not in ``body_methods``), that it is empty or ``{}``. Handlers raise
+these errors and special-case none.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar, cast
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
@@ -140,15 +142,22 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
 
     def decode_argument(self, value: bytes, name: str | None = None) -> str:
         """A path segment or query argument as text; 400 ``bad_unicode`` when it is not
-        UTF-8 (a percent-encoded surrogate is invalid UTF-8), as a body holding one is."""
+        UTF-8 (a percent-encoded surrogate is invalid UTF-8) or holds a NUL, as a body
+        holding one is."""
+        where = name or "the URL"
         try:
-            return value.decode("utf-8")
+            text = value.decode("utf-8")
         except UnicodeDecodeError:
-            where = name or "the URL"
             raise BadRequest(
                 f"'{where}' is not valid UTF-8 ({value[:40]!r}): send valid Unicode",
                 reason="bad_unicode",
             ) from None
+        if "\x00" in text:  # no store takes it (PostgreSQL refuses NUL in text)
+            raise BadRequest(
+                f"'{where}' holds a NUL character (\\u0000): send text without it",
+                reason="bad_unicode",
+            )
+        return text
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         """A refused request is a warning line, not a traceback."""
@@ -194,6 +203,27 @@ class AgentHandler(AgentBase, APIHandler):
     instead of a redirect to the login page, cross-origin checks apply, and a POST on a
     cookie session needs the ``_xsrf`` token.
     """
+
+    #: The methods of this handler that read a body (:meth:`json_body`); every other one
+    #: takes none. Set by each handler class that reads one.
+    body_methods: ClassVar[frozenset[str]] = frozenset()
+
+    async def prepare(self) -> None:  # type: ignore[override]  # as APIHandler.prepare
+        """Jupyter's checks, then the body's, once for every route: over
+        ``max_body_bytes`` is 413 ``body_too_large``; a method that takes no body refuses
+        a non-empty one unless it is ``{}`` (400 ``bad_json``, or ``unknown_field`` naming
+        its fields). An unauthenticated request is left to ``@web.authenticated`` (403)."""
+        await super().prepare()
+        if self.current_user is None:
+            return
+        body = self.request.body or b""
+        limit = self.agent.max_body_bytes
+        if len(body) > limit:
+            raise PayloadTooLarge(
+                f"Request body of {len(body)} bytes is over the limit of {limit} bytes"
+            )
+        if self.request.method not in self.body_methods and body.strip():
+            parse.only_keys(parse.json_object(body, limit=limit), (), reason="unknown_field")
 
     def json_body(self) -> dict[str, Any]:
         """The request body as a JSON object (:func:`parse.json_object`: 413 over

@@ -71,6 +71,8 @@ class StatusHandler(AgentHandler):
 class SettingsHandler(AgentHandler):
     """``GET`` / ``PUT agent/settings``: the effective settings; PUT changes the user's tiers."""
 
+    body_methods = frozenset({"PUT"})
+
     @web.authenticated
     @authorized
     async def get(self) -> None:

@@ -21,6 +21,8 @@ __all__ = ["ApprovalHandler"]
 class ApprovalHandler(AgentHandler):
     """``POST agent/runs/{run_id}/approvals/{approval_id}`` ``{approve, rest_of_turn?}``."""
 
+    body_methods = frozenset({"POST"})
+
     @web.authenticated
     @authorized_execute
     async def post(self, run_id: str, approval_id: str) -> None:

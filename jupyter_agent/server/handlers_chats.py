@@ -23,10 +23,14 @@ __all__ = [
     "MessagesHandler",
 ]
 
+_MESSAGE_FIELDS = ("text", "view", "attachments", "control")
+
 
 class ChatsHandler(AgentHandler):
     """``GET agent/chats`` (``{"chats": [...]}``), ``POST agent/chats`` ``{title?, agent?}``
     (201)."""
+
+    body_methods = frozenset({"POST"})
 
     @web.authenticated
     @authorized
@@ -41,6 +45,7 @@ class ChatsHandler(AgentHandler):
         """Create a chat of ``agent`` (default: the default agent; one the server does not
         host: 400 ``unknown_agent``); answer it with 201."""
         body = self.json_body()
+        parse.only_keys(body, ("title", "agent"), reason="unknown_field")
         title = parse.string(body, "title", reason="bad_title", default="")
         agent = parse.string(body, "agent", reason="unknown_agent", default=DEFAULT_AGENT)
         service = await self.service()
@@ -51,6 +56,8 @@ class ChatsHandler(AgentHandler):
 
 class ChatHandler(AgentHandler):
     """``GET``, ``PATCH`` ``{title}`` and ``DELETE agent/chats/{id}``."""
+
+    body_methods = frozenset({"PATCH"})
 
     @web.authenticated
     @authorized
@@ -63,7 +70,9 @@ class ChatHandler(AgentHandler):
     @authorized
     async def patch(self, chat_id: str) -> None:
         """Rename the chat; answer it."""
-        title = parse.string(self.json_body(), "title", reason="bad_title")
+        body = self.json_body()
+        parse.only_keys(body, ("title",), reason="unknown_field")
+        title = parse.string(body, "title", reason="bad_title")
         service = await self.service()
         self.finish_json(await service.rename_chat(chat_id, owner=self.owner, title=title))
 
@@ -122,11 +131,14 @@ class ChatNotebookHandler(AgentHandler):
 class MessagesHandler(AgentHandler):
     """``POST agent/chats/{id}/messages`` ``{text, view?, attachments?, control?}`` (202)."""
 
+    body_methods = frozenset({"POST"})
+
     @web.authenticated
     @authorized_execute
     async def post(self, chat_id: str) -> None:
         """Start a run or queue the message in the running one's mailbox (or break it)."""
         body = self.json_body()
+        parse.only_keys(body, _MESSAGE_FIELDS, reason="unknown_field")
         text = parse.string(body, "text", reason="bad_text", default="")
         control = parse.control(body)
         view = parse.view(body)

@@ -33,6 +33,8 @@ def _body(handler: AgentHandler) -> dict[str, Any]:
 class MemoriesHandler(AgentHandler):
     """``GET agent/memories?q=&category=&limit=`` and ``POST agent/memories``."""
 
+    body_methods = frozenset({"POST"})
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
@@ -76,6 +78,8 @@ class MemoriesHandler(AgentHandler):
 
 class MemoryHandler(AgentHandler):
     """``GET``, ``PATCH`` ``{text?, category?}`` and ``DELETE agent/memories/{id}``."""
+
+    body_methods = frozenset({"PATCH"})
 
     @web.authenticated
     @authorized

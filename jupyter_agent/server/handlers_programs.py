@@ -33,6 +33,7 @@ __all__ = ["PROGRAMS_RESOURCE", "ProgramHandler", "ProgramRollbackHandler", "Pro
 PROGRAMS_RESOURCE: Final = "agent_programs"
 _VERSIONED: Final = re.compile(r"([a-z][a-z0-9_-]{0,39})(?:@v([1-9][0-9]{0,5}))?")
 _REASON: Final = "program_refused"
+_MAX_VERSION: Final = 999_999  # what _VERSIONED reads: NAME@v1 to NAME@v999999
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -92,6 +93,8 @@ class ProgramHandler(_Admin):
     """``GET agent/programs/{name}[@vN]`` (one version with its files) and ``POST
     agent/programs/{name}`` ``{files, agent?, activate?}`` (deploy: 201)."""
 
+    body_methods = frozenset({"POST"})
+
     @web.authenticated
     @authorized
     async def get(self, name: str) -> None:
@@ -119,6 +122,8 @@ class ProgramHandler(_Admin):
 class ProgramRollbackHandler(_Admin):
     """``POST agent/programs/{name}/rollback`` ``{agent?, to?}``: 200 ``{active}``."""
 
+    body_methods = frozenset({"POST"})
+
     @web.authenticated
     @_admin
     async def post(self, name: str) -> None:
@@ -126,8 +131,6 @@ class ProgramRollbackHandler(_Admin):
         body = self.json_body()
         parse.only_keys(body, ("agent", "to"), reason="bad_request")
         agent = parse.string(body, "agent", reason="bad_request", default="")
-        to = body.get("to")
-        if to is not None and (not isinstance(to, int) or isinstance(to, bool)):
-            raise BadRequest("`to` must be a version number", reason="bad_request")
+        to = parse.integer(body, "to", reason="bad_request", minimum=1, maximum=_MAX_VERSION)
         programs = (await self.service()).programs
         self.finish_json(await programs.rollback(name, agent=agent, to=to, by=self.who()))

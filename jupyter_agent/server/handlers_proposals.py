@@ -37,6 +37,8 @@ class ProposalsHandler(AgentHandler):
 class ProposalDecisionHandler(AgentHandler):
     """``POST agent/runs/{run_id}/proposals/{proposal_id}`` ``{apply, cells?}``."""
 
+    body_methods = frozenset({"POST"})
+
     @web.authenticated
     @authorized_execute
     async def post(self, run_id: str, proposal_id: str) -> None:

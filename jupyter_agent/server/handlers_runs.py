@@ -79,6 +79,8 @@ class RunStatsHandler(AgentHandler):
 class RunNotebookHandler(AgentHandler):
     """``GET agent/runs/{id}/notebook`` (the .ipynb JSON); ``POST`` ``{path?}`` writes it."""
 
+    body_methods = frozenset({"POST"})
+
     @web.authenticated
     @authorized
     async def get(self, run_id: str) -> None:
@@ -92,6 +94,7 @@ class RunNotebookHandler(AgentHandler):
         """Write the notebook (``{path?, overwrite?}``); 201 ``{path, created}``, or 200
         when the trace folder already held exactly this notebook."""
         body = self.json_body()
+        parse.only_keys(body, ("path", "overwrite"), reason="unknown_field")
         overwrite = parse.flag(body, "overwrite", reason="bad_overwrite")
         path = parse.optional_string(body, "path", reason="bad_path")
         service = await self.service()
@@ -104,10 +107,14 @@ class RunNotebookHandler(AgentHandler):
 class BreakHandler(AgentHandler):
     """``POST agent/break/{run_id}`` ``{hard?}``: 202 ``{run_id, state}``; 404 unknown run."""
 
+    body_methods = frozenset({"POST"})
+
     @web.authenticated
     @authorized_execute
     async def post(self, run_id: str) -> None:
         """Break the run: soft at its next drain, hard at once; idempotent."""
-        hard = parse.flag(self.json_body(), "hard", reason="bad_hard")
+        body = self.json_body()
+        parse.only_keys(body, ("hard",), reason="unknown_field")
+        hard = parse.flag(body, "hard", reason="bad_hard")
         service = await self.service()
         self.finish_json(await service.break_run(run_id, owner=self.owner, hard=hard), status=202)

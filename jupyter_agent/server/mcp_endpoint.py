@@ -154,6 +154,8 @@ class McpEndpoint:
 class McpHandler(AgentHandler):
     """``POST``, ``GET`` and ``DELETE agent/mcp``: MCP streamable HTTP (see the module)."""
 
+    body_methods = frozenset({"POST"})  # a JSON-RPC message, read by the MCP SDK
+
     _disconnected: asyncio.Event
     _content_type: str | None = None
     _gone = False

@@ -9,9 +9,11 @@ default; a required one is refused with the same message as one of the wrong typ
 Text in a body is valid Unicode or refused: :func:`json_object` answers a body holding a
 lone surrogate (JSON's ``"\\ud800"``, which ``json.loads`` accepts but nothing can store)
 with ``bad_unicode`` naming the field, once for every route, so no handler and no service
-method ever sees one. Query arguments and URL path parts need no check: tornado decodes
-them as strict UTF-8 and answers 400 itself for anything that is not (a surrogate can only
-be percent-encoded as invalid UTF-8 bytes).
+method ever sees one; a NUL character (which PostgreSQL cannot store) likewise, and a
+number no column holds (an integer outside 64 bits: ``bad_json``). Query arguments and URL
+path parts are decoded by ``AgentBase.decode_argument`` (strict UTF-8, no NUL); integer
+ones are range-checked by :func:`query_int`. A field a route does not take is refused
+with :func:`only_keys` (``unknown_field`` unless the route has its own reason).
 
 What a value *means* (an empty message, a path outside the root, a tier the key policy
 refuses) is the service's to check: these helpers check shapes and types only.
@@ -20,18 +22,23 @@ refuses) is the service's to check: these helpers check shapes and types only.
 from __future__ import annotations
 
 import json
+import math
+import sys
 from collections.abc import Collection, Mapping
 from typing import Any, Final, Protocol
 
 from jupyter_agent.exceptions import BadRequest, PayloadTooLarge
 from jupyter_agent.runtime.contents import shown
 from jupyter_agent.runtime.service import Control, View
-from jupyter_agent.text import lone_surrogate
+from jupyter_agent.text import first_leaf, lone_surrogate
 
 __all__ = [
+    "INT_MAX",
+    "INT_MIN",
     "Query",
     "control",
     "flag",
+    "integer",
     "json_object",
     "mapping",
     "only_keys",
@@ -43,6 +50,10 @@ __all__ = [
     "string_list",
     "view",
 ]
+
+#: The integers a body or a query may hold (a signed 64-bit column's range).
+INT_MIN: Final = -(2**63)
+INT_MAX: Final = 2**63 - 1
 
 _TRUE: Final = frozenset({"1", "true", "yes"})
 _VIEW_TYPES: Final[dict[str, tuple[type, ...]]] = {
@@ -63,10 +74,14 @@ def json_object(body: bytes, *, limit: int) -> dict[str, Any]:
     """The request body decoded as a JSON object; empty is ``{}``.
 
     ``PayloadTooLarge`` (``body_too_large``) over ``limit`` bytes; ``BadRequest``
-    (``bad_json``) for a body that is not JSON, not an object, or nested too deeply for
-    the decoder; ``BadRequest`` (``bad_unicode``) for one holding a lone surrogate
-    anywhere, keys included: ``'text' holds a lone surrogate (\\ud800): send valid
-    Unicode``.
+    (``bad_json``) for a body that is not JSON (``NaN`` and ``Infinity`` are not), not an
+    object, nested too deeply for the decoder, or holding an integer of more than 4300
+    digits (Python's limit), or, naming the field, a number out of range (an integer
+    outside :data:`INT_MIN`..:data:`INT_MAX`, a float too large to be finite);
+    ``BadRequest`` (``bad_unicode``) for one holding a lone surrogate anywhere, keys
+    included (``'text' holds a lone surrogate (\\ud800): send valid Unicode``) or a NUL
+    character, which PostgreSQL cannot store (``'title' holds a NUL character
+    (\\u0000): send text without it``).
     """
     if len(body) > limit:
         raise PayloadTooLarge(
@@ -75,11 +90,13 @@ def json_object(body: bytes, *, limit: int) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
-        value = json.loads(body)
+        value = json.loads(body, parse_constant=_no_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(f"Invalid JSON body: {exc}", reason="bad_json") from exc
     except RecursionError:  # "[" * 100000: the C decoder gives up at the recursion limit
         raise BadRequest("Invalid JSON body: nested too deeply", reason="bad_json") from None
+    except ValueError as exc:  # an integer over sys.get_int_max_str_digits() digits
+        raise BadRequest(f"Invalid JSON body: {_number_error(exc)}", reason="bad_json") from None
     if not isinstance(value, dict):
         raise BadRequest("The JSON body must be an object", reason="bad_json")
     found = lone_surrogate(value)
@@ -89,7 +106,44 @@ def json_object(body: bytes, *, limit: int) -> dict[str, Any]:
             f"'{where}' holds a lone surrogate ({escape}): send valid Unicode",
             reason="bad_unicode",
         )
+    bad = first_leaf(value, _unstorable)
+    if bad is not None:
+        where, leaf = bad
+        if isinstance(leaf, str):
+            raise BadRequest(
+                f"'{where}' holds a NUL character (\\u0000): send text without it",
+                reason="bad_unicode",
+            )
+        raise BadRequest(
+            f"'{where}' is out of range: integers lie between -2**63 and 2**63-1, "
+            "numbers are finite",
+            reason="bad_json",
+        )
     return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _number_error(exc: ValueError) -> str:
+    text = str(exc)
+    if "integer string conversion" in text:
+        return f"an integer has more than {sys.get_int_max_str_digits()} digits"
+    return text
+
+
+def _unstorable(leaf: Any) -> bool:
+    """A NUL in a string (or key), an integer outside 64 bits, or an infinite float."""
+    if isinstance(leaf, str):
+        return "\x00" in leaf
+    if isinstance(leaf, bool):
+        return False
+    if isinstance(leaf, int):
+        return not INT_MIN <= leaf <= INT_MAX
+    if isinstance(leaf, float):
+        return not math.isfinite(leaf)
+    return False
 
 
 def _absent(body: Mapping[str, Any], name: str) -> bool:
@@ -134,6 +188,24 @@ def string_list(
     return list(value)
 
 
+def integer(
+    body: Mapping[str, Any],
+    name: str,
+    *,
+    reason: str,
+    minimum: int = INT_MIN,
+    maximum: int = INT_MAX,
+) -> int | None:
+    """Field ``name`` as an integer from ``minimum`` to ``maximum``, or None when absent
+    (``true`` is not an integer): ``'to' must be an integer from 1 to 999999``."""
+    if _absent(body, name):
+        return None
+    value = body[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise BadRequest(f"'{name}' must be an integer from {minimum} to {maximum}", reason=reason)
+    return value
+
+
 def mapping(body: Mapping[str, Any], name: str, *, reason: str) -> dict[str, Any]:
     """Field ``name`` as a JSON object; ``{}`` when absent."""
     if _absent(body, name):
@@ -157,10 +229,15 @@ def only_keys(
     unknown = sorted(set(body) - set(allowed))
     if unknown:
         names = ", ".join(f"'{name}'" for name in sorted(allowed))
+        known = f"only {names} can be {doing}" if allowed else f"nothing can be {doing} here"
         raise BadRequest(
-            f"unknown {what}(s) {', '.join(unknown)}: only {names} can be {doing}",
+            f"unknown {what}(s) {', '.join(_cut(n) for n in unknown)}: {known}",
             reason=reason,
         )
+
+
+def _cut(name: str) -> str:
+    return name if len(name) <= 40 else f"{name[:40]}..."
 
 
 def control(body: Mapping[str, Any], name: str = "control") -> Control | None:
@@ -222,15 +299,30 @@ def proposal_decision(body: Mapping[str, Any]) -> tuple[bool, list[str] | None]:
     return body["apply"], cells
 
 
-def query_int(handler: Query, name: str, *, reason: str, default: int) -> int:
-    """Query argument ``name`` as an integer; ``default`` when absent."""
+def query_int(
+    handler: Query,
+    name: str,
+    *,
+    reason: str,
+    default: int,
+    minimum: int = INT_MIN,
+    maximum: int = INT_MAX,
+) -> int:
+    """Query argument ``name`` as an integer from ``minimum`` to ``maximum``; ``default``
+    when absent."""
     raw = handler.get_query_argument(name, None)
     if raw is None:
         return default
     try:
-        return int(raw)
-    except ValueError:
+        value = int(raw)
+    except ValueError:  # not an integer, or over Python's 4300 digits
         raise BadRequest(f"'{name}' must be an integer, not {shown(raw)}", reason=reason) from None
+    if not minimum <= value <= maximum:
+        raise BadRequest(
+            f"'{name}' must be an integer from {minimum} to {maximum}, not {shown(raw)}",
+            reason=reason,
+        )
+    return value
 
 
 def query_flag(handler: Query, name: str) -> bool:

@@ -21,10 +21,12 @@ Contract:
   that counter (the id its live events had), or the next free ``c<n>`` when a python cell
   already has that id.
 - ``status`` (:data:`~jupyter_agent.core.steps.StepStatus`): ``ok``; ``failed`` (the result
-  line has ``error``); ``cancelled`` (a hard break: data ``{"cancelled": "break_hard"}``);
-  ``timed_out`` (see :mod:`jupyter_agent.core.cell_status`); ``unfinished`` (an intent
-  without a result: the run crashed or is still going); ``unreadable`` (a result that does
-  not parse as a cell or bash result).
+  line has ``error``, or the cell raised, its kernel died or the command exited non-zero:
+  ``end_status`` ``error``, never beside ``ok``); ``cancelled`` (a hard break: data
+  ``{"cancelled": "break_hard"}``); ``timed_out`` (see
+  :mod:`jupyter_agent.core.cell_status`); ``unfinished`` (an intent without a result: the
+  run crashed or is still going); ``unreadable`` (a result that does not parse as a cell or
+  bash result).
 - A cell or bash step's ``digest`` is the one its result recorded (what the model read:
   :mod:`jupyter_agent.core.digest_record`), else, for logs written before, the digest
   rebuilt with the run's recorded options; None when the model read none (cancelled,
@@ -237,6 +239,13 @@ def _end_status(status: StepStatus, finished: CellStatus | None) -> CellStatus |
     return finished
 
 
+def _agreeing(status: StepStatus, end: CellStatus | None) -> StepStatus:
+    """The step's status as its ``end_status`` says it: a cell that ran to its end but
+    raised, or whose kernel died, or a command that exited non-zero, is ``failed`` (its
+    ``end_status`` is ``error``), not ``ok``."""
+    return "failed" if status == "ok" and end == "error" else status
+
+
 def _cell_step(
     effect: LoggedEffect, nested: tuple[LoggedEffect, ...], options: DigestOptions
 ) -> CellStep:
@@ -259,12 +268,13 @@ def _cell_step(
     logged_calls = sum(1 for e in nested if e.name == APP_CALL)
     app_calls = max(logged_calls, len(result.app_calls) if result is not None else 0)
     bubbles = raw.get("bubbles") if isinstance(raw, dict) else None
+    end_status = _end_status(status, cell_status(read) if read is not None else None)
     return CellStep(
         seq=effect.seq,
         seqs=(effect.seq, *(e.seq for e in nested)),
         cell_id=str(data.get("cell_id") or ""),
         code=code,
-        status=status,
+        status=_agreeing(status, end_status),
         t=effect.intent.t,
         execution_count=result.execution_count if result is not None else None,
         duration_s=result.duration_s if result is not None else None,
@@ -278,7 +288,7 @@ def _cell_step(
             status == "ok" and result is not None and app_calls == 0 and not _USES_SH.search(code)
         ),
         outputs_truncated=result.outputs_truncated if result is not None else False,
-        end_status=_end_status(status, cell_status(read) if read is not None else None),
+        end_status=end_status,
         bubbles=tuple(str(b) for b in bubbles) if isinstance(bubbles, list) else (),
     )
 
@@ -303,11 +313,12 @@ def _bash_step(effect: LoggedEffect, cell_id: str, options: DigestOptions) -> Ba
     if read is not None:
         finished = bash_status(read)
         finished = "error" if finished == "ok" and is_error else finished
+    end_status = _end_status(status, finished)
     return BashStep(
         seq=effect.seq,
         cell_id=cell_id,
         command=str(data.get("command") or ""),
-        status=status,
+        status=_agreeing(status, end_status),
         t=effect.intent.t,
         returncode=result.returncode if result is not None else None,
         stdout=result.stdout.text if result is not None else None,
@@ -320,7 +331,7 @@ def _bash_step(effect: LoggedEffect, cell_id: str, options: DigestOptions) -> Ba
         outputs_truncated=(
             result.stdout.truncated or result.stderr.truncated if result is not None else False
         ),
-        end_status=_end_status(status, finished),
+        end_status=end_status,
     )
 
 

@@ -236,8 +236,8 @@ class _Builder:
             self.note(f"This {what} timed out: it ran past its{limit} timeout (#{seq}).", seq)
         elif status == "unfinished":
             self.note(f"The log ends while this {what} runs: no result was recorded (#{seq}).", seq)
-        elif status == "failed":
-            message = (error or {}).get("message") or (error or {}).get("type") or "unknown"
+        elif status == "failed" and error is not None:  # (one that raised shows its error)
+            message = error.get("message") or error.get("type") or "unknown"
             self.note(f"The {what} could not run (#{seq}): {message}", seq)
         elif status == "unreadable":
             self.note(f"The recorded result of this {what} could not be read (#{seq}).", seq)

@@ -91,6 +91,12 @@ def test_a_kernel_killed_mid_cell_is_reported_and_replaced(
     assert "A new kernel was started" in result["error"]["evalue"]
     assert "KernelDied" in digest
     assert turn["llm"]["cells"] == 1
+    # The run detail says it one way: the step failed, as its cell_end said (issue 25).
+    with server.client() as client:
+        detail = client.run(turn["run_id"], full=True)
+    (step,) = [s for s in detail["steps"] if s["type"] == "cell"]
+    assert (step["status"], step["failed"], step["end_status"]) == ("failed", True, "error")
+    assert step["error"] is None  # the cell ran (and its kernel died): no effect error
 
 
 def test_a_hanging_cell_is_interrupted_at_the_timeout(

@@ -129,3 +129,46 @@ def test_query_arguments() -> None:
     assert parse.query_flag(_Query(full="yes"), "full") is True
     assert parse.query_flag(_Query(full="0"), "full") is False
     assert parse.query_flag(_Query(), "full") is False
+
+
+def test_json_object_refuses_what_no_store_holds() -> None:
+    cases = [
+        (b'{"a": ' + b"1" * 5000 + b"}", "bad_json", "Invalid JSON body: an integer has more"),
+        (b'{"a": {"b": [NaN]}}', "bad_json", "Invalid JSON body: NaN is not a JSON number"),
+        (b'{"a": -Infinity}', "bad_json", "Invalid JSON body: -Infinity is not a JSON number"),
+        (b'{"a": {"to": 9223372036854775808}}', "bad_json", "'a.to' is out of range"),
+        (b'{"a": [-9223372036854775809]}', "bad_json", "'a[0]' is out of range"),
+        (b'{"a": 1e400}', "bad_json", "'a' is out of range"),
+        (b'{"title": "x\\u0000"}', "bad_unicode", "'title' holds a NUL character (\\u0000)"),
+        (b'{"v": {"k\\u0000": 1}}', "bad_unicode", "'v.k\\u0000' holds a NUL character"),
+    ]
+    for body, reason, start in cases:
+        error = _bad(parse.json_object, body, limit=100_000)
+        assert error.reason == reason, body
+        assert error.message.startswith(start), error.message
+    edge = b'{"a": [9223372036854775807, -9223372036854775808, 1.5e300, "\\u0001"]}'
+    assert parse.json_object(edge, limit=100) == {"a": [2**63 - 1, -(2**63), 1.5e300, "\x01"]}
+
+
+def test_integer_and_query_int_ranges() -> None:
+    assert parse.integer({}, "to", reason="r", minimum=1, maximum=9) is None
+    assert parse.integer({"to": 9}, "to", reason="r", minimum=1, maximum=9) == 9
+    for value in (0, 10, True, 2.0, "3"):
+        error = _bad(parse.integer, {"to": value}, "to", reason="r", minimum=1, maximum=9)
+        assert (error.reason, error.message) == ("r", "'to' must be an integer from 1 to 9")
+
+    class Args:
+        def __init__(self, **values: str) -> None:
+            self.values = values
+
+        def get_query_argument(self, name: str, default: Any = None) -> Any:
+            return self.values.get(name, default)
+
+    assert parse.query_int(Args(), "limit", reason="r", default=5) == 5
+    assert parse.query_int(Args(limit="7"), "limit", reason="r", default=5) == 7
+    for raw in ("9" * 5000, str(2**63), "x"):
+        error = _bad(parse.query_int, Args(limit=raw), "limit", reason="bad_limit", default=5)
+        assert error.reason == "bad_limit"
+        assert len(error.message) < 300
+    error = _bad(parse.query_int, Args(n="0"), "n", reason="r", default=1, minimum=1, maximum=3)
+    assert error.message == "'n' must be an integer from 1 to 3, not '0'"
