@@ -15,14 +15,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from jupyter_agent.core.cells import (
+from jupyter_agent.core.digest.cells import (
     AppCallRecord,
     BashResult,
     CellResult,
     LastValue,
     Value,
 )
-from jupyter_agent.core.digest import DigestOptions, digest_bash, digest_cell
+from jupyter_agent.core.digest.render import DigestOptions, digest_bash, digest_cell
 
 CELLS = Path(__file__).resolve().parent.parent / "tests" / "core" / "cells"
 OPTIONS = DigestOptions(env_prefix="/ENV", home="/HOME")

@@ -59,7 +59,7 @@ def bus_bytes(bus: Any) -> tuple[int, int]:
 async def soak(runs: int, chats: int, base: Path) -> None:
     from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
-    from jupyter_agent.llm.fake import FakeProvider
+    from jupyter_agent.llm.fake.server import FakeProvider
     from jupyter_agent.runtime.assembly import AdminConfig, assemble
     from jupyter_agent.runtime.service import AgentService
 

@@ -25,7 +25,7 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from jupyter_server.gateway.gateway_client import GatewayClient
 from jupyter_server.gateway.managers import GatewayMappingKernelManager
 
-from jupyter_agent.runtime.kernels import KernelPool
+from jupyter_agent.runtime.kernels.pool import KernelPool
 from jupyter_agent.server.gateway_channels import gateway_kernels
 from tests.deploy.gateway import Gateway
 

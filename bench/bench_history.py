@@ -58,7 +58,7 @@ def _created(n: int) -> str:
 
 def fill(store: Any, chat: str, count: int) -> None:
     """``count`` turns, and the summaries of every closed chunk (level 1 and level 2)."""
-    from jupyter_agent.core.chunks import StoredChunk, closed_spans
+    from jupyter_agent.core.history.chunks import StoredChunk, closed_spans
     from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 
     store.create_chat(chat_id=chat, title="bench", now=_created(0))
@@ -95,11 +95,11 @@ def fill(store: Any, chat: str, count: int) -> None:
 
 def build_prompt(store: Any, chat: str, budget: int, tier: Any) -> tuple[dict[str, Any], Any]:
     """What a turn's first model call costs to build: (request body, window)."""
-    from jupyter_agent.core.window import boot_window
+    from jupyter_agent.core.history.window import boot_window
     from jupyter_agent.llm.chat import build_request
     from jupyter_agent.llm.spec import RequestParams
     from jupyter_agent.messages import Message, Text
-    from jupyter_agent.runtime.run_parts import read_anchored
+    from jupyter_agent.runtime.runs.parts import read_anchored
     from jupyter_agent.tools import BASH, RUN_CELL
 
     window = read_anchored(store, chat, budget, dict(LAYOUT))
@@ -168,9 +168,9 @@ def prompt_table(tmp: Path) -> None:
 async def cache_runs(tmp: Path, turns: int) -> None:
     from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
-    from jupyter_agent.cli import install_kernelspec
-    from jupyter_agent.core.chunks import StoredChunk, closed_spans
-    from jupyter_agent.llm.fake import FakeProvider
+    from jupyter_agent.cli.main import install_kernelspec
+    from jupyter_agent.core.history.chunks import StoredChunk, closed_spans
+    from jupyter_agent.llm.fake.server import FakeProvider
     from tests.runtime.harness import close_harness, make_harness
 
     os.environ["JUPYTER_DATA_DIR"] = str(tmp / "jdata")
@@ -239,11 +239,11 @@ async def summary_latency(tmp: Path, samples: int = 20) -> None:
     kicked, as the run manager does) to its chunk's level-1 summary being stored, through
     the real scheduler, a history@v1 run and a loopback fake."""
     from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
-    from jupyter_agent.llm.fake import FakeProvider
+    from jupyter_agent.llm.fake.server import FakeProvider
     from jupyter_agent.llm.transport import Transport
-    from jupyter_agent.runtime.history_jobs import HistoryScheduler
-    from jupyter_agent.runtime.run_parts import RunConfig
-    from jupyter_agent.runtime.spaces import load_spaces
+    from jupyter_agent.runtime.history.jobs import HistoryScheduler
+    from jupyter_agent.runtime.runs.parts import RunConfig
+    from jupyter_agent.runtime.settings.spaces import load_spaces
     from jupyter_agent.store import Store
 
     fake = FakeProvider({"steps": [{"text": "- a summary"}], "repeat": True}).start()

@@ -38,8 +38,8 @@ REPLY = (
 
 async def chat_runs(km: Any, tmp: Path, program: str, budget: int, messages: int) -> dict[str, Any]:
     """Send ``messages`` messages to one chat with ``program``: wall times and log sizes."""
-    from jupyter_agent.llm.fake import FakeProvider
-    from jupyter_agent.runtime import run_opening
+    from jupyter_agent.llm.fake.server import FakeProvider
+    from jupyter_agent.runtime.runs import opening as run_opening
     from tests.runtime.harness import close_harness, make_harness
 
     run_opening.PROGRAM = program  # what the run's header, summary and driver use
@@ -128,7 +128,7 @@ def _time(fn: Any, repeat: int = 15) -> float:
 async def main(messages: int) -> None:
     from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
-    from jupyter_agent.cli import install_kernelspec
+    from jupyter_agent.cli.main import install_kernelspec
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-history-"))
     os.environ["JUPYTER_DATA_DIR"] = str(tmp / "jdata")

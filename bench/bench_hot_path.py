@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_server import Server, _ms
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 
 MODEL = "claude-sonnet-4-5"
 CHAT = [{"text": "Hello."}]

@@ -34,12 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import create_engine, text
 
 from bench.bench_recall import Texts, corpus_words, load
-from jupyter_agent.core.recall_terms import query_terms, terms
-from jupyter_agent.llm.fake import FakeProvider
-from jupyter_agent.llm.fake_embed import embed_text
+from jupyter_agent.core.memory.terms import query_terms, terms
+from jupyter_agent.llm.fake.embed import embed_text
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.runtime.embedder import Embedder
-from jupyter_agent.runtime.hybrid_recall import recall_hits
+from jupyter_agent.runtime.memory.embedder import Embedder
+from jupyter_agent.runtime.memory.hybrid import recall_hits
 from jupyter_agent.store import Store
 
 MODEL, K = "fake-embed", 5

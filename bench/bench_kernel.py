@@ -26,9 +26,9 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jupyter_agent.cli import install_kernelspec
+from jupyter_agent.cli.main import install_kernelspec
 from jupyter_agent.exceptions import KernelDied
-from jupyter_agent.runtime.kernels import KernelPool
+from jupyter_agent.runtime.kernels.pool import KernelPool
 from tests.plugins.kernels import wait_filled
 
 CODE = "x = sum(range(1000))\nprint(x)\nx"

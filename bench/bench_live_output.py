@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_server import Server, _pct
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 
 TEN_K = "for i in range(10_000):\n    print('line', i)"
 STAMPS = "import time\nfor _ in range(400):\n    print(f'{time.time():.6f}')\n    time.sleep(0.005)"

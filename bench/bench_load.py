@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.deploy.load import ONE_CELL, StatusPoller, burst, pct, settle_pool, stored_turns
 from tests.faults.server import FaultServer
 from tests.plugins.postgres import create_database, start_cluster

@@ -89,8 +89,8 @@ class TimedPool:
 async def main(turns: int) -> None:
     from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
-    from jupyter_agent.cli import install_kernelspec
-    from jupyter_agent.llm.fake import FakeProvider
+    from jupyter_agent.cli.main import install_kernelspec
+    from jupyter_agent.llm.fake.server import FakeProvider
     from jupyter_agent.trace.log import read_log
     from jupyter_agent.trace.verify import replay_run
     from tests.plugins.kernels import wait_filled

@@ -89,8 +89,8 @@ async def direct_calls(calls: int) -> list[float]:
 
 async def hub_calls(calls: int) -> list[float]:
     """The hub alone (the host side without the kernel or the log)."""
-    from jupyter_agent.runtime.mcp_config import parse_servers
-    from jupyter_agent.runtime.mcp_hub import McpHub
+    from jupyter_agent.runtime.mcp.config import parse_servers
+    from jupyter_agent.runtime.mcp.hub import McpHub
 
     servers, _ = parse_servers({"demo": {"command": stdio_command(), "tools": ["add"]}})
     hub = McpHub(servers, environ=dict(os.environ))
@@ -112,9 +112,9 @@ async def cell_calls(root: Path, calls: int, code: str = TIMED_CELL) -> float:
     formatted with ``calls`` and the demo server's path."""
     from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
-    from jupyter_agent.llm.fake import FakeProvider
-    from jupyter_agent.runtime.mcp_config import parse_servers
-    from jupyter_agent.runtime.mcp_hub import McpHub
+    from jupyter_agent.llm.fake.server import FakeProvider
+    from jupyter_agent.runtime.mcp.config import parse_servers
+    from jupyter_agent.runtime.mcp.hub import McpHub
     from tests.runtime.harness import close_harness, make_harness
 
     km = AsyncMultiKernelManager()
@@ -200,7 +200,7 @@ async def _mcp_turns(server: Any, chat_id: str, turns: int) -> list[float]:
 
 def chat_turn_times(turns: int) -> tuple[list[float], list[float]]:
     """``turns`` REST turns and ``turns`` MCP turns on one real server (a warm-up first)."""
-    from jupyter_agent.llm.fake import FakeProvider
+    from jupyter_agent.llm.fake.server import FakeProvider
     from tests.server.test_e2e import new_chat, start_server, stop_server
 
     fake = FakeProvider([]).start()

@@ -19,7 +19,7 @@ from typing import Any
 
 import nbformat
 
-from jupyter_agent.core.cells import AppCallRecord, BashResult, CellResult, LastValue, Value
+from jupyter_agent.core.digest.cells import AppCallRecord, BashResult, CellResult, LastValue, Value
 from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import PROGRAM, EffectLog, read_log
 from jupyter_agent.trace.notebook import run_notebook

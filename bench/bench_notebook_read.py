@@ -6,8 +6,8 @@ cells: 7 of 10 code, 3 markdown; every code cell a stream and an ``execute_resul
 is written once in a temp dir. Side by side, medians:
 
 - **(a) host**: what the host does for ``notebook.read`` outside the kernel (the contents
-  manager's ``get`` through :class:`~jupyter_agent.runtime.notebook_app.NotebookReader`,
-  the scrubber over the cells, :func:`~jupyter_agent.core.notebook_digest.read_cells`: the
+  manager's ``get`` through :class:`~jupyter_agent.runtime.notebook.app.NotebookReader`,
+  the scrubber over the cells, :func:`~jupyter_agent.core.notebook.digest.read_cells`: the
   bounded cells and the budgeted digest), and the digest alone, vs a bare
   ``nbformat.read`` of the file;
 - **(b) kernel**: an in-process v5 run (the run manager, a real agent kernel, the fake
@@ -122,9 +122,9 @@ async def host_side(root: Path, runs: int) -> dict[str, Any]:
     """(a): the host's read + digest vs a bare ``nbformat.read``, interleaved."""
     from jupyter_server.services.contents.filemanager import AsyncFileContentsManager
 
-    from jupyter_agent.core.notebook_digest import read_cells
-    from jupyter_agent.runtime.contents import Contents
-    from jupyter_agent.runtime.notebook_app import NotebookReader
+    from jupyter_agent.core.notebook.digest import read_cells
+    from jupyter_agent.runtime.notebook.app import NotebookReader
+    from jupyter_agent.runtime.notebook.contents import Contents
     from jupyter_agent.runtime.secrets import Scrubber
 
     reader = NotebookReader(Contents(AsyncFileContentsManager(root_dir=str(root))))
@@ -161,10 +161,10 @@ async def kernel_side(root: Path, turns: int) -> dict[str, Any]:
     from jupyter_client.multikernelmanager import AsyncMultiKernelManager
     from jupyter_server.services.contents.filemanager import AsyncFileContentsManager
 
-    from jupyter_agent.cli import install_kernelspec
-    from jupyter_agent.llm.fake import FakeProvider
-    from jupyter_agent.runtime.contents import Contents
-    from jupyter_agent.runtime.notebook_app import NotebookReader
+    from jupyter_agent.cli.main import install_kernelspec
+    from jupyter_agent.llm.fake.server import FakeProvider
+    from jupyter_agent.runtime.notebook.app import NotebookReader
+    from jupyter_agent.runtime.notebook.contents import Contents
     from tests.runtime.harness import close_harness, make_harness
 
     os.environ["JUPYTER_DATA_DIR"] = str(root / "jdata")

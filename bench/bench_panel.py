@@ -37,7 +37,7 @@ from playwright.sync_api import Page, sync_playwright
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import CHROMIUM, CHROMIUM_ARGS, LabServer, new_chat, open_lab
 
 SCRIPT = [

@@ -15,7 +15,7 @@ Prints, per run (medians; delta = deployed - built-in, and the ratio):
 
 - **resolve**: ``ProgramRegistry.resolve(agent, "toolcaller")`` once loaded (one indexed
   ``activation_mark`` query; the active map and the module are cached);
-- **opening**: :func:`~jupyter_agent.runtime.run_opening.open_run` (resolve, the run
+- **opening**: :func:`~jupyter_agent.runtime.runs.opening.open_run` (resolve, the run
   summary stored, the log created with its header);
 - **steps**: the program driven over a recorded chat-only run's effects (the host's
   guard; inline vs threaded under the watchdog), no I/O: every step of the run;
@@ -70,15 +70,15 @@ def _row(what: str, built_in: list[float], deployed: list[float]) -> None:
 async def main(turns: int, deploys: int) -> None:
     from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
-    from jupyter_agent.cli import install_kernelspec
-    from jupyter_agent.llm.fake import FakeProvider
+    from jupyter_agent.cli.main import install_kernelspec
+    from jupyter_agent.llm.fake.server import FakeProvider
     from jupyter_agent.programs.deploy_checks import check_deploy
     from jupyter_agent.programs.files import read_source
     from jupyter_agent.programs.registry import ProgramRegistry
     from jupyter_agent.programs.service import ProgramService
     from jupyter_agent.runtime.ids import new_id, now_iso
-    from jupyter_agent.runtime.program_guard import ProgramGuard, drive_program
-    from jupyter_agent.runtime.run_opening import open_run
+    from jupyter_agent.runtime.programs.guard import ProgramGuard, drive_program
+    from jupyter_agent.runtime.runs.opening import open_run
     from jupyter_agent.trace.log import read_log
     from jupyter_agent.trace.replay import Replayer
     from tests.runtime.harness import close_harness, make_harness

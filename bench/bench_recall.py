@@ -46,12 +46,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import create_engine, text
 
-from jupyter_agent.core.chunks import StoredChunk
-from jupyter_agent.core.memory import RecallHit
-from jupyter_agent.core.recall_terms import query_terms
+from jupyter_agent.core.history.chunks import StoredChunk
+from jupyter_agent.core.memory.records import RecallHit
+from jupyter_agent.core.memory.terms import query_terms
 from jupyter_agent.core.tokens import count_tokens
 from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
-from jupyter_agent.store import Store, recall_index
+from jupyter_agent.store import Store
+from jupyter_agent.store.memory import recall_index
 from jupyter_agent.store.rows import turn_values
 from jupyter_agent.store.tables import AgentChunkRow, AgentMemoryRow, AgentTurnRow
 from tests.store.factories import iso
@@ -227,7 +228,7 @@ def floor_query(engine: Any, pg: bool, *, ranked: bool = True) -> Callable[[list
 def packer() -> tuple[str, Callable[[list[RecallHit]], int]]:
     """Tokens a run would inject for its hits: section C's pack_hits + render_hits."""
     try:
-        recall = importlib.import_module("jupyter_agent.core.recall")
+        recall = importlib.import_module("jupyter_agent.core.memory.recall")
         pack, render = recall.pack_hits, getattr(recall, "render_hits", None)
     except (ImportError, AttributeError):
         pack = render = None

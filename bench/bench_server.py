@@ -31,7 +31,7 @@ import httpx
 import websocket
 from jupyter_client.manager import start_new_kernel
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 
 ONE_CELL = [{"text": "Running it.", "cells": ["x = sum(range(1000))\nprint(x)"]}, {"text": "Done."}]
 
@@ -70,7 +70,7 @@ class Server:
             [
                 sys.executable,
                 "-c",
-                "import jupyter_agent.cli as c; c.install_kernelspec(user=True)",
+                "import jupyter_agent.cli.main as c; c.install_kernelspec(user=True)",
             ],
             env=self.env,
             check=True,

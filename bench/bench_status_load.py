@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import loop_lag
 from bench_server import Server, _pct
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 
 CELL = "x = sum(range(1000))\nprint(x)"
 SCRIPT = {

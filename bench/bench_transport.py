@@ -15,7 +15,7 @@ import time
 
 import httpx
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.llm.spec import RequestSpec
 from jupyter_agent.llm.transport import Transport
 

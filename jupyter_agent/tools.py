@@ -5,7 +5,7 @@ into the system prompt (fenced / xml modes). The tool result's text is the diges
 
 ``toolcaller@v5`` offers :data:`RUN_CELL_V5` / :data:`BASH_V5`: the same tools with an
 optional ``writes: bool`` argument (the cell writes or deletes files; the approval policy
-``writes`` waits for those, :mod:`jupyter_agent.core.approval`). Older versions keep
+``writes`` waits for those, :mod:`jupyter_agent.core.loop.approval`). Older versions keep
 :data:`RUN_CELL` / :data:`BASH` exactly (they are in their recorded requests). In the
 fenced and xml modes the model marks such a call ```` ```python writes ```` or
 ``<run_cell writes>`` (:mod:`jupyter_agent.llm.fenced`).

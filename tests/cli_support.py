@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.core.cells import CellResult, LastValue, Value
-from jupyter_agent.core.drive import drive
-from jupyter_agent.core.loop import PROGRAM, toolcaller
+from jupyter_agent.core.digest.cells import CellResult, LastValue, Value
+from jupyter_agent.core.loop.drive import drive
+from jupyter_agent.core.loop.machine import PROGRAM, toolcaller
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import EffectLog

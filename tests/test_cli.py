@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jupyter_agent.cli import main
-from jupyter_agent.core.loop import PROGRAM
+from jupyter_agent.cli.main import main
+from jupyter_agent.core.loop.machine import PROGRAM
 from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.runtime.paths import default_db_url, runs_dir
 from jupyter_agent.store.repo import Store
@@ -222,7 +222,7 @@ def test_messages_in_the_right_plural_form(tmp_path, retries, capsys):
 
 
 def test_plural():
-    from jupyter_agent.cli_render import plural
+    from jupyter_agent.cli.render import plural
 
     assert [plural(n, "try") for n in (0, 1, 2)] == ["0 tries", "1 try", "2 tries"]
     assert [plural(n, "cell") for n in (0, 1, 2)] == ["0 cells", "1 cell", "2 cells"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.cli import main
+from jupyter_agent.cli.main import main
 from jupyter_agent.client import AgentClient
 from tests.plugins.live_server import LiveServer
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.cli import main
+from jupyter_agent.cli.main import main
 from jupyter_agent.client import AgentClient
 from tests.plugins.live_server import LiveServer
 
@@ -103,7 +103,7 @@ def test_deploy_ls_show_rollback(
     assert "picture.png" not in out
     code, out, _ = run(["program", "show", "toolcaller@v4", *server], capsys)
     assert "(built in)" in out.splitlines()[0]
-    assert "core/loop.py" in out
+    assert "core/loop/machine.py" in out
 
     code, out, _ = run(["program", "rollback", "toolcaller", "--agent", AGENT, *server], capsys)
     assert (code, one_line(out)) == (0, f"Active for agent {AGENT}: {first}")

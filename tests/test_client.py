@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from jupyter_agent.client import AgentClient, ClientError
-from jupyter_agent.core.loop import PROGRAM
+from jupyter_agent.core.loop.machine import PROGRAM
 from jupyter_agent.trace.show import CUT_MARK
 from tests.cli_support import record_run
 from tests.rest_stub import StubState, free_port, stub_server
@@ -185,7 +185,7 @@ def test_live_status_and_refused_token(live_server):
 
 
 async def test_live_chat_run_then_trace_verbs(live_server, tmp_path, capsys):
-    from jupyter_agent.cli import main
+    from jupyter_agent.cli.main import main
 
     addr, token = live_server.addr, live_server.token
     with AgentClient(addr, token) as client:

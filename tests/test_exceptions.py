@@ -48,8 +48,9 @@ def test_every_class_is_in_the_docstring_tree_and_exported() -> None:
 
 
 def test_the_four_old_roots_are_in_the_tree_under_their_old_names() -> None:
-    from jupyter_agent import cli_trace, client
-    from jupyter_agent.runtime import settings
+    from jupyter_agent import client
+    from jupyter_agent.cli import trace as cli_trace
+    from jupyter_agent.runtime.settings import overrides as settings
 
     assert client.ClientError is ClientError
     assert settings.SettingsError is SettingsError

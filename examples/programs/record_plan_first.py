@@ -74,8 +74,8 @@ async def record(root: Path) -> Path:
     did not run the deployed version or did not end ``done``)."""
     from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
-    from jupyter_agent.cli import install_kernelspec
-    from jupyter_agent.llm.fake import FakeProvider
+    from jupyter_agent.cli.main import install_kernelspec
+    from jupyter_agent.llm.fake.server import FakeProvider
     from jupyter_agent.programs.files import read_source
     from jupyter_agent.programs.registry import ProgramRegistry
     from jupyter_agent.programs.service import ProgramService

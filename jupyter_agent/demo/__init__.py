@@ -1,4 +1,4 @@
 """Data of the offline demo model: ``demo_script.json``, the fake provider's script.
 
-See :mod:`jupyter_agent.runtime.demo` for how it is served.
+See :mod:`jupyter_agent.runtime.settings.demo` for how it is served.
 """

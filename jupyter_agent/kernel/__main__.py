@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ipykernel.kernelapp import IPKernelApp
 
-from .kernel import AgentKernel
+from jupyter_agent.kernel.kernel import AgentKernel
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """In-cell apps (``chat``, ``llm``, ...) and ``batch``: calls the host performs for the cell.
 
-The proxies are built from :data:`jupyter_agent.core.apps.ALL_APPS`. A method call binds its
+The proxies are built from :data:`jupyter_agent.core.loop.apps.ALL_APPS`. A method call binds its
 arguments to the catalogue signature (defaults applied), sends ONE request to the host and
 blocks for the reply; the host performs it as an ``app.call`` effect. Wire (the prompt of a
 stdin ``input_request``, answered by ``input_reply``; both JSON):
@@ -38,13 +38,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jupyter_agent.codec import dump_dict
-from jupyter_agent.core.apps import ALL_APPS, AppSpec, MethodSpec
-from jupyter_agent.core.cells import AppCallRecord
-from jupyter_agent.core.mcp_catalogue import MCP_APP
+from jupyter_agent.core.digest.cells import AppCallRecord
+from jupyter_agent.core.loop.apps import ALL_APPS, AppSpec, MethodSpec
+from jupyter_agent.core.mcp.catalogue import MCP_APP
 from jupyter_agent.exceptions import AppCallError
-
-from .mcp_values import mcp_value
-from .notebook_view import NotebookView
+from jupyter_agent.kernel.mcp_values import mcp_value
+from jupyter_agent.kernel.notebook_view import NotebookView
 
 __all__ = [
     "AppCall",
@@ -263,7 +262,7 @@ def _as_call(item: Any) -> AppCall:
             call = AppCall(app, method, args)
             _check_json(call)
             return call
-        from jupyter_agent.core.apps import find_method
+        from jupyter_agent.core.loop.apps import find_method
 
         spec = find_method(app, method)
         if spec is None:

@@ -31,7 +31,7 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from jupyter_agent.core.cells import (
+from jupyter_agent.core.digest.cells import (
     AppCallRecord,
     CellError,
     CellResult,

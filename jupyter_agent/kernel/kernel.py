@@ -21,7 +21,7 @@ still flow. In named cells ``input()``/``getpass`` raise :class:`InputNotAvailab
 stdin channel carries the app calls (see :mod:`.apps`) instead.
 
 Namespace: ``values`` (:mod:`.values`), ``sh`` (:mod:`.sh`), ``batch`` and one proxy per
-app of :data:`jupyter_agent.core.apps.ALL_APPS` (``chat``, ``llm``, ``memory``,
+app of :data:`jupyter_agent.core.loop.apps.ALL_APPS` (``chat``, ``llm``, ``memory``,
 ``notebook``; see :mod:`.apps`), ``mcp`` (the MCP servers' tools, :mod:`.mcp_app`) and
 ``AppCallError``. ``%matplotlib inline`` is the default (ipykernel's),
 so ``plt.plot(...)`` shows a PNG display.
@@ -44,16 +44,15 @@ from IPython.core.error import StdinNotImplementedError
 from traitlets import Type
 
 from jupyter_agent import __version__
-from jupyter_agent.core.cells import AppCallRecord, CellError
+from jupyter_agent.core.digest.cells import AppCallRecord, CellError
 from jupyter_agent.exceptions import AppCallError
+from jupyter_agent.kernel import capture
+from jupyter_agent.kernel.apps import build_apps, make_batch
+from jupyter_agent.kernel.capture import CapturingStream, CellCapture
+from jupyter_agent.kernel.mcp_app import McpApp
+from jupyter_agent.kernel.sh import DEFAULT_TIMEOUT_S, Sh
+from jupyter_agent.kernel.values import Values
 from jupyter_agent.text import repair_json
-
-from . import capture
-from .apps import build_apps, make_batch
-from .capture import CapturingStream, CellCapture
-from .mcp_app import McpApp
-from .sh import DEFAULT_TIMEOUT_S, Sh
-from .values import Values
 
 __all__ = ["AgentDisplayHook", "AgentKernel", "AgentShell", "InputNotAvailable"]
 

@@ -5,7 +5,7 @@
 through the kernel's :class:`~.apps.HostChannel`, like every app call, blocks for the reply
 and records it in the cell's ``app_calls``; the host performs the call on the MCP server
 (the kernel holds no connection and no credential). The names are the Python names the
-system prompt lists (:func:`~jupyter_agent.core.mcp_catalogue.python_name`). A failed call
+system prompt lists (:func:`~jupyter_agent.core.mcp.catalogue.python_name`). A failed call
 (unknown tool, refused, timed out, the tool's own error) raises
 :class:`~jupyter_agent.exceptions.AppCallError` with the host's message. The value is
 converted by :func:`~.mcp_values.mcp_value`.
@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_agent.core.mcp_catalogue import MCP_APP
-
-from .apps import AppCall, HostChannel, _check_json, _record
+from jupyter_agent.core.mcp.catalogue import MCP_APP
+from jupyter_agent.kernel.apps import AppCall, HostChannel, _check_json, _record
 
 __all__ = ["McpApp", "McpServer", "McpToolMethod"]
 

@@ -1,7 +1,7 @@
 """What an MCP tool's reply becomes in a cell (issue 18).
 
 The host answers an ``app.call`` of app ``mcp`` with the tool's result as JSON
-(:mod:`jupyter_agent.runtime.mcp_results`)::
+(:mod:`jupyter_agent.runtime.mcp.results`)::
 
     {"structured": <the tool's structuredContent, or null>,
      "content": [{"type": "text", "text": "..."},

@@ -1,12 +1,12 @@
 """The object ``notebook.read()`` returns in a cell: a notebook as the host read it.
 
 The host answers ``notebook.read`` with a JSON value (see
-:mod:`jupyter_agent.runtime.notebook_app`): ``{path, revision, via, last_modified, digest,
+:mod:`jupyter_agent.runtime.notebook.app`): ``{path, revision, via, last_modified, digest,
 tokens, cut, cells}``; :class:`NotebookView` wraps it:
 
 - ``repr(nb)`` (and ``str``) is the budgeted digest
-  (:mod:`jupyter_agent.core.notebook_digest`); as a cell's last value its mime bundle
-  carries :data:`~jupyter_agent.core.notebook_digest.DIGEST_MIME`, which tells the cell
+  (:mod:`jupyter_agent.core.notebook.digest`); as a cell's last value its mime bundle
+  carries :data:`~jupyter_agent.core.notebook.digest.DIGEST_MIME`, which tells the cell
   digest to show it whole (it is budgeted already) instead of stubbing it.
 - ``nb.cells``: one dict per cell, in order, ``{id, cell_type, source, outputs,
   execution_count}``; ``outputs`` are texts (images as ``<image/png ... KB>``).
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_agent.core.notebook_digest import DIGEST_MIME
+from jupyter_agent.core.notebook.digest import DIGEST_MIME
 
 __all__ = ["NotebookView", "OutputNotFound"]
 

@@ -24,9 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
-from jupyter_agent.core.cells import BashResult
-
-from .capture import bound_value
+from jupyter_agent.core.digest.cells import BashResult
+from jupyter_agent.kernel.capture import bound_value
 
 __all__ = ["Sh", "ShResult"]
 

@@ -38,8 +38,10 @@ import base64
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import ProviderProtocolError
-from ..messages import (
+from jupyter_agent.exceptions import ProviderProtocolError
+from jupyter_agent.llm.fenced import stop_sequences
+from jupyter_agent.llm.spec import IMAGE_TYPES, RequestParams, RequestSpec
+from jupyter_agent.messages import (
     File,
     LLMReply,
     Message,
@@ -51,11 +53,9 @@ from ..messages import (
     ToolResult,
     Usage,
 )
-from .fenced import stop_sequences
-from .spec import IMAGE_TYPES, RequestParams, RequestSpec
 
 if TYPE_CHECKING:
-    from .profiles import Profile
+    from jupyter_agent.llm.profiles import Profile
 
 __all__ = ["API_VERSION", "build_request", "parse_reply"]
 

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from ..codec import load
-from ..effects import HTTP_POST, Effect, EffectGen
-from ..exceptions import (
+from jupyter_agent.codec import load
+from jupyter_agent.effects import HTTP_POST, Effect, EffectGen
+from jupyter_agent.exceptions import (
     CredentialError,
     ProviderError,
     ProviderFailure,
@@ -37,14 +37,14 @@ from ..exceptions import (
     RetryAfterTooLong,
     RunCancelled,
 )
-from ..messages import LLMReply, Message, Part, Text
-from ..text import repair_json
-from ..tools import BASH, RUN_CELL, ToolSpec
-from . import anthropic, openai, openai_compatible
-from .fenced import parse_text_tool_calls, to_text_mode
-from .profiles import cost_usd
-from .spec import HttpReply, RequestParams, RequestSpec
-from .tiers import Tier, resolve_tier
+from jupyter_agent.llm import anthropic, openai, openai_compatible
+from jupyter_agent.llm.fenced import parse_text_tool_calls, to_text_mode
+from jupyter_agent.llm.profiles import cost_usd
+from jupyter_agent.llm.spec import HttpReply, RequestParams, RequestSpec
+from jupyter_agent.llm.tiers import Tier, resolve_tier
+from jupyter_agent.messages import LLMReply, Message, Part, Text
+from jupyter_agent.text import repair_json
+from jupyter_agent.tools import BASH, RUN_CELL, ToolSpec
 
 __all__ = [
     "ADAPTERS",

@@ -23,9 +23,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ..exceptions import ConfigError, ProviderProtocolError
-from .spec import RequestSpec
-from .tiers import DEFAULT_BASE_URLS, TIER_KEYS, Tier
+from jupyter_agent.exceptions import ConfigError, ProviderProtocolError
+from jupyter_agent.llm.spec import RequestSpec
+from jupyter_agent.llm.tiers import DEFAULT_BASE_URLS, TIER_KEYS, Tier
 
 __all__ = [
     "EMBED_PROVIDERS",

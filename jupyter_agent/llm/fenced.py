@@ -30,8 +30,8 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from ..messages import File, Message, Part, Text, Thinking, ToolCall, ToolResult
-from ..tools import ToolSpec
+from jupyter_agent.messages import File, Message, Part, Text, Thinking, ToolCall, ToolResult
+from jupyter_agent.tools import ToolSpec
 
 __all__ = [
     "TEXT_MODES",

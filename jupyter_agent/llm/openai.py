@@ -37,8 +37,11 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import ProviderProtocolError
-from ..messages import (
+from jupyter_agent.exceptions import ProviderProtocolError
+from jupyter_agent.llm import openai_responses
+from jupyter_agent.llm.fenced import stop_sequences
+from jupyter_agent.llm.spec import IMAGE_TYPES, RequestParams, RequestSpec
+from jupyter_agent.messages import (
     File,
     LLMReply,
     Message,
@@ -50,13 +53,10 @@ from ..messages import (
     ToolResult,
     Usage,
 )
-from ..text import repair_json
-from . import openai_responses
-from .fenced import stop_sequences
-from .spec import IMAGE_TYPES, RequestParams, RequestSpec
+from jupyter_agent.text import repair_json
 
 if TYPE_CHECKING:
-    from .profiles import Profile
+    from jupyter_agent.llm.profiles import Profile
 
 __all__ = [
     "build_chat_body",

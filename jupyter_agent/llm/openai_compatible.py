@@ -28,12 +28,12 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..messages import LLMReply, Thinking
-from .openai import build_chat_body, parse_chat_reply
-from .spec import RequestParams, RequestSpec
+from jupyter_agent.llm.openai import build_chat_body, parse_chat_reply
+from jupyter_agent.llm.spec import RequestParams, RequestSpec
+from jupyter_agent.messages import LLMReply, Thinking
 
 if TYPE_CHECKING:
-    from .tiers import Tier
+    from jupyter_agent.llm.tiers import Tier
 
 __all__ = ["OLLAMA_PORT", "build_request", "num_ctx_path", "parse_reply"]
 

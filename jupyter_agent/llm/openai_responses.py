@@ -34,8 +34,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import ProviderProtocolError
-from ..messages import (
+from jupyter_agent.exceptions import ProviderProtocolError
+from jupyter_agent.llm.spec import IMAGE_TYPES, RequestParams
+from jupyter_agent.messages import (
     File,
     LLMReply,
     Message,
@@ -47,11 +48,10 @@ from ..messages import (
     ToolResult,
     Usage,
 )
-from ..text import repair_json
-from .spec import IMAGE_TYPES, RequestParams
+from jupyter_agent.text import repair_json
 
 if TYPE_CHECKING:
-    from .profiles import Profile
+    from jupyter_agent.llm.profiles import Profile
 
 __all__ = ["build_body", "input_items", "parse_reply"]
 

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..exceptions import ConfigError
-from ..messages import Usage
+from jupyter_agent.exceptions import ConfigError
+from jupyter_agent.messages import Usage
 
 __all__ = [
     "CONSERVATIVE",

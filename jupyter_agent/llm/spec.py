@@ -25,10 +25,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from jupyter_agent.codec import dump_dict, load
 
 if TYPE_CHECKING:
+    from jupyter_agent.llm.tiers import Tier
     from jupyter_agent.messages import Message
     from jupyter_agent.tools import ToolSpec
-
-    from .tiers import Tier
 
 __all__ = ["IMAGE_TYPES", "WIRES", "HttpReply", "RequestParams", "RequestSpec", "Wire"]
 

@@ -8,7 +8,7 @@ driver's job when it answers ``config.get``, not this module's.
 
 Providers: ``anthropic``, ``openai`` (``api`` ``chat`` or ``responses``),
 ``openai-compatible`` (vLLM, Ollama, llama.cpp, OpenRouter; chat wire; ``base_url``
-required, key optional) and ``fake`` (the scripted provider of ``llm/fake.py``, spoken to
+required, key optional) and ``fake`` (the scripted provider of ``llm/fake/server.py``, spoken to
 through the Anthropic adapter; ``base_url`` required). ``base_url`` means what it means in
 the official SDKs: ``https://api.anthropic.com`` and ``https://api.openai.com/v1`` by
 default.
@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..effects import CONFIG_GET, Effect, EffectGen
-from ..exceptions import ConfigError
-from .profiles import Profile, get_profile
+from jupyter_agent.effects import CONFIG_GET, Effect, EffectGen
+from jupyter_agent.exceptions import ConfigError
+from jupyter_agent.llm.profiles import Profile, get_profile
 
 __all__ = [
     "API_KINDS",

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final, Literal
 
-from jupyter_agent.core import programs as core_programs
+from jupyter_agent.core.loop import programs as core_programs
 from jupyter_agent.effects import EffectGen
 from jupyter_agent.programs.refs import ProgramRef, family_of
 
@@ -51,22 +51,22 @@ SUB_FAMILIES: Final = ("llm", "autorecall")
 DEFAULTS: Final = {"toolcaller": "toolcaller@v6", "history": "history@v1"}
 
 _LOOP: Final = (
-    "core/loop.py",
-    "core/loop_steps.py",
-    "core/approval.py",
-    "core/steps.py",
-    "core/prompt.py",
-    "core/digest.py",
-    "core/digest_parts.py",
-    "core/digest_record.py",
-    "core/cells.py",
-    "core/cell_status.py",
-    "core/tracebacks.py",
-    "core/inbox.py",
-    "core/runstate.py",
+    "core/loop/machine.py",
+    "core/loop/steps.py",
+    "core/loop/approval.py",
+    "core/events/steps.py",
+    "core/loop/prompt.py",
+    "core/digest/render.py",
+    "core/digest/parts.py",
+    "core/digest/record.py",
+    "core/digest/cells.py",
+    "core/digest/cell_status.py",
+    "core/digest/tracebacks.py",
+    "core/loop/inbox.py",
+    "core/loop/runstate.py",
     "core/turns.py",
-    "core/apps.py",
-    "core/mcp_catalogue.py",
+    "core/loop/apps.py",
+    "core/mcp/catalogue.py",
     "tools.py",
     "effects.py",
 )
@@ -83,19 +83,19 @@ _LLM: Final = (
     "messages.py",
 )
 _HISTORY: Final = (
-    "core/history_program.py",
-    "core/window.py",
-    "core/window_pick.py",
-    "core/chunks.py",
+    "core/history/program.py",
+    "core/history/window.py",
+    "core/history/pick.py",
+    "core/history/chunks.py",
     "core/tokens.py",
 )
 _RECALL: Final = (
-    "core/recall_program.py",
-    "core/recall.py",
-    "core/recall_terms.py",
-    "core/recall_hybrid.py",
-    "core/memory.py",
-    "core/credentials.py",
+    "core/memory/program.py",
+    "core/memory/recall.py",
+    "core/memory/terms.py",
+    "core/memory/hybrid.py",
+    "core/memory/records.py",
+    "core/memory/credentials.py",
 )
 
 

@@ -6,12 +6,12 @@ its own scenarios) in ``python -m jupyter_agent.programs.check_worker``, started
 ``asyncio.create_subprocess_exec`` (the event loop never waits on it):
 
 - its environment is the agent kernels' (``KernelPool.kernel_env``: the filter of
-  :mod:`~jupyter_agent.runtime.envfilter`, without the variables credential references
+  :mod:`~jupyter_agent.runtime.kernels.envfilter`, without the variables credential references
   name), with ``HOME``, ``TMPDIR`` and the working dir a fresh temp dir, removed after;
 - under the kernels' sandbox (``KernelPool.kernel_sandbox``): ``bwrap`` as a kernel (file
   system read-only but its temp dir, ``/tmp`` and home empty, the server's runtime and
   agent data dirs hidden, its own pid namespace), ``user:NAME`` as that user;
-- in a session of its own, tagged as kernels are (:mod:`~jupyter_agent.runtime.reaper`):
+- in a session of its own, tagged as kernels are (:mod:`~jupyter_agent.runtime.kernels.reaper`):
   past the deadline (``timeout_s``, the trait ``JupyterAgent.program_check_timeout_s``)
   its process group is killed and the deploy refused (reason ``program_check_timeout``);
   after any end every process it left is reaped;
@@ -44,9 +44,9 @@ from typing import Any, Final
 
 from jupyter_agent.exceptions import ProgramRefused, Unavailable
 from jupyter_agent.programs.deploy_checks import Checked
-from jupyter_agent.runtime.envfilter import filter_env
-from jupyter_agent.runtime.reaper import TAG_VAR, instance_id, make_tag, reap, server_key
-from jupyter_agent.runtime.sandbox import KernelPlace, Sandbox, bwrap_prefix
+from jupyter_agent.runtime.kernels.envfilter import filter_env
+from jupyter_agent.runtime.kernels.reaper import TAG_VAR, instance_id, make_tag, reap, server_key
+from jupyter_agent.runtime.kernels.sandbox import KernelPlace, Sandbox, bwrap_prefix
 
 __all__ = ["DEFAULT_TIMEOUT_S", "PARALLEL", "TIMEOUT_TRAIT", "WORKER", "CheckProcess"]
 

@@ -17,6 +17,7 @@ import types
 from pathlib import Path
 from typing import Any, Final
 
+from jupyter_agent.programs import moved
 from jupyter_agent.programs.builtin import Factory
 from jupyter_agent.programs.refs import HASH_CHARS
 
@@ -59,7 +60,9 @@ def import_program(folder: Path, name: str, entry: str = "program") -> Factory:
     """Import ``folder`` as package ``name`` (under :data:`PARENT`) and return its entry
     function. Raises what the import raised (SyntaxError, ImportError, any exception of
     the module's top level), or :class:`EntryMissing`. A package already imported under
-    ``name`` is reused (a version's files never change)."""
+    ``name`` is reused (a version's files never change). A program deployed before the
+    package's regrouping imports its old module names (:mod:`.moved`)."""
+    moved.install()
     with _lock_for(name):
         with _LOCKS_GUARD:
             parent = _parent()

@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from jupyter_agent.core.history_program import HistoryOutcome
+from jupyter_agent.core.history.program import HistoryOutcome
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import EFFECT_NAMES, TURN_APPEND, Effect, EffectGen, Result
 from jupyter_agent.exceptions import ProgramRefused, ProgramStuck

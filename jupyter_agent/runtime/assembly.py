@@ -35,32 +35,32 @@ from jupyter_agent.llm.transport import Transport
 from jupyter_agent.programs.check_process import CheckProcess
 from jupyter_agent.programs.registry import ProgramRegistry
 from jupyter_agent.programs.service import ProgramService
-from jupyter_agent.runtime.agents import DEFAULT_AGENT, Agent, AgentRegistry, agent_json
-from jupyter_agent.runtime.contents import Contents
-from jupyter_agent.runtime.demo import DemoModel
-from jupyter_agent.runtime.driver import RunConfig, RunServices
-from jupyter_agent.runtime.embedder import Embedder
 from jupyter_agent.runtime.events import EventBus
-from jupyter_agent.runtime.exports import DEFAULT_FOLDER, NotebookWriter
-from jupyter_agent.runtime.history_jobs import HistoryScheduler
-from jupyter_agent.runtime.kernels import KernelPool
-from jupyter_agent.runtime.keypolicy import KeyPolicy
-from jupyter_agent.runtime.live_docs import LiveDocs
-from jupyter_agent.runtime.mailbox import Mailbox
-from jupyter_agent.runtime.mcp_config import parse_servers
-from jupyter_agent.runtime.mcp_hub import McpHub
-from jupyter_agent.runtime.memory_service import MemoryService
-from jupyter_agent.runtime.notebook_app import NotebookReader
+from jupyter_agent.runtime.history.jobs import HistoryScheduler
+from jupyter_agent.runtime.kernels.pool import KernelPool
+from jupyter_agent.runtime.loop.driver import RunConfig, RunServices
+from jupyter_agent.runtime.mcp.config import parse_servers
+from jupyter_agent.runtime.mcp.hub import McpHub
+from jupyter_agent.runtime.memory.embedder import Embedder
+from jupyter_agent.runtime.memory.service import MemoryService
+from jupyter_agent.runtime.notebook.app import NotebookReader
+from jupyter_agent.runtime.notebook.contents import Contents
+from jupyter_agent.runtime.notebook.exports import DEFAULT_FOLDER, NotebookWriter
+from jupyter_agent.runtime.notebook.live_docs import LiveDocs
+from jupyter_agent.runtime.notebook.proposals import ProposalService
 from jupyter_agent.runtime.paths import default_db_url
-from jupyter_agent.runtime.proposals import ProposalService
-from jupyter_agent.runtime.readiness import build_status
-from jupyter_agent.runtime.run_parts import ScrubbingPool
-from jupyter_agent.runtime.runs import RunManager
+from jupyter_agent.runtime.runs.mailbox import Mailbox
+from jupyter_agent.runtime.runs.manager import RunManager
+from jupyter_agent.runtime.runs.parts import ScrubbingPool
 from jupyter_agent.runtime.secret_guard import ScrubbingTransport
 from jupyter_agent.runtime.secrets import Scrubber, known_secrets
-from jupyter_agent.runtime.settings import OwnerSettings
-from jupyter_agent.runtime.spaces import SpacesCache
-from jupyter_agent.runtime.tiersettings import TierSettings
+from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT, Agent, AgentRegistry, agent_json
+from jupyter_agent.runtime.settings.demo import DemoModel
+from jupyter_agent.runtime.settings.keypolicy import KeyPolicy
+from jupyter_agent.runtime.settings.overrides import OwnerSettings
+from jupyter_agent.runtime.settings.readiness import build_status
+from jupyter_agent.runtime.settings.spaces import SpacesCache
+from jupyter_agent.runtime.settings.tiers import TierSettings
 from jupyter_agent.store.repo import Store
 
 __all__ = ["AdminConfig", "Parts", "assemble"]

@@ -2,7 +2,7 @@
 
 Events are ``{type, chat_id, run_id, seq, ...}``; :data:`EVENT_FIELDS` lists every type
 and the fields it carries beside those four, derived from the one definition, the tagged
-dataclasses of :mod:`jupyter_agent.core.events` (``docs/api.md`` documents each type, and
+dataclasses of :mod:`jupyter_agent.core.events.types` (``docs/api.md`` documents each type, and
 a test keeps the page and this table in step); :meth:`EventBus.publish` takes one of
 them. ``seq`` counts per chat, for the bus's lifetime: pruning never resets it, so a seq
 is never given twice. Every event is delivered to every subscriber of its chat; all but
@@ -25,10 +25,10 @@ A client whose ``since`` is older than what was pruned is told so: :meth:`EventB
 
 ``cell_output`` events (a running cell's output, live) are kept only while their cell
 runs: its ``cell_end`` (with ``kind`` ``python`` or ``bash`` and a ``status``: see
-:mod:`jupyter_agent.runtime.cell_events`) carries the final outputs, so publishing it
+:mod:`jupyter_agent.runtime.loop.cell_events`) carries the final outputs, so publishing it
 drops them from the history (a client catching up later gets the ``cell_end`` alone; this
 is not a gap). What a running cell keeps is bounded by its live output's own limits
-(:mod:`jupyter_agent.runtime.live_output`).
+(:mod:`jupyter_agent.runtime.kernels.live_output`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from traitlets import Int
 from traitlets.config import LoggingConfigurable
 
 from jupyter_agent.codec import dump_dict, wire_names
-from jupyter_agent.core.events import EVENTS, LIVE_ONLY_TYPES, CellEnd, Event, event_type
+from jupyter_agent.core.events.types import EVENTS, LIVE_ONLY_TYPES, CellEnd, Event, event_type
 
 __all__ = ["COMMON_FIELDS", "EVENT_FIELDS", "EVENT_TYPES", "GAP", "LIVE_ONLY", "EventBus"]
 
@@ -52,7 +52,7 @@ __all__ = ["COMMON_FIELDS", "EVENT_FIELDS", "EVENT_TYPES", "GAP", "LIVE_ONLY", "
 COMMON_FIELDS: Final = ("type", "chat_id", "run_id", "seq")
 
 #: Every event type, in the order a run emits them, with its own fields (derived from the
-#: dataclasses of :mod:`jupyter_agent.core.events`, the one definition).
+#: dataclasses of :mod:`jupyter_agent.core.events.types`, the one definition).
 EVENT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     event_type(cls): tuple(wire_names(cls).values()) for cls in EVENTS
 }

@@ -23,7 +23,7 @@ still holds a secret):
 The known values (:func:`known_secrets`) are every resolved provider key (the tiers' and
 the key policy's ``env:NAME`` references), the Jupyter server token, and the value of every
 environment variable the kernel's environment filter removes
-(:mod:`~jupyter_agent.runtime.envfilter`; names let through by ``kernel_env_keep`` are not
+(:mod:`~jupyter_agent.runtime.kernels.envfilter`; names let through by ``kernel_env_keep`` are not
 secrets), plus the password part of a ``user:password@`` URL. Values shorter than
 :data:`MIN_SECRET_CHARS` are ignored, and so are their encodings (redacting ``1`` or
 ``true`` would mangle output and protect nothing), and so is an environment value naming
@@ -51,7 +51,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
-from jupyter_agent.runtime.envfilter import is_secret_name, is_secret_value
+from jupyter_agent.runtime.kernels.envfilter import is_secret_name, is_secret_value
 from jupyter_agent.runtime.secret_forms import encoded_forms
 from jupyter_agent.text import repair
 

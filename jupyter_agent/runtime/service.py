@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.exceptions import BadRequest, NotFound
-from jupyter_agent.runtime.agents import DEFAULT_AGENT
 from jupyter_agent.runtime.assembly import AdminConfig, Parts
-from jupyter_agent.runtime.contents import shown
-from jupyter_agent.runtime.driver import RunConfig
-from jupyter_agent.runtime.exports import safe_stem, trace_stem
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.loop.driver import RunConfig
+from jupyter_agent.runtime.notebook.contents import shown
+from jupyter_agent.runtime.notebook.exports import safe_stem, trace_stem
 from jupyter_agent.runtime.secret_guard import clean_message
+from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
 from jupyter_agent.store.repo import Chat
 from jupyter_agent.trace.log import TraceFile, read_log
 
@@ -172,7 +172,7 @@ class AgentService:
         """``GET agent/status`` for ``owner``: ``{version, tiers, demo, history}``; each tier
         ``{provider, model, ready, key_set, reason}``; ``history``: ``{pending, failing,
         last_error}`` of the chunk summaries (:meth:`HistoryScheduler.status
-        <jupyter_agent.runtime.history_jobs.HistoryScheduler.status>`). Reads the owner's
+        <jupyter_agent.runtime.history.jobs.HistoryScheduler.status>`). Reads the owner's
         settings (the store, at most every few seconds) in a thread."""
         tiers = await asyncio.to_thread(self.tier_settings.status, owner)
         return {**tiers, "history": self.parts.history.status()}
@@ -324,7 +324,7 @@ class AgentService:
         """``POST agent/chats/{id}/notebook``: the chat exported into the trace folder.
 
         Named from the chat's title (else its id), never over an existing file (see
-        :mod:`jupyter_agent.runtime.exports`); answers ``{path, created}``.
+        :mod:`jupyter_agent.runtime.notebook.exports`); answers ``{path, created}``.
         """
         chat = await self._chat(chat_id, owner)
         nb = await self.chat_notebook(chat_id, owner=owner)
@@ -521,7 +521,7 @@ class AgentService:
         Without ``path``: into the trace folder, named ``<chat title> - turn <k>``, never
         over an existing file; with ``path`` (a contents path ending in ``.ipynb``,
         ``bad_path`` else): there, ``Conflict`` if it exists unless ``overwrite`` (see
-        :mod:`jupyter_agent.runtime.exports`).
+        :mod:`jupyter_agent.runtime.notebook.exports`).
         """
         target = None if path is None else self.notebooks.target(path)
         self.notebooks.check()

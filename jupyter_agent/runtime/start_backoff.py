@@ -24,7 +24,7 @@ from jupyter_agent.exceptions import KernelError
 
 __all__ = ["StartBackoff", "cause", "start_error"]
 
-log = logging.getLogger("jupyter_agent.runtime.kernels")
+log = logging.getLogger("jupyter_agent.runtime.kernels.pool")
 
 #: The first pause after a failed start, and the longest.
 FIRST_S: Final = 1.0

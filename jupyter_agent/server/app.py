@@ -14,7 +14,7 @@ deprecation line in the log (see :mod:`jupyter_agent.server.config_aliases`).
 Traits set by the admin are trusted; settings changed from the browser are limited by the
 key policy: ``key_bindings`` (each key reference and the base URLs its key may be sent
 to), ``allowed_base_urls`` and ``allow_loopback_base_urls`` (what a keyless tier may use),
-and the legacy ``allowed_key_refs`` (see :mod:`jupyter_agent.runtime.keypolicy`).
+and the legacy ``allowed_key_refs`` (see :mod:`jupyter_agent.runtime.settings.keypolicy`).
 
 The app holds configuration and wires handlers; managers (the driver, the kernel pool,
 the store) do the work and handlers only translate HTTP.
@@ -35,22 +35,22 @@ from traitlets.config import Config
 from jupyter_agent import __version__
 from jupyter_agent.llm.embeddings import EMBED_TIER, embed_tier_problem
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.runtime.admin_profiles import admin_profiles
 from jupyter_agent.runtime.assembly import AdminConfig, assemble
 from jupyter_agent.runtime.events import EventBus
-from jupyter_agent.runtime.exports import DEFAULT_FOLDER, check_folder
-from jupyter_agent.runtime.kernels import KernelPool
-from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
-from jupyter_agent.runtime.live_docs import LiveDocs
+from jupyter_agent.runtime.kernels.pool import KernelPool
+from jupyter_agent.runtime.notebook.exports import DEFAULT_FOLDER, check_folder
+from jupyter_agent.runtime.notebook.live_docs import LiveDocs
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
-from jupyter_agent.runtime.readiness import build_status
-from jupyter_agent.runtime.runs import RunManager
+from jupyter_agent.runtime.runs.manager import RunManager
 from jupyter_agent.runtime.service import AgentService
+from jupyter_agent.runtime.settings.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
+from jupyter_agent.runtime.settings.profiles import admin_profiles
+from jupyter_agent.runtime.settings.readiness import build_status
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
-from jupyter_agent.server.handlers import default_handlers
 from jupyter_agent.server.isolation import ALLOW_HELP, checked_pool
-from jupyter_agent.server.mcp_endpoint import McpEndpoint
+from jupyter_agent.server.mcp.endpoint import McpEndpoint
 from jupyter_agent.server.owners import owners_mode
+from jupyter_agent.server.routes import default_handlers
 from jupyter_agent.store.repo import Store
 
 __all__ = ["DEFAULT_TIERS", "JupyterAgent"]

@@ -8,7 +8,7 @@ core of the server), a read without a timeout gives up after one second, and an
 ``input_reply`` goes out without its ``channel`` (the gateway takes it for shell, so an
 in-cell app call never gets its answer).
 
-:class:`GatewayChannels` is what :class:`~jupyter_agent.runtime.kernel_handle.AgentKernelHandle`
+:class:`GatewayChannels` is what :class:`~jupyter_agent.runtime.kernels.handle.AgentKernelHandle`
 uses instead: one tornado websocket to ``{ws_url}/api/kernels/{id}/channels`` opened with
 the gateway client's connection arguments (its auth header, timeouts, certificates), read
 by one task that routes each JSON message to its channel's queue. Reads wait on an event
@@ -19,7 +19,7 @@ the socket closed, or the gateway reported the kernel ``restarting`` or ``dead``
 Every message sent names its channel.
 
 :func:`gateway_kernels` gives the pool its
-:class:`~jupyter_agent.runtime.remote_kernels.RemoteKernels` when the server's kernel manager
+:class:`~jupyter_agent.runtime.kernels.remote.RemoteKernels` when the server's kernel manager
 is a gateway's (the runtime never imports jupyter_server).
 """
 
@@ -50,7 +50,7 @@ _CHANNELS = ("shell", "iopub", "stdin", "control")
 
 class GatewayKernels:
     """The gateway jupyter_server's ``GatewayClient`` is configured for (``--gateway-url``),
-    as the runtime's :class:`~jupyter_agent.runtime.remote_kernels.RemoteKernels`."""
+    as the runtime's :class:`~jupyter_agent.runtime.kernels.remote.RemoteKernels`."""
 
     def __init__(self) -> None:
         from jupyter_server.gateway.gateway_client import GatewayClient

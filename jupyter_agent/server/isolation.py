@@ -25,9 +25,9 @@ from traitlets import TraitError
 from traitlets.config import Config
 
 from jupyter_agent.exceptions import StoreError
-from jupyter_agent.runtime.kernels import KernelPool
-from jupyter_agent.runtime.sandbox import TRAIT as SANDBOX_TRAIT
-from jupyter_agent.runtime.sandbox import Sandbox, SandboxUnavailable
+from jupyter_agent.runtime.kernels.pool import KernelPool
+from jupyter_agent.runtime.kernels.sandbox import TRAIT as SANDBOX_TRAIT
+from jupyter_agent.runtime.kernels.sandbox import Sandbox, SandboxUnavailable
 from jupyter_agent.server.gateway_channels import gateway_kernels
 from jupyter_agent.server.owners import owners_mode
 from jupyter_agent.store.engine import normalise_url

@@ -301,7 +301,7 @@ def _v5(conn: Connection) -> None:
         conn.execute(text(statement))
     # Imported here: the backfill uses today's terms (a later change of them is a later
     # step that rebuilds the docs), the DDL above never changes.
-    from jupyter_agent.store.recall_index import backfill
+    from jupyter_agent.store.memory.recall_index import backfill
 
     backfill(conn)
 

@@ -1,7 +1,7 @@
 """The Store's program methods (issue 16): deployed versions and which one each layer runs.
 
 A mixin of :class:`~jupyter_agent.store.repo.Store`, like
-:class:`~jupyter_agent.store.memory_store.MemoryMethods`.
+:class:`~jupyter_agent.store.memory.store.MemoryMethods`.
 
 - A deployed version (:class:`ProgramRow`) is immutable: :meth:`ProgramMethods.add_program`
   inserts it with the family's next version number (after every stored one and every

@@ -40,7 +40,7 @@ STATUSES: Final = ("pending", "applied", "partly", "discarded", "conflict", "und
 class ProposalRow:
     """One proposal as stored: ``id`` (``p`` + a ULID, lower case), ``owner``, the chat,
     run and agent cell that proposed it, ``path`` (a contents path), ``edits`` (edit JSON,
-    :mod:`jupyter_agent.core.proposals`), ``status`` (:data:`STATUSES`), ``applied`` (the
+    :mod:`jupyter_agent.core.notebook.proposals`), ``status`` (:data:`STATUSES`), ``applied`` (the
     cell ids of the edits applied), ``undo`` (the inverse edits' JSON, ``[]`` until
     applied), ``via`` (``""``, ``contents`` or ``live``), ``created``, ``updated``."""
 

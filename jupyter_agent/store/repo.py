@@ -24,7 +24,7 @@ Decisions worth knowing:
   version only), matched case-sensitively on both backends
   (:func:`~jupyter_agent.store.filters.program_filter`).
 - ``read_window`` reads only the newest turns a boot window can use, one count of the
-  older ones and the summaries it can use (:mod:`jupyter_agent.store.turn_queries`): a
+  older ones and the summaries it can use (:mod:`jupyter_agent.store.history.turn_queries`): a
   run's history costs O(window), however long the chat.
 - ``prune_runs`` never deletes a run whose status is still ``running``.
 - A turn's and a chunk's recall doc (:mod:`.recall_index`) is written in the transaction
@@ -59,8 +59,6 @@ from sqlmodel import Session, col, select
 
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import StoreError, StoreUnavailable
-from jupyter_agent.store import chunk_queries, recall_index, turn_queries
-from jupyter_agent.store.chunk_store import ChunkMethods
 from jupyter_agent.store.engine import (
     WRITE_OPTION,
     create_store_engine,
@@ -69,7 +67,10 @@ from jupyter_agent.store.engine import (
     scrub,
 )
 from jupyter_agent.store.filters import program_filter
-from jupyter_agent.store.memory_store import MemoryMethods
+from jupyter_agent.store.history import chunk_queries, turn_queries
+from jupyter_agent.store.history.chunk_store import ChunkMethods
+from jupyter_agent.store.memory import recall_index
+from jupyter_agent.store.memory.store import MemoryMethods
 from jupyter_agent.store.migrations import migrate
 from jupyter_agent.store.program_store import ProgramMethods
 from jupyter_agent.store.proposal_store import ProposalMethods

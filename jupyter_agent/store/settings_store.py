@@ -5,7 +5,7 @@ A mixin of :class:`~jupyter_agent.store.repo.Store`, like
 
 One ``agent_settings`` row per owner (migration v9): ``tiers`` is the JSON object
 ``{tier name: tier}`` the person set from the browser (validated by
-:mod:`jupyter_agent.runtime.settings` before it is stored; references, never key values),
+:mod:`jupyter_agent.runtime.settings.overrides` before it is stored; references, never key values),
 ``updated`` the ISO time of the last change. No row: the owner overrides nothing.
 :meth:`SettingsMethods.change_owner_tiers` reads, changes and writes the object in one
 transaction holding the row, so two servers changing one owner's settings at once lose

@@ -24,16 +24,16 @@ Tables:
     chat deletes its mail explicitly.
 ``agent_chunks``
     one stored summary per (chat, level, first turn position) (since v4; see
-    :mod:`jupyter_agent.core.chunks`): the first write wins, a chunk's content never
+    :mod:`jupyter_agent.core.history.chunks`): the first write wins, a chunk's content never
     changes. Deleting a chat deletes its chunks (explicitly, and by the foreign key).
 ``agent_memories``
-    one stored fact per row (since v5; :class:`jupyter_agent.core.memory.Memory`), scoped
+    one stored fact per row (since v5; :class:`jupyter_agent.core.memory.records.Memory`), scoped
     by ``owner`` ("" = the server's user). ``chat_id``/``run_id`` say where it was saved;
     no foreign key: a fact outlives its chat.
 ``agent_recall_docs``
     the recall index (since v5): one doc per memory, turn and chunk summary (``kind``,
     ``ref_id`` = the memory id, the turn id, or the chunk key ``{chat}:{level}:{first}``),
-    its ``terms`` (:func:`jupyter_agent.core.recall_terms.terms`, space-joined) and their
+    its ``terms`` (:func:`jupyter_agent.core.memory.terms.terms`, space-joined) and their
     count. Full-text search over ``terms``: on SQLite the FTS5 external-content table
     ``agent_recall_fts`` (kept in sync by triggers), on PostgreSQL the generated
     ``tsv`` column (not in this model: PostgreSQL computes it) and its GIN index.

@@ -1,7 +1,7 @@
 """A run's effect log read as the steps a person saw: the one builder of a run's steps.
 
 :func:`build_view` turns a :class:`~jupyter_agent.trace.log.TraceFile` into a
-:class:`RunView`: the ordered steps (:mod:`jupyter_agent.core.steps`, a tagged union) that
+:class:`RunView`: the ordered steps (:mod:`jupyter_agent.core.events.steps`, a tagged union) that
 ``GET agent/runs/{id}`` serves, the notebook export (:mod:`jupyter_agent.trace.notebook`)
 and ``jupyter agent trace show`` render, and the panel rebuilds a chat from.
 
@@ -20,22 +20,22 @@ Contract:
   ``values.get("c3", ...)`` in a later cell still names it); a bash step gets ``c<n>`` from
   that counter (the id its live events had), or the next free ``c<n>`` when a python cell
   already has that id.
-- ``status`` (:data:`~jupyter_agent.core.steps.StepStatus`): ``ok``; ``failed`` (the result
+- ``status`` (:data:`~jupyter_agent.core.events.steps.StepStatus`): ``ok``; ``failed`` (the result
   line has ``error``, or the cell raised, its kernel died or the command exited non-zero:
   ``end_status`` ``error``, never beside ``ok``); ``cancelled`` (a hard break: data
   ``{"cancelled": "break_hard"}``); ``timed_out`` (see
-  :mod:`jupyter_agent.core.cell_status`); ``unfinished`` (an intent without a result: the
+  :mod:`jupyter_agent.core.digest.cell_status`); ``unfinished`` (an intent without a result: the
   run crashed or is still going); ``unreadable`` (a result that does not parse as a cell or
   bash result).
 - A cell or bash step's ``digest`` is the one its result recorded (what the model read:
-  :mod:`jupyter_agent.core.digest_record`), else, for logs written before, the digest
+  :mod:`jupyter_agent.core.digest.record`), else, for logs written before, the digest
   rebuilt with the run's recorded options; None when the model read none (cancelled,
   unfinished). ``end_status`` is what its ``cell_end`` event said.
 - A cancelled cell or command keeps what it printed before the break (its partial result).
 - A ``recall.search`` (``autorecall@v1``, ``toolcaller@v4``) is a :class:`RecallStep`:
   synthetic, not run; its ``code`` and ``text`` are the ``run_cell`` call and result the
   model was shown (rebuilt from the intent and the result by the loop's own function,
-  :func:`~jupyter_agent.core.recall_program.recalled`), empty when nothing was recalled.
+  :func:`~jupyter_agent.core.memory.program.recalled`), empty when nothing was recalled.
 - An ``approval.wait`` is an :class:`ApprovalStep` (issue 18). A top-level one (a cell or
   a command waiting for the person) comes in seq order, before the cell or command it let
   run (none follows a denied one). A nested one (an MCP call made by a cell, ``parent``:
@@ -56,13 +56,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_agent.core.cell_status import bash_status, cell_status, partial_bash, partial_cell
-from jupyter_agent.core.cells import BashResult, CellResult
-from jupyter_agent.core.digest import Digest, DigestOptions, digest_bash, digest_cell
-from jupyter_agent.core.digest_record import digest_options_from_config, recorded
-from jupyter_agent.core.events import CellStatus
-from jupyter_agent.core.recall_program import AUTORECALL_PROGRAM, recalled
-from jupyter_agent.core.steps import (
+from jupyter_agent.core.digest.cell_status import (
+    bash_status,
+    cell_status,
+    partial_bash,
+    partial_cell,
+)
+from jupyter_agent.core.digest.cells import BashResult, CellResult
+from jupyter_agent.core.digest.record import digest_options_from_config, recorded
+from jupyter_agent.core.digest.render import Digest, DigestOptions, digest_bash, digest_cell
+from jupyter_agent.core.events.steps import (
     ApprovalStep,
     BashStep,
     BreakStep,
@@ -76,6 +79,8 @@ from jupyter_agent.core.steps import (
     StepStatus,
     UserStep,
 )
+from jupyter_agent.core.events.types import CellStatus
+from jupyter_agent.core.memory.program import AUTORECALL_PROGRAM, recalled
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import (
     APP_CALL,

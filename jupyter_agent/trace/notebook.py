@@ -52,7 +52,7 @@ from typing import Any, Final
 
 from nbformat import NotebookNode
 
-from jupyter_agent.core.steps import (
+from jupyter_agent.core.events.steps import (
     ApprovalStep,
     BashStep,
     BreakStep,

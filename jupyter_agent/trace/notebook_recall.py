@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from jupyter_agent.core.steps import RecallStep
+from jupyter_agent.core.events.steps import RecallStep
 
 __all__ = ["CELL_ID", "TITLE", "synthetic_meta", "title_source"]
 

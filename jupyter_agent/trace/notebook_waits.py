@@ -1,12 +1,12 @@
 """The waits and notices of an exported notebook (issue 18): markdown cells, never run.
 
-An :class:`~jupyter_agent.core.steps.ApprovalStep` becomes a markdown cell where it
+An :class:`~jupyter_agent.core.events.steps.ApprovalStep` becomes a markdown cell where it
 happened (before the cell or command it let run; after the cell whose MCP call waited):
 **Approval** with what waited, its one-line summary and how it ended
 (:func:`~jupyter_agent.trace.wait_steps.approval_outcome`); an MCP call's wait also shows
 the call's code (a cell's or command's code is its own code cell). Its
 ``metadata.jupyter_agent`` (:func:`approval_meta`) holds the answer. A
-:class:`~jupyter_agent.core.steps.NoticeStep` becomes a markdown cell **Notice** with its
+:class:`~jupyter_agent.core.events.steps.NoticeStep` becomes a markdown cell **Notice** with its
 time and text. Ids follow :mod:`jupyter_agent.trace.notebook`'s markdown rules.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from jupyter_agent.core.steps import ApprovalStep, NoticeStep
+from jupyter_agent.core.events.steps import ApprovalStep, NoticeStep
 from jupyter_agent.trace.wait_steps import approval_outcome
 
 __all__ = ["approval_meta", "approval_source", "fenced", "notice_source"]

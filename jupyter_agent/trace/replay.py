@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
-from jupyter_agent.core.drive import drive
+from jupyter_agent.core.loop.drive import drive
 from jupyter_agent.effects import Effect, EffectGen, Result
 from jupyter_agent.exceptions import NondeterminismError, TraceError
 from jupyter_agent.trace.log import LoggedEffect, TraceFile, pair_effects

@@ -10,7 +10,7 @@
 - ``turn``: the turn record JSON given by the caller (the database's), else the log's
   ``turn.append`` intent, else None.
 - ``steps``: what a person saw, in order (from :func:`~jupyter_agent.trace.cells_view.build_view`),
-  each the codec JSON of one step of :mod:`jupyter_agent.core.steps` (a tagged union on
+  each the codec JSON of one step of :mod:`jupyter_agent.core.events.steps` (a tagged union on
   ``type``: ``user``, ``steering``, ``break``, ``bubble``, ``reply``, ``cell`` (with its
   nbformat ``outputs`` and the ``digest`` the model read), ``bash``, ``model_call``,
   ``recall``, ``approval`` (a wait for the person), ``notice``). A
@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from jupyter_agent.codec import dump_dict
-from jupyter_agent.core.steps import ModelCallStep
+from jupyter_agent.core.events.steps import ModelCallStep
 from jupyter_agent.effects import HTTP_POST
 from jupyter_agent.trace.cells_view import AnyStep, build_view
 from jupyter_agent.trace.log import TraceFile, pair_effects

@@ -16,7 +16,7 @@ failure; a deployed version is :class:`~jupyter_agent.exceptions.ProgramMissing`
 loader raises ProgramMissing / ProgramMismatch for a version it cannot find or whose files
 differ; they propagate (the CLI's one line, exit 2).
 
-The program runs under the host's :class:`~jupyter_agent.runtime.program_guard.
+The program runs under the host's :class:`~jupyter_agent.runtime.programs.guard.
 ProgramGuard` as it did (a deployed one steps in threads under the recorded step
 deadline). A log ending with a ``program_error`` line (the program failed) replays
 identically when the program fails again the same way (error type and message) after the
@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.codec import dump_dict
-from jupyter_agent.core.history_program import HistoryOutcome
-from jupyter_agent.core.runstate import seconds_between
+from jupyter_agent.core.history.program import HistoryOutcome
+from jupyter_agent.core.loop.runstate import seconds_between
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.exceptions import NondeterminismError, ProgramFault, ProgramMissing, TraceError
 from jupyter_agent.programs.builtin import BUILTIN, builtin_hash
 from jupyter_agent.programs.refs import HASH_CHARS, ProgramRef, parse_ref
-from jupyter_agent.runtime.program_guard import (
+from jupyter_agent.runtime.programs.guard import (
     DEFAULT_STEP_TIMEOUT_S,
     ProgramFailed,
     ProgramGuard,

@@ -3,7 +3,7 @@
 Used by :func:`~jupyter_agent.trace.cells_view.build_view` (see its module docstring for
 where the steps go); :func:`approval_outcome` says how a wait ended, in the words ``trace
 show`` and the notebook export use. An answer is read as the loop read it
-(:class:`~jupyter_agent.core.approval.Decision`): ``{approve, rest, by}``; a result whose
+(:class:`~jupyter_agent.core.loop.approval.Decision`): ``{approve, rest, by}``; a result whose
 ``by`` is not one of ``person``, ``timeout``, ``break`` is ``unreadable`` (not approved).
 
 Pure: no I/O.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from jupyter_agent.core.events import ApprovalKind
-from jupyter_agent.core.steps import ApprovalBy, ApprovalStep, StepStatus
+from jupyter_agent.core.events.steps import ApprovalBy, ApprovalStep, StepStatus
+from jupyter_agent.core.events.types import ApprovalKind
 from jupyter_agent.trace.log import LoggedEffect
 
 __all__ = ["approval_outcome", "approval_step"]
@@ -29,7 +29,7 @@ _APPROVAL_BY: dict[Any, ApprovalBy] = {"person": "person", "timeout": "timeout",
 
 
 def approval_step(effect: LoggedEffect, status: StepStatus) -> ApprovalStep:
-    """An ``approval.wait`` read as the loop read it (:class:`~jupyter_agent.core.approval.
+    """An ``approval.wait`` read as the loop read it (:class:`~jupyter_agent.core.loop.approval.
     Decision`: anything but an explicit ``approve: true`` denies); ``status`` is the
     effect's (:func:`~jupyter_agent.trace.cells_view.effect_status`)."""
     data = effect.data if isinstance(effect.data, dict) else {}

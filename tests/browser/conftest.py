@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import CHROMIUM, CHROMIUM_ARGS, LabServer, open_lab
 
 _VIEWPORT = {"width": 1400, "height": 900}

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 from playwright.sync_api import Locator, Page
 
-from jupyter_agent.cli import install_kernelspec
+from jupyter_agent.cli.main import install_kernelspec
 
 __all__ = [
     "CHROMIUM",

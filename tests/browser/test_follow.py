@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import (
     CHROMIUM,
     LabServer,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import (
     CHROMIUM,
     new_chat,

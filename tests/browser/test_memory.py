@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import CHROMIUM, LabServer, new_chat, open_lab, send_message, shot
 
 pytestmark = [

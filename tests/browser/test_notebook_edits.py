@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import CHROMIUM, LabServer, new_chat, send_message, shot, wait_restored
 
 pytestmark = [

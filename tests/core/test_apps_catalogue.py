@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jupyter_agent.core.apps import ALL_APPS, APPS, apps_for, find_method
+from jupyter_agent.core.loop.apps import ALL_APPS, APPS, apps_for, find_method
 from jupyter_agent.kernel.apps import _signature
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.core.chunks import ChunkSpan, StoredChunk, closed_spans, l1_span, l2_span
+from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk, closed_spans, l1_span, l2_span
 
 
 def test_spans_have_fixed_boundaries() -> None:

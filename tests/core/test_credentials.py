@@ -7,7 +7,7 @@ import secrets
 
 import pytest
 
-from jupyter_agent.core.credentials import credential_reason
+from jupyter_agent.core.memory.credentials import credential_reason
 
 KNOWN = "plain-known-value-" + secrets.token_hex(6)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.core.cells import (
+from jupyter_agent.core.digest.cells import (
     AppCallRecord,
     BashResult,
     CellError,
@@ -25,8 +25,8 @@ from jupyter_agent.core.cells import (
     OmittedPrints,
     Value,
 )
-from jupyter_agent.core.digest import Digest, DigestOptions, digest_bash, digest_cell
-from jupyter_agent.core.digest_parts import image_size
+from jupyter_agent.core.digest.parts import image_size
+from jupyter_agent.core.digest.render import Digest, DigestOptions, digest_bash, digest_cell
 from jupyter_agent.messages import File
 
 HERE = Path(__file__).parent
@@ -452,7 +452,7 @@ def test_displays_html_table_and_markdown() -> None:
 
 
 def test_options_from_config_take_budgets_spaces_and_vision() -> None:
-    from jupyter_agent.core.runstate import Ceilings
+    from jupyter_agent.core.loop.runstate import Ceilings
     from jupyter_agent.llm.profiles import Profile
 
     ceilings = Ceilings(value_budget_tokens=500, total_budget_tokens=2500)

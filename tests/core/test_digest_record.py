@@ -9,22 +9,22 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.cells import CellResult, Value
-from jupyter_agent.core.digest import digest_cell
-from jupyter_agent.core.digest_record import (
+from jupyter_agent.core.digest.cells import CellResult, Value
+from jupyter_agent.core.digest.record import (
     DIGEST_KEY,
     digest_options,
     digest_options_from_config,
     digest_record,
     recorded,
 )
-from jupyter_agent.core.loop_steps import run_tool
-from jupyter_agent.core.runstate import Ceilings, RunState
+from jupyter_agent.core.digest.render import digest_cell
+from jupyter_agent.core.loop.runstate import Ceilings, RunState
+from jupyter_agent.core.loop.steps import run_tool
 from jupyter_agent.effects import CELL_RUN, Result
 from jupyter_agent.exceptions import NondeterminismError
 from jupyter_agent.llm.tiers import tier_from_config
 from jupyter_agent.messages import Text, ToolCall
-from jupyter_agent.runtime.run_parts import RunConfig
+from jupyter_agent.runtime.runs.parts import RunConfig
 from jupyter_agent.trace.log import read_log
 from jupyter_agent.trace.verify import replay_run
 
@@ -40,7 +40,7 @@ def test_the_driver_digests_with_the_loops_options(model: str) -> None:
         spaces={"env_prefix": "/env", "home": "/home/me"},
         profiles={model: {"context_window": 9000}},
     )
-    # What the loop builds (core/loop.py setup): its tier's profile, its ceilings, spaces.
+    # What the loop builds (core/loop/machine.py setup): its tier's profile, its ceilings, spaces.
     tier = tier_from_config("codegen", tiers["codegen"], config.profiles[model])
     loops = digest_options(
         Ceilings.from_json(config.ceilings), config.spaces, vision=tier.profile.vision

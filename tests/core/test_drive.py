@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from jupyter_agent.core.drive import drive, drive_async
+from jupyter_agent.core.loop.drive import drive, drive_async
 from jupyter_agent.effects import Effect, EffectGen, Result
 
 closed: list[str] = []

@@ -1,5 +1,5 @@
 """One vocabulary: every event and step type has one Python definition (the tagged
-dataclasses of ``core/events.py`` and ``core/steps.py``) and one matching TypeScript
+dataclasses of ``core/events/types.py`` and ``core/events/steps.py``) and one matching TypeScript
 definition, the generated ``labextension/src/events.ts`` (which must not drift)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.codec import dump_dict, load, wire_names
-from jupyter_agent.core import events as ev
-from jupyter_agent.core import steps as st
-from jupyter_agent.core.ts_mirror import interface_name, render
+from jupyter_agent.core.events import steps as st
+from jupyter_agent.core.events import types as ev
+from jupyter_agent.core.events.ts_mirror import interface_name, render
 from jupyter_agent.runtime.events import EVENT_FIELDS, LIVE_ONLY, EventBus
 
 TS = Path(__file__).resolve().parents[2] / "labextension" / "src" / "events.ts"
@@ -23,7 +23,7 @@ ALL = (*ev.EVENTS, *st.STEPS)
 def test_the_committed_typescript_is_the_generated_text() -> None:
     assert TS.read_text(encoding="utf-8") == render(), (
         "labextension/src/events.ts is stale: run "
-        "`python -m jupyter_agent.core.events --ts > labextension/src/events.ts`"
+        "`python -m jupyter_agent.core.events.types --ts > labextension/src/events.ts`"
     )
 
 

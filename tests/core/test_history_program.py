@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_agent.core.history_program import BUDGET_TOKENS, HISTORY_PROGRAM, HistoryOutcome
-from jupyter_agent.core.programs import PROGRAMS, make
-from jupyter_agent.core.prompt import RuntimeContext, build_system
+from jupyter_agent.core.history.program import BUDGET_TOKENS, HISTORY_PROGRAM, HistoryOutcome
+from jupyter_agent.core.loop.programs import PROGRAMS, make
+from jupyter_agent.core.loop.prompt import RuntimeContext, build_system
 from tests.core.test_loop_step import Stepper, reply, text
 
 CLASSIFY = {"provider": "fake", "model": "claude-haiku-4-5", "base_url": "http://127.0.0.1:9"}

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.drive import drive as run_gen
-from jupyter_agent.core.loop import toolcaller
+from jupyter_agent.core.loop.drive import drive as run_gen
+from jupyter_agent.core.loop.machine import toolcaller
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import Effect, Result
 
@@ -192,7 +192,7 @@ def test_a_hard_break_with_the_opening_message_keeps_its_text() -> None:
 
 
 def test_every_program_version_is_known_to_the_trace_package() -> None:
-    from jupyter_agent.core.loop import PROGRAM, PROGRAMS, program
+    from jupyter_agent.core.loop.machine import PROGRAM, PROGRAMS, program
     from jupyter_agent.trace import log
 
     assert log.PROGRAM == PROGRAM  # trace may not import core: the constant is repeated

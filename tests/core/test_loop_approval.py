@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.approval import (
+from jupyter_agent.core.digest.cells import BashResult, Value
+from jupyter_agent.core.history.window import HistoryWindow
+from jupyter_agent.core.loop.approval import (
     BREAK_REFUSAL,
     REFUSAL,
     TIMEOUT_REFUSAL,
@@ -21,10 +23,8 @@ from jupyter_agent.core.approval import (
     needs_wait,
     summary_of,
 )
-from jupyter_agent.core.cells import BashResult, Value
-from jupyter_agent.core.loop import Turn, end, program, setup, step
+from jupyter_agent.core.loop.machine import Turn, end, program, setup, step
 from jupyter_agent.core.turns import TurnRecord
-from jupyter_agent.core.window import HistoryWindow
 from tests.core.test_loop_step import NOW, TIER, Stepper, reply, text
 
 LATER = "2026-01-01T00:01:40.000Z"  # 100 s after NOW

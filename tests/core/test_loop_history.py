@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_agent.core.loop import program
+from jupyter_agent.core.history.window import HistoryWindow, tail_size, turn_tokens
+from jupyter_agent.core.loop.machine import program
 from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
-from jupyter_agent.core.window import HistoryWindow, tail_size, turn_tokens
 from tests.core.test_loop_step import NOW, Stepper, configured, reply, text
 
 HELLO = {"kind": "message", "text": "what next?", "at": NOW}

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.loop import PROGRAM, PROGRAMS, V6_PROGRAMS, Turn, setup
-from jupyter_agent.core.mcp_catalogue import McpCatalogue, McpServerTools, McpTool
-from jupyter_agent.core.window import HistoryWindow
+from jupyter_agent.core.history.window import HistoryWindow
+from jupyter_agent.core.loop.machine import PROGRAM, PROGRAMS, V6_PROGRAMS, Turn, setup
+from jupyter_agent.core.mcp.catalogue import McpCatalogue, McpServerTools, McpTool
 from tests.core.test_loop_step import NOW, TIER, Stepper
 
 LAYOUT = {"chunk_turns": 10, "l2_chunks": 5}

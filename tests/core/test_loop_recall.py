@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.drive import drive
-from jupyter_agent.core.loop import NEW_CHAT_LEAD, PROGRAM, V6_PROGRAMS, program
-from jupyter_agent.core.memory import RecallHit
-from jupyter_agent.core.recall import CALL_ID, HEADER, recall_code
+from jupyter_agent.core.history.window import ChunkSummary, HistoryWindow, render_turn
+from jupyter_agent.core.loop.drive import drive
+from jupyter_agent.core.loop.machine import NEW_CHAT_LEAD, PROGRAM, V6_PROGRAMS, program
+from jupyter_agent.core.memory.recall import CALL_ID, HEADER, recall_code
+from jupyter_agent.core.memory.records import RecallHit
 from jupyter_agent.core.turns import TurnRecord
-from jupyter_agent.core.window import ChunkSummary, HistoryWindow, render_turn
 from jupyter_agent.effects import Effect, Result
-from jupyter_agent.llm.fake_script import SYNTHETIC_CALLS, turn_position
+from jupyter_agent.llm.fake.script import SYNTHETIC_CALLS, turn_position
 from jupyter_agent.trace.log import EffectLog
 from jupyter_agent.trace.verify import verify_run
 from tests.core.test_loop_history import earlier

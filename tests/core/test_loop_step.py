@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.digest import DigestOptions
-from jupyter_agent.core.loop import Turn, end, setup, step
+from jupyter_agent.core.digest.render import DigestOptions
+from jupyter_agent.core.loop.machine import Turn, end, setup, step
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import Effect, EffectGen, Result
 from jupyter_agent.exceptions import ProviderStatusError, RunCancelled

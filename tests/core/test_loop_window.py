@@ -7,9 +7,9 @@ import json
 import re
 from typing import Any
 
-from jupyter_agent.core.loop import program
+from jupyter_agent.core.history.window import ChunkSummary, HistoryWindow, boot_window
+from jupyter_agent.core.loop.machine import program
 from jupyter_agent.core.turns import TurnRecord
-from jupyter_agent.core.window import ChunkSummary, HistoryWindow, boot_window
 from tests.core.test_loop_history import HELLO, earlier
 from tests.core.test_loop_step import NOW, Stepper, configured, reply, text
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jupyter_agent.core.mcp_catalogue import McpCatalogue, python_name, signature_of
+from jupyter_agent.core.mcp.catalogue import McpCatalogue, python_name, signature_of
 
 RAW = {
     "servers": [

@@ -13,9 +13,9 @@ from typing import Any
 
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
-from jupyter_agent.core.cells import CellResult, LastValue, Value
-from jupyter_agent.core.digest import digest_cell
-from jupyter_agent.core.notebook_digest import (
+from jupyter_agent.core.digest.cells import CellResult, LastValue, Value
+from jupyter_agent.core.digest.render import digest_cell
+from jupyter_agent.core.notebook.digest import (
     CUT_MARK,
     DIGEST_MIME,
     NotebookOptions,

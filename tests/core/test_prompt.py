@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.apps import APPS
-from jupyter_agent.core.prompt import (
+from jupyter_agent.core.loop.apps import APPS
+from jupyter_agent.core.loop.prompt import (
     RuntimeContext,
     build_system,
     skill_summary,

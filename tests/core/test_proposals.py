@@ -8,8 +8,8 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.core.proposal_edits import normalize_edits
-from jupyter_agent.core.proposals import (
+from jupyter_agent.core.notebook.edits import normalize_edits
+from jupyter_agent.core.notebook.proposals import (
     Edit,
     apply_edits,
     edits_from_json,

@@ -1,4 +1,5 @@
-"""What autorecall shows the model (``core/recall.py``): packing, rendering, the code line."""
+"""What autorecall shows the model (``core/memory/recall.py``): packing, rendering, the code
+line."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import ast
 
 import pytest
 
-from jupyter_agent.core.memory import RecallHit
-from jupyter_agent.core.recall import (
+from jupyter_agent.core.memory.recall import (
     HEADER,
     QUERY_CHARS,
     hit_line,
@@ -16,6 +16,7 @@ from jupyter_agent.core.recall import (
     recall_tokens,
     render_hits,
 )
+from jupyter_agent.core.memory.records import RecallHit
 from jupyter_agent.core.tokens import count_tokens
 
 

@@ -1,17 +1,17 @@
-"""The hybrid ranking of recall (core/recall_hybrid.py): pure, by hand."""
+"""The hybrid ranking of recall (core/memory/hybrid.py): pure, by hand."""
 
 from __future__ import annotations
 
 import random
 
-from jupyter_agent.core.memory import Memory, RecallHit
-from jupyter_agent.core.recall_hybrid import (
+from jupyter_agent.core.memory.hybrid import (
     hybrid_score,
     memory_hit,
     merge_hybrid,
     sort_hits,
     top_neighbours,
 )
+from jupyter_agent.core.memory.records import Memory, RecallHit
 
 
 def hit(kind: str, id: str, score: float, created: str = "2026-01-01T00:00:00Z") -> RecallHit:

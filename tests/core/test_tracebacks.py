@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.core.digest import DigestOptions
+from jupyter_agent.core.digest.render import DigestOptions
+from jupyter_agent.core.digest.tracebacks import MAX_FRAMES, compact_traceback, strip_ansi
 from jupyter_agent.core.paths import normalize_paths
-from jupyter_agent.core.tracebacks import MAX_FRAMES, compact_traceback, strip_ansi
 
 CELLS = Path(__file__).parent / "cells"
 RED, GREEN, CYAN, RESET = "\x1b[0;31m", "\x1b[0;32m", "\x1b[0;36m", "\x1b[0m"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from jupyter_agent.core.history.window import ChunkSummary, boot_window, render_turn
 from jupyter_agent.core.tokens import count_tokens
 from jupyter_agent.core.turns import Reply, Steering, TurnLLM, TurnRecord
-from jupyter_agent.core.window import ChunkSummary, boot_window, render_turn
 
 
 def turn(n: int, *, size: int = 40, interrupted: bool = False, replies: int = 1) -> TurnRecord:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import random
 
-from jupyter_agent.core.chunks import l1_span, l2_span
-from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
-from jupyter_agent.core.window import (
+from jupyter_agent.core.history.chunks import l1_span, l2_span
+from jupyter_agent.core.history.window import (
     ChunkSummary,
     Window,
     anchor,
@@ -15,6 +14,7 @@ from jupyter_agent.core.window import (
     tail_size,
     turn_tokens,
 )
+from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 
 
 def turn(n: int, size: int) -> TurnRecord:

@@ -8,8 +8,7 @@ import random
 
 import pytest
 
-from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
-from jupyter_agent.core.window import (
+from jupyter_agent.core.history.window import (
     ChunkSummary,
     HistoryWindow,
     boot_window,
@@ -17,6 +16,7 @@ from jupyter_agent.core.window import (
     tail_size,
     turn_tokens,
 )
+from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 
 
 def turn(n: int, size: int) -> TurnRecord:

@@ -51,7 +51,7 @@ def _cli() -> list[str]:
     return [
         sys.executable,
         "-c",
-        "import sys; from jupyter_agent.cli import main; sys.exit(main())",
+        "import sys; from jupyter_agent.cli.main import main; sys.exit(main())",
     ]
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.deploy.gateway import MARKER_VAR, Gateway
 from tests.faults.server import FaultServer, wait_for
 

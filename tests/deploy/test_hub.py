@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from jupyter_agent.client import AgentClient, ClientError
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.deploy.hub import Hub, HubUser, need_chp
 from tests.faults.server import wait_for
 from tests.plugins.postgres import create_database, drop_database
@@ -295,7 +295,7 @@ def test_the_zero_to_jupyterhub_config_is_the_agents(
     import yaml
     from traitlets.config.loader import PyFileConfigLoader
 
-    from jupyter_agent.runtime.kernels import KernelPool
+    from jupyter_agent.runtime.kernels.pool import KernelPool
     from jupyter_agent.server.app import JupyterAgent
 
     values = yaml.safe_load(VALUES.read_text())

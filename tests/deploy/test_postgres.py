@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.store.migrations import _CREATE_VERSION_TABLE, LATEST_VERSION
 from tests.deploy.conftest import deploy_required
 from tests.faults.server import FaultServer, wait_for

@@ -23,8 +23,8 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from jupyter_agent.llm.fake import FakeProvider
-from jupyter_agent.runtime.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
+from jupyter_agent.llm.fake.server import FakeProvider
+from jupyter_agent.runtime.kernels.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
 from jupyter_agent.store.repo import Store
 from tests.faults.server import FaultServer
 from tests.plugins.postgres import PgCluster, _libpq, create_database, start_cluster

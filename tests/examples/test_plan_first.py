@@ -14,7 +14,7 @@ import pytest
 
 from examples.programs.plan_first.plan import GO_PROMPT, PLAN_MAX_TOKENS, PLAN_PROMPT
 from examples.programs.plan_first.program import program
-from jupyter_agent.core.drive import drive
+from jupyter_agent.core.loop.drive import drive
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import EFFECT_NAMES, Effect, Result
 from jupyter_agent.trace.log import TraceFile, read_log

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jupyter_agent.client import AgentClient, ClientError
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.trace.log import FAULT_ENV
 from tests.plugins.jupyter_dirs import jupyter_dirs, jupyter_env
 from tests.rest_stub import free_port

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.faults.server import FaultServer, wait_for
 
 pytestmark = pytest.mark.timeout(300)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.kernel.capture import PRINTS_HEAD, PRINTS_TAIL
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.faults.server import FaultServer
 
 pytestmark = pytest.mark.timeout(240)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.trace.log import pair_effects, read_log
 from tests.faults.server import FaultServer, wait_for
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.cells import BashResult, CellResult
+from jupyter_agent.core.digest.cells import BashResult, CellResult
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.llm.chat import ADAPTERS, provider_error_from_json
 from jupyter_agent.llm.spec import HttpReply, RequestSpec

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from jupyter_agent.core.cells import OmittedPrints
+from jupyter_agent.core.digest.cells import OmittedPrints
 from jupyter_agent.kernel.capture import PRINTS_HEAD, PRINTS_TAIL
-from jupyter_agent.runtime.kernels import AgentKernelHandle
+from jupyter_agent.runtime.kernels.pool import AgentKernelHandle
 from tests.plugins.kernels import RecordingHost
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.cells import AppCallRecord
+from jupyter_agent.core.digest.cells import AppCallRecord
 from jupyter_agent.exceptions import AppCallError
 from jupyter_agent.kernel.apps import build_apps, make_batch, summarize_args
 from jupyter_agent.kernel.values import ValueNotFound, Values

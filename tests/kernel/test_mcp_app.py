@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from IPython.core.formatters import DisplayFormatter
 
-from jupyter_agent.core.cells import AppCallRecord
+from jupyter_agent.core.digest.cells import AppCallRecord
 from jupyter_agent.exceptions import AppCallError
 from jupyter_agent.kernel.apps import make_batch
 from jupyter_agent.kernel.mcp_app import McpApp

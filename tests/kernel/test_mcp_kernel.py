@@ -7,9 +7,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from jupyter_agent.core.digest import DigestOptions, digest_cell
+from jupyter_agent.core.digest.render import DigestOptions, digest_cell
 from jupyter_agent.messages import File
-from jupyter_agent.runtime.kernels import AgentKernelHandle
+from jupyter_agent.runtime.kernels.pool import AgentKernelHandle
 from tests.core.test_digest import _png
 
 

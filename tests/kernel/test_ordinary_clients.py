@@ -85,7 +85,10 @@ def test_jupyter_agent_kernel_install_prefix(tmp_path: Path):
 
 def test_cli_requires_a_verb():
     proc = subprocess.run(
-        [sys.executable, "-m", "jupyter_agent.cli"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "jupyter_agent.cli.main"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 2
     assert "kernel" in proc.stderr

@@ -13,9 +13,8 @@ from jupyter_agent.llm.transport import Transport
 from jupyter_agent.messages import Message
 from jupyter_agent.tools import ToolSpec
 from jupyter_agent.trace.log import EffectLog
+from tests.llm.adapters_support import SYSTEM, TOOLS
 from tests.plugins.model_calls import run_gen
-
-from .adapters_support import SYSTEM, TOOLS
 
 
 def canary() -> str:

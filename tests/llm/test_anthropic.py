@@ -11,8 +11,7 @@ from jupyter_agent.llm import anthropic
 from jupyter_agent.llm.chat import build_request
 from jupyter_agent.llm.spec import RequestParams
 from jupyter_agent.messages import File, Message, Text, Thinking, ToolCall, ToolResult, Usage
-
-from .adapters_support import (
+from tests.llm.adapters_support import (
     ANTHROPIC_REDACTED,
     ANTHROPIC_THINKING,
     TOOLS,
@@ -22,7 +21,7 @@ from .adapters_support import (
     make_tier,
     system_for,
 )
-from .e2e_support import Harness, canary
+from tests.llm.e2e_support import Harness, canary
 
 
 def _spec(tier, messages=None, **kw):

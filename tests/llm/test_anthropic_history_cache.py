@@ -5,8 +5,7 @@ from __future__ import annotations
 from jupyter_agent.llm.chat import build_request
 from jupyter_agent.llm.spec import RequestParams
 from jupyter_agent.messages import Message, Text
-
-from .adapters_support import make_tier
+from tests.llm.adapters_support import make_tier
 
 
 def _messages() -> list[Message]:

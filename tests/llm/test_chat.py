@@ -17,8 +17,7 @@ from jupyter_agent.exceptions import (
 from jupyter_agent.llm import anthropic, openai, openai_compatible
 from jupyter_agent.llm.chat import ADAPTERS, ChatResult, chat
 from jupyter_agent.messages import Message, Text
-
-from .adapters_support import TOOLS, make_tier
+from tests.llm.adapters_support import TOOLS, make_tier
 
 USER = [Message(role="user", parts=(Text(text="hi"),))]
 

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from jupyter_agent.core.recall_terms import terms
+from jupyter_agent.core.memory.terms import terms
 from jupyter_agent.exceptions import ConfigError, ProviderProtocolError, ProviderStatusError
 from jupyter_agent.llm.embeddings import (
     MAX_BATCH,
@@ -18,8 +18,8 @@ from jupyter_agent.llm.embeddings import (
     normalise,
     parse_embed_reply,
 )
-from jupyter_agent.llm.fake import FakeProvider
-from jupyter_agent.llm.fake_embed import embed_text, embeddings_reply
+from jupyter_agent.llm.fake.embed import embed_text, embeddings_reply
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.llm.transport import Transport
 
 TIER = {"provider": "openai-compatible", "model": "embed-m", "base_url": "http://127.0.0.1:9/v1/"}

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from jupyter_agent.exceptions import ConfigError
-from jupyter_agent.llm.fake import FakeProvider
-from jupyter_agent.llm.fake_script import parse_script
+from jupyter_agent.llm.fake.script import parse_script
+from jupyter_agent.llm.fake.server import FakeProvider
 
 PATHS = {
     "anthropic": "/v1/messages",
@@ -282,7 +282,15 @@ def test_command_line_prints_the_base_url_and_serves(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": "from the command line"}]))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_agent.llm.fake", "--port", "0", "--script", str(script)],
+        [
+            sys.executable,
+            "-m",
+            "jupyter_agent.llm.fake.server",
+            "--port",
+            "0",
+            "--script",
+            str(script),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -336,7 +344,7 @@ def test_last_user_turn_includes_tool_results(fake_provider, wire, tail):
 
 
 def test_turn_position_counts_this_turns_replies_on_every_wire() -> None:
-    from jupyter_agent.llm.fake_script import turn_position
+    from jupyter_agent.llm.fake.script import turn_position
 
     tool_result = {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}
     anthropic = {

@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 
 from jupyter_agent.core.tokens import count_tokens
-from jupyter_agent.llm.fake_cache import PrefixCache, request_units
-from jupyter_agent.llm.fake_script import parse_script
+from jupyter_agent.llm.fake.cache import PrefixCache, request_units
+from jupyter_agent.llm.fake.script import parse_script
 from jupyter_agent.messages import Message, Text, ToolResult
-
-from .e2e_support import Harness, canary
+from tests.llm.e2e_support import Harness, canary
 
 TIERS = {
     "anthropic": {"provider": "anthropic", "model": "claude-sonnet-4-5"},
@@ -120,7 +119,7 @@ def test_cache_control_markers_do_not_break_a_prefix() -> None:
 
 def test_the_fakes_counter_is_the_projects() -> None:
     from jupyter_agent.core.tokens import count_tokens
-    from jupyter_agent.llm import fake_cache
+    from jupyter_agent.llm.fake import cache as fake_cache
 
     for text in ("", "a", "abcd", "abcde", "é→π🚀" * 7, "x" * 1001):
         assert fake_cache.count_tokens(text) == count_tokens(text)

@@ -11,8 +11,7 @@ from jupyter_agent.llm import openai, openai_responses
 from jupyter_agent.llm.chat import build_request
 from jupyter_agent.llm.spec import RequestParams
 from jupyter_agent.messages import Message, Text, Thinking, ToolCall, ToolResult, Usage
-
-from .adapters_support import (
+from tests.llm.adapters_support import (
     OPENAI_REASONING,
     TOOLS,
     check_golden,
@@ -21,7 +20,7 @@ from .adapters_support import (
     make_tier,
     system_for,
 )
-from .e2e_support import Harness, canary
+from tests.llm.e2e_support import Harness, canary
 
 
 def _spec(tier, **kw):

@@ -10,9 +10,15 @@ from jupyter_agent.llm import openai_compatible
 from jupyter_agent.llm.chat import build_request
 from jupyter_agent.llm.spec import RequestParams
 from jupyter_agent.messages import Message, Text, Thinking, ToolResult, Usage
-
-from .adapters_support import TOOLS, check_golden, conversation, fixture, make_tier, system_for
-from .e2e_support import Harness, canary
+from tests.llm.adapters_support import (
+    TOOLS,
+    check_golden,
+    conversation,
+    fixture,
+    make_tier,
+    system_for,
+)
+from tests.llm.e2e_support import Harness, canary
 
 
 def _spec(tier, **kw):

@@ -16,8 +16,7 @@ import pytest
 
 from jupyter_agent.messages import Message, Text, ToolResult
 from jupyter_agent.text import has_lone_surrogate, lone_surrogate
-
-from .e2e_support import Harness, canary
+from tests.llm.e2e_support import Harness, canary
 
 HALF = "\ud83d"  # the high half of U+1F600, as a provider cut mid-emoji sends it
 FFFD = "\ufffd"

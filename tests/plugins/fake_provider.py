@@ -1,7 +1,7 @@
 """The ``fake_provider`` fixture: start a scripted fake model provider on loopback.
 
 ``fake = fake_provider(script, expect_key=None, prefix_cache=False, **options)`` starts a
-:class:`~jupyter_agent.llm.fake.FakeProvider` (see ``docs/fake-script.md``) and stops it at
+:class:`~jupyter_agent.llm.fake.server.FakeProvider` (see ``docs/fake-script.md``) and stops it at
 teardown. Anthropic base URL: ``fake.base_url``; OpenAI base URL: ``fake.base_url + "/v1"``.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.llm.fake import FakeProvider
-from jupyter_agent.llm.fake_script import Script
+from jupyter_agent.llm.fake.script import Script
+from jupyter_agent.llm.fake.server import FakeProvider
 
 FakeFactory = Callable[..., FakeProvider]
 

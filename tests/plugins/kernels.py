@@ -4,7 +4,7 @@
   (isolated) ``JUPYTER_DATA_DIR``; returns its folder.
 - ``kernel_manager``: a jupyter_client ``AsyncMultiKernelManager``; every kernel it started
   is shut down at teardown.
-- ``kernel_pool``: a started :class:`~jupyter_agent.runtime.kernels.KernelPool` of size 1.
+- ``kernel_pool``: a started :class:`~jupyter_agent.runtime.kernels.pool.KernelPool` of size 1.
 - ``agent_kernel``: an acquired handle (a cold start), discarded at teardown.
 - ``RecordingHost``: an AppHost answering every call, counting them and their overlap.
 - ``warm_count(pool)``, ``wait_filled(pool)``: how many kernels are warm; wait until the
@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
-from jupyter_agent.cli import install_kernelspec
-from jupyter_agent.runtime.kernels import AgentKernelHandle, KernelPool
+from jupyter_agent.cli.main import install_kernelspec
+from jupyter_agent.runtime.kernels.pool import AgentKernelHandle, KernelPool
 
 
 def warm_count(pool: KernelPool) -> int:

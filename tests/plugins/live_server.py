@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.client import AgentClient, ClientError
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.plugins.jupyter_dirs import jupyter_dirs, jupyter_env
 from tests.rest_stub import free_port
 

@@ -1,7 +1,7 @@
 """Run an effect generator with the model-call performer, logging every effect (tests).
 
 :func:`run_gen` steps an effect generator (such as :func:`~jupyter_agent.llm.chat.chat`)
-to its end with :func:`~jupyter_agent.runtime.model_calls.perform`, writing each effect's
+to its end with :func:`~jupyter_agent.runtime.loop.model_calls.perform`, writing each effect's
 intent to the :class:`~jupyter_agent.trace.log.EffectLog` before performing it and its
 result after. If the awaiting task is cancelled mid-effect (a hard break), the result line
 reads ``{"cancelled": "break_hard"}``, the generator is closed and ``CancelledError``
@@ -14,10 +14,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from jupyter_agent.core.drive import drive_async
+from jupyter_agent.core.loop.drive import drive_async
 from jupyter_agent.effects import Effect, EffectGen, Result
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.runtime.model_calls import OnDelta, OnRetry, perform
+from jupyter_agent.runtime.loop.model_calls import OnDelta, OnRetry, perform
 from jupyter_agent.trace.log import EffectLog
 
 __all__ = ["run_gen"]

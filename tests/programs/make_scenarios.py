@@ -26,10 +26,10 @@ import pytest
 
 from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.runtime.history_jobs import HistoryScheduler
+from jupyter_agent.runtime.history.jobs import HistoryScheduler
 from jupyter_agent.runtime.ids import new_id, now_iso
-from jupyter_agent.runtime.run_parts import RunConfig
-from jupyter_agent.runtime.spaces import load_spaces
+from jupyter_agent.runtime.runs.parts import RunConfig
+from jupyter_agent.runtime.settings.spaces import load_spaces
 from jupyter_agent.store.repo import Store
 from tests.runtime.harness import close_harness, make_harness
 

@@ -125,7 +125,7 @@ def test_families() -> None:
 
 def test_a_history_program_passes() -> None:
     files = {
-        "program.py": "from jupyter_agent.core.history_program import history\n\n"
+        "program.py": "from jupyter_agent.core.history.program import history\n\n"
         "def program(run_id, chat_id):\n    return (yield from history(run_id, chat_id))\n"
     }
     assert check_deploy("history", files).uses == ("llm@v1",)

@@ -14,7 +14,7 @@ from jupyter_agent.programs.registry import ProgramRegistry
 from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.store import Store
 
-SOURCE = """from jupyter_agent.core.loop import toolcaller
+SOURCE = """from jupyter_agent.core.loop.machine import toolcaller
 
 
 def program(run_id, chat_id):

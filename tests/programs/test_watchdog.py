@@ -107,7 +107,7 @@ def test_a_step_worker_runs_every_step_in_one_thread_and_stops_a_stuck_one() -> 
 
 def test_a_deployed_step_raising_systemexit_is_the_programs_fault() -> None:
     from jupyter_agent.effects import Effect
-    from jupyter_agent.runtime.program_guard import ProgramFailed, ProgramGuard, drive_program
+    from jupyter_agent.runtime.programs.guard import ProgramFailed, ProgramGuard, drive_program
 
     def program() -> Any:
         yield Effect(name="clock.now", data={})

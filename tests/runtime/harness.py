@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.core.turns import TurnRecord
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.runtime.driver import RunConfig, RunServices
 from jupyter_agent.runtime.events import EventBus
-from jupyter_agent.runtime.kernels import KernelPool
-from jupyter_agent.runtime.mailbox import Mailbox
-from jupyter_agent.runtime.runs import RunManager
-from jupyter_agent.runtime.spaces import load_spaces
+from jupyter_agent.runtime.kernels.pool import KernelPool
+from jupyter_agent.runtime.loop.driver import RunConfig, RunServices
+from jupyter_agent.runtime.runs.mailbox import Mailbox
+from jupyter_agent.runtime.runs.manager import RunManager
+from jupyter_agent.runtime.settings.spaces import load_spaces
 from jupyter_agent.store.repo import Store
 from jupyter_agent.trace.log import TraceFile, read_log
 

@@ -12,7 +12,7 @@ import secrets
 import time
 from pathlib import Path
 
-from jupyter_agent.runtime.reaper import process_alive
+from jupyter_agent.runtime.kernels.reaper import process_alive
 
 #: A double-forked daemon (setsid between the forks), its std streams closed.
 DAEMON = (

@@ -147,7 +147,7 @@ class FakeRegistry:
         if self.fault is not None:
             raise self.fault
         if self.active is None:
-            from jupyter_agent.runtime.run_programs import RunProgram
+            from jupyter_agent.runtime.programs.resolve import RunProgram
 
             program = RunProgram.of_builtin(DEFAULTS[family])
             self.resolved.append(program.ref.text)

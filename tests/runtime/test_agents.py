@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.prompt import RuntimeContext, build_system
+from jupyter_agent.core.loop.prompt import RuntimeContext, build_system
 from jupyter_agent.exceptions import BadRequest
-from jupyter_agent.runtime.agents import (
+from jupyter_agent.runtime.assembly import AdminConfig, assemble
+from jupyter_agent.runtime.kernels.pool import KernelPool
+from jupyter_agent.runtime.service import AgentService
+from jupyter_agent.runtime.settings.agents import (
     DEFAULT_AGENT,
     AgentRegistry,
     check_agent_name,
     soul_fingerprint,
 )
-from jupyter_agent.runtime.assembly import AdminConfig, assemble
-from jupyter_agent.runtime.kernels import KernelPool
-from jupyter_agent.runtime.keypolicy import KeyPolicy
-from jupyter_agent.runtime.service import AgentService
-from jupyter_agent.runtime.spaces import SpacesCache, load_spaces
+from jupyter_agent.runtime.settings.keypolicy import KeyPolicy
+from jupyter_agent.runtime.settings.spaces import SpacesCache, load_spaces
 
 FAKE = {"provider": "fake", "model": "m", "base_url": "http://127.0.0.1:9"}
 REVIEWER_TIER = {"provider": "fake", "model": "reviewer-model", "base_url": "http://127.0.0.1:8"}
@@ -217,7 +217,7 @@ def test_the_cache_reuses_a_snapshot_without_reading(tmp_path: Path, monkeypatch
     cache = SpacesCache()
     cache.snapshot(data_dir=data, root_dir=None, agent_space=space)
     loads: list[int] = []
-    import jupyter_agent.runtime.spaces as spaces
+    import jupyter_agent.runtime.settings.spaces as spaces
 
     real = spaces.load_spaces
 

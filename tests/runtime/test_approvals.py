@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.approval import REFUSAL
+from jupyter_agent.core.loop.approval import REFUSAL
 from jupyter_agent.exceptions import ApprovalDecided, NotFound
-from jupyter_agent.runtime.run_programs import RunProgram
+from jupyter_agent.runtime.programs.resolve import RunProgram
 from jupyter_agent.trace.verify import verify_run
 from tests.runtime.harness import Harness, close_harness, final_text, make_harness
 

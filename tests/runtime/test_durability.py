@@ -21,9 +21,9 @@ import pytest
 from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.exceptions import StoreUnavailable
 from jupyter_agent.runtime.ids import new_id, now_iso
-from jupyter_agent.runtime.mailbox import Mailbox
-from jupyter_agent.runtime.run_parts import RunServices
-from jupyter_agent.runtime.runs import RunManager
+from jupyter_agent.runtime.runs.mailbox import Mailbox
+from jupyter_agent.runtime.runs.manager import RunManager
+from jupyter_agent.runtime.runs.parts import RunServices
 from jupyter_agent.trace.log import EffectLog
 from tests.runtime.harness import Harness, close_harness, final_text, make_harness
 

@@ -1,4 +1,4 @@
-"""The embedder and hybrid recall (runtime/embedder.py) over a real store, a real transport
+"""The embedder and hybrid recall (runtime/memory/embedder.py) over a real store, a real transport
 and the fake provider's ``/v1/embeddings`` on loopback."""
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.memory import Memory
-from jupyter_agent.core.recall_terms import terms
-from jupyter_agent.llm.fake import FakeProvider
-from jupyter_agent.llm.fake_embed import embed_text
+from jupyter_agent.core.memory.records import Memory
+from jupyter_agent.core.memory.terms import terms
+from jupyter_agent.llm.fake.embed import embed_text
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.runtime import vector_index
-from jupyter_agent.runtime.embedder import Embedder
-from jupyter_agent.runtime.hybrid_recall import recall_hits
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.memory import vector_index
+from jupyter_agent.runtime.memory.embedder import Embedder
+from jupyter_agent.runtime.memory.hybrid import recall_hits
 from jupyter_agent.store import Store
-from jupyter_agent.store.vector_search import pgvector_installed
+from jupyter_agent.store.memory.vector_search import pgvector_installed
 
 KEY = "sk-embed-canary-5d1e9c0b7a"
 SYNONYMS = {"puppy": "dog", "called": "name", "kitten": "cat"}
@@ -179,7 +179,7 @@ async def test_a_failing_embed_endpoint_leaves_recall_lexical(
         assert time.monotonic() - started < 2.0  # the query deadline, then the cooldown
         assert hits == store.recall(query, k=5)
     assert store.memory_vectors(model="fake-embed") == []
-    warnings = [r for r in caplog.records if r.name == "jupyter_agent.runtime.embedder"]
+    warnings = [r for r in caplog.records if r.name == "jupyter_agent.runtime.memory.embedder"]
     assert sum(r.levelno == logging.WARNING for r in warnings) == 1  # one per failure streak
     assert "fake-embed at 127.0.0.1" in warnings[0].getMessage()
     calls = len(fake.embed_requests)
@@ -301,7 +301,7 @@ async def test_the_index_gives_the_same_cosines_with_and_without_numpy(
 
 def test_pgvector_is_detected_and_absent_on_this_machine(store: Store) -> None:
     # pgvector is not packaged here (BUILD-NOTES): the check runs, finds nothing, and the
-    # in-memory index serves (the SQL path of store/vector_search.py is untested here).
+    # in-memory index serves (the SQL path of store/memory/vector_search.py is untested here).
     assert pgvector_installed(store) is False
     assert pgvector_installed(store) is False  # cached
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.llm.fake import FakeProvider
-from jupyter_agent.runtime.hybrid_recall import hybrid_rank
-from jupyter_agent.runtime.recall_search import search
+from jupyter_agent.llm.fake.server import FakeProvider
+from jupyter_agent.runtime.memory.hybrid import hybrid_rank
+from jupyter_agent.runtime.memory.search import search
 from jupyter_agent.store import Store
 from tests.runtime import test_embedder as base
 from tests.runtime.test_embedder import FACTS, MODEL, QUERY, Tiers, embedder_for, save, tier_of
@@ -133,7 +133,7 @@ async def test_a_slow_endpoint_under_the_search_deadline_is_not_a_tier_failure(
     assert [h.id for h in hits][:1] == [ids[2]]  # the lexical answer, in time
     assert await search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="") == []
     assert not embedder._cooling()  # the caller's deadline: no cooldown ...
-    records = [r for r in caplog.records if r.name == "jupyter_agent.runtime.embedder"]
+    records = [r for r in caplog.records if r.name == "jupyter_agent.runtime.memory.embedder"]
     assert not [r for r in records if r.levelno >= logging.WARNING]  # ... and no warning
     assert any("within the caller's" in r.getMessage() for r in records)
     fake.embed_delay_s = 0.0

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.recall_terms import terms
-from jupyter_agent.llm.fake import FakeProvider
-from jupyter_agent.llm.fake_embed import embed_text
-from jupyter_agent.runtime import vector_index
-from jupyter_agent.runtime.embedder import Embedder
-from jupyter_agent.runtime.hybrid_recall import recall_hits
+from jupyter_agent.core.memory.terms import terms
+from jupyter_agent.llm.fake.embed import embed_text
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.runtime.ids import now_iso
-from jupyter_agent.runtime.memory_service import MemoryService
+from jupyter_agent.runtime.memory import vector_index
+from jupyter_agent.runtime.memory.embedder import Embedder
+from jupyter_agent.runtime.memory.hybrid import recall_hits
+from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.store import Store
 from tests.runtime import test_embedder as base
 from tests.runtime.test_embedder import MODEL, QUERY, SYNONYMS, Tiers, embedder_for, save, tier_of

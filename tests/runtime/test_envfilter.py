@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.runtime.envfilter import filter_env
+from jupyter_agent.runtime.kernels.envfilter import filter_env
 
 
 @pytest.mark.parametrize(

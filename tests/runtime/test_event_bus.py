@@ -9,7 +9,7 @@ from typing import Any
 
 from traitlets.config import Config
 
-from jupyter_agent.core.events import (
+from jupyter_agent.core.events.types import (
     CellEnd,
     CellOutput,
     CellStart,

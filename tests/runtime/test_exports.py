@@ -1,5 +1,6 @@
-"""File names and the trace folder of the notebooks the app writes (runtime/exports.py), and
-the NotebookWriter against Jupyter's real file contents manager."""
+"""File names and the trace folder of the notebooks the app writes
+(runtime/notebook/exports.py), and the NotebookWriter against Jupyter's real file contents
+manager."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from jupyter_server.services.contents.filemanager import AsyncFileContentsManage
 from traitlets import TraitError
 
 from jupyter_agent.exceptions import Conflict, NotSupported
-from jupyter_agent.runtime.exports import (
+from jupyter_agent.runtime.notebook.exports import (
     MAX_STEM_BYTES,
     MAX_STEM_CHARS,
     NotebookWriter,

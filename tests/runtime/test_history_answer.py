@@ -7,9 +7,9 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from jupyter_agent.core.chunks import StoredChunk, closed_spans
-from jupyter_agent.core.window import ChunkSummary, HistoryWindow, boot_window
-from jupyter_agent.runtime.run_parts import read_anchored
+from jupyter_agent.core.history.chunks import StoredChunk, closed_spans
+from jupyter_agent.core.history.window import ChunkSummary, HistoryWindow, boot_window
+from jupyter_agent.runtime.runs.parts import read_anchored
 from jupyter_agent.store import Store
 from tests.store.factories import iso, make_turn
 
@@ -58,7 +58,7 @@ def test_the_answer_holds_only_what_the_window_shows(tmp_path: Path) -> None:
                 first_position=recorded.omitted + 1, older=recorded.omitted,
                 chunk_turns=chunk_turns, anchor_at=recorded.anchor,
             )  # fmt: skip
-            # ... (as core/loop.py builds it, with the recorded anchor) is the window of the
+            # ... (as core/loop/machine.py builds it, with the recorded anchor) is the window of the
             # whole chat with every summary it has.
             every = _all_summaries(store)
             whole = boot_window(

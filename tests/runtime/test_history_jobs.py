@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.history_program import HISTORY_PROGRAM
+from jupyter_agent.core.history.program import HISTORY_PROGRAM
 from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.runtime.history_jobs import HistoryScheduler
+from jupyter_agent.runtime.history.jobs import HistoryScheduler
 from jupyter_agent.runtime.ids import new_id, now_iso
-from jupyter_agent.runtime.run_parts import RunConfig
-from jupyter_agent.runtime.spaces import load_spaces
+from jupyter_agent.runtime.runs.parts import RunConfig
+from jupyter_agent.runtime.settings.spaces import load_spaces
 from jupyter_agent.store.repo import Store
 from jupyter_agent.trace.log import read_log
 from jupyter_agent.trace.show import show_run
@@ -257,7 +257,7 @@ async def test_a_run_cut_by_stop_is_made_again_later(
 async def test_trace_show_stats_and_replay_of_a_summary_run_from_the_cli(
     store: Store, tmp_path: Path, fake_provider: Any, capsys: Any
 ) -> None:
-    from jupyter_agent.cli import main
+    from jupyter_agent.cli.main import main
 
     fake = fake_provider({"steps": [{"text": "- budget 4,200 EUR"}], "repeat": True})
     chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso()).id
@@ -320,7 +320,7 @@ async def test_no_ready_tier_is_failing_until_one_is_configured(
 async def test_a_span_that_keeps_failing_is_set_aside_and_later_chunks_still_come(
     store: Store, tmp_path: Path, fake_provider: Any
 ) -> None:
-    from jupyter_agent.runtime.history_jobs import MAX_TRIES
+    from jupyter_agent.runtime.history.jobs import MAX_TRIES
 
     # The first chunk's request is refused every time (as one too big for the model);
     # the second chunk's is answered.
@@ -345,9 +345,9 @@ async def test_a_span_that_keeps_failing_is_set_aside_and_later_chunks_still_com
 
 
 def test_a_huge_turn_is_summarised_from_its_head_and_tail(store: Store) -> None:
-    from jupyter_agent.core.chunks import ChunkSpan
+    from jupyter_agent.core.history.chunks import ChunkSpan
     from jupyter_agent.core.tokens import count_tokens
-    from jupyter_agent.runtime.history_jobs import ITEM_TOKENS, build_job
+    from jupyter_agent.runtime.history.jobs import ITEM_TOKENS, build_job
 
     chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso()).id
     add_turns(store, chat_id, 1, 5)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.loop import PROGRAM
-from jupyter_agent.core.window import window_record
+from jupyter_agent.core.history.window import window_record
+from jupyter_agent.core.loop.machine import PROGRAM
 from jupyter_agent.programs.registry import ProgramRegistry
 from jupyter_agent.trace.log import TraceFile, pair_effects
 from jupyter_agent.trace.verify import verify_run

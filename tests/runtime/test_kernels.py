@@ -14,7 +14,7 @@ from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 
 from jupyter_agent.exceptions import KernelDied
-from jupyter_agent.runtime.kernels import AgentKernelHandle, KernelPool
+from jupyter_agent.runtime.kernels.pool import AgentKernelHandle, KernelPool
 from tests.plugins.kernels import wait_filled, warm_count
 
 CANARIES = {

@@ -1,11 +1,15 @@
-"""The key policy (runtime/keypolicy.py): keys bound to URLs, keyless and loopback URLs."""
+"""The key policy (runtime/settings/keypolicy.py): keys bound to URLs, keyless and loopback URLs."""
 
 from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy, is_loopback_url
-from jupyter_agent.runtime.readiness import readiness_line, tier_reason
+from jupyter_agent.runtime.settings.keypolicy import (
+    DEFAULT_KEY_BINDINGS,
+    KeyPolicy,
+    is_loopback_url,
+)
+from jupyter_agent.runtime.settings.readiness import readiness_line, tier_reason
 
 
 @pytest.mark.parametrize(
@@ -167,7 +171,7 @@ def test_readiness_line() -> None:
     ],
 )
 def test_loopback_urls_are_literal_loopback_hosts(url: str, loopback: bool) -> None:
-    from jupyter_agent.runtime.keypolicy import is_loopback_url
+    from jupyter_agent.runtime.settings.keypolicy import is_loopback_url
 
     assert is_loopback_url(url) is loopback
 

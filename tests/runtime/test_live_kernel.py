@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.kernel.sh import Sh
-from jupyter_agent.runtime.kernels import AgentKernelHandle
+from jupyter_agent.runtime.kernels.pool import AgentKernelHandle
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.runtime.live_output import (
+from jupyter_agent.runtime.kernels.live_output import (
     LiveCell,
     LiveThrottle,
     OutputCollector,

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.cli import main
-from jupyter_agent.core.cells import CellResult
+from jupyter_agent.cli.main import main
+from jupyter_agent.core.digest.cells import CellResult
 from jupyter_agent.trace.notebook import run_notebook
 from jupyter_agent.trace.show import show_run
 from jupyter_agent.trace.verify import verify_run

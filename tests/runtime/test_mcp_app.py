@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.loop import PROGRAM
-from jupyter_agent.core.mcp_catalogue import McpCatalogue
+from jupyter_agent.core.loop.machine import PROGRAM
+from jupyter_agent.core.mcp.catalogue import McpCatalogue
 from jupyter_agent.effects import APPROVAL_WAIT, CELL_RUN, CONFIG_GET, Effect
-from jupyter_agent.runtime.apphost import CellHost
-from jupyter_agent.runtime.driver import RunConfig, RunDriver, RunServices
 from jupyter_agent.runtime.events import EventBus
-from jupyter_agent.runtime.mailbox import Mailbox
-from jupyter_agent.runtime.mcp_config import parse_servers
-from jupyter_agent.runtime.mcp_hub import McpHub
+from jupyter_agent.runtime.loop.apphost import CellHost
+from jupyter_agent.runtime.loop.driver import RunConfig, RunDriver, RunServices
+from jupyter_agent.runtime.mcp.config import parse_servers
+from jupyter_agent.runtime.mcp.hub import McpHub
+from jupyter_agent.runtime.runs.mailbox import Mailbox
 from jupyter_agent.trace.log import EffectLog, pair_effects, read_log
 from tests.mcp_demo import stdio_command
 

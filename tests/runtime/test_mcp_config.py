@@ -1,4 +1,4 @@
-"""The ``mcp_servers`` trait validated (runtime/mcp_config.py): each bad entry is an error
+"""The ``mcp_servers`` trait validated (runtime/mcp/config.py): each bad entry is an error
 naming the server and the field (never the value), references resolve at connect time,
 literal credentials are refused, and the trait reaches the assembly (bad entries logged
 and shown in the catalogue, references scrubbed)."""
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.exceptions import ConfigError, McpConfigError
-from jupyter_agent.runtime.mcp_config import McpServerConfig, parse_server, parse_servers
+from jupyter_agent.runtime.mcp.config import McpServerConfig, parse_server, parse_servers
 from tests.mcp_demo import stdio_command
 
 SECRET = "sk-ant-api03-" + "Q" * 40  # a key's shape: credential_reason flags it

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from jupyter_agent.exceptions import McpCallError
-from jupyter_agent.runtime.mcp_config import parse_servers
-from jupyter_agent.runtime.mcp_hub import McpHub
-from jupyter_agent.runtime.mcp_results import MAX_TEXT_CHARS
+from jupyter_agent.runtime.mcp.config import parse_servers
+from jupyter_agent.runtime.mcp.hub import McpHub
+from jupyter_agent.runtime.mcp.results import MAX_TEXT_CHARS
 from jupyter_agent.runtime.secrets import Scrubber, known_secrets
 from tests.mcp_demo import SERVER, stdio_command
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from types import SimpleNamespace
 
-from jupyter_agent.runtime.mcp_results import (
+from jupyter_agent.runtime.mcp.results import (
     MAX_IMAGE_BYTES,
     MAX_TEXT_CHARS,
     MAX_TOTAL_CHARS,

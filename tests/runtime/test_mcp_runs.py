@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.runtime.mcp_config import parse_servers
-from jupyter_agent.runtime.mcp_hub import McpHub
+from jupyter_agent.runtime.mcp.config import parse_servers
+from jupyter_agent.runtime.mcp.hub import McpHub
 from jupyter_agent.trace.verify import verify_run
 from tests.mcp_demo import stdio_command
 from tests.runtime.harness import Harness, close_harness, make_harness

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.runtime.memory_service import MemoryService
+from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.runtime.secrets import Scrubber
 from jupyter_agent.trace.verify import verify_run
 from tests.runtime.harness import Harness, close_harness, final_text, make_harness

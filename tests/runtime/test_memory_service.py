@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.memory import Memory, RecallHit
+from jupyter_agent.core.memory.records import Memory, RecallHit
 from jupyter_agent.exceptions import BadRequest, NotFound
-from jupyter_agent.runtime.memory_service import MemoryService
-from jupyter_agent.runtime.recall_search import search
+from jupyter_agent.runtime.memory.search import search
+from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.runtime.secrets import Scrubber
-from jupyter_agent.store.recall_queries import DEFAULT_CANDIDATES
+from jupyter_agent.store.memory.recall_queries import DEFAULT_CANDIDATES
 from jupyter_agent.store.repo import Store
 
 KEY = "known-provider-key-" + secrets.token_hex(8)

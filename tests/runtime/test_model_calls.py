@@ -15,7 +15,7 @@ from jupyter_agent.llm.chat import chat
 from jupyter_agent.llm.spec import RequestSpec
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.messages import Message, Text
-from jupyter_agent.runtime.model_calls import perform
+from jupyter_agent.runtime.loop.model_calls import perform
 from jupyter_agent.trace.log import EffectLog, read_log
 from tests.plugins.model_calls import run_gen
 

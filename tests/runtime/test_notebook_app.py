@@ -24,10 +24,10 @@ import pytest
 from jupyter_server.services.contents.filemanager import AsyncFileContentsManager
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from jupyter_agent.runtime.contents import Contents
-from jupyter_agent.runtime.live_docs import LiveDocs
-from jupyter_agent.runtime.notebook_app import NotebookReader
-from jupyter_agent.runtime.proposals import ProposalService
+from jupyter_agent.runtime.notebook.app import NotebookReader
+from jupyter_agent.runtime.notebook.contents import Contents
+from jupyter_agent.runtime.notebook.live_docs import LiveDocs
+from jupyter_agent.runtime.notebook.proposals import ProposalService
 from jupyter_agent.runtime.secrets import Scrubber
 from jupyter_agent.trace.verify import verify_run
 from tests.runtime.harness import Harness, close_harness, final_text, make_harness

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.exceptions import StoreUnavailable
-from jupyter_agent.runtime.settings import OwnerSettings
+from jupyter_agent.runtime.settings.overrides import OwnerSettings
 from jupyter_agent.store.repo import Store
 
 TIER = {"provider": "fake", "model": "m1", "base_url": "http://127.0.0.1:9"}

@@ -19,8 +19,8 @@ import pytest
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import TraitError
 
-from jupyter_agent.runtime.kernel_starts import start_slots
-from jupyter_agent.runtime.kernels import KernelPool
+from jupyter_agent.runtime.kernels.pool import KernelPool
+from jupyter_agent.runtime.kernels.starts import start_slots
 from tests.plugins.kernels import wait_filled, warm_count
 from tests.rest_stub import free_port
 from tests.runtime.harness import Harness, close_harness, final_text, make_harness

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.cli import main
+from jupyter_agent.cli.main import main
 from jupyter_agent.exceptions import ProgramMismatch
 from jupyter_agent.programs.files import content_hash
 from jupyter_agent.programs.registry import ProgramRegistry

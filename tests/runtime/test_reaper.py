@@ -21,9 +21,9 @@ import pytest
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
-from jupyter_agent.runtime import reaper
-from jupyter_agent.runtime.kernels import KernelPool
-from jupyter_agent.runtime.run_kernel import RunKernel
+from jupyter_agent.runtime.kernels import reaper
+from jupyter_agent.runtime.kernels.pool import KernelPool
+from jupyter_agent.runtime.kernels.run_kernel import RunKernel
 from tests.plugins.jupyter_dirs import jupyter_dirs, jupyter_env
 from tests.rest_stub import free_port
 from tests.runtime.procs import (

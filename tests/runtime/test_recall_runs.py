@@ -1,6 +1,6 @@
 """autorecall through the run manager and driver (real store, real kernel pool, the fake
 model on loopback): the performers of ``config.get memory`` and ``recall.search``
-(``runtime/recall_search.py``), the ``recall`` event, the settings, and what a failure
+(``runtime/memory/search.py``), the ``recall`` event, the settings, and what a failure
 leaves (a run without recall, never a failed run)."""
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.memory import RecallHit
-from jupyter_agent.core.recall import HEADER
-from jupyter_agent.runtime.memory_service import MemoryService
-from jupyter_agent.runtime.recall_search import RecallTimeout, memory_answer, search
-from jupyter_agent.runtime.run_parts import RunConfig
+from jupyter_agent.core.memory.recall import HEADER
+from jupyter_agent.core.memory.records import RecallHit
+from jupyter_agent.runtime.memory.search import RecallTimeout, memory_answer, search
+from jupyter_agent.runtime.memory.service import MemoryService
+from jupyter_agent.runtime.runs.parts import RunConfig
 from jupyter_agent.runtime.secrets import NO_SECRETS
-from jupyter_agent.store.recall_queries import DEFAULT_CANDIDATES
+from jupyter_agent.store.memory.recall_queries import DEFAULT_CANDIDATES
 from jupyter_agent.store.repo import Store
 from jupyter_agent.trace.log import pair_effects
 from jupyter_agent.trace.verify import verify_run

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_agent.core.digest import DigestOptions
-from jupyter_agent.runtime.driver import RunConfig, RunDriver
+from jupyter_agent.core.digest.render import DigestOptions
 from jupyter_agent.runtime.events import EventBus
-from jupyter_agent.runtime.mailbox import Mailbox
-from jupyter_agent.runtime.run_parts import RunServices
+from jupyter_agent.runtime.loop.driver import RunConfig, RunDriver
+from jupyter_agent.runtime.runs.mailbox import Mailbox
+from jupyter_agent.runtime.runs.parts import RunServices
 
 TIER = {"provider": "fake", "model": "m", "base_url": "http://127.0.0.1:9"}
 

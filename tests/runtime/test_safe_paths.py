@@ -1,4 +1,4 @@
-"""The one resolver of contents paths (runtime/safe_paths.py), with real files and real
+"""The one resolver of contents paths (runtime/notebook/safe_paths.py), with real files and real
 symlinks in a temporary root, and the readers and writers that use it against Jupyter's
 real file contents manager."""
 
@@ -15,10 +15,10 @@ from jupyter_server.services.contents.filemanager import AsyncFileContentsManage
 from nbformat.v4 import new_notebook
 
 from jupyter_agent.exceptions import BadRequest, PathRefused
-from jupyter_agent.runtime.contents import Contents
-from jupyter_agent.runtime.exports import NotebookWriter
-from jupyter_agent.runtime.run_kernel import RunKernel
-from jupyter_agent.runtime.safe_paths import notebook_path, resolve
+from jupyter_agent.runtime.kernels.run_kernel import RunKernel
+from jupyter_agent.runtime.notebook.contents import Contents
+from jupyter_agent.runtime.notebook.exports import NotebookWriter
+from jupyter_agent.runtime.notebook.safe_paths import notebook_path, resolve
 
 SECRET = "outside text that must never be read"
 

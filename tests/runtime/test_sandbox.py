@@ -22,9 +22,9 @@ import pytest
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 from traitlets import TraitError
 
-from jupyter_agent.runtime import sandbox
-from jupyter_agent.runtime.kernels import KernelPool
-from jupyter_agent.runtime.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
+from jupyter_agent.runtime.kernels import sandbox
+from jupyter_agent.runtime.kernels.pool import KernelPool
+from jupyter_agent.runtime.kernels.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
 from jupyter_agent.server.isolation import sandbox_hidden
 from tests.rest_stub import free_port
 from tests.runtime.procs import kill_all, leaving_bash, leaving_cell, marker, wait_count
@@ -311,7 +311,7 @@ async def test_user_sandbox_runs_the_kernel_as_that_user(
 def test_user_sandbox_refused_when_the_server_cannot_switch_users(throwaway_user: str):
     # The check itself, run as an unprivileged user (the throwaway one), naming another.
     code = (
-        "from jupyter_agent.runtime.sandbox import *\n"
+        "from jupyter_agent.runtime.kernels.sandbox import *\n"
         "try:\n"
         "    check_sandbox(parse_sandbox('user:root'))\n"
         "except SandboxUnavailable as exc:\n"

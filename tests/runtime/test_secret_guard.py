@@ -16,7 +16,7 @@ from jupyter_agent.effects import Effect
 from jupyter_agent.exceptions import ProviderStatusError, SecretInRequest
 from jupyter_agent.llm.spec import RequestSpec
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.runtime.model_calls import perform
+from jupyter_agent.runtime.loop.model_calls import perform
 from jupyter_agent.runtime.secret_guard import ScrubbingTransport, clean_file, clean_message
 from jupyter_agent.runtime.secrets import Scrubber
 

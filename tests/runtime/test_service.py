@@ -23,7 +23,7 @@ from jupyter_agent.exceptions import (
     SettingsError,
 )
 from jupyter_agent.runtime.assembly import AdminConfig, assemble
-from jupyter_agent.runtime.kernels import KernelPool
+from jupyter_agent.runtime.kernels.pool import KernelPool
 from jupyter_agent.runtime.service import MAX_ATTACHMENTS, AgentService, Control, View
 
 LIMIT = 1000

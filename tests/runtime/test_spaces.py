@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from jupyter_agent.runtime.spaces import MAX_FILE_BYTES, load_spaces
+from jupyter_agent.runtime.settings.spaces import MAX_FILE_BYTES, load_spaces
 
 
 def write(path: Path, text: str | bytes) -> None:
@@ -82,7 +82,7 @@ def test_bad_files_are_skipped_with_a_warning(tmp_path, caplog):
     write(data / "spaces" / "skills" / "good.md", "# Good")
     write(data / "spaces" / "skills" / "huge.md", "x" * (MAX_FILE_BYTES + 1))
     write(data / "spaces" / "repos.json", "{not json")
-    with caplog.at_level(logging.WARNING, logger="jupyter_agent.runtime.spaces"):
+    with caplog.at_level(logging.WARNING, logger="jupyter_agent.runtime.settings.spaces"):
         snap = load_spaces(data_dir=data, root_dir=tmp_path / "no-such-root")
     assert "JupyterLab" in snap["files"]["_soul"]  # the package default stays
     assert snap["files"]["skills/good"] == "# Good"
@@ -107,8 +107,8 @@ def test_symlinked_folder_not_followed(tmp_path):
 def test_default_space_builds_a_prompt(tmp_path):
     from importlib import resources
 
-    from jupyter_agent.core.apps import APPS
-    from jupyter_agent.core.prompt import RuntimeContext, build_system
+    from jupyter_agent.core.loop.apps import APPS
+    from jupyter_agent.core.loop.prompt import RuntimeContext, build_system
     from jupyter_agent.tools import tools_for
 
     snap = load_spaces(data_dir=tmp_path / "data", root_dir=tmp_path)

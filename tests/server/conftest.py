@@ -121,7 +121,7 @@ def fetch(jp_fetch: Any, jp_asyncio_loop: Any) -> Callable[..., HTTPResponse]:
 @pytest.fixture
 def server_kernelspec(jp_environ: Any) -> str:
     """The ``jupyter-agent`` kernelspec in the test server's (isolated) data dir."""
-    from jupyter_agent.cli import install_kernelspec
+    from jupyter_agent.cli.main import install_kernelspec
 
     return install_kernelspec(user=True)
 

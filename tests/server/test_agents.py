@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.trace.verify import verify_run
 from tests.server.test_e2e import Server, send, start_server, stop_server, wait_turn
 

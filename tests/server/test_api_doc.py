@@ -13,7 +13,7 @@ from jupyter_server.auth.authorizer import Authorizer
 from tornado.httpclient import HTTPClientError
 
 from jupyter_agent.runtime.events import EVENT_FIELDS, EVENT_TYPES, LIVE_ONLY
-from jupyter_agent.server.handlers import default_handlers
+from jupyter_agent.server.routes import default_handlers
 from tests.server.conftest import agent_app
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "api.md"

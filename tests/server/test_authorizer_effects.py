@@ -23,7 +23,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from jupyter_agent.server.mcp_schemas import TOOL_SCHEMAS, Args
+from jupyter_agent.server.mcp.schemas import TOOL_SCHEMAS, Args
 from tests.plugins.authorizers import AUTHORIZERS, authorizer_config
 from tests.server.helpers import call, new_chat, refused
 

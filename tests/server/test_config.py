@@ -14,12 +14,12 @@ import pytest
 from traitlets import TraitError
 from traitlets.config import Config
 
-from jupyter_agent.core.runstate import Ceilings
+from jupyter_agent.core.loop.runstate import Ceilings
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.events import EventBus
-from jupyter_agent.runtime.kernels import KernelPool
-from jupyter_agent.runtime.runs import RunManager
-from jupyter_agent.runtime.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
+from jupyter_agent.runtime.kernels.pool import KernelPool
+from jupyter_agent.runtime.kernels.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
+from jupyter_agent.runtime.runs.manager import RunManager
 from jupyter_agent.server.app import JupyterAgent
 from jupyter_agent.server.config_aliases import MOVED
 from tests.server.helpers import call

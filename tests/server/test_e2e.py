@@ -2,7 +2,7 @@
 
 The server runs with a free loopback port, a random token, its own root and Jupyter
 folders (the ``jupyter-agent`` kernelspec installed into its data dir) and a config file
-naming the test's :class:`~jupyter_agent.llm.fake.FakeProvider` as the codegen tier. Each
+naming the test's :class:`~jupyter_agent.llm.fake.server.FakeProvider` as the codegen tier. Each
 test loads the script it needs into that fake. Events are read off the WebSocket with the
 ``websocket-client`` package (a jupyter_server dependency).
 """
@@ -26,7 +26,7 @@ import nbformat
 import pytest
 import websocket
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -93,7 +93,7 @@ def start_server(
         [
             sys.executable,
             "-c",
-            "from jupyter_agent.cli import install_kernelspec as i; i(user=True)",
+            "from jupyter_agent.cli.main import install_kernelspec as i; i(user=True)",
         ],
         env=env,
         check=True,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.recall_terms import terms
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.core.memory.terms import terms
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.trace.verify import verify_run
 from tests.server.helpers import call, new_chat, wait_turn
 
@@ -181,7 +181,7 @@ def test_a_failing_embed_endpoint_leaves_recall_lexical_and_the_run_unharmed(
     warnings = [
         r
         for r in caplog.records
-        if r.name == "jupyter_agent.runtime.embedder" and r.levelno >= logging.WARNING
+        if r.name == "jupyter_agent.runtime.memory.embedder" and r.levelno >= logging.WARNING
     ]
     assert len(warnings) == 1  # one line per failure streak
     assert "recall is lexical" in warnings[0].getMessage()

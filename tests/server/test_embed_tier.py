@@ -8,10 +8,10 @@ import pytest
 from traitlets import TraitError
 
 from jupyter_agent.exceptions import SettingsError
-from jupyter_agent.runtime.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
-from jupyter_agent.runtime.readiness import build_status
-from jupyter_agent.runtime.run_parts import RunConfig
-from jupyter_agent.runtime.settings import validate_tiers
+from jupyter_agent.runtime.runs.parts import RunConfig
+from jupyter_agent.runtime.settings.keypolicy import DEFAULT_KEY_BINDINGS, KeyPolicy
+from jupyter_agent.runtime.settings.overrides import validate_tiers
+from jupyter_agent.runtime.settings.readiness import build_status
 from jupyter_agent.server.app import JupyterAgent
 from tests.server.helpers import call, refused
 

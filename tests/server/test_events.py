@@ -10,7 +10,7 @@ import pytest
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
-from jupyter_agent.runtime.demo import DEMO_MODEL
+from jupyter_agent.runtime.settings.demo import DEMO_MODEL
 from tests.server.helpers import call, new_chat, wait_turn
 
 SCRIPT = [

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.chunks import StoredChunk
+from jupyter_agent.core.history.chunks import StoredChunk
 from tests.server.helpers import call, new_chat, refused
 from tests.store.factories import iso, make_turn
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.chunks import closed_spans
+from jupyter_agent.core.history.chunks import closed_spans
 from jupyter_agent.trace.verify import verify_run
 from tests.server.helpers import call, new_chat, wait_turn
 

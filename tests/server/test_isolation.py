@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.runtime.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
+from jupyter_agent.runtime.kernels.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
 from tests.plugins.identities import identity_server_config
 from tests.rest_stub import free_port
 from tests.server.conftest import agent_app

@@ -41,7 +41,7 @@ NOTE = "mcp.demo.write_note(text='hello from the agent')"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    from jupyter_agent.llm.fake import FakeProvider
+    from jupyter_agent.llm.fake.server import FakeProvider
 
     base = tmp_path_factory.mktemp("mcp")
     fake = FakeProvider([]).start()

@@ -250,7 +250,7 @@ class ReadOnlyAuthorizer(Authorizer):  # type: ignore[misc]
     ],
 )
 def test_reads_need_read_and_changes_need_execute(fetch: Any, agent_service: Any) -> None:
-    from jupyter_agent.core.memory import Memory
+    from jupyter_agent.core.memory.records import Memory
 
     agent_service.store.add_memory(
         Memory(
@@ -281,7 +281,7 @@ def test_reads_need_read_and_changes_need_execute(fetch: Any, agent_service: Any
 def test_a_search_never_answers_a_fact_holding_a_credential(fetch: Any, agent_service: Any) -> None:
     from dataclasses import replace
 
-    from jupyter_agent.core.memory import Memory
+    from jupyter_agent.core.memory.records import Memory
 
     kept = add(fetch, "The nightly report job mails the finance team")
     # Facts written before their value was a secret (saving checks; the store does not).

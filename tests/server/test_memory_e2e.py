@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.trace.verify import verify_run
 from tests.server.test_e2e import (
     Server,

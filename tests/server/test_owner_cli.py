@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.cli import main
+from jupyter_agent.cli.main import main
 from tests.plugins.identities import identity_server_config
 from tests.server.test_owners import TOKENS, _chat, _send, _wait
 

@@ -274,7 +274,7 @@ def test_a_reserved_run_is_its_chats_owners_to_break(fetch: Any, agent_service: 
     """A run reserved after a closing one has no stored row yet: it is still its chat's
     owner's (alice breaks it: "breaking"), and bob gets the 404 of a missing run."""
     from jupyter_agent.runtime.ids import new_id
-    from jupyter_agent.runtime.run_opening import NextRun
+    from jupyter_agent.runtime.runs.opening import NextRun
 
     chat_id = _chat(fetch, "alice", "alice's")
     run_id = new_id("run")

@@ -27,7 +27,7 @@ from jupyter_agent.programs.builtin import builtin_ref
 from jupyter_agent.programs.files import content_hash
 from jupyter_agent.programs.loader import PARENT
 from jupyter_agent.programs.refs import HASH_CHARS
-from jupyter_agent.runtime.reaper import instance_id, tagged_processes
+from jupyter_agent.runtime.kernels.reaper import instance_id, tagged_processes
 from tests.server.helpers import call, refused
 
 GOOD = """from jupyter_agent.core import loop

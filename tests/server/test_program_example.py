@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from examples.programs.record_plan_first import FOLDER, MESSAGE, SCRIPT
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.programs.files import read_source
 from tests.server.test_e2e import Server, read_until, start_server, stop_server, wait_turn
 
@@ -85,7 +85,7 @@ def cli(server: Server, env: dict[str, str], *args: str) -> subprocess.Completed
     argv = [
         sys.executable,
         "-c",
-        "import sys; from jupyter_agent.cli import main; sys.exit(main())",
+        "import sys; from jupyter_agent.cli.main import main; sys.exit(main())",
     ]
     argv += [*args, "--addr", server.url, "--token", server.token]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)

@@ -75,7 +75,7 @@ def test_deploy_list_show_rollback(fetch: Any, agent_service: Any) -> None:
     _, builtin = call(fetch, "agent", "programs", "toolcaller@v6")
     assert builtin["builtin"] is True
     assert builtin["files"] == {}
-    assert "core/loop.py" in builtin["modules"]
+    assert "core/loop/machine.py" in builtin["modules"]
     refused(fetch, "agent", "programs", "toolcaller@v10", status=404)
     refused(fetch, "agent", "programs", "nope", status=404)
     # rollback: the planner layer back to the server-wide one, then the server to v6

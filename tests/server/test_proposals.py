@@ -450,7 +450,7 @@ def test_create_checks_and_diffs_the_edits_off_the_event_loop(
     server's event loop, so it runs in a worker thread."""
     import threading
 
-    from jupyter_agent.runtime import proposals as module
+    from jupyter_agent.runtime.notebook import proposals as module
 
     threads: list[threading.Thread] = []
     real = module.normalize_edits

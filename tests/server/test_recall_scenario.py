@@ -20,10 +20,10 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.cli import main
-from jupyter_agent.core.loop import NEW_CHAT_LEAD
-from jupyter_agent.core.recall import HEADER
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.cli.main import main
+from jupyter_agent.core.loop.machine import NEW_CHAT_LEAD
+from jupyter_agent.core.memory.recall import HEADER
+from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.programs.builtin import run_refs
 from jupyter_agent.trace.notebook_recall import TITLE
 from jupyter_agent.trace.verify import verify_run

@@ -9,7 +9,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.core.loop import PROGRAM
+from jupyter_agent.core.loop.machine import PROGRAM
 from jupyter_agent.runtime.events import COMMON_FIELDS, EVENT_FIELDS
 from tests.server.helpers import call, new_chat, refused, wait_turn
 

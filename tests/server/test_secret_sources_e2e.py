@@ -29,8 +29,8 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from jupyter_agent.cli import main
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.cli.main import main
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.server.test_e2e import (
     Server,
     read_until,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.llm.fake import FakeProvider
+from jupyter_agent.llm.fake.server import FakeProvider
 from tests.server.test_e2e import (
     Server,
     new_chat,

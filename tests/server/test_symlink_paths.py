@@ -2,7 +2,7 @@
 
 The server's root holds links leading outside it: to a notebook file, to a folder, and two
 dangling ones (a file, a folder). Jupyter's own contents manager follows them; every path
-the agent reads or writes goes through ``runtime/safe_paths.py``, so each route answers
+the agent reads or writes goes through ``runtime/notebook/safe_paths.py``, so each route answers
 400 ``bad_path`` (``path_refused`` for the proposals, the notebook app's contract; a clear
 error for in-cell calls), nothing is written outside the root, and nothing of the outside
 file's text reaches the effect log, the store or the (fake) model provider.

@@ -1,4 +1,4 @@
-"""Tier readiness (runtime/readiness.py) and the JupyterAgent traits, without a server."""
+"""Tier readiness (runtime/settings/readiness.py) and the JupyterAgent traits, without a server."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from traitlets import TraitError
 from traitlets.config import Config
 
-from jupyter_agent.runtime.readiness import (
+from jupyter_agent.runtime.settings.readiness import (
     build_status,
     key_ref_resolves,
     resolve_tier,

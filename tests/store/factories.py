@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jupyter_agent.core.loop import PROGRAM
+from jupyter_agent.core.loop.machine import PROGRAM
 from jupyter_agent.core.turns import Reply, RunSummary, Steering, TurnLLM, TurnRecord
 from jupyter_agent.messages import Usage
 

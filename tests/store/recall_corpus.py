@@ -7,9 +7,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from jupyter_agent.core.chunks import StoredChunk
-from jupyter_agent.core.memory import Memory
-from jupyter_agent.core.recall_terms import KIND_ORDER, hit_score, query_terms, score, terms
+from jupyter_agent.core.history.chunks import StoredChunk
+from jupyter_agent.core.memory.records import Memory
+from jupyter_agent.core.memory.terms import KIND_ORDER, hit_score, query_terms, score, terms
 from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 from jupyter_agent.store import Store
 from tests.store.factories import iso

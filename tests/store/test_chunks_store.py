@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import event
 
-from jupyter_agent.core.chunks import ChunkSpan, StoredChunk
+from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.store import Store
 from tests.store.factories import iso, make_turn

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import event
 
-from jupyter_agent.core.window import tail_size, turn_tokens
+from jupyter_agent.core.history.window import tail_size, turn_tokens
 from jupyter_agent.store import Store
-from jupyter_agent.store.turn_queries import FIRST_BATCH
+from jupyter_agent.store.history.turn_queries import FIRST_BATCH
 from tests.store.factories import iso, make_turn
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from sqlalchemy import create_engine, text
 
-from jupyter_agent.core.memory import Memory
+from jupyter_agent.core.memory.records import Memory
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.store import Store
 from tests.store.factories import iso, make_turn

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from jupyter_agent.core.memory import Memory
+from jupyter_agent.core.memory.records import Memory
 from jupyter_agent.core.turns import Reply, TurnRecord
 from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.store import Store

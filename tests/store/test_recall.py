@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import create_engine, text
 
-from jupyter_agent.core.chunks import StoredChunk
-from jupyter_agent.core.memory import Memory, RecallHit
-from jupyter_agent.core.recall import without_secrets
+from jupyter_agent.core.history.chunks import StoredChunk
+from jupyter_agent.core.memory.recall import without_secrets
+from jupyter_agent.core.memory.records import Memory, RecallHit
 from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.store import Store

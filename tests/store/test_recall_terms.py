@@ -1,4 +1,4 @@
-"""core/recall_terms.py: the terms both backends index and the score recall ranks by."""
+"""core/memory/terms.py: the terms both backends index and the score recall ranks by."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from jupyter_agent.core.recall_terms import (
+from jupyter_agent.core.memory.terms import (
     MAX_QUERY_TERMS,
     STOPWORDS,
     clip_words,

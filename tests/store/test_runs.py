@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from jupyter_agent.core.loop import PROGRAM
+from jupyter_agent.core.loop.machine import PROGRAM
 from jupyter_agent.store import MAX_PAGE, Store
 from tests.store.factories import iso, make_run
 

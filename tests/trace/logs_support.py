@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.core.cells import CellResult, LastValue, Value
+from jupyter_agent.core.digest.cells import CellResult, LastValue, Value
 from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import PROGRAM, EffectLog
 

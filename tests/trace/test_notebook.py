@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from nbformat.sign import NotebookNotary
 
-from jupyter_agent.core.cells import (
+from jupyter_agent.core.digest.cells import (
     AppCallRecord,
     BashResult,
     CellError,
@@ -21,7 +21,7 @@ from jupyter_agent.core.cells import (
     LastValue,
     Value,
 )
-from jupyter_agent.core.digest import DigestOptions, digest_cell
+from jupyter_agent.core.digest.render import DigestOptions, digest_cell
 from jupyter_agent.core.turns import Reply, Steering, TurnLLM, TurnRecord
 from jupyter_agent.effects import Effect
 from jupyter_agent.messages import Usage

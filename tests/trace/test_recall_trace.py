@@ -9,10 +9,10 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.cli_render import render_show
-from jupyter_agent.core.drive import drive
-from jupyter_agent.core.loop import PROGRAM, program
-from jupyter_agent.core.recall import HEADER, recall_code
+from jupyter_agent.cli.render import render_show
+from jupyter_agent.core.loop.drive import drive
+from jupyter_agent.core.loop.machine import PROGRAM, program
+from jupyter_agent.core.memory.recall import HEADER, recall_code
 from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import EffectLog, read_log
 from jupyter_agent.trace.notebook import run_notebook

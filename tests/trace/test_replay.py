@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.drive import drive
+from jupyter_agent.core.loop.drive import drive
 from jupyter_agent.effects import Effect, EffectGen, Result
 from jupyter_agent.exceptions import NondeterminismError, TraceError
 from jupyter_agent.trace.log import PROGRAM, EffectLog, read_log

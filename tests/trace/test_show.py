@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from jupyter_agent.core.cells import BashResult, Value
+from jupyter_agent.core.digest.cells import BashResult, Value
 from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import PROGRAM, read_log
 from jupyter_agent.trace.show import CUT_MARK, MAX_ITEMS, MAX_STRING, bound, show_run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jupyter_agent.cli import main
+from jupyter_agent.cli.main import main
 from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord, TurnWindow
 from jupyter_agent.trace.log import read_log
 from jupyter_agent.trace.show import show_run

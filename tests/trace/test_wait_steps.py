@@ -10,9 +10,9 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.cli_render import render_show
+from jupyter_agent.cli.render import render_show
 from jupyter_agent.codec import dump_dict, load
-from jupyter_agent.core.steps import ApprovalStep, NoticeStep, Step
+from jupyter_agent.core.events.steps import ApprovalStep, NoticeStep, Step
 from jupyter_agent.effects import Effect
 from jupyter_agent.trace.cells_view import build_view
 from jupyter_agent.trace.log import read_log

@@ -11,8 +11,8 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.cli_render import render_show
-from jupyter_agent.core.steps import ApprovalStep, CellStep, NoticeStep
+from jupyter_agent.cli.render import render_show
+from jupyter_agent.core.events.steps import ApprovalStep, CellStep, NoticeStep
 from jupyter_agent.trace.cells_view import build_view
 from jupyter_agent.trace.notebook import run_notebook
 from jupyter_agent.trace.show import show_run

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from jupyter_agent.core.loop import Turn
-from jupyter_agent.core.loop_steps import add_user, count, now, post
+from jupyter_agent.core.loop.machine import Turn
+from jupyter_agent.core.loop.steps import add_user, count, now, post
 from jupyter_agent.core.turns import EndCause
 from jupyter_agent.effects import EffectGen
 from jupyter_agent.llm.chat import chat
@@ -51,7 +51,7 @@ def plan(turn: Turn) -> EffectGen[EndCause | None]:
     Returns None to go on with the tool loop, or the cause to end with when a soft break
     or a ceiling came first (no model call is made then). Raises RunCancelled on a hard
     break and ProviderError on a failed model call, like
-    :func:`~jupyter_agent.core.loop.step`.
+    :func:`~jupyter_agent.core.loop.machine.step`.
     """
     state = turn.state
     if state.soft_break:

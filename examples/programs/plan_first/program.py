@@ -3,13 +3,13 @@
 The entry point :func:`program` runs one turn like ``toolcaller@v4``, with one more step
 between the setup and the tool loop:
 
-1. :func:`jupyter_agent.core.loop.setup` (version 4): ceilings, spaces, the tier, the
+1. :func:`jupyter_agent.core.loop.machine.setup` (version 4): ceilings, spaces, the tier, the
    chat's window, the opening drain, memory and autorecall, the system prompt;
 2. :func:`.plan.plan`: a text-only model call for a short numbered plan, posted as a
    ``done: false`` bubble and kept in the conversation;
-3. :func:`jupyter_agent.core.loop.step` until it gives a cause (each step drains the
+3. :func:`jupyter_agent.core.loop.machine.step` until it gives a cause (each step drains the
    mailbox first, so a message sent while the plan was written steers the first tool
-   call), then :func:`jupyter_agent.core.loop.end` (the final reply, or the wrap-up of a
+   call), then :func:`jupyter_agent.core.loop.machine.end` (the final reply, or the wrap-up of a
    ceiling, a soft break or a cut reply) and the turn record.
 
 Hard breaks end with a minimal ``break_hard`` turn and a failed model call with the
@@ -23,8 +23,8 @@ log header names (``toolcaller@v5#...``, ``llm@v1#...``, ...).
 
 from __future__ import annotations
 
-from jupyter_agent.core.loop import Turn, end, setup, step
-from jupyter_agent.core.loop_steps import post_final, provider_failure_text, take_cancel_detail
+from jupyter_agent.core.loop.machine import Turn, end, setup, step
+from jupyter_agent.core.loop.steps import post_final, provider_failure_text, take_cancel_detail
 from jupyter_agent.core.turns import EndCause, TurnRecord
 from jupyter_agent.effects import EffectGen
 from jupyter_agent.exceptions import ProviderError, RunCancelled

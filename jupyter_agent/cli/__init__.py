@@ -1,0 +1,6 @@
+"""The ``jupyter agent`` command line: one module per verb group (trace, replay, memory,
+program), the rendering of what they print, and :mod:`.main` (the parser, ``main``).
+May import the client, trace/, core/ and the top-level contracts;
+never server/ or runtime/ internals.
+Used by the ``jupyter-agent`` console script and ``jupyter agent``.
+"""

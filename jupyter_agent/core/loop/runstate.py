@@ -1,0 +1,95 @@
+"""What the loop keeps while a run goes on: counters, usage, cost, replies, steering, ceilings.
+
+Pure bookkeeping, separate from :mod:`jupyter_agent.core.loop.machine` so the loop reads as the
+seed's cycle and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from jupyter_agent.codec import load
+from jupyter_agent.core.turns import EndCause, Reply, Steering, TurnRecall, TurnWindow
+from jupyter_agent.messages import Usage
+
+__all__ = ["Ceilings", "RunState", "parse_time", "seconds_between"]
+
+
+def parse_time(iso: str) -> datetime:
+    """Parse the ISO-8601 ``...Z`` times the clock effect returns."""
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
+
+
+def seconds_between(start: str, end: str) -> float:
+    """Seconds from ``start`` to ``end`` (ISO times)."""
+    return (parse_time(end) - parse_time(start)).total_seconds()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ceilings:
+    """The per-run limits and budgets, from ``config.get {"key": "ceilings"}``."""
+
+    max_model_calls: int = 40
+    max_cells: int = 60
+    max_wall_s: float = 900.0
+    max_cost_usd: float = 2.0
+    cell_timeout_s: float = 120.0
+    bash_enabled: bool = True
+    history_budget_tokens: int = 50_000
+    value_budget_tokens: int = 600
+    total_budget_tokens: int = 3_000
+    #: Which cells wait for the person (``toolcaller@v5``, :mod:`jupyter_agent.core.loop.approval`):
+    #: ``none``, ``writes`` or ``every_cell``; absent from older recorded configs (none).
+    approval: str = "none"
+
+    @classmethod
+    def from_json(cls, data: Any) -> Ceilings:
+        """Build from the config value (by field name); unknown keys are ignored, missing ones
+        default, a value of the wrong type raises ValueError; a non-dict gives the defaults."""
+        if not isinstance(data, dict):
+            return cls()
+        return load(cls, data, by_name=True)
+
+
+@dataclass(kw_only=True)
+class RunState:
+    """Mutable counters of one run (the loop owns the only instance)."""
+
+    started: str
+    model_calls: int = 0
+    cells: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = 0.0
+    replies: list[Reply] = field(default_factory=list)
+    steering: list[Steering] = field(default_factory=list)
+    model: str | None = None
+    soft_break: bool = False
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    #: What the boot window held (``toolcaller@v3``; None before it is built, and in v1/v2).
+    window: TurnWindow | None = None
+    #: What autorecall showed the model (``toolcaller@v4``; None when nothing was recalled).
+    recall: TurnRecall | None = None
+    #: The programs the turn runs (``toolcaller@v4`` on; None in older versions' records).
+    programs: tuple[str, ...] | None = None
+
+    def add_call(self, usage: Usage, cost: float | None, model: str | None) -> None:
+        """Count one model call; cost becomes unknown (None) once any call's price is."""
+        self.model_calls += 1
+        self.usage = self.usage + usage
+        self.cost = None if cost is None or self.cost is None else self.cost + cost
+        if model:
+            self.model = model
+
+    def ceiling_hit(self, ceilings: Ceilings, now: str) -> EndCause | None:
+        """The first ceiling the run has reached, if any (checked before each model call)."""
+        if self.model_calls >= ceilings.max_model_calls:
+            return "ceiling:model_calls"
+        if self.cells >= ceilings.max_cells:
+            return "ceiling:cells"
+        if seconds_between(self.started, now) >= ceilings.max_wall_s:
+            return "ceiling:wall_s"
+        if self.cost is not None and self.cost >= ceilings.max_cost_usd:
+            return "ceiling:cost_usd"
+        return None

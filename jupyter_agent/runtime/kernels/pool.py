@@ -1,0 +1,506 @@
+"""The warm pool of agent kernels: started ahead through the server's kernel manager.
+
+``size`` kernels wait ready; a run takes one at its first cell (moved to its working
+folder first: :mod:`jupyter_agent.runtime.kernels.run_kernel`) and the pool refills in the
+background, several starts at once (one per core); a run's kernel is never reused. Under a
+burst (runs find the pool empty) the pool grows, up to ``pool_max`` warm kernels, and
+shrinks back to ``size`` after ``pool_idle_s`` without a run taking one
+(:mod:`jupyter_agent.runtime.kernels.growth`); a run waiting for a kernel takes the first that
+becomes ready. Pool kernels keep
+their ``last_activity`` fresh so the server's culler leaves them alone, and a dead or culled
+one is replaced. The kernel manager is received as an object (see
+:mod:`jupyter_agent.runtime.kernels.handle`); kernels start with the filtered environment of
+:mod:`jupyter_agent.runtime.kernels.envfilter`.
+
+Each kernel has private dirs (its connection file and ``JUPYTER_RUNTIME_DIR``, a scratch
+dir; :mod:`jupyter_agent.runtime.kernels.sandbox`), is launched through the agent kernelspec's
+provisioner (:mod:`jupyter_agent.runtime.kernels.provisioner`), optionally in a sandbox
+(``kernel_sandbox``), and carries a tag every descendant inherits: discarding a kernel
+ends all of them (:mod:`jupyter_agent.runtime.kernels.reaper`), a pool stop ends every process of
+this server's kernels, and a pool start ends those a crashed earlier run left behind.
+
+:class:`KernelPool` is configurable (``c.KernelPool.size = 3`` in a
+``jupyter_server_config.py``); the extension app passes it the server's config. Launching
+and ending kernels is :mod:`jupyter_agent.runtime.kernels.starts`; after failed starts the
+warm refills back off (:mod:`jupyter_agent.runtime.start_backoff`).
+
+With a gateway (``--gateway-url``) the kernels start there through the same manager: the
+pool keeps them warm the same way, but the local-only parts (private dirs, tags, reaping,
+sandbox) do not apply; :meth:`KernelPool.check` says so once in the log and refuses a
+sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from jupyter_core.paths import jupyter_runtime_dir
+from traitlets import Float, Int, List, TraitError, Unicode, default, validate
+from traitlets.config import LoggingConfigurable
+
+from jupyter_agent.exceptions import KernelError
+from jupyter_agent.runtime.kernels.envfilter import filter_env
+from jupyter_agent.runtime.kernels.growth import Demand, Waiters
+from jupyter_agent.runtime.kernels.handle import AgentKernelHandle, AppHost
+from jupyter_agent.runtime.kernels.provisioner import PROVISIONER_NAME
+from jupyter_agent.runtime.kernels.remote import RemoteKernels
+from jupyter_agent.runtime.kernels.sandbox import (
+    TRAIT,
+    Sandbox,
+    SandboxUnavailable,
+    check_sandbox,
+    parse_sandbox,
+)
+from jupyter_agent.runtime.kernels.starts import KernelStarts, start_slots
+from jupyter_agent.runtime.paths import agent_data_dir
+from jupyter_agent.runtime.start_backoff import StartBackoff, start_error
+
+__all__ = ["AgentKernelHandle", "AppHost", "KernelPool"]
+
+log = logging.getLogger(__name__)
+
+# last_activity is refreshed every this many liveness intervals (5 s by default)
+_KEEPALIVE_INTERVALS = 10
+# Warm refills held back by a burst start anyway after this many liveness intervals
+_MAX_DEFER_INTERVALS = 4
+
+
+class KernelPool(LoggingConfigurable):
+    """Warm agent kernels, one per run; a run's kernel is never reused.
+
+    ``kernel_manager`` is the server's (multi) kernel manager; ``base_env`` is the
+    environment the kernel's is filtered from (default: the server's ``os.environ``);
+    ``root_dir`` the server's root (default: the current dir), ``data_dir`` the agent's
+    data dir (kernel dirs live under it), ``server_runtime_dir`` the server's runtime dir
+    (hidden in a sandbox, like the data dir and the folders or files of ``hidden``: the
+    server's config dirs, a database file elsewhere). The settings are traits (``size``,
+    ``kernel_name``, ``env_keep``, ``liveness_interval_s``, ``kernel_sandbox``), given as
+    keyword arguments or through ``config`` / ``parent``. Call :meth:`check` at server
+    start: it refuses a sandbox that cannot work
+    (:class:`~jupyter_agent.runtime.kernels.sandbox.SandboxUnavailable`).
+    """
+
+    size = Int(
+        2,
+        min=0,
+        help="Number of warm agent kernels kept ready for new runs (0: start on demand).",
+    ).tag(config=True)
+
+    pool_max = Int(
+        min=0,
+        help=(
+            "Most warm agent kernels the pool keeps after a burst (runs finding the pool "
+            "empty grow it by one each, up to this), until pool_idle_s pass without a run "
+            "taking one. At least size; default max(size, 4), or 0 when size is 0."
+        ),
+    ).tag(config=True)
+
+    @default("pool_max")
+    def _default_pool_max(self) -> int:
+        return max(self.size, 4) if self.size else 0
+
+    pool_idle_s = Float(
+        60.0,
+        min=0.0,
+        help="Seconds without a run taking a kernel after which a grown pool shrinks to size.",
+    ).tag(config=True)
+
+    kernel_name = Unicode("jupyter-agent", help="Kernelspec the agent's kernels start from.").tag(
+        config=True
+    )
+
+    env_keep = List(
+        Unicode(),
+        default_value=[],
+        help=(
+            "Names of environment variables let through the agent kernel's environment "
+            "filter (which removes names containing KEY, TOKEN, SECRET, PASSWORD or "
+            "CREDENTIAL, JUPYTER_TOKEN, SSH_AUTH_SOCK, AWS_*, AZURE_*, "
+            "GOOGLE_APPLICATION_CREDENTIALS and URLs with a user:password part)."
+        ),
+    ).tag(config=True)
+
+    liveness_interval_s = Float(
+        0.5,
+        min=0.01,
+        help=(
+            "Seconds between liveness checks of a kernel (warm or running a cell); warm "
+            "kernels' last_activity is refreshed every 10 checks, so the culler spares them."
+        ),
+    ).tag(config=True)
+
+    kernel_sandbox = Unicode(
+        "none",
+        help=(
+            "How agent kernels are isolated. 'none': as the server's user, with a private "
+            "runtime dir (the server's jpserver-*.json is not where Jupyter looks, but "
+            "readable by path). 'bwrap': in Debian's bubblewrap: the file system read-only "
+            "except the server's root dir and a scratch dir, /tmp and home empty, the "
+            "server's runtime and agent data dirs hidden, its own pid namespace (no view "
+            "of the server's /proc). 'user:NAME': as OS user NAME (the server must be "
+            "root). An unavailable choice stops the server at start with the fix."
+        ),
+    ).tag(config=True)
+
+    @validate("kernel_sandbox")
+    def _validate_kernel_sandbox(self, proposal: Mapping[str, Any]) -> str:
+        """``none``, ``bwrap`` or ``user:NAME``."""
+        try:
+            return str(parse_sandbox(str(proposal["value"])))
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
+
+    def __init__(
+        self,
+        kernel_manager: Any,
+        *,
+        base_env: Mapping[str, str] | None = None,
+        root_dir: str | None = None,
+        data_dir: Path | None = None,
+        server_runtime_dir: str | None = None,
+        hidden: Sequence[str] = (),
+        remote: RemoteKernels | None = None,
+        **traits: Any,
+    ) -> None:
+        super().__init__(**traits)
+        if self.pool_max < self.size:
+            raise TraitError(
+                f"KernelPool.pool_max ({self.pool_max}) is below KernelPool.size "
+                f"({self.size}): the most warm kernels cannot be fewer than the usual "
+                "number; raise pool_max or lower size"
+            )
+        self._km = kernel_manager
+        self._base_env = base_env
+        self._root_dir = os.path.abspath(root_dir or os.getcwd())
+        self._data_dir = data_dir or agent_data_dir()
+        self._sandbox: Sandbox = parse_sandbox(self.kernel_sandbox)
+        self._starts = KernelStarts(
+            kernel_manager,
+            root_dir=self._root_dir,
+            data_dir=self._data_dir,
+            server_runtime_dir=server_runtime_dir or jupyter_runtime_dir(),
+            hidden=hidden,
+            sandbox=self._sandbox,
+            remote=remote,
+        )
+        self._remote = remote
+        self._base = self._starts.base
+        self._places = self._starts.places
+        # None until check(): whether the kernelspec uses the agent's provisioner
+        self._planned: bool | None = None
+        self._warm: list[AgentKernelHandle] = []
+        self._waiters: Waiters[AgentKernelHandle] = Waiters()
+        self._demand = Demand(self.size, self.pool_max, self.pool_idle_s)
+        # Kernel starts in progress (never cancelled half way), at most one per core
+        self._starting: set[asyncio.Task[None]] = set()
+        self._slots = start_slots()
+        # warm refills after failed starts (never a spin); said in the server's log
+        self._backoff = StartBackoff(logger=self.log)
+        self._warm_deferred_since: float | None = None  # warm refills held back since
+        self._stopped = False
+        self.env_drop: set[str] = set()
+        """Names credential references (``env:NAME``) point at: kept out of the kernel."""
+        self._keepalive_task: asyncio.Task[None] | None = None
+        self._running = False
+        self._closing: set[asyncio.Task[None]] = set()
+        self._cwd_warned = False  # a gateway kernel that could not chdir: said once
+
+    def kernel_env(self) -> dict[str, str]:
+        """The complete (filtered) environment kernels are launched with: never a variable
+        a credential reference names (:attr:`env_drop`), whatever its name looks like."""
+        env = filter_env(os.environ if self._base_env is None else self._base_env, self.env_keep)
+        for name in self.env_drop:
+            env.pop(name, None)
+        return env
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The parsed ``kernel_sandbox``."""
+        return self._sandbox
+
+    @property
+    def starts(self) -> KernelStarts:
+        """How this pool starts kernels (their tags, what a sandbox hides): a program
+        check's process is started alike (:mod:`~jupyter_agent.programs.check_process`)."""
+        return self._starts
+
+    def check(self) -> None:
+        """Refuse a sandbox that cannot work here, or a kernelspec that cannot carry it.
+
+        Blocking (a trial bwrap run, a kernelspec read): at server start, or in a thread.
+        Raises :class:`SandboxUnavailable` naming the trait and the fix. A kernelspec
+        without the agent's provisioner (installed by an older version) only works
+        unsandboxed, and then without private runtime dirs (a warning).
+        """
+        if self._remote is not None:
+            self._planned = self._check_remote(self._remote.url)
+            return
+        check_sandbox(self._sandbox)
+        planned = self._spec_has_provisioner()
+        if not planned and self._sandbox.kind != "none":
+            raise SandboxUnavailable(
+                f"{TRAIT} = {str(self._sandbox)!r} but the kernelspec {self.kernel_name!r} "
+                f"does not use {PROVISIONER_NAME} (installed by an older version); fix: "
+                "jupyter-agent kernel install --sys-prefix (or --user), or set "
+                f"{TRAIT} = 'none'"
+            )
+        if not planned:
+            log.warning(
+                "kernelspec %r does not use %s: agent kernels start without private runtime "
+                "dirs; reinstall it with: jupyter-agent kernel install --sys-prefix",
+                self.kernel_name,
+                PROVISIONER_NAME,
+            )
+        self._planned = planned
+
+    def _check_remote(self, url: str) -> bool:
+        """A gateway's kernels: refuse a sandbox (the gateway's host isolates them, not
+        this server), say once what the local-only parts do. Never planned."""
+        if self._sandbox.kind != "none":
+            raise SandboxUnavailable(
+                f"{TRAIT} = {str(self._sandbox)!r} but agent kernels run on a gateway "
+                f"({url}), where this server cannot sandbox them; fix: isolate "
+                f"them on the gateway's side and set {TRAIT} = 'none'"
+            )
+        log.warning(
+            "agent kernels run on the gateway at %s: no private connection dirs, process "
+            "tags, process-group reaping or sandbox here (the gateway owns the kernels' "
+            "processes); the kernelspec %r must be installed there",
+            url,
+            self.kernel_name,
+        )
+        return False
+
+    def _spec_has_provisioner(self) -> bool:
+        ksm = getattr(self._km, "kernel_spec_manager", None)
+        if ksm is None:
+            return True
+        try:
+            spec = ksm.get_kernel_spec(self.kernel_name)
+        except Exception:  # no such kernelspec: the start will say so
+            return True
+        provisioner = (getattr(spec, "metadata", None) or {}).get("kernel_provisioner") or {}
+        return bool(provisioner.get("provisioner_name") == PROVISIONER_NAME)
+
+    @property
+    def warm_target(self) -> int:
+        """How many kernels the pool keeps warm now: ``size``, more after a burst."""
+        return self._demand.target
+
+    async def start(self) -> None:
+        """End what a crashed earlier run of this server left, then start filling the pool
+        in the background and keeping its kernels fresh."""
+        await asyncio.to_thread(self._starts.reap_leftovers)
+        self._running = True
+        self._kick_fill()
+        self._keepalive_task = asyncio.create_task(self._keepalive())
+
+    def _kick_fill(self, *, warm: bool = True) -> None:
+        """Start kernels for the waiting acquires and (``warm``) up to the warm target.
+
+        At most one start per core runs; a finished start kicks again, so the pool refills
+        several kernels at once and waiters are served first. Waiters' starts begin at
+        once; warm refills after a pause in acquires (a burst's runs go first).
+        """
+        want = len(self._waiters)
+        now = time.monotonic()
+        last = self._demand.last_acquire
+        # Warm refills wait for a pause in acquires (one liveness interval): two kernel
+        # starts load both cores of a small machine for a second, which doubled the
+        # latency of a burst's runs when they started amid it.
+        quiet = last is None or now - last >= self.liveness_interval_s
+        # ... but not for ever: under steady load (an acquire every interval) the pool
+        # would never refill and every run would wait for a cold start.
+        starved = self._warm_deferred_since is not None and (
+            now - self._warm_deferred_since >= _MAX_DEFER_INTERVALS * self.liveness_interval_s
+        )
+        short = self._demand.target > len(self._warm)
+        if short and not quiet and self._warm_deferred_since is None:
+            self._warm_deferred_since = now
+        if not short:
+            self._warm_deferred_since = None
+        if self._stopped:
+            return  # nothing starts after stop(): a start now would outlive the pool
+        if warm and self._running and (quiet or starved) and self._backoff.ready(now):
+            self._warm_deferred_since = None
+            want += max(0, self._demand.target - len(self._warm))
+        while len(self._starting) < min(want, self._slots):
+            task = asyncio.create_task(self._start_kernel())
+            self._starting.add(task)
+            task.add_done_callback(self._started)
+
+    def _started(self, task: asyncio.Task[None]) -> None:
+        self._starting.discard(task)
+        if not task.cancelled():
+            self._kick_fill()
+
+    async def _start_kernel(self) -> None:
+        try:
+            if self._planned is None:
+                await asyncio.to_thread(self.check)
+            assert self._planned is not None
+            handle = await self._starts.start(
+                kernel_name=self.kernel_name,
+                env=self.kernel_env(),
+                planned=self._planned,
+                liveness_interval_s=self.liveness_interval_s,
+            )
+        except Exception as exc:
+            self._backoff.failed(exc, time.monotonic())
+            # The run waiting longest gets the error, as a cold start of its own would.
+            self._waiters.fail(start_error(exc))
+            return
+        self._backoff.succeeded()
+        self._deliver(handle)
+
+    def _deliver(self, handle: AgentKernelHandle) -> None:
+        """A fresh kernel: to the oldest waiter, else warm (or shut down if not needed)."""
+        if self._waiters.give(handle):
+            return
+        if self._running and len(self._warm) < self._demand.target:
+            self._warm.append(handle)
+        else:
+            self._shutdown_soon(handle)
+
+    async def _keepalive(self) -> None:
+        last_touch = 0.0
+        while self._running:
+            await asyncio.sleep(self.liveness_interval_s)
+            touch = time.monotonic() - last_touch >= _KEEPALIVE_INTERVALS * self.liveness_interval_s
+            try:
+                for handle in list(self._warm):
+                    alive = await handle.is_alive()
+                    if handle not in self._warm:
+                        continue  # taken by a run meanwhile: the run checks it itself
+                    if not alive:
+                        self._warm.remove(handle)
+                        await self._shutdown(handle)
+                        continue
+                    if touch:
+                        self._touch(handle.kernel_id)
+            except Exception:  # a failed tick must not end refills and shrinking for good
+                log.warning("the kernel pool's keepalive tick failed", exc_info=True)
+            if touch:
+                last_touch = time.monotonic()
+            if self._demand.shrink(time.monotonic(), waiting=len(self._waiters)):
+                target = self._demand.target
+                extra, self._warm = self._warm[target:], self._warm[:target]
+                for handle in extra:
+                    self._shutdown_soon(handle)
+            self._kick_fill()
+
+    def _touch(self, kernel_id: str) -> None:
+        # jupyter_server culls idle kernels by last_activity: a waiting pool kernel is not idle
+        with contextlib.suppress(Exception):
+            km = self._km.get_kernel(kernel_id)
+            if hasattr(km, "last_activity"):
+                km.last_activity = datetime.now(timezone.utc)
+
+    async def acquire(self, *, cwd: str | None) -> AgentKernelHandle:
+        """A warm kernel (else the first that becomes ready), moved to ``cwd``.
+
+        With none warm the call waits in line: the first kernel to finish starting goes to
+        the oldest waiter, and the wait grows the pool (up to ``pool_max``). A failed start
+        raises here. The warm refill starts at a liveness tick once acquires paused for one
+        interval, not now: launching a kernel blocks the event loop for a few ms and loads
+        a core for a second, which would land on the run's first cell (and a burst's).
+        """
+        handle = await self._take()
+        self._touch(handle.kernel_id)
+        if cwd is not None and handle.cwd != os.path.abspath(cwd):
+            try:
+                await handle.chdir(cwd)
+            except KernelError:
+                if not handle.remote:
+                    await self.discard(handle)
+                    raise
+                # The gateway's host need not have this server's folders.
+                if not self._cwd_warned:
+                    self._cwd_warned = True
+                    log.warning(
+                        "a gateway kernel cannot move to this server's folder %s: "
+                        "it stays in its own working dir %s",
+                        cwd,
+                        handle.cwd,
+                    )
+            except BaseException:
+                await self.discard(handle)
+                raise
+        return handle
+
+    async def _take(self) -> AgentKernelHandle:
+        if self._stopped:
+            raise KernelError("the kernel pool stopped")
+        while self._warm:
+            candidate = self._warm.pop(0)
+            try:
+                alive = await candidate.is_alive()
+            except asyncio.CancelledError:
+                self._warm.insert(0, candidate)  # a run cancelled while taking it
+                raise
+            if alive:
+                self._demand.acquired(time.monotonic(), waited=False)
+                return candidate
+            await self._shutdown(candidate)
+        self._demand.acquired(time.monotonic(), waited=True)
+        future = self._waiters.add()
+        self._kick_fill(warm=False)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # Cancelled after a kernel was handed over: it is unused, give it on.
+            if future.done() and not future.cancelled() and future.exception() is None:
+                self._deliver(future.result())
+            raise
+
+    async def discard(self, handle: AgentKernelHandle) -> None:
+        """Shut the run's kernel down."""
+        await self._shutdown(handle)
+
+    def discard_soon(self, handle: AgentKernelHandle) -> None:
+        """Shut the run's kernel down in the background (a run need not wait for it).
+
+        :meth:`stop` waits for these shutdowns, so no kernel outlives the pool.
+        """
+        self._shutdown_soon(handle)
+
+    def _shutdown_soon(self, handle: AgentKernelHandle) -> None:
+        task = asyncio.create_task(self._shutdown(handle))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _shutdown(self, handle: AgentKernelHandle) -> None:
+        await self._starts.shutdown(handle)
+
+    async def stop(self) -> None:
+        """Stop filling and shut every kernel down (warm, starting, or still held by a run).
+
+        Runs still waiting for a kernel get :class:`KernelError`.
+        """
+        self._running = False
+        self._stopped = True
+        while self._waiters.fail(KernelError("the kernel pool stopped")):
+            pass
+        if self._keepalive_task is not None:
+            self._keepalive_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._keepalive_task
+        if self._starting:
+            # Let kernel starts in progress finish (each is then shut down): cancelling
+            # mid-start leaves a half-registered kernel in the manager.
+            pending = asyncio.gather(*self._starting, return_exceptions=True)
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(pending), 60)
+        warm, self._warm = self._warm, []
+        await asyncio.gather(*(self._shutdown(h) for h in warm), *self._closing)
+        # Kernels runs still hold (a run not ended by now), then anything of this
+        # instance's tag: a server stop leaves no process behind.
+        await self._starts.end_all()

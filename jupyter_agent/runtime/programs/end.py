@@ -1,0 +1,76 @@
+"""The end of a run whose program failed (issue 16; see
+:mod:`jupyter_agent.runtime.programs.guard` for what a failure is).
+
+:func:`failed_turn` is what the driver does then, before the run's log closes:
+
+- the server log gets the failure with its traceback (the program's own, as the cause);
+- the effect log gets its final ``program_error`` line (after the last effect written);
+- the person gets a reply (a ``reply`` event, done true) naming the program and the error,
+  "The program toolcaller@v5#abc failed: ValueError: boom (the run ended; the server is
+  fine)"; the run closes (later messages start the next run);
+- the turn: the messages the run took and what it posted (read back from its log), that
+  reply last, stop reason and cause ``error``, ``programs`` and ``fromAgent`` the run's.
+  The run manager stores it with the run's end like any turn the loop did not write.
+
+A program that failed after its turn was stored (after ``turn.append``) keeps that turn:
+only the log line and the server log record the failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from jupyter_agent.core.events.types import ReplyEvent
+from jupyter_agent.core.turns import Reply, RunSummary, TurnRecord
+from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.programs.guard import ProgramFailed
+from jupyter_agent.runtime.runs.records import log_facts, minimal_turn
+
+if TYPE_CHECKING:
+    from jupyter_agent.runtime.loop.driver import RunDriver
+
+__all__ = ["failed_turn"]
+
+log = logging.getLogger("jupyter_agent.runtime.runs.manager")
+
+
+async def failed_turn(driver: RunDriver, failed: ProgramFailed) -> TurnRecord:
+    """Record ``failed`` and return the run's turn (see the module docstring)."""
+    log.error(
+        "run %s of chat %s: the program %s failed: %s",
+        driver.run_id,
+        driver.chat_id,
+        failed.program,
+        failed,
+        exc_info=failed,
+    )
+    driver.log.program_error(failed.program, failed.error)
+    driver.closed = True  # takes no more mail: the next message starts a normal run
+    if driver.stored_turn is not None:
+        return driver.stored_turn
+    text = failed.reply
+    driver.services.events.publish(
+        driver.chat_id,
+        driver.run_id,
+        ReplyEvent(text=text, done=True, message_id=new_id("msg")),
+    )
+    facts = await asyncio.to_thread(log_facts, driver.log.path)
+    summary = driver.summary or RunSummary(
+        run_id=driver.run_id,
+        chat_id=driver.chat_id,
+        program=driver.program.ref.key,
+        status="running",
+        started=now_iso(),
+        programs=driver.program.programs,
+        agent=driver.agent,
+    )
+    turn = minimal_turn(summary, "error", "error", facts)
+    return replace(
+        turn,
+        replies=(*turn.replies, Reply(text=text, done=True)),
+        programs=driver.program.programs,
+        from_agent=driver.agent,
+    )

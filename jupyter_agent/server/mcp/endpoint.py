@@ -1,0 +1,276 @@
+"""``{base_url}agent/mcp``: the agent as an MCP server (streamable HTTP) inside Jupyter.
+
+Two parts:
+
+- :class:`McpEndpoint` owns the SDK's ``StreamableHTTPSessionManager`` over the server of
+  :mod:`.mcp_tools`. The manager's ``run()`` is an anyio context (a task group) that must
+  be entered and left in one task, so it lives in one background task, started with the
+  extension (:meth:`McpEndpoint.start`, also at the first request) and stopped with it
+  (:meth:`McpEndpoint.stop`: open sessions and their streams end).
+- :class:`McpHandler`, a Jupyter handler (:class:`~.base.AgentHandler`): Jupyter's token
+  authentication (``Authorization: token T`` or ``Bearer T``, as jupyter_server 2.x reads
+  both), its authorizer on resource ``agent`` (the endpoint needs ``read``; each tool's
+  own permission is asked at request time and put in the ASGI scope for the tools,
+  :class:`~.mcp_tools.Caller`; every answer awaited through :mod:`.authz`, so a sync and
+  an async authorizer answer alike), origin checks. An unauthenticated or unauthorized
+  request is refused as every agent route is (403 ``{message, reason}``), before any MCP.
+  A session belongs to the identity that opened it (:func:`session_identity`): another
+  identity's request carrying its ``mcp-session-id`` is answered as an unknown session's.
+
+The bridge: each POST, GET or DELETE is one ASGI ``http`` call of the session manager.
+``receive`` gives the (already read) body, then waits for the client to go away
+(``http.disconnect``: how a 2026-07-28 client cancels); ``send`` sets the status and
+headers and writes each body chunk, flushed at once (an SSE stream's events reach the
+client as they come). A client that went away mid-stream ends the call quietly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from jupyter_agent.exceptions import Unavailable
+from jupyter_agent.runtime.kernels.cell_service import CellService
+from jupyter_agent.server import authz
+from jupyter_agent.server.base import AUTH_RESOURCE, AgentHandler
+from jupyter_agent.server.mcp.tools import CALLER_KEY, Caller, build_server
+
+if TYPE_CHECKING:
+    from jupyter_agent.runtime.service import AgentService
+
+__all__ = ["McpEndpoint", "McpHandler"]
+
+log = logging.getLogger(__name__)
+
+#: The route, under ``{base_url}``.
+MCP_ROUTE = r"/agent/mcp"
+
+
+def session_identity(owner: str) -> AuthenticatedUser:
+    """The identity a session is bound to: the request's owner (the username with several
+    owners; ``""`` for the one user of a single-user server, whose token requests each get
+    a new anonymous name). The SDK's session manager records it when ``initialize`` opens
+    a session and refuses a request of another identity for that session id exactly as an
+    unknown one (404 "Session not found"), forgetting it when the session ends (DELETE,
+    idle timeout, :meth:`McpEndpoint.stop`); it holds at most ``max_sessions`` of them."""
+    return AuthenticatedUser(AccessToken(token="", client_id=f"owner:{owner}", scopes=[]))
+
+
+class McpEndpoint:
+    """The session manager of the endpoint and the background task that runs it, over the
+    app's agent service (``service()``: None when it could not be built)."""
+
+    def __init__(self, service: Callable[[], AgentService | None], *, version: str) -> None:
+        self._get_service = service
+        self._cells: CellService | None = None
+        self.server = build_server(self._service, self._cell_service, version=version)
+        # Jupyter checks the Host and Origin headers itself (check_host, check_origin),
+        # so the SDK's DNS-rebinding check (which knows no allowed host here) is off.
+        self.manager = StreamableHTTPSessionManager(
+            self.server,
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
+        self._stopped = False
+
+    async def _service(self) -> AgentService:
+        """The agent service, started (``Unavailable`` when it could not be built)."""
+        service = self._get_service()
+        if service is None:
+            raise Unavailable("The agent service is not available", reason="unavailable")
+        await service.start()
+        return service
+
+    async def _cell_service(self) -> CellService:
+        if self._cells is None:
+            service = await self._service()
+            self._cells = CellService(
+                service.manager.services.pool,
+                root_dir=service.root_dir,
+                # digest options only (the ceilings): the same for every owner
+                run_config=lambda: service.run_config(owner=""),
+            )
+        return self._cells
+
+    async def start(self) -> None:
+        """Start the session manager's task (idempotent); returns once it serves.
+
+        ``Unavailable`` after :meth:`stop` (a manager runs once) or when it failed."""
+        if self._stopped:
+            raise Unavailable("the MCP endpoint has stopped", reason="unavailable")
+        if self._task is None:
+            self._ready, self._stop = asyncio.Event(), asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._serve())
+        assert self._ready is not None
+        waiter = asyncio.ensure_future(self._ready.wait())
+        await asyncio.wait({waiter, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if not self._ready.is_set():
+            raise Unavailable("the MCP endpoint could not start", reason="unavailable")
+
+    async def _serve(self) -> None:
+        assert self._ready is not None
+        assert self._stop is not None
+        try:
+            async with self.manager.run():
+                self._ready.set()
+                await self._stop.wait()
+        except Exception:
+            log.exception("the MCP endpoint's session manager failed")
+
+    async def stop(self) -> None:
+        """End every session and the manager's task (no task is left running)."""
+        self._stopped = True
+        task, self._task = self._task, None
+        if task is None:
+            return
+        assert self._stop is not None
+        self._stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 10)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """One ASGI ``http`` call of the session manager (started first if need be)."""
+        await self.start()
+        await self.manager.handle_request(scope, receive, send)
+
+
+class McpHandler(AgentHandler):
+    """``POST``, ``GET`` and ``DELETE agent/mcp``: MCP streamable HTTP (see the module)."""
+
+    body_methods = frozenset({"POST"})  # a JSON-RPC message, read by the MCP SDK
+
+    _disconnected: asyncio.Event
+    _content_type: str | None = None
+    _gone = False
+
+    def initialize(self, *args: Any, **kwargs: Any) -> None:
+        """A fresh disconnect signal per request."""
+        super().initialize(*args, **kwargs)
+        self._disconnected = asyncio.Event()
+
+    def on_connection_close(self) -> None:
+        """The client went away: ``receive`` answers ``http.disconnect``."""
+        self._disconnected.set()
+        super().on_connection_close()
+
+    async def _caller(self) -> Caller:
+        """What this request's user may do, each permission asked of the authorizer and
+        awaited (:mod:`.authz`: an async authorizer's coroutine is not a yes)."""
+        user = self.current_user
+        name = str(getattr(user, "username", "") or "")
+        read = await authz.is_authorized(self, "read", AUTH_RESOURCE)
+        execute = await authz.is_authorized(self, "execute", AUTH_RESOURCE)
+        # The same owner as the REST routes' (issue 19): one request, one owner.
+        return Caller(
+            user=name,
+            read=read,
+            execute=execute,
+            owner=self.owner,
+            admin=await self.is_admin(),
+        )
+
+    def _scope(self, caller: Caller) -> dict[str, Any]:
+        request = self.request
+        host, _, port = (request.host or "").rpartition(":")
+        headers = [
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in request.headers.get_all()
+        ]
+        return {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": request.version.removeprefix("HTTP/") or "1.1",
+            "method": request.method,
+            "scheme": request.protocol,
+            "path": request.path,
+            "raw_path": request.path.encode("latin-1", "replace"),
+            "root_path": "",
+            "query_string": (request.query or "").encode("latin-1", "replace"),
+            "headers": headers,
+            "client": (request.remote_ip, 0),
+            "server": (host or request.host, int(port) if port.isdigit() else None),
+            "state": {},
+            # The session manager binds a session to the identity that opened it and
+            # answers another identity's request for it as for an unknown session.
+            "user": session_identity(caller.owner),
+            CALLER_KEY: caller,
+        }
+
+    async def _bridge(self) -> None:
+        caller = await self._caller()
+        if not caller.read:
+            raise web.HTTPError(403, "the MCP endpoint needs 'read' on resource 'agent'")
+        endpoint: McpEndpoint | None = getattr(self.agent, "mcp_endpoint", None)
+        if endpoint is None:
+            raise Unavailable("the MCP endpoint is not available", reason="unavailable")
+        body = self.request.body or b""
+        sent_body = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent_body
+            if not sent_body:
+                sent_body = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await self._disconnected.wait()
+            return {"type": "http.disconnect"}
+
+        await endpoint.handle(self._scope(caller), receive, self._send)
+        if not self._gone and not self._finished:
+            self.finish(set_content_type=self._content_type or "application/json")
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        if self._gone:
+            return
+        kind = message.get("type")
+        if kind == "http.response.start":
+            self.set_status(int(message["status"]))
+            self.clear_header("Content-Type")
+            for name, value in message.get("headers") or ():
+                key, text = name.decode("latin-1"), value.decode("latin-1")
+                if key.lower() == "content-type":
+                    self._content_type = text
+                self.add_header(key, text)
+        elif kind == "http.response.body":
+            chunk = message.get("body") or b""
+            try:
+                if chunk:
+                    self.write(chunk)
+                    await self.flush()
+                if not message.get("more_body", False):
+                    # awaited: a client gone by now fails it here, not in a future nobody reads
+                    await self.finish(set_content_type=self._content_type or "application/json")
+            except StreamClosedError:
+                self._gone = True
+                self._disconnected.set()
+
+    @web.authenticated
+    async def post(self) -> None:
+        """A JSON-RPC message (answered as JSON or an SSE stream)."""
+        await self._bridge()
+
+    @web.authenticated
+    async def get(self) -> None:
+        """The session's standalone SSE stream (legacy protocol versions)."""
+        await self._bridge()
+
+    @web.authenticated
+    async def delete(self) -> None:
+        """End the session."""
+        await self._bridge()

@@ -1,0 +1,144 @@
+"""REST routes of the agent API (thin: they translate HTTP, the service does the work).
+
+Routes are listed in ``default_handlers`` (patterns relative to the server's base URL);
+``JupyterAgent.initialize_handlers`` registers them. Handlers live by subject:
+:mod:`.handlers_chats` (chats, history, messages), :mod:`.handlers_runs` (runs, break),
+:mod:`.handlers_memory` (memories), :mod:`.handlers_proposals` (notebook proposals),
+:mod:`.websocket` (the events socket); status,
+settings and the agents list are here. See :mod:`.base` for authentication, authorization
+and errors, :mod:`.parse` for turning bodies and queries into the service's typed
+arguments.
+"""
+
+from __future__ import annotations
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_agent.server import parse
+from jupyter_agent.server.approvals import ApprovalHandler
+from jupyter_agent.server.base import AUTH_RESOURCE, AgentHandler, authorized_execute
+from jupyter_agent.server.chats import (
+    ChatHandler,
+    ChatHistoryHandler,
+    ChatNotebookHandler,
+    ChatsHandler,
+    MessagesHandler,
+)
+from jupyter_agent.server.events import EventsSocket
+from jupyter_agent.server.mcp.endpoint import MCP_ROUTE, McpHandler
+from jupyter_agent.server.memory import MemoriesHandler, MemoryHandler
+from jupyter_agent.server.programs import (
+    ProgramHandler,
+    ProgramRollbackHandler,
+    ProgramsHandler,
+)
+from jupyter_agent.server.proposals import (
+    ProposalDecisionHandler,
+    ProposalsHandler,
+    ProposalUndoHandler,
+)
+from jupyter_agent.server.runs import (
+    BreakHandler,
+    RunHandler,
+    RunNotebookHandler,
+    RunsHandler,
+    RunStatsHandler,
+)
+
+__all__ = [
+    "AUTH_RESOURCE",
+    "AgentHandler",
+    "AgentsHandler",
+    "SettingsHandler",
+    "StatusHandler",
+    "default_handlers",
+]
+
+
+class StatusHandler(AgentHandler):
+    """``GET agent/status``: ``{version, tiers: {name: {provider, model, ready, key_set,
+    reason}}, demo}``."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """Answer the server's version, the owner's tiers' readiness and whether they run
+        the demo."""
+        self.finish_json(await self.agent.status(owner=self.owner))
+
+
+class SettingsHandler(AgentHandler):
+    """``GET`` / ``PUT agent/settings``: the effective settings; PUT changes the user's tiers."""
+
+    body_methods = frozenset({"PUT"})
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """Answer ``{tiers, overridden, readiness, allowed_key_refs, allowed_base_urls,
+        key_bindings, allow_loopback_base_urls, demo, ceilings}``."""
+        service = await self.service()
+        self.finish_json(await service.settings(owner=self.owner))
+
+    @web.authenticated
+    @authorized_execute
+    async def put(self) -> None:
+        """``{tiers: {name: tier or null}}``: store the user's tier overrides (checked by
+        the service against the key policy); answer the effective settings."""
+        body = self.json_body()
+        parse.only_keys(
+            body, ("tiers",), reason="bad_settings", what="setting", doing="changed here"
+        )
+        tiers = parse.mapping(body, "tiers", reason="bad_settings")
+        service = await self.service()
+        self.finish_json(await service.update_settings(owner=self.owner, tiers=tiers))
+
+
+class AgentsHandler(AgentHandler):
+    """``GET agent/agents``: the agents this server hosts."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """Answer ``{agents: [{name, description, soul_fingerprint, tiers: {tier: {provider,
+        model}}, default}]}``, the default agent first."""
+        service = await self.service()
+        self.finish_json(await service.agents(owner=self.owner))
+
+
+_ID = r"(?P<{}>[^/]+)"
+
+#: Routes relative to the server's base URL (``JupyterAgent`` joins them with it).
+default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
+    (r"/agent/status", StatusHandler),
+    (r"/agent/settings", SettingsHandler),
+    (r"/agent/agents", AgentsHandler),
+    (r"/agent/chats", ChatsHandler),
+    (rf"/agent/chats/{_ID.format('chat_id')}", ChatHandler),
+    (rf"/agent/chats/{_ID.format('chat_id')}/notebook", ChatNotebookHandler),
+    (rf"/agent/chats/{_ID.format('chat_id')}/history", ChatHistoryHandler),
+    (rf"/agent/chats/{_ID.format('chat_id')}/messages", MessagesHandler),
+    (rf"/agent/chats/{_ID.format('chat_id')}/events", EventsSocket),
+    (r"/agent/runs", RunsHandler),
+    (rf"/agent/runs/{_ID.format('run_id')}", RunHandler),
+    (rf"/agent/runs/{_ID.format('run_id')}/stats", RunStatsHandler),
+    (rf"/agent/runs/{_ID.format('run_id')}/notebook", RunNotebookHandler),
+    (
+        rf"/agent/runs/{_ID.format('run_id')}/approvals/{_ID.format('approval_id')}",
+        ApprovalHandler,
+    ),
+    (rf"/agent/break/{_ID.format('run_id')}", BreakHandler),
+    (
+        rf"/agent/runs/{_ID.format('run_id')}/proposals/{_ID.format('proposal_id')}",
+        ProposalDecisionHandler,
+    ),
+    (r"/agent/proposals", ProposalsHandler),
+    (rf"/agent/proposals/{_ID.format('proposal_id')}/undo", ProposalUndoHandler),
+    (r"/agent/memories", MemoriesHandler),
+    (rf"/agent/memories/{_ID.format('memory_id')}", MemoryHandler),
+    (r"/agent/programs", ProgramsHandler),
+    (rf"/agent/programs/{_ID.format('name')}", ProgramHandler),
+    (rf"/agent/programs/{_ID.format('name')}/rollback", ProgramRollbackHandler),
+    (MCP_ROUTE, McpHandler),  # the agent as an MCP server (issue 18)
+]

@@ -1,0 +1,85 @@
+"""The Store's history methods (issue 14): summaries of chunks of a chat's turns, turns by
+position, and the window a run reads. A mixin of :class:`~jupyter_agent.store.repo.Store`,
+kept apart so each module stays small; the queries are
+:mod:`jupyter_agent.store.history.chunk_queries` and
+:mod:`jupyter_agent.store.history.turn_queries`.
+
+Positions are 1-based in the chat's turn order (:mod:`jupyter_agent.core.history.chunks`).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk
+from jupyter_agent.core.history.window import HistoryWindow
+from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.store.history import chunk_queries, turn_queries
+from jupyter_agent.store.memory import recall_index
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+__all__ = ["ChunkMethods"]
+
+
+class ChunkMethods:
+    """Chunk summaries, turn positions, history windows; the Store provides its sessions."""
+
+    if TYPE_CHECKING:
+
+        def _read(self, what: str) -> AbstractContextManager[Session]: ...
+        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+
+    def add_chunk(self, chunk: StoredChunk) -> bool:
+        """Store a chunk's summary. Idempotent: the first write for (chat, level,
+        first_turn) wins and False is returned for a later one. StoreError for an unknown
+        chat (or a span that is not one). A stored summary's recall doc is written in the
+        same transaction."""
+        with self._write("cannot store the chunk") as session:
+            conn = session.connection()
+            inserted = chunk_queries.add_chunk(conn, chunk)
+            if inserted:
+                owner = turn_queries.chat_owner(conn, chunk.chat_id)
+                recall_index.put_docs(conn, [recall_index.chunk_doc(chunk, owner)])
+            return inserted
+
+    def list_chunks(self, chat_id: str) -> list[StoredChunk]:
+        """The chat's stored summaries, in (level, first_turn) order."""
+        with self._read("cannot list the chat's chunks") as session:
+            return chunk_queries.list_chunks(session.connection(), chat_id)
+
+    def turn_count(self, chat_id: str) -> int:
+        """How many turns the chat has (0 for an unknown chat)."""
+        with self._read("cannot count the chat's turns") as session:
+            return chunk_queries.turn_count(session.connection(), chat_id)
+
+    def turns_at(self, chat_id: str, first_turn: int, last_turn: int) -> list[TurnRecord]:
+        """The turns at positions ``first_turn``..``last_turn`` (inclusive), oldest first,
+        read in O(range) rows; fewer where the chat is shorter. ValueError for a range
+        that is not one (``first_turn < 1`` or ``last_turn < first_turn``)."""
+        with self._read("cannot read the chat's turns") as session:
+            return chunk_queries.turns_at(session.connection(), chat_id, first_turn, last_turn)
+
+    def pending_spans(self, chat_id: str, chunk_turns: int, l2_chunks: int) -> list[ChunkSpan]:
+        """The chat's closed spans that have no stored summary yet, oldest first, level 1
+        before level 2 (:func:`~jupyter_agent.core.history.chunks.closed_spans`)."""
+        with self._read("cannot read the chat's chunks") as session:
+            return chunk_queries.pending_spans(
+                session.connection(), chat_id, chunk_turns, l2_chunks
+            )
+
+    def read_window(
+        self, chat_id: str, *, budget_tokens: int, chunk_turns: int = 10, l2_chunks: int = 5
+    ) -> HistoryWindow:
+        """The chat's history a boot window of ``budget_tokens`` can use, in O(window) rows:
+        newest turns, older count, summaries (:func:`.turn_queries.read_window`)."""
+        with self._read("cannot read the chat's history") as session:
+            return turn_queries.read_window(
+                session.connection(),
+                chat_id,
+                budget_tokens=budget_tokens,
+                chunk_turns=chunk_turns,
+                l2_chunks=l2_chunks,
+            )

@@ -1,0 +1,161 @@
+"""The Store's memory methods (issue 15): facts, their vectors, and recall over the index.
+
+A mixin of :class:`~jupyter_agent.store.repo.Store`, like
+:class:`~jupyter_agent.store.history.chunk_store.ChunkMethods`; the queries are
+:mod:`jupyter_agent.store.memory.queries` and :mod:`jupyter_agent.store.memory.recall_queries`.
+
+Every method takes ``owner`` ("" = the server's user) and never reads or changes another
+owner's rows: another owner's id answers None / False, as a missing one does. The store
+does not judge a memory's text or category (the memory service does); it stores valid
+Unicode (a lone surrogate becomes U+FFFD).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from jupyter_agent.core.memory.records import HIT_KINDS, Memory, RecallHit
+from jupyter_agent.store.memory import queries as memory_queries
+from jupyter_agent.store.memory import recall_queries
+from jupyter_agent.store.memory.recall_queries import DEFAULT_CANDIDATES
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+__all__ = ["MemoryMethods"]
+
+
+class MemoryMethods:
+    """Memories, vectors and recall; the Store provides its sessions."""
+
+    if TYPE_CHECKING:
+
+        def _read(self, what: str) -> AbstractContextManager[Session]: ...
+        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+
+    # --- memories ------------------------------------------------------------------------
+
+    def add_memory(self, memory: Memory) -> Memory:
+        """Store a new memory (its ``owner`` is its scope) and index it; return it as
+        stored (``turn_id`` resolved when its run's turn is already stored). A duplicate
+        id is a StoreError."""
+        with self._write("cannot save the memory") as session:
+            return memory_queries.add_memory(session.connection(), memory)
+
+    def get_memory(self, memory_id: str, *, owner: str = "") -> Memory | None:
+        """The memory, with ``turn_id`` from the turn its run stored; None when missing."""
+        with self._read("cannot read the memory") as session:
+            return memory_queries.get_memory(session.connection(), memory_id, owner)
+
+    def update_memory(
+        self,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        category: str | None = None,
+        now: str,
+        owner: str = "",
+    ) -> Memory | None:
+        """Change the text and/or the category (None: unchanged), set ``updated`` = ``now``
+        and reindex it (a changed text drops its vectors); the memory as stored, or None
+        when missing."""
+        with self._write("cannot update the memory") as session:
+            return memory_queries.update_memory(
+                session.connection(),
+                memory_id,
+                text=text,
+                category=category,
+                now=now,
+                owner=owner,
+            )
+
+    def delete_memory(self, memory_id: str, *, owner: str = "") -> bool:
+        """Delete the memory, its recall doc and its vectors, and the recall doc of the turn
+        its run stored (the turn stays in its chat; stored later, it is not indexed): a
+        forgotten fact is not recalled again. False when missing."""
+        with self._write("cannot delete the memory") as session:
+            return memory_queries.delete_memory(session.connection(), memory_id, owner)
+
+    def list_memories(
+        self, *, owner: str = "", category: str | None = None, limit: int = 1000
+    ) -> list[Memory]:
+        """The memories (of ``category``), newest ``updated`` first, at most ``limit``.
+        ValueError for a ``limit`` below 1."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        with self._read("cannot list memories") as session:
+            return memory_queries.list_memories(session.connection(), owner, category, limit)
+
+    def memory_categories(self, *, owner: str = "") -> list[tuple[str, int]]:
+        """The categories in use with their memory counts, sorted by category."""
+        with self._read("cannot list memory categories") as session:
+            return memory_queries.categories(session.connection(), owner)
+
+    # --- vectors (the embeddings' side table) ----------------------------------------------
+
+    def put_vector(
+        self, memory_id: str, model: str, vector: Sequence[float], *, updated: str | None = None
+    ) -> bool:
+        """Store the memory's embedding by ``model`` (replacing its previous one); False
+        when the memory does not exist (deleted meanwhile) or, ``updated`` given, was
+        updated since (the vector is of an older text: discarded)."""
+        with self._write("cannot store the vector") as session:
+            return memory_queries.put_vector(
+                session.connection(), memory_id, model, vector, updated
+            )
+
+    def memory_vectors(self, *, owner: str = "", model: str) -> list[tuple[str, list[float]]]:
+        """Every (memory id, vector) of the owner's memories embedded by ``model``."""
+        with self._read("cannot read vectors") as session:
+            return memory_queries.memory_vectors(session.connection(), owner, model)
+
+    def memory_vectors_stamp(self, *, owner: str = "", model: str) -> tuple[int, str]:
+        """A cheap stamp of :meth:`memory_vectors` (count, latest ``updated``): the index
+        reloads only when it changed."""
+        with self._read("cannot read vectors") as session:
+            return memory_queries.memory_vectors_stamp(session.connection(), owner, model)
+
+    def memories_without_vector(
+        self, *, owner: str = "", model: str, limit: int = 100
+    ) -> list[Memory]:
+        """Up to ``limit`` memories with no vector by ``model``, oldest first (a backfill)."""
+        with self._read("cannot read memories") as session:
+            return memory_queries.memories_without_vector(session.connection(), owner, model, limit)
+
+    # --- recall ----------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        owner: str = "",
+        kinds: Sequence[str] = HIT_KINDS,
+        k: int = 5,
+        category: str | None = None,
+        exclude_chat: str | None = None,
+        exclude_since: str | None = None,
+        exclude_chunks: Sequence[tuple[int, int]] = (),
+        candidates: int = DEFAULT_CANDIDATES,
+    ) -> list[RecallHit]:
+        """The ``k`` docs that best cover ``query``: memories, turns and chunk summaries of
+        ``kinds`` (of ``category``: memories only), best first (:func:`.recall_queries.recall`:
+        exact on small data; at most ``candidates`` docs of each kind read, whatever the
+        query). ``exclude_chat`` + ``exclude_since``: that chat's turns created at or after
+        it are left out (a run's window holds them); ``exclude_chunks``: that chat's chunks
+        by (level, first_turn). [] when the query has no terms; ValueError for an unknown
+        kind or ``candidates`` < 1."""
+        with self._read("cannot search memory") as session:
+            return recall_queries.recall(
+                session.connection(),
+                query,
+                owner=owner,
+                kinds=kinds,
+                k=k,
+                category=category,
+                exclude_chat=exclude_chat,
+                exclude_since=exclude_since,
+                exclude_chunks=exclude_chunks,
+                candidates=candidates,
+            )
