@@ -108,7 +108,6 @@ MOVED: Final[dict[str, str]] = {
     "jupyter_agent.runtime.run_parts": "jupyter_agent.runtime.runs.parts",
     "jupyter_agent.runtime.run_programs": "jupyter_agent.runtime.programs.resolve",
     "jupyter_agent.runtime.run_records": "jupyter_agent.runtime.runs.records",
-    "jupyter_agent.runtime.runs": "jupyter_agent.runtime.runs.manager",
     "jupyter_agent.runtime.safe_paths": "jupyter_agent.runtime.notebook.safe_paths",
     "jupyter_agent.runtime.sandbox": "jupyter_agent.runtime.kernels.sandbox",
     "jupyter_agent.runtime.spaces": "jupyter_agent.runtime.settings.spaces",
