@@ -2,7 +2,7 @@
  * The end of a run (its `run_end` event, or its turn record after a reload), pure: what
  * was still going stops, the record is kept for the footer.
  */
-import { recallFromTurn } from '../history/recall';
+import { recallFromTurn } from '../memory/recall';
 import { cancelCell } from './cells';
 import type { IRunState, RunItem } from './state';
 import type { ITurnRecord } from './turns';

@@ -9,7 +9,7 @@
  * ignored (see `reducer.ts`). A run built from events (live in this view) keeps them.
  */
 import type { RunStep } from '../events';
-import { IRecallInfo, recallFromEvent } from '../history/recall';
+import { IRecallInfo, recallFromEvent } from '../memory/recall';
 import { approvalFromStep } from './approvals';
 import { cellFromStep } from './cells';
 import { endRun } from './ending';

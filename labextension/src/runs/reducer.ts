@@ -16,7 +16,7 @@
  *   `proposal_end`, are the `ProposalStore`'s (`ChatState` gives them to it).
  */
 import type { AgentEvent } from '../events';
-import { recallFromEvent } from '../history/recall';
+import { recallFromEvent } from '../memory/recall';
 import { approvalFromEvent, closeApproval, IApprovalItem } from './approvals';
 import { addOutput, endCell, endStatus, newCell } from './cells';
 import { endRun } from './ending';

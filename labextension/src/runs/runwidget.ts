@@ -9,14 +9,15 @@
 import { Panel, Widget } from '@lumino/widgets';
 
 import { answeredBy } from '../agents/agents';
-import { RecallWidget } from '../history/recallwidget';
+import { turnWindow } from '../history/window';
+import { RecallWidget } from '../memory/recallwidget';
 import { IProposalActions, ProposalWidget } from '../notebook/proposalwidget';
 import type { ProposalStore } from '../notebook/store';
 import { button, IItemContext, MarkdownWidget, TextWidget } from '../ui/widgets';
 import { ApprovalWidget, IApprovalActions } from './approvalwidget';
 import { CellWidget } from './cellwidget';
 import type { IRunState, RunItem } from './state';
-import { describeEnd, turnStats, turnWindow } from './turns';
+import { describeEnd, turnStats } from './turns';
 
 /** What a run widget can ask of its chat view. */
 export interface IRunActions extends IProposalActions, IApprovalActions {

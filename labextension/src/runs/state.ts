@@ -15,7 +15,7 @@
  * changed by identity and the old state stays as it was.
  */
 import type { IEventEnvelope } from '../events';
-import type { IRecallInfo } from '../history/recall';
+import type { IRecallInfo } from '../memory/recall';
 import type { IApprovalItem } from './approvals';
 import type { ITurnRecord } from './turns';
 

@@ -7,7 +7,7 @@ import {
   recallFromTurn,
   recallSummary,
   recallTitle
-} from '../../history/recall';
+} from '../../memory/recall';
 import type { IAgentEvent } from '../../runs/state';
 import type { ITurnRecord } from '../../runs/turns';
 
