@@ -1,4 +1,8 @@
-/** Jest runs the pure model logic (src/model.ts, src/stream.ts) through ts-jest. */
+/**
+ * Jest runs the panel's pure logic (the runs' reducer and records, the chat state, the
+ * proposal store, the stream's backoff, the memory model, ...) through ts-jest; the tests
+ * in src/__tests__/ mirror the source folders.
+ */
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/src'],

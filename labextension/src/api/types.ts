@@ -1,0 +1,119 @@
+/**
+ * The JSON the agent REST API answers and takes (`{base_url}agent/...`), as types only.
+ * Each concern's own records are typed in its folder (`runs/turns.ts`, `memory/model.ts`,
+ * `agents/agents.ts`); these are the shapes `client.ts` passes through.
+ */
+import type { RunStep } from '../events';
+import type { ITurnRecord } from '../runs/turns';
+
+/** Whether a tier can run, and why not (never a key value). */
+export interface ITierReadiness {
+  ready: boolean;
+  /** The tier's key reference resolves on the server (false for a keyless tier). */
+  key_set?: boolean;
+  /** Why the tier is not ready, e.g. "env:OPENAI_API_KEY is not set on the server". */
+  reason?: string | null;
+}
+
+/** One model tier as `GET agent/status` reports it (never a key value). */
+export interface ITierStatus extends ITierReadiness {
+  provider: string;
+  model: string;
+}
+
+/** The answer of `GET agent/status`. */
+export interface IAgentStatus {
+  version: string;
+  tiers: { [name: string]: ITierStatus };
+  /** True when no tier can run: the server answers with the demo model. */
+  demo: boolean;
+}
+
+/** One chat as `GET agent/chats` lists it. */
+export interface IChatSummary {
+  id: string;
+  title: string;
+  created: string;
+  updated: string;
+  /** The agent the chat talks to (absent from servers before issue 16: `agent`). */
+  agent?: string;
+  active_run_id: string | null;
+}
+
+/** `GET agent/chats/{id}`: the chat and its turn records, oldest first. */
+export interface IChatDetail extends IChatSummary {
+  turns: ITurnRecord[];
+}
+
+/** What the person had open when sending a message. */
+export interface IView {
+  path?: string;
+  /** The active cell's index. */
+  cell?: number;
+  /** The active cell's id (its model id: nbformat's cell id). */
+  cell_id?: string;
+  selection?: string;
+}
+
+/** The answer of a proposal's decision or undo. */
+export interface IProposalOutcome {
+  outcome: 'applied' | 'partly' | 'discarded' | 'conflict' | 'undone';
+  [key: string]: any;
+}
+
+/** A row of `GET agent/proposals?chat_id=` (see `proposals.ts`, which reads it). */
+export interface IProposalRow {
+  id?: string;
+  proposal_id?: string;
+  chat_id: string;
+  run_id: string;
+  cell_id?: string;
+  path: string;
+  edits: { [key: string]: any }[] | string;
+  status: string;
+  applied: string[] | string;
+  [key: string]: any;
+}
+
+/** `POST agent/chats/{id}/messages` answer. */
+export interface ISendResult {
+  run_id: string;
+  routed: 'run' | 'mailbox';
+  /** The message's id: its `run_start` or `steering` event and its step carry it too. */
+  message_id?: string | null;
+}
+
+/** `GET agent/runs/{run_id}`: a run's turn record and steps (and its effect log). */
+export interface IRunDetail {
+  run_id: string;
+  chat_id: string;
+  turn: ITurnRecord | null;
+  steps: RunStep[];
+  [key: string]: any;
+}
+
+/** One tier of the settings (a key reference, never a key value). */
+export interface ITierSettings {
+  provider: string;
+  model: string;
+  base_url?: string;
+  api_key_ref?: string;
+  api?: string;
+}
+
+/** `GET agent/settings`: the effective tiers and what the browser may choose. */
+export interface IAgentSettings {
+  tiers: { [name: string]: ITierSettings };
+  /** The key references the browser may choose. */
+  allowed_key_refs?: string[];
+  /** The URLs a keyless tier may use (besides loopback, when allowed). */
+  allowed_base_urls?: string[];
+  /** Each key reference and the base URLs its key may be sent to. */
+  key_bindings?: { [ref: string]: string[] };
+  /** A keyless tier may use a loopback base URL. */
+  allow_loopback_base_urls?: boolean;
+  /** Per tier: ready, key set on the server, why not ready. */
+  readiness?: { [name: string]: ITierReadiness };
+  providers?: string[];
+  [key: string]: any;
+}

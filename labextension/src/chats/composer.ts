@@ -1,0 +1,154 @@
+/**
+ * The composer of a chat view: the message box (Enter sends, Shift+Enter breaks the
+ * line), the attachments (contents paths, each removable), Attach / Stop / Send (Steer
+ * while a run goes; Stop, then Stop now), and the line where errors show.
+ */
+import { linkIcon } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
+
+import { button } from '../ui/widgets';
+
+/** What the composer asks of its chat view. */
+export interface IComposerOptions {
+  /** Send the box's text and attachments. */
+  send: () => void;
+  /** Break the run in progress (soft first, then hard). */
+  stop: () => void;
+  /** The path of the document the person has open, or null. */
+  currentPath: () => string | null;
+}
+
+/** A message taken from the composer. */
+export interface IDraft {
+  text: string;
+  attachments: string[];
+}
+
+/** The composer (see the module comment). */
+export class Composer extends Widget {
+  constructor(options: IComposerOptions) {
+    super();
+    this.addClass('jp-agent-composer');
+
+    this.error = document.createElement('div');
+    this.error.className = 'jp-agent-error';
+    this.error.setAttribute('role', 'alert');
+    this.error.hidden = true;
+
+    this.attachList = document.createElement('div');
+    this.attachList.className = 'jp-agent-attachments';
+
+    this.input = document.createElement('textarea');
+    this.input.className = 'jp-agent-input';
+    this.input.rows = 3;
+    this.input.setAttribute('aria-label', 'Message to the agent');
+    this.input.addEventListener('keydown', ev => {
+      if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        ev.stopPropagation();
+        options.send();
+      }
+    });
+    this.input.addEventListener('input', () => {
+      this.error.hidden = true;
+    });
+
+    const row = document.createElement('div');
+    row.className = 'jp-agent-composer-buttons';
+    const clip = button('Attach', 'Attach the open document', () => {
+      const path = options.currentPath();
+      if (path) {
+        this.attach(path);
+      } else {
+        this.showError('No document is open to attach.');
+      }
+    }, 'jp-agent-attach', linkIcon);
+    this.sendButton = button('Send', 'Send (Enter)', () => options.send(), 'jp-agent-send jp-mod-accept');
+    this.stopButton = button('Stop', 'Stop the run', () => options.stop(), 'jp-agent-stop jp-mod-warn');
+    this.stopButton.hidden = true;
+    row.append(clip, this.stopButton, this.sendButton);
+    this.node.append(this.error, this.attachList, this.input, row);
+  }
+
+  /** Add a contents path to the message being written. */
+  attach(path: string): void {
+    if (path && !this.attachments.includes(path)) {
+      this.attachments.push(path);
+      this.renderAttachments();
+    }
+  }
+
+  /** Focus the message box. */
+  focusInput(): void {
+    this.input.focus();
+  }
+
+  /** Take the message written (the box and attachments empty), or null when there is none. */
+  take(): IDraft | null {
+    const text = this.input.value.trim();
+    if (!text && this.attachments.length === 0) {
+      return null;
+    }
+    const draft = { text, attachments: [...this.attachments] };
+    this.input.value = '';
+    this.attachments = [];
+    this.renderAttachments();
+    return draft;
+  }
+
+  /** Give back the text of a message that could not be sent. */
+  restore(text: string): void {
+    this.input.value = text;
+  }
+
+  /** Show an error above the box (it hides when the person types). */
+  showError(text: string): void {
+    this.error.textContent = text;
+    this.error.hidden = false;
+  }
+
+  /**
+   * Show the controls for a run going or not; `stopStage`: 0 nothing asked, 1 a soft
+   * stop asked (the button offers the hard one), 2 a hard stop asked.
+   */
+  setRunning(running: boolean, stopStage: number): void {
+    this.stopButton.hidden = !running;
+    this.stopButton.textContent = stopStage === 0 ? 'Stop' : 'Stop now';
+    this.stopButton.title =
+      stopStage === 0
+        ? 'Stop the run at its next step (click again to stop at once)'
+        : 'Stop the run at once (hard stop)';
+    this.stopButton.setAttribute('aria-label', this.stopButton.title);
+    this.stopButton.disabled = stopStage === 2;
+    this.sendButton.textContent = running ? 'Steer' : 'Send';
+    this.sendButton.title = running
+      ? 'Send to the running turn (it steers the agent)'
+      : 'Send (Enter)';
+    this.input.placeholder = running
+      ? 'The agent is working: what you send steers it (Enter sends)'
+      : 'Ask the agent (Enter sends, Shift+Enter breaks the line)';
+  }
+
+  private renderAttachments(): void {
+    this.attachList.textContent = '';
+    for (const path of this.attachments) {
+      const chip = document.createElement('span');
+      chip.className = 'jp-agent-chip';
+      chip.textContent = path;
+      chip.appendChild(
+        button('×', `Remove the attachment ${path}`, () => {
+          this.attachments = this.attachments.filter(p => p !== path);
+          this.renderAttachments();
+        }, 'jp-agent-chip-remove')
+      );
+      this.attachList.appendChild(chip);
+    }
+  }
+
+  private readonly error: HTMLDivElement;
+  private readonly attachList: HTMLDivElement;
+  private readonly input: HTMLTextAreaElement;
+  private readonly sendButton: HTMLButtonElement;
+  private readonly stopButton: HTMLButtonElement;
+  private attachments: string[] = [];
+}

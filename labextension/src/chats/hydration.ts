@@ -1,0 +1,71 @@
+/**
+ * The REST hydration of a chat's state: what a chat view reads when it opens (after a
+ * reload, a server restart, or simply a tab opened late), in this order:
+ *
+ * 1. the chat and its turn records (`GET agent/chats/{id}`): every ended turn shows from
+ *    its record at once;
+ * 2. its proposals with their edits (`GET agent/proposals?chat_id=`: the turns name them;
+ *    a decided one may have been applied or undone since), before the steps, which keep
+ *    them in place;
+ * 3. (the caller opens the event stream here: the server's kept events build the run in
+ *    progress)
+ * 4. the steps of the newest ended runs (`GET agent/runs/{id}?full=1`), newest first: the
+ *    cells with their outputs, as the events showed them. A run whose trace is gone
+ *    (pruned) keeps its record.
+ *
+ * The state's pure functions (`runs/records.ts`) do the merging; this module only asks.
+ */
+import type { IChatDetail } from '../api/types';
+import type { RunStep } from '../events';
+import type { ChatState } from './state';
+
+/** What hydration asks of the server (`IChatsService` has it). */
+export interface IChatSource {
+  getChat(id: string): Promise<IChatDetail>;
+  listProposals(chatId: string): Promise<any[]>;
+  runSteps(runId: string): Promise<RunStep[]>;
+}
+
+/** How many ended runs a view rebuilds from their steps when it opens (newest). */
+export const STEP_RUNS = 20;
+
+/** Reads a chat from the server into its `ChatState` (see the module comment). */
+export class ChatHydration {
+  constructor(
+    private readonly source: IChatSource,
+    private readonly state: ChatState
+  ) {}
+
+  /** Step 1: the chat and its turns (throws what the server answered). */
+  async loadChat(): Promise<IChatDetail> {
+    const chat = await this.source.getChat(this.state.chatId);
+    this.state.loadTurns(chat.turns || [], chat.active_run_id ?? null);
+    return chat;
+  }
+
+  /** Step 2, and again when a decision found the proposal decided elsewhere. */
+  async loadProposals(): Promise<void> {
+    try {
+      this.state.loadProposals(await this.source.listProposals(this.state.chatId));
+    } catch {
+      // Older servers have no proposals; the turns' entries show what they can.
+    }
+  }
+
+  /**
+   * Step 4: the newest `STEP_RUNS` ended runs from their steps, newest first; stops when
+   * `stopped()` says the view is gone.
+   */
+  async loadSteps(stopped: () => boolean = () => false): Promise<void> {
+    for (const runId of this.state.runsToLoad().slice(-STEP_RUNS).reverse()) {
+      try {
+        this.state.loadSteps(runId, await this.source.runSteps(runId));
+      } catch {
+        // The trace may be gone (pruned): the record still shows the turn.
+      }
+      if (stopped()) {
+        return;
+      }
+    }
+  }
+}

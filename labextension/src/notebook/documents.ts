@@ -1,0 +1,139 @@
+/**
+ * The documents service: what the chats need of the documents the person works in. The
+ * document they last worked in (a chat view takes the focus, so "current" is the last
+ * document widget), what they have open when they send (path, active cell, selection),
+ * a cell inserted into the open notebook, a notebook shown again after a proposal
+ * changed it on disk, and a path opened in JupyterLab.
+ *
+ * Provided under the `IAgentDocuments` token by the `jupyter-agent:documents` plugin; the
+ * chat views require it.
+ */
+import type { ILabShell, JupyterFrontEnd } from '@jupyterlab/application';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { Token } from '@lumino/coreutils';
+import type { Widget } from '@lumino/widgets';
+
+import type { IView } from '../api/types';
+
+/** What the chats need of the person's documents (see the module comment). */
+export interface IAgentDocuments {
+  /** The path of the document the person works in, if any. */
+  docPath(): string | null;
+  /** What the person has open: path, active cell (index and id), selection; or null. */
+  getView(): IView | null;
+  /** Insert code as a new cell below the active cell of the open notebook. */
+  insertCell(code: string): boolean;
+  /**
+   * Show a change a proposal wrote to the notebook at `path` where it is open; returns a
+   * remark for the person when it could not (unsaved changes), else null.
+   */
+  refreshNotebook(path: string): Promise<string | null>;
+  /** Open a path in JupyterLab (a notebook in the notebook editor). */
+  openPath(path: string): Promise<void>;
+}
+
+/** The token of the documents service. */
+export const IAgentDocuments = new Token<IAgentDocuments>(
+  'jupyter-agent:IAgentDocuments',
+  'The documents the person works in, as the agent chats see and change them.'
+);
+
+/** The documents service of one JupyterLab. */
+export class DocumentsService implements IAgentDocuments {
+  constructor(
+    private readonly app: JupyterFrontEnd,
+    private readonly notebooks: INotebookTracker | null,
+    labShell: ILabShell | null
+  ) {
+    labShell?.currentChanged.connect((_, args) => {
+      const w = args.newValue as any;
+      if (w && w.context && typeof w.context.path === 'string') {
+        this.lastDoc = w;
+      }
+    });
+  }
+
+  docPath(): string | null {
+    return this.doc()?.context?.path ?? null;
+  }
+
+  getView(): IView | null {
+    const path = this.docPath();
+    if (!path) {
+      return null;
+    }
+    const view: IView = { path };
+    const w = this.doc();
+    if (w instanceof NotebookPanel) {
+      view.cell = w.content.activeCellIndex;
+      const cellId = w.content.activeCell?.model.id;
+      if (cellId) {
+        view.cell_id = cellId;
+      }
+      const editor = w.content.activeCell?.editor;
+      if (editor) {
+        const sel = editor.getSelection();
+        const from = editor.getOffsetAt(sel.start);
+        const to = editor.getOffsetAt(sel.end);
+        if (from !== to) {
+          view.selection = editor.model.sharedModel
+            .getSource()
+            .slice(Math.min(from, to), Math.max(from, to));
+        }
+      }
+    }
+    return view;
+  }
+
+  insertCell(code: string): boolean {
+    const panel = this.notebooks?.currentWidget;
+    if (!panel) {
+      void this.app.commands.execute('apputils:notify', {
+        message: 'Open a notebook to insert the cell into.',
+        type: 'warning',
+        options: { autoClose: 4000 }
+      });
+      return false;
+    }
+    NotebookActions.insertBelow(panel.content);
+    panel.content.activeCell?.model.sharedModel.setSource(code);
+    this.app.shell.activateById(panel.id);
+    return true;
+  }
+
+  async refreshNotebook(path: string): Promise<string | null> {
+    // A proposal applied through the contents manager changed the file, not the open
+    // view: reload it from disk unless the person has unsaved changes. With real-time
+    // collaboration the server edited the shared model: the view shows it already.
+    const panel = this.notebooks?.find(p => p.context.path === path);
+    if (!panel || panel.isDisposed) {
+      return null;
+    }
+    const context = panel.context;
+    if (context.model.collaborative) {
+      return null;
+    }
+    if (context.model.dirty) {
+      return (
+        `${path} has unsaved changes, so it was not reloaded: the edit is on disk ` +
+        '(File › Reload Notebook from Disk shows it; saving first would ask which to keep).'
+      );
+    }
+    await context.revert();
+    return null;
+  }
+
+  async openPath(path: string): Promise<void> {
+    await this.app.commands.execute('docmanager:open', {
+      path,
+      factory: path.endsWith('.ipynb') ? 'Notebook' : undefined
+    });
+  }
+
+  /** The document the person last worked in, else the current notebook. */
+  private doc(): any {
+    return this.lastDoc && !this.lastDoc.isDisposed ? this.lastDoc : this.notebooks?.currentWidget;
+  }
+
+  private lastDoc: Widget | null = null;
+}

@@ -1,0 +1,23 @@
+/** The plugin of the documents service (`IAgentDocuments`, see `documents.ts`). */
+import {
+  ILabShell,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { INotebookTracker } from '@jupyterlab/notebook';
+
+import { DocumentsService, IAgentDocuments } from './documents';
+
+/** The documents the person works in, as the chats see and change them. */
+export const documentsPlugin: JupyterFrontEndPlugin<IAgentDocuments> = {
+  id: 'jupyter-agent:documents',
+  description: 'The documents the person works in, as the agent chats see and change them.',
+  autoStart: true,
+  optional: [INotebookTracker, ILabShell],
+  provides: IAgentDocuments,
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker | null,
+    labShell: ILabShell | null
+  ): IAgentDocuments => new DocumentsService(app, notebooks, labShell)
+};

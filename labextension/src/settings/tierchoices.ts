@@ -1,0 +1,88 @@
+/**
+ * What the settings dialog offers for a tier, from `GET agent/settings` (pure logic):
+ * only the admin's key references, and for a chosen key only the base URLs it is bound
+ * to (`key_bindings`); a keyless tier may use the allowed URLs and, when the admin allows
+ * it, a loopback URL it types. The server checks the same rules on `PUT agent/settings`.
+ */
+import type { IAgentSettings, ITierReadiness } from '../api/types';
+
+// The same rule as the server's (runtime/keypolicy.py): a literal loopback host, an
+// optional port and path, nothing else.
+const LOOPBACK =
+  /^https?:\/\/(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d{1,5})?(?:\/[A-Za-z0-9._~\-/%]*)?$/i;
+
+/** `url` without surrounding blanks and trailing slashes (how base URLs compare). */
+export function normaliseUrl(url: string): string {
+  return url.trim().replace(/\/+$/, '');
+}
+
+/** True for `http://127.0.0.1:PORT/...`, `http://localhost:PORT/...`, `http://[::1]:PORT/...`. */
+export function isLoopbackUrl(url: string): boolean {
+  return LOOPBACK.test(normaliseUrl(url));
+}
+
+/** The base URL a provider uses when a tier names none (the official SDKs'). */
+export const DEFAULT_BASE_URLS: { [provider: string]: string } = {
+  anthropic: 'https://api.anthropic.com',
+  openai: 'https://api.openai.com/v1'
+};
+
+/** The URL a tier's requests go to: its base URL, else its provider's default. */
+export function effectiveUrl(tier: { provider: string; base_url?: string }): string {
+  return normaliseUrl(tier.base_url || DEFAULT_BASE_URLS[tier.provider] || '');
+}
+
+/**
+ * The URL to select for a keyed tier among the URLs its key is bound to: `current` when
+ * bound; a configured URL that is not bound stays shown as it is until the key changes
+ * (so an unchanged tier is not sent back); otherwise the provider's default when bound,
+ * else the first bound URL.
+ */
+export function boundUrl(urls: string[], current: string, keyChanged: boolean, provider: string): string {
+  if (urls.includes(normaliseUrl(current))) {
+    return normaliseUrl(current);
+  }
+  if (current && !keyChanged) {
+    return current;
+  }
+  const preferred = DEFAULT_BASE_URLS[provider];
+  return preferred && urls.includes(preferred) ? preferred : (urls[0] ?? '');
+}
+
+/** The key references the person may choose. */
+export function keyChoices(settings: IAgentSettings): string[] {
+  return [...(settings.allowed_key_refs ?? Object.keys(settings.key_bindings ?? {}))];
+}
+
+/**
+ * The base URLs a tier with key reference `ref` may use ('' or null: a keyless tier).
+ * A server without `key_bindings` (older) offers its `allowed_base_urls` for every key.
+ */
+export function urlChoices(settings: IAgentSettings, ref: string | null): string[] {
+  const bindings = settings.key_bindings;
+  if (ref && bindings) {
+    return [...(bindings[ref] ?? [])];
+  }
+  return [...(settings.allowed_base_urls ?? [])];
+}
+
+/** True when a tier with this key reference may type a loopback URL of its own. */
+export function mayTypeLoopback(settings: IAgentSettings, ref: string | null): boolean {
+  return !ref && settings.allow_loopback_base_urls === true;
+}
+
+/** The readiness line of a tier: "Ready · key set on the server", "Not ready: why". */
+export function readinessText(readiness: ITierReadiness | undefined, ref: string | null): string {
+  if (!readiness) {
+    return '';
+  }
+  const key = ref
+    ? readiness.key_set
+      ? `${ref} is set on the server`
+      : `${ref} is not set on the server`
+    : 'no key needed';
+  if (readiness.ready) {
+    return `Ready · ${key}`;
+  }
+  return `Not ready: ${readiness.reason || 'unknown reason'}`;
+}
