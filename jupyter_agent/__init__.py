@@ -1,7 +1,8 @@
 """jupyter-agent: an AI agent that lives inside Jupyter.
 
 The import package of the ``jupyter-agent-runtime`` distribution. This module holds the
-version and the Jupyter extension points only; no logic.
+version and the Jupyter extension points only; no logic. Imports server/app.py lazily
+(the extension point). Used by Jupyter Server and JupyterLab, which find the extension here.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Pure code (no I/O): the transport feeds it lines read from the wire.
 
-- :class:`SSEParser` / :func:`parse_sse`: an incremental parser of the SSE format (``event``,
+- :class:`SSEParser`: an incremental parser of the SSE format (``event``,
   ``data`` (multi-line), ``id`` fields; ``:`` comment lines; a blank line ends an event).
   The ``[DONE]`` sentinel of OpenAI's Chat Completions arrives as an event whose ``data``
   is the string ``"[DONE]"``.
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -41,7 +40,6 @@ __all__ = [
     "StreamErrorEvent",
     "RepairingAssembler",
     "make_assembler",
-    "parse_sse",
 ]
 
 
@@ -95,18 +93,6 @@ class SSEParser:
         event = SSEEvent(event=self._event, data="\n".join(self._data), id=self._id)
         self._event, self._data, self._has_field = None, [], False
         return event
-
-
-def parse_sse(lines: Iterable[str]) -> Iterator[SSEEvent]:
-    """Parse whole lines (or a text split with ``splitlines()``) into events."""
-    parser = SSEParser()
-    for line in lines:
-        event = parser.feed(line)
-        if event is not None:
-            yield event
-    last = parser.flush()
-    if last is not None:
-        yield last
 
 
 class StreamErrorEvent(ProviderProtocolError):

@@ -1,8 +1,8 @@
 """The watchdog: run a callable in a thread of its own and stop it when it runs too long.
 
 A deployed program's step (``gen.send``) is plain Python that may loop forever without
-yielding. :func:`call_with_deadline` (sync) and :func:`run_with_deadline` (async) run it in
-a dedicated daemon thread; :class:`StepWorker` runs the steps of one run one after another
+yielding. :func:`call_with_deadline` runs it in a dedicated daemon thread (the deploy
+checks, replay); :class:`StepWorker` runs the steps of one run one after another
 in one long-lived thread (no thread start per step: the run's hot path). Past
 ``deadline_s`` they raise :class:`~jupyter_agent.exceptions.ProgramStuck` into that thread with
 ``PyThreadState_SetAsyncExc``, and again every :data:`REPEAT_S` until the callable returns
@@ -27,7 +27,7 @@ from typing import Final, TypeVar
 
 from jupyter_agent.exceptions import ProgramStuck
 
-__all__ = ["GIVE_UP_S", "REPEAT_S", "StepWorker", "call_with_deadline", "run_with_deadline"]
+__all__ = ["GIVE_UP_S", "REPEAT_S", "StepWorker", "call_with_deadline"]
 
 T = TypeVar("T")
 
@@ -42,14 +42,11 @@ class _Step:
     while it has not finished (never after: the flag and the raise share a lock, and an
     exception that arrives while the thread records its end is absorbed)."""
 
-    def __init__(
-        self, fn: Callable[[], object], name: str, wake: Callable[[], object] | None
-    ) -> None:
+    def __init__(self, fn: Callable[[], object], name: str) -> None:
         self.value: object = None
         self.error: BaseException | None = None
         self.done = threading.Event()
         self._fn = fn
-        self._wake = wake
         self._lock = threading.Lock()
         self._finished = False
         self.thread = threading.Thread(target=self._body, name=name, daemon=True)
@@ -65,9 +62,6 @@ class _Step:
                 with self._lock:
                     self._finished = True
                 self.done.set()
-                if self._wake is not None:
-                    with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-                        self._wake()
                 return
             except ProgramStuck:
                 continue
@@ -101,7 +95,7 @@ def call_with_deadline(
     :data:`REPEAT_S`) and, once the thread ends or :data:`GIVE_UP_S` later, here:
     ``ProgramStuck(message)``. Blocks the calling thread: never call it on an event loop.
     """
-    step = _Step(fn, name, None)
+    step = _Step(fn, name)
     stuck = not step.done.wait(deadline_s)
     if stuck:
         _stop(step)
@@ -114,41 +108,6 @@ def _stop(step: _Step, give_up_s: float = GIVE_UP_S) -> None:
         step.hit()
         step.done.wait(REPEAT_S)
         waited += REPEAT_S
-
-
-async def run_with_deadline(
-    fn: Callable[[], T],
-    deadline_s: float,
-    *,
-    message: str = "no effect in time",
-    name: str = "program-step",
-) -> T:
-    """The async form of :func:`call_with_deadline`: the event loop waits without
-    blocking (the thread wakes it when done). A cancelled caller leaves the step to the
-    watchdog: it is stopped at its deadline as if somebody waited."""
-    loop = asyncio.get_running_loop()
-    finished = asyncio.Event()
-    step = _Step(fn, name, lambda: loop.call_soon_threadsafe(finished.set))
-    stuck = False
-    try:
-        await asyncio.wait_for(finished.wait(), deadline_s)
-    except asyncio.TimeoutError:
-        stuck = True
-        waited = 0.0
-        while not step.done.is_set() and waited < GIVE_UP_S:
-            step.hit()
-            await asyncio.sleep(REPEAT_S)
-            waited += REPEAT_S
-    except asyncio.CancelledError:
-        threading.Thread(target=_reap, args=(step, deadline_s), daemon=True).start()
-        raise
-    return step.result(message, stuck)  # type: ignore[return-value]
-
-
-def _reap(step: _Step, deadline_s: float) -> None:
-    """Stop an abandoned step at its deadline (its caller was cancelled)."""
-    if not step.done.wait(deadline_s):
-        _stop(step, GIVE_UP_S * 4)
 
 
 _DONE: Final = "done"
@@ -177,7 +136,7 @@ class _Job:
 
 class StepWorker:
     """The steps of one run, each in the same daemon thread (started at the first step),
-    each under a deadline (see :func:`run_with_deadline` for what happens past it).
+    each under a deadline (see the module docstring for what happens past it).
 
     ProgramStuck is only ever raised into the worker while a step of it runs (the current
     job and the raise share a lock); once a step has been stuck the worker is retired

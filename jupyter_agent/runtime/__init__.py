@@ -1,4 +1,6 @@
-"""The runtime: the driver that performs effects, the kernel pool, the mailbox (I/O allowed).
-
-It receives the server's kernel manager as an object and never imports jupyter_server.
+"""The runtime (I/O allowed): one folder per concern (runs, loop, kernels, memory, history,
+mcp, notebook, programs, settings), the assembly that builds the parts from the config, the
+service the handlers call, the event bus, ids and secrets.
+Imports core/, llm/, store/, trace/ and programs/; never server/, jupyter_server or tornado
+(the server hands in its kernel manager). Used by server/ and cli/.
 """

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -15,8 +16,19 @@ from jupyter_agent.llm.streams import (
     SSEParser,
     StreamErrorEvent,
     make_assembler,
-    parse_sse,
 )
+
+
+def parse_sse(lines: Iterable[str]) -> Iterator[SSEEvent]:
+    """Whole lines into events, through the parser the transport feeds line by line."""
+    parser = SSEParser()
+    for line in lines:
+        event = parser.feed(line)
+        if event is not None:
+            yield event
+    last = parser.flush()
+    if last is not None:
+        yield last
 
 
 def assemble(wire: str, text: str) -> tuple[dict[str, Any], list[str], bool]:

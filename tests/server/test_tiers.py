@@ -12,7 +12,7 @@ from jupyter_agent.runtime.settings.readiness import (
     build_status,
     key_ref_resolves,
     resolve_tier,
-    tier_ready,
+    tier_reason,
 )
 from jupyter_agent.server.app import DEFAULT_TIERS, JupyterAgent
 
@@ -46,7 +46,7 @@ def test_key_ref_resolves_only_non_empty_env_values() -> None:
 def test_tier_ready(tier: dict[str, str], env: dict[str, str], ready: bool) -> None:
     if tier:
         tier = {"model": "m", "base_url": "http://127.0.0.1:9", **tier}
-    assert tier_ready(tier, env) is ready
+    assert (tier_reason(tier, env) is None) is ready
 
 
 def test_resolve_tier_falls_back_to_codegen_and_copies() -> None:

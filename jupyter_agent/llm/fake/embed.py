@@ -8,7 +8,7 @@ but for hash collisions (a few per cent of the cosine at 64 dims).
 ``terms`` splits a text into terms. The default is a plain tokeniser (NFKC, casefold, runs
 of letters and digits, 1-char tokens dropped); tests pass the recall's own
 ``jupyter_agent.core.memory.terms.terms`` (stopwords out, stemmed), which ``llm`` may not
-import (tests/test_layering.py).
+import (.importlinter).
 
 ``synonyms`` maps words (casefolded) to a concept word they stand for, applied to the
 text's words before ``terms``: ``{"puppy": "dog"}`` makes "my puppy" and "the dog" share a

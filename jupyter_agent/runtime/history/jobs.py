@@ -158,7 +158,6 @@ class HistoryScheduler:
         self._tries: dict[tuple[str, int, int], int] = {}  # (chat, level, first) -> failures
         self._last_error: str | None = None
         self._stopping = False
-        self.runs_made = 0  # summary runs finished (done or error), for status and tests
 
     # --- commands --------------------------------------------------------------------
 
@@ -357,7 +356,6 @@ class HistoryScheduler:
                 on_stored=lambda chunk: self._made(chunk, run_id),
                 programs=self.programs,
             )
-        self.runs_made += 1
         if run.outcome.ok:
             log.debug(
                 "summary of chat %s turns %d-%d: run %s",

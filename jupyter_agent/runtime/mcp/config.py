@@ -47,7 +47,6 @@ __all__ = [
     "McpServerConfig",
     "parse_server",
     "parse_servers",
-    "server_refs",
 ]
 
 #: A tool call's default deadline (``timeout_s``).
@@ -250,8 +249,3 @@ def parse_servers(raw: Any) -> tuple[tuple[McpServerConfig, ...], dict[str, str]
         taken[config.python_name] = config.name
         good.append(config)
     return tuple(good), bad
-
-
-def server_refs(raw: Any) -> list[str]:
-    """Every ``env:NAME`` reference the good entries of the trait name (for the scrubber)."""
-    return [ref for config in parse_servers(raw)[0] for ref in config.refs()]

@@ -23,7 +23,7 @@ they are (a hard break's cancellation among them).
 Stepping (:func:`drive_program` async, :func:`drive_program_sync` for replay): a built-in
 program steps inline (trusted, and the hot path: no thread hop); a deployed one steps
 (``next``, ``send``, ``close``) in a thread of its own under a step deadline
-(:func:`jupyter_agent.programs.watchdog.run_with_deadline`): past it ProgramStuck is raised
+(:class:`jupyter_agent.programs.watchdog.StepWorker`): past it ProgramStuck is raised
 into the thread and the run ends (``ProgramStuck`` in the error), the event loop never
 waiting on the program.
 """

@@ -38,7 +38,6 @@ __all__ = [
     "readiness_line",
     "resolve_tier",
     "tier_reason",
-    "tier_ready",
 ]
 
 #: Providers that have an adapter (DESIGN section 3).
@@ -94,11 +93,6 @@ def tier_reason(tier: Mapping[str, Any], environ: Mapping[str, str]) -> str | No
     if not key_ref_resolves(ref, environ):
         return f"{ref} is not set on the server"
     return None
-
-
-def tier_ready(tier: Mapping[str, Any], environ: Mapping[str, str]) -> bool:
-    """Tell whether a tier can run (:func:`tier_reason` is None)."""
-    return tier_reason(tier, environ) is None
 
 
 def resolve_tier(tiers: Mapping[str, Mapping[str, Any]], name: str) -> dict[str, Any] | None:
