@@ -37,7 +37,7 @@ PASSWORD = f"pw-{uuid.uuid4().hex}"  # in the PostgreSQL URL (trust auth ignores
 # the run's log) never holds them.
 PROBE = """\
 import json, os
-needles = [bytes.fromhex(h) for h in NEEDLES]
+needles = [bytes(b ^ 0x5A for b in bytes.fromhex(h)) for h in NEEDLES]
 found, read = set(), set()
 def look(label, data):
     read.add(label)
@@ -107,7 +107,9 @@ def jp_server_config(
         "home": str(jp_home_dir),
     }
     cell = (
-        PROBE.replace("NEEDLES", repr([n.encode().hex() for n in needles]))
+        # Masked: the model's reply (this code) holding the password in a known encoding
+        # (hex, base64, ...) would be scrubbed before it reaches the kernel.
+        PROBE.replace("NEEDLES", repr([bytes(b ^ 0x5A for b in n.encode()).hex() for n in needles]))
         .replace("FILES", repr(files))
         .replace("FOLDERS", repr(folders))
     )
