@@ -71,13 +71,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from jupyter_agent.core.digest.render import DigestOptions
+from jupyter_agent.core.ceilings import Ceilings
+from jupyter_agent.core.digest.options import DigestOptions
 from jupyter_agent.core.history.window import Window, boot_window
 from jupyter_agent.core.loop.approval import Approvals
 from jupyter_agent.core.loop.apps import apps_for
 from jupyter_agent.core.loop.inbox import read_items
 from jupyter_agent.core.loop.prompt import RuntimeContext, build_system, user_message
-from jupyter_agent.core.loop.runstate import Ceilings, RunState
+from jupyter_agent.core.loop.runstate import RunState
 from jupyter_agent.core.loop.steps import (
     WRAPUP_PROMPTS,
     add_user,
