@@ -17,7 +17,7 @@ from jupyter_agent.core.ceilings import Ceilings
 from jupyter_agent.core.digest.cells import BashResult, CellResult
 from jupyter_agent.core.digest.record import recorded_content
 from jupyter_agent.core.digest.render import DigestOptions, digest_bash, digest_cell
-from jupyter_agent.core.history.window import HistoryWindow
+from jupyter_agent.core.history.answer import HistoryWindow
 from jupyter_agent.core.loop.approval import (
     POLICIES,
     Approvals,
