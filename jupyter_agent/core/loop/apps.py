@@ -6,12 +6,12 @@ an ``app.call`` effect whose ``parent`` is the seq of the cell's ``cell.run``. T
 is the single catalogue (:data:`ALL_APPS`) used by the kernel (to build the proxies), the
 driver (to know what is a mutation) and the prompt (one line per method).
 
-The prompt of a program version lists :func:`apps_for` that version: an app added later
-(``memory``, issue 15, first listed by ``toolcaller@v4``) is left out of the older
-versions' prompts, so their recorded runs replay byte-identically; the kernel binds every
-app whatever the version. :data:`APPS` is the list those older versions were recorded
-with (``apps_for(3)``), kept under its old name for them. ``notebook`` (issue 17) is first
-listed by ``toolcaller@v5``.
+The prompt of a program version lists :func:`apps_for` that version
+(:attr:`~jupyter_agent.core.loop.features.Features.apps`): an app is listed from its
+``since`` version on (``memory`` from ``toolcaller@v4``, ``notebook`` from ``toolcaller@v5``)
+and left out of the older versions' prompts, so their recorded runs replay byte-identically;
+the kernel binds every app whatever the version. :data:`APPS` is the list ``toolcaller@v1``
+to ``@v3`` were recorded with (``apps_for(3)``).
 """
 
 from __future__ import annotations

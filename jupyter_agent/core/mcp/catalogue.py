@@ -1,4 +1,4 @@
-"""The MCP tools a run may call, as data (issue 18; pure).
+"""The MCP tools a run may call, as data (pure).
 
 The host answers ``config.get {key: "mcp"}`` (``toolcaller@v6``) with the catalogue of the
 configured MCP servers' allowed tools, recorded in the run's log so a replay builds the
