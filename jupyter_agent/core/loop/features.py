@@ -42,7 +42,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from jupyter_agent.core.loop.apps import AppSpec, apps_for
+from jupyter_agent.core.app_spec import AppSpec
+from jupyter_agent.core.loop.apps import apps_for
 from jupyter_agent.core.memory.program import AUTORECALL_PROGRAM
 
 __all__ = ["FEATURES", "PROGRAM", "PROGRAMS", "Features"]

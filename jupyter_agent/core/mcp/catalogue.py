@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from jupyter_agent.core.loop.apps import AppSpec, MethodSpec
+from jupyter_agent.core.app_spec import AppSpec, MethodSpec
 
 __all__ = [
     "MCP_APP",
