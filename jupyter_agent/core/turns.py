@@ -11,11 +11,11 @@
      recall: {program, hits: [{kind, id, chat_id, score, text}], tokens},
      programs: [name@vN]}
 
-``llm.window`` (``toolcaller@v3``, issue 14) says what the boot window held: raw turns,
+``llm.window`` (``toolcaller@v3``) says what the boot window held: raw turns,
 level-1 and level-2 summaries, turns named by the omission line, and its tokens; it is
 absent in older records (and in runs that ended before building a window).
 
-``recall`` (``toolcaller@v4``, issue 15) is what ``autorecall@v1`` showed the model before
+``recall`` (``toolcaller@v4``) is what ``autorecall@v1`` showed the model before
 the message: each hit's kind, id, chat and score with its text clipped to
 :data:`RECALL_TEXT_CHARS` characters, and the tokens the injected result took; absent when
 nothing was recalled. ``programs`` names the programs the turn ran (``["toolcaller@v4",
@@ -228,12 +228,12 @@ class RunSummary:
     cost: float | None = None
     stop_reason: StopReason | None = None
     end_cause: EndCause | None = None
-    #: Every program the run used, ``name@vN#hash``: the run program first (issue 16;
-    #: empty in rows written before).
+    #: Every program the run used, ``name@vN#hash``: the run program first
+    #: (empty in rows written before programs were recorded).
     programs: tuple[str, ...] = ()
     #: The agent (its space) the run answered as.
     agent: str = "agent"
-    #: Whose run it is: its chat's owner (issue 19; "" = the server's user).
+    #: Whose run it is: its chat's owner ("" = the server's user).
     owner: str = ""
 
     def to_json(self) -> dict[str, Any]:

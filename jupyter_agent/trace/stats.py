@@ -42,7 +42,7 @@ from jupyter_agent.llm.chat import ADAPTERS, Adapter
 from jupyter_agent.llm.profiles import Profile, cost_usd, get_profile
 from jupyter_agent.llm.tiers import Tier, tier_from_config
 from jupyter_agent.messages import LLMReply, Usage, usage_to_json
-from jupyter_agent.trace.cells_view import effect_status
+from jupyter_agent.trace.effect_steps import effect_status
 from jupyter_agent.trace.log import LoggedEffect, TraceFile, pair_effects
 
 __all__ = ["USAGE_KEYS", "call_attempts", "run_stats"]

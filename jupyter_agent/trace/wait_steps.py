@@ -31,7 +31,7 @@ _APPROVAL_BY: dict[Any, ApprovalBy] = {"person": "person", "timeout": "timeout",
 def approval_step(effect: LoggedEffect, status: StepStatus) -> ApprovalStep:
     """An ``approval.wait`` read as the loop read it (:class:`~jupyter_agent.core.loop.approval.
     Decision`: anything but an explicit ``approve: true`` denies); ``status`` is the
-    effect's (:func:`~jupyter_agent.trace.cells_view.effect_status`)."""
+    effect's (:func:`~jupyter_agent.trace.effect_steps.effect_status`)."""
     data = effect.data if isinstance(effect.data, dict) else {}
     answer = effect.result.data if effect.result is not None else None
     approve: bool | None = None if status == "unfinished" else False

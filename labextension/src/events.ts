@@ -2,7 +2,7 @@
  * The agent's events and a run's steps, as the server sends them.
  *
  * GENERATED from jupyter_agent/core/events/types.py and jupyter_agent/core/events/steps.py by
- * `python -m jupyter_agent.core.events.types --ts > labextension/src/events.ts`: do not edit.
+ * `python -m jupyter_agent.core.events.ts_mirror > labextension/src/events.ts`: do not edit.
  * tests/core/test_events.py fails when this file differs from the generated text.
  */
 

@@ -452,7 +452,7 @@ def test_displays_html_table_and_markdown() -> None:
 
 
 def test_options_from_config_take_budgets_spaces_and_vision() -> None:
-    from jupyter_agent.core.loop.runstate import Ceilings
+    from jupyter_agent.core.ceilings import Ceilings
     from jupyter_agent.llm.profiles import Profile
 
     ceilings = Ceilings(value_budget_tokens=500, total_budget_tokens=2500)

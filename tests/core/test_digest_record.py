@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_agent.core.ceilings import Ceilings
 from jupyter_agent.core.digest.cells import CellResult, Value
 from jupyter_agent.core.digest.record import (
     DIGEST_KEY,
@@ -18,7 +19,7 @@ from jupyter_agent.core.digest.record import (
     recorded,
 )
 from jupyter_agent.core.digest.render import digest_cell
-from jupyter_agent.core.loop.runstate import Ceilings, RunState
+from jupyter_agent.core.loop.runstate import RunState
 from jupyter_agent.core.loop.steps import run_tool
 from jupyter_agent.effects import CELL_RUN, Result
 from jupyter_agent.exceptions import NondeterminismError

@@ -5,7 +5,10 @@ definition, the generated ``labextension/src/events.ts`` (which must not drift).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +26,22 @@ ALL = (*ev.EVENTS, *st.STEPS)
 def test_the_committed_typescript_is_the_generated_text() -> None:
     assert TS.read_text(encoding="utf-8") == render(), (
         "labextension/src/events.ts is stale: run "
-        "`python -m jupyter_agent.core.events.types --ts > labextension/src/events.ts`"
+        "`python -m jupyter_agent.core.events.ts_mirror > labextension/src/events.ts`"
     )
+
+
+def test_the_generator_command_prints_the_text() -> None:
+    # The command the file's header and CONTRIBUTING.md name, run as a reader would.
+    env = {**os.environ, "PYTHONPATH": str(TS.parents[2])}
+    command = [sys.executable, "-m", "jupyter_agent.core.events.ts_mirror"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == render()
+    refused = subprocess.run(
+        [*command, "--ts"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert refused.returncode == 2
+    assert "usage:" in refused.stdout
 
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)

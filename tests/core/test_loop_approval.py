@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.core.digest.cells import BashResult, Value
-from jupyter_agent.core.history.window import HistoryWindow
+from jupyter_agent.core.history.answer import HistoryWindow
 from jupyter_agent.core.loop.approval import (
     BREAK_REFUSAL,
     REFUSAL,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.history.window import HistoryWindow
+from jupyter_agent.core.history.answer import HistoryWindow
 from jupyter_agent.core.loop.machine import PROGRAM, PROGRAMS, V6_PROGRAMS, Turn, setup
 from jupyter_agent.core.mcp.catalogue import McpCatalogue, McpServerTools, McpTool
 from tests.core.test_loop_step import NOW, TIER, Stepper

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.core.digest.render import DigestOptions
+from jupyter_agent.core.digest.options import DigestOptions
 from jupyter_agent.core.loop.machine import Turn, end, setup, step
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import Effect, EffectGen, Result

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.core.digest.render import DigestOptions
+from jupyter_agent.core.digest.options import DigestOptions
 from jupyter_agent.core.digest.tracebacks import MAX_FRAMES, compact_traceback, strip_ansi
 from jupyter_agent.core.paths import normalize_paths
 

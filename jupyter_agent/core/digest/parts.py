@@ -13,16 +13,18 @@ import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from jupyter_agent.core.digest.cells import AppCallRecord, CellResult, Value
 from jupyter_agent.core.tokens import CHARS_PER_TOKEN
 from jupyter_agent.messages import File
 
 if TYPE_CHECKING:
-    from jupyter_agent.core.digest.render import DigestOptions
+    from jupyter_agent.core.digest.options import DigestOptions
 
 __all__ = [
+    "DIGEST_MIME",
+    "IMAGE_TYPES",
     "Image",
     "Rendered",
     "block",
@@ -35,6 +37,10 @@ __all__ = [
 ]
 
 IMAGE_TYPES = ("image/png", "image/jpeg")
+#: The mime type whose presence in a last value's bundle says "this repr is a notebook
+#: digest, budgeted already": the cell digest shows it whole (the kernel's NotebookView,
+#: :mod:`jupyter_agent.core.notebook.digest`).
+DIGEST_MIME: Final = "application/vnd.jupyter-agent.notebook-digest+json"
 BATCH_HINT_AT = 4
 MAX_DISPLAYS = 20
 MAX_DETAILS = 20

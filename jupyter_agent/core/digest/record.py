@@ -22,10 +22,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
+from jupyter_agent.core.ceilings import Ceilings
 from jupyter_agent.core.digest.cells import CellResult
+from jupyter_agent.core.digest.options import DigestOptions
 from jupyter_agent.core.digest.parts import collect_images
-from jupyter_agent.core.digest.render import Digest, DigestOptions
-from jupyter_agent.core.loop.runstate import Ceilings
+from jupyter_agent.core.digest.render import Digest
 from jupyter_agent.messages import File, Text
 
 __all__ = [

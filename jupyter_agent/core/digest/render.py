@@ -50,12 +50,12 @@ Contract:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from jupyter_agent.core.digest.cells import BashResult, CellResult, LastValue, Value
+from jupyter_agent.core.digest.options import DigestOptions
 from jupyter_agent.core.digest.parts import (
+    DIGEST_MIME,
     Image,
     Rendered,
     block,
@@ -66,43 +66,11 @@ from jupyter_agent.core.digest.parts import (
     stub,
 )
 from jupyter_agent.core.digest.tracebacks import compact_traceback
-from jupyter_agent.core.notebook.digest import DIGEST_MIME
 from jupyter_agent.core.paths import normalize_paths
 from jupyter_agent.core.tokens import chars_for_tokens, count_tokens
 from jupyter_agent.messages import File, Text
 
-if TYPE_CHECKING:
-    from jupyter_agent.core.loop.runstate import Ceilings
-    from jupyter_agent.llm.profiles import Profile
-
 __all__ = ["Digest", "DigestOptions", "digest_bash", "digest_cell"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class DigestOptions:
-    """How a digest is budgeted and what it may show (see the module docstring)."""
-
-    value_budget_tokens: int = 600
-    total_budget_tokens: int = 3000
-    vision: bool = False
-    env_prefix: str = ""
-    home: str = ""
-    max_images: int = 4
-
-    @classmethod
-    def from_config(
-        cls, ceilings: Ceilings, spaces: Mapping[str, Any], profile: Profile | None = None
-    ) -> DigestOptions:
-        """The options of a run: budgets from its ``ceilings``, the ``<env>`` prefix and
-        ``~`` from its ``spaces`` (``env_prefix``, ``home``), vision from the model's
-        ``profile`` (none given: no vision)."""
-        return cls(
-            value_budget_tokens=ceilings.value_budget_tokens,
-            total_budget_tokens=ceilings.total_budget_tokens,
-            vision=profile.vision if profile is not None else False,
-            env_prefix=str(spaces.get("env_prefix", "")),
-            home=str(spaces.get("home", "")),
-        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from jupyter_agent.core.paths import normalize_paths
 
 if TYPE_CHECKING:
-    from jupyter_agent.core.digest.render import DigestOptions
+    from jupyter_agent.core.digest.options import DigestOptions
 
 __all__ = ["MAX_FRAMES", "MAX_LINE", "MAX_SECTIONS", "compact_traceback", "strip_ansi"]
 

@@ -17,7 +17,7 @@ ended: ``ok``; ``failed`` (an error result, or a cell or command that ended in e
 ``unfinished`` (no result line: the run crashed or still runs); ``unreadable`` (a result
 that does not parse); ``error`` is the effect's error object, if any.
 
-Waits and notices (issue 18) are steps too: an ``approval.wait`` is an :class:`ApprovalStep`
+Waits and notices are steps too: an ``approval.wait`` is an :class:`ApprovalStep`
 (its ``approval`` and ``approval_end`` events), top level (a cell or a command waiting) or
 nested (``parent``: the ``app.call`` of an MCP call that waited); a mailbox ``notice`` the
 run took is a :class:`NoticeStep`.

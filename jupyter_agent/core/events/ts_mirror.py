@@ -5,7 +5,7 @@
 keys, in order, with their types), the unions (``AgentEvent``, ``RunStep``), the tags in
 order (``EVENT_TYPES``, ``STEP_TYPES``) and ``LIVE_ONLY``. The panel imports it; nothing in
 it is written by hand.
-``python -m jupyter_agent.core.events.types --ts > labextension/src/events.ts``
+``python -m jupyter_agent.core.events.ts_mirror > labextension/src/events.ts``
 writes it; ``tests/core/test_events.py`` fails when the committed file differs.
 
 Type mapping: ``str`` string, ``int``/``float`` number, ``bool`` boolean, ``None`` null,
@@ -34,7 +34,7 @@ _HEADER = """\
  * The agent's events and a run's steps, as the server sends them.
  *
  * GENERATED from jupyter_agent/core/events/types.py and jupyter_agent/core/events/steps.py by
- * `python -m jupyter_agent.core.events.types --ts > labextension/src/events.ts`: do not edit.
+ * `python -m jupyter_agent.core.events.ts_mirror > labextension/src/events.ts`: do not edit.
  * tests/core/test_events.py fails when this file differs from the generated text.
  */
 
@@ -139,10 +139,16 @@ def render() -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``--ts``: print :func:`render`'s text
-    (``python -m jupyter_agent.core.events.types --ts``)."""
-    if list(argv) != ["--ts"]:
-        print("usage: python -m jupyter_agent.core.events.types --ts > labextension/src/events.ts")
+    """Print :func:`render`'s text (``python -m jupyter_agent.core.events.ts_mirror``); no
+    arguments."""
+    if list(argv):
+        print("usage: python -m jupyter_agent.core.events.ts_mirror > labextension/src/events.ts")
         return 2
     print(render(), end="")
     return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

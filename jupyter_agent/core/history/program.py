@@ -1,6 +1,6 @@
 """The history program (``history@v1``): one chunk summary of a chat, as a pure generator.
 
-A summary run is given a *job* and makes one summary of it (DESIGN section 7, issue 14):
+A summary run is given a *job* and makes one summary of it (DESIGN section 7):
 
 1. ``config.get {"key": "history_job"}`` -> ``{chat_id, level, first_turn, last_turn,
    items}``: ``items`` are the texts to summarise, oldest first: for level 1 each of the

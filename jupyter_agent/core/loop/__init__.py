@@ -1,5 +1,6 @@
-"""The ``toolcaller`` program: the pure state machine of a turn (:mod:`.machine`), its steps,
-the run state, the inbox, the prompt, approvals and the in-cell apps as data. Pure: no I/O;
+"""The ``toolcaller`` program: the pure state machine of a turn (:mod:`.machine`), what each
+version does (:mod:`.features`), its steps, the run state, the inbox, the prompt, approvals
+and the in-cell apps as data. Pure: no I/O;
 imports core/ concerns, llm's chat call and the top-level contracts. Used by runtime/loop (the
 driver), programs/ and deployed programs, which import ``setup``, ``step`` and ``end`` from here.
 """

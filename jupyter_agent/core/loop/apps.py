@@ -6,40 +6,20 @@ an ``app.call`` effect whose ``parent`` is the seq of the cell's ``cell.run``. T
 is the single catalogue (:data:`ALL_APPS`) used by the kernel (to build the proxies), the
 driver (to know what is a mutation) and the prompt (one line per method).
 
-The prompt of a program version lists :func:`apps_for` that version: an app added later
-(``memory``, issue 15, first listed by ``toolcaller@v4``) is left out of the older
-versions' prompts, so their recorded runs replay byte-identically; the kernel binds every
-app whatever the version. :data:`APPS` is the list those older versions were recorded
-with (``apps_for(3)``), kept under its old name for them. ``notebook`` (issue 17) is first
-listed by ``toolcaller@v5``.
+The prompt of a program version lists :func:`apps_for` that version
+(:attr:`~jupyter_agent.core.loop.features.Features.apps`): an app is listed from its
+``since`` version on (``memory`` from ``toolcaller@v4``, ``notebook`` from ``toolcaller@v5``)
+and left out of the older versions' prompts, so their recorded runs replay byte-identically;
+the kernel binds every app whatever the version. :data:`APPS` is the list ``toolcaller@v1``
+to ``@v3`` were recorded with (``apps_for(3)``). The shapes, :class:`AppSpec` and
+:class:`MethodSpec`, are :mod:`jupyter_agent.core.app_spec`'s (also importable from here).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from jupyter_agent.core.app_spec import AppSpec, MethodSpec
 
 __all__ = ["ALL_APPS", "APPS", "AppSpec", "MethodSpec", "apps_for", "find_method"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class MethodSpec:
-    """One app method: its call signature as the model writes it, and what it does."""
-
-    name: str
-    signature: str
-    doc: str
-    mutation: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class AppSpec:
-    """One app: the name bound in the kernel's namespace, its docstring and its methods;
-    ``since``: the first ``toolcaller`` version whose prompt lists it."""
-
-    name: str
-    doc: str
-    methods: tuple[MethodSpec, ...]
-    since: int = 1
 
 
 ALL_APPS: tuple[AppSpec, ...] = (

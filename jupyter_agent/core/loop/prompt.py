@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_agent.core.loop.apps import AppSpec
+from jupyter_agent.core.app_spec import AppSpec
 from jupyter_agent.messages import File, Message, Part, Text
 from jupyter_agent.tools import ToolSpec
 

@@ -1,4 +1,6 @@
-"""What the loop keeps while a run goes on: counters, usage, cost, replies, steering, ceilings.
+"""What the loop keeps while a run goes on: counters, usage, cost, replies, steering, and
+whether a ceiling (:class:`~jupyter_agent.core.ceilings.Ceilings`, also importable from here)
+is reached.
 
 Pure bookkeeping, separate from :mod:`jupyter_agent.core.loop.machine` so the loop reads as the
 seed's cycle and nothing else.
@@ -8,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from jupyter_agent.codec import load
+from jupyter_agent.core.ceilings import Ceilings
 from jupyter_agent.core.turns import EndCause, Reply, Steering, TurnRecall, TurnWindow
 from jupyter_agent.messages import Usage
 
@@ -25,32 +26,6 @@ def parse_time(iso: str) -> datetime:
 def seconds_between(start: str, end: str) -> float:
     """Seconds from ``start`` to ``end`` (ISO times)."""
     return (parse_time(end) - parse_time(start)).total_seconds()
-
-
-@dataclass(frozen=True, kw_only=True)
-class Ceilings:
-    """The per-run limits and budgets, from ``config.get {"key": "ceilings"}``."""
-
-    max_model_calls: int = 40
-    max_cells: int = 60
-    max_wall_s: float = 900.0
-    max_cost_usd: float = 2.0
-    cell_timeout_s: float = 120.0
-    bash_enabled: bool = True
-    history_budget_tokens: int = 50_000
-    value_budget_tokens: int = 600
-    total_budget_tokens: int = 3_000
-    #: Which cells wait for the person (``toolcaller@v5``, :mod:`jupyter_agent.core.loop.approval`):
-    #: ``none``, ``writes`` or ``every_cell``; absent from older recorded configs (none).
-    approval: str = "none"
-
-    @classmethod
-    def from_json(cls, data: Any) -> Ceilings:
-        """Build from the config value (by field name); unknown keys are ignored, missing ones
-        default, a value of the wrong type raises ValueError; a non-dict gives the defaults."""
-        if not isinstance(data, dict):
-            return cls()
-        return load(cls, data, by_name=True)
 
 
 @dataclass(kw_only=True)

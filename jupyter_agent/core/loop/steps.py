@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from jupyter_agent.core.ceilings import Ceilings
 from jupyter_agent.core.digest.cells import BashResult, CellResult
 from jupyter_agent.core.digest.record import recorded_content
 from jupyter_agent.core.digest.render import DigestOptions, digest_bash, digest_cell
-from jupyter_agent.core.history.window import HistoryWindow
+from jupyter_agent.core.history.answer import HistoryWindow
 from jupyter_agent.core.loop.approval import (
     POLICIES,
     Approvals,
@@ -28,7 +29,7 @@ from jupyter_agent.core.loop.approval import (
 )
 from jupyter_agent.core.loop.inbox import Inbox, read_items
 from jupyter_agent.core.loop.prompt import user_message
-from jupyter_agent.core.loop.runstate import Ceilings, RunState, seconds_between
+from jupyter_agent.core.loop.runstate import RunState, seconds_between
 from jupyter_agent.core.turns import (
     EndCause,
     Reply,

@@ -1,4 +1,4 @@
-"""The MCP tools a run may call, as data (issue 18; pure).
+"""The MCP tools a run may call, as data (pure).
 
 The host answers ``config.get {key: "mcp"}`` (``toolcaller@v6``) with the catalogue of the
 configured MCP servers' allowed tools, recorded in the run's log so a replay builds the
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from jupyter_agent.core.loop.apps import AppSpec, MethodSpec
+from jupyter_agent.core.app_spec import AppSpec, MethodSpec
 
 __all__ = [
     "MCP_APP",

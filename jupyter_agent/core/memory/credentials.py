@@ -1,4 +1,4 @@
-"""Is this text a credential? The check that keeps secrets out of memory (issue 15; pure).
+"""Is this text a credential? The check that keeps secrets out of memory (pure).
 
 :func:`credential_reason` answers why a text must not be stored, or None. It refuses:
 

@@ -1,4 +1,4 @@
-"""Hybrid recall (issue 15): lexical hits and vector neighbours merged into one ranking. Pure.
+"""Hybrid recall: lexical hits and vector neighbours merged into one ranking. Pure.
 
 With an ``embed`` tier, a memory's score is ``0.5 * lexical + 0.5 * max(0, cosine)``
 (:func:`hybrid_score`), where ``lexical`` is the store's score (idf-weighted coverage of

@@ -1,6 +1,6 @@
 """``autorecall@v1``: the recall step of ``toolcaller@v4``, a pure sub-program.
 
-Before the run's first model call (DESIGN section 7, issue 15) the loop reads the memory
+Before the run's first model call (DESIGN section 7) the loop reads the memory
 config and, with it, recalls what memory and the user's earlier chats hold about the
 message:
 

@@ -1,4 +1,4 @@
-"""Memory facts and recall hits as data (issue 15): the shapes every layer shares (pure).
+"""Memory facts and recall hits as data: the shapes every layer shares (pure).
 
 :class:`Memory` is one stored fact, as REST JSON (DESIGN section 7)::
 
@@ -7,8 +7,8 @@
 ``chat_id``/``run_id`` name where the fact was saved (None when the person added it from
 the Memory view or the CLI); ``turn_id`` is the turn of that run once it is stored (the
 store resolves it). ``author`` is ``agent`` (saved by ``memory.save`` in a cell) or
-``person`` (REST, panel, CLI). ``owner`` is the scope (the server's user is ``""``; the
-multi-user issue gives each Jupyter identity its own); it never leaves the server.
+``person`` (REST, panel, CLI). ``owner`` is the scope (the server's user is ``""``; each
+Jupyter identity has its own); it never leaves the server.
 
 :class:`RecallHit` is one result of a recall search (``recall.search``, ``memory.search``)::
 

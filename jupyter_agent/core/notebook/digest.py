@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from jupyter_agent.core.digest.parts import IMAGE_TYPES, image_size, size_text
+from jupyter_agent.core.digest.parts import DIGEST_MIME, IMAGE_TYPES, image_size, size_text
 from jupyter_agent.core.digest.tracebacks import compact_traceback, strip_ansi
 from jupyter_agent.core.paths import normalize_paths
 from jupyter_agent.core.tokens import chars_for_tokens, count_tokens
@@ -69,9 +69,6 @@ __all__ = [
 
 #: What ends a text the bounds cut (then `` N chars in all]``).
 CUT_MARK: Final = "\n… [cut by the host:"
-#: The mime type whose presence in a last value's bundle says "this repr is a notebook
-#: digest, budgeted already": the cell digest shows it whole (the kernel's NotebookView).
-DIGEST_MIME: Final = "application/vnd.jupyter-agent.notebook-digest+json"
 #: The most a digest may be: the kernel keeps a last value's repr whole up to 20,000 chars.
 MAX_BUDGET_TOKENS: Final = 4500
 _OUTPUTS_SHOWN = 6  # outputs of one cell the digest lists at full detail
