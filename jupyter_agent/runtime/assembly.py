@@ -96,17 +96,17 @@ class AdminConfig:
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The ``agents`` trait: ``{name: {space?, tiers?, description?}}`` (:mod:`.agents`).
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The ``approval`` trait (issue 17): which cells wait for the person; new runs read it
+    #: The ``approval`` trait: which cells wait for the person; new runs read it
     #: as ``ceilings.approval`` (``none``, ``writes``, ``every_cell``).
     approval: str = "writes"
-    #: The ``mcp_servers`` trait (issue 18): ``{name: server config}`` as the admin wrote
+    #: The ``mcp_servers`` trait: ``{name: server config}`` as the admin wrote
     #: it (:mod:`.mcp_config` validates it; a bad entry is logged and shown, not fatal).
     mcp_servers: dict[str, Any] = field(default_factory=dict)
-    #: The owner of the server's own user (issue 19): ``""`` in single-user mode, the Hub
+    #: The owner of the server's own user: ``""`` in single-user mode, the Hub
     #: user's name under JupyterHub. Its settings get the old ``settings.json``; the
     #: start-up readiness line is about its tiers.
     server_owner: str = ""
-    #: ``program_check_timeout_s``: the deadline of a deploy's check process (issue 25).
+    #: ``program_check_timeout_s``: the deadline of a deploy's check process.
     program_check_timeout_s: float = 20.0
 
 
@@ -154,7 +154,7 @@ class Parts:
             contents_manager, root_dir=self.root_dir, max_bytes=admin.max_attachment_bytes
         )
         self.notebooks = NotebookWriter(self.contents, admin.trace_dir)
-        # The person's notebooks (issue 17): open ones through their shared model (RTC),
+        # The person's notebooks: open ones through their shared model (RTC),
         # the others through the contents manager; the run manager's notices tell runs.
         self.live_docs = live_docs or LiveDocs()
         self.proposals = ProposalService(
@@ -188,7 +188,7 @@ class Parts:
         )
         self.run_config = self.run_configs.run_config
         self.history_config = self.run_configs.history_config
-        # The MCP servers (issue 18), before the scrubber: their references are secrets.
+        # The MCP servers, before the scrubber: their references are secrets.
         self.mcp_servers, self.mcp_problems = parse_servers(admin.mcp_servers)
         self.scrubber = self.build_scrubber(server_token)
         self.events.clean = self.scrubber.clean_json  # no known secret in any event
@@ -214,7 +214,7 @@ class Parts:
         self.memory = MemoryService(
             store, self.scrubber, embedder=self.embedder.on_saved, vectors=self.embedder
         )
-        # Deployed program versions (issue 16): which one a run uses; deploys and rollbacks.
+        # Deployed program versions: which one a run uses; deploys and rollbacks.
         self.programs = ProgramRegistry(store, cache_dir=self.data_dir / "programs")
         checks = CheckProcess.for_pool(pool, timeout_s=admin.program_check_timeout_s)
         self.program_service = ProgramService(store, self.programs, checks=checks)
@@ -231,7 +231,7 @@ class Parts:
             embedder=self.embedder,
             memory=self.memory,
             agents=self.agents,
-            # The in-cell notebook app (issue 17): reads live documents or the contents
+            # The in-cell notebook app: reads live documents or the contents
             # manager; proposes through the proposal service.
             notebooks=NotebookReader(self.contents, live=self.live_docs),
             proposals=self.proposals,

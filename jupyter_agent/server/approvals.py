@@ -1,4 +1,4 @@
-"""Approval routes (issue 17): ``POST agent/runs/{run_id}/approvals/{approval_id}``.
+"""Approval routes: ``POST agent/runs/{run_id}/approvals/{approval_id}``.
 
 Thin, like the other handlers: it authenticates, authorizes (``execute`` on ``agent``: an
 approval lets code run), parses the body ``{approve: bool, rest_of_turn?: bool}``

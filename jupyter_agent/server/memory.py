@@ -1,4 +1,4 @@
-"""Memory routes (issue 15): ``agent/memories`` and ``agent/memories/{id}``.
+"""Memory routes: ``agent/memories`` and ``agent/memories/{id}``.
 
 Thin: each method authenticates, authorizes (reads need ``read``; adding, editing and
 deleting need ``execute``), parses the query or body into typed arguments (:mod:`.parse`)

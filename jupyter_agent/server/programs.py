@@ -1,4 +1,4 @@
-"""Program routes (issue 16): ``agent/programs``, ``agent/programs/{name}[@vN]`` and
+"""Program routes: ``agent/programs``, ``agent/programs/{name}[@vN]`` and
 ``agent/programs/{name}/rollback``.
 
 Thin: each method authenticates, authorizes, parses and calls the

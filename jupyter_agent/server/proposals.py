@@ -1,4 +1,4 @@
-"""Proposal routes (issue 17): deciding the agent's notebook edits, undoing them, listing.
+"""Proposal routes: deciding the agent's notebook edits, undoing them, listing.
 
 Thin: each method authenticates, authorizes (deciding and undoing change the person's
 notebook: ``execute``, like sending a message; listing needs ``read``), parses the body

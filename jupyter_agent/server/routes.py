@@ -140,5 +140,5 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (r"/agent/programs", ProgramsHandler),
     (rf"/agent/programs/{_ID.format('name')}", ProgramHandler),
     (rf"/agent/programs/{_ID.format('name')}/rollback", ProgramRollbackHandler),
-    (MCP_ROUTE, McpHandler),  # the agent as an MCP server (issue 18)
+    (MCP_ROUTE, McpHandler),  # the agent as an MCP server
 ]

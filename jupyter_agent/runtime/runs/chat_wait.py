@@ -1,4 +1,4 @@
-"""Send a message and wait for the turn that holds it (the MCP ``chat`` tool, issue 18).
+"""Send a message and wait for the turn that holds it (the MCP ``chat`` tool).
 
 :func:`send_and_wait` sends through :meth:`ChatService.send
 <jupyter_agent.runtime.runs.chat_service.ChatService.send>` (the same validation and routing

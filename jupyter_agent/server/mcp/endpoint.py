@@ -163,7 +163,7 @@ class McpHandler(AgentHandler):
         name = str(getattr(user, "username", "") or "")
         read = await authz.is_authorized(self, "read", AUTH_RESOURCE)
         execute = await authz.is_authorized(self, "execute", AUTH_RESOURCE)
-        # The same owner as the REST routes' (issue 19): one request, one owner.
+        # The same owner as the REST routes': one request, one owner.
         return Caller(
             user=name,
             read=read,

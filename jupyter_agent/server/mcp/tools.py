@@ -1,4 +1,4 @@
-"""The tools and resources of the agent's MCP endpoint (``{base_url}agent/mcp``, issue 18).
+"""The tools and resources of the agent's MCP endpoint (``{base_url}agent/mcp``).
 
 :func:`build_server` answers a low-level MCP ``Server`` whose handlers translate MCP
 requests into calls of the agent's services (:class:`~jupyter_agent.runtime.services.Services`:
@@ -25,7 +25,7 @@ Permissions are the Jupyter authorizer's answers for the request that carried th
 (:class:`Caller`, put in the ASGI scope by :mod:`.endpoint` under :data:`CALLER_KEY`),
 never the session's: ``tools/list`` leaves out what the caller may not call, and a call of
 one is a tool error naming the permission. Every call and resource is scoped to the
-caller's owner (issue 19: another owner's chat or run is "not found", as over REST; an
+caller's owner (another owner's chat or run is "not found", as over REST; an
 admin reads any run). Resources (``agent://chats/{chat_id}``: the chat
 with its turns; ``agent://runs/{run_id}``: the run detail) need ``read``; the newest 50
 chats and 50 runs are listed.
