@@ -23,9 +23,9 @@ Decisions worth knowing:
   ``toolcaller@v1`` and ``toolcaller@v2``, not ``toolcaller2@v1``) or ``name@vN`` (that
   version only), matched case-sensitively on both backends
   (:func:`~jupyter_agent.store.filters.program_filter`).
-- ``read_window`` reads only the newest turns a boot window can use, one count of the
-  older ones and the summaries it can use (:mod:`jupyter_agent.store.history.turn_queries`): a
-  run's history costs O(window), however long the chat.
+- ``turn_count`` and ``turns_at`` read a chat's turns by position
+  (:mod:`jupyter_agent.store.history.chunk_queries`): a run's history window costs
+  O(window), however long the chat.
 - ``prune_runs`` never deletes a run whose status is still ``running``.
 - A turn's and a chunk's recall doc (:mod:`.recall_index`) is written in the transaction
   storing it; ``delete_chat`` deletes them (memories saved in the chat stay, with theirs).
