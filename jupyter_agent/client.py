@@ -36,16 +36,14 @@ Contracts:
     extension enabled?)`` (reason ``no_route``);
   - any other 4xx/5xx: the server's ``{message, reason}`` JSON, else ``HTTP <status>``.
 
-- :meth:`AgentClient.events` is an async iterator over the chat's event WebSocket. It
-  uses ``websocket-client`` (a dependency of jupyter_server, so always installed with it)
-  in a worker thread, because httpx has no WebSocket support and this module must not
-  import tornado.
+- :meth:`AgentClient.events` is an async iterator over the chat's event WebSocket
+  (:mod:`jupyter_agent.client_events`: ``websocket-client`` in a worker thread, because
+  httpx has no WebSocket support and this module must not import tornado).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
+import contextlib
 from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any
@@ -53,6 +51,7 @@ from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
 
 import httpx
 
+from jupyter_agent.client_events import read_events
 from jupyter_agent.exceptions import ClientError
 
 __all__ = ["AgentClient", "ClientError"]
@@ -446,49 +445,18 @@ class AgentClient:
     async def events(self, chat_id: str, since: int = 0) -> AsyncIterator[dict[str, Any]]:
         """The chat's events from ``since`` on, as dicts, until the server closes the socket.
 
-        Stopping the iteration (``break``, cancellation) closes the socket.
+        Stopping the iteration (``break``, cancellation) closes the socket
+        (:func:`~jupyter_agent.client_events.read_events`).
         """
-        # Imported here: only this method needs it (see the module docstring).
-        import websocket
-
-        url = self.events_url(chat_id, since)
-        header = [f"Authorization: token {self._token}"] if self._token else []
-
-        def connect() -> websocket.WebSocket:
-            try:
-                return websocket.create_connection(
-                    url, header=header, timeout=self._timeout, suppress_origin=True
-                )
-            except websocket.WebSocketBadStatusException as exc:
-                status = int(exc.status_code)
-                if status == 403:
-                    raise self._refused("") from None
-                raise self._failure(
-                    status, f"the events socket was refused (HTTP {status})"
-                ) from None
-            except (OSError, websocket.WebSocketException) as exc:
-                raise self._failure(
-                    None,
-                    f"cannot reach the agent server at {self._shown} ({type(exc).__name__})",
-                    "unreachable",
-                ) from None
-
-        ws = await asyncio.to_thread(connect)
-        ws.settimeout(None)  # an event stream may be quiet for long; the caller bounds it
-        try:
-            while True:
-                try:
-                    frame = await asyncio.to_thread(ws.recv)
-                except (websocket.WebSocketConnectionClosedException, OSError):
-                    return
-                if not frame:
-                    return
-                text = frame.decode() if isinstance(frame, bytes) else frame
-                try:
-                    event = json.loads(text)
-                except ValueError:
-                    continue  # not an event: nothing a caller could act on
-                if isinstance(event, dict):
-                    yield event
-        finally:
-            ws.close()
+        refused = lambda: self._refused("")  # noqa: E731
+        socket = read_events(
+            self.events_url(chat_id, since),
+            self._token,
+            timeout=self._timeout,
+            shown=self._shown,
+            refused=refused,
+            failure=self._failure,
+        )
+        async with contextlib.aclosing(socket) as events:  # the socket closes with us
+            async for event in events:
+                yield event
