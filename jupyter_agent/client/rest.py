@@ -1,214 +1,24 @@
-"""Python client of the agent's REST API (DESIGN section 3), used by ``jupyter agent``.
+"""The agent's REST routes as methods: one per route, each answering the route's JSON.
 
-:class:`AgentClient` speaks to one Jupyter server running the extension::
-
-    client = AgentClient("http://127.0.0.1:8888/", token)
-    chat = client.create_chat("analysis")
-    sent = client.send(chat["id"], "plot the squares")
-    async for event in client.events(chat["id"]):
-        if event["type"] == "run_end":
-            break
-
-Contracts:
-
-- ``addr`` is the server's URL including its base URL (``http://host/user/someone/``);
-  route paths are joined under it. Ids put in a path are percent-encoded. A URL as Jupyter
-  prints it (``...?token=T``) works: its token is used when none is given, and dropped from
-  the address.
-- The token goes in the ``Authorization: token T`` header only (never in a URL), and
-  never into an error message or a ``repr``.
-- Every failure is a :class:`ClientError` (an :class:`~jupyter_agent.exceptions.AgentError`)
-  with ``status`` (None when no HTTP answer came),
-  ``message`` (one line for a person) and ``reason`` (the server's machine word):
-
-  - no connection: ``cannot reach the agent server at ADDR`` (reason ``unreachable``);
-  - no answer in ``timeout`` seconds: reason ``timeout``;
-  - 403 with no token given: ``no token was given, and the server at ADDR needs one (403)``
-    (reason ``no_token``);
-  - 403 for a token without the permission the route needs: ``the server refused the
-    request (403): User is not authorized to execute on resource: agent.`` (Jupyter's
-    message; reason ``forbidden``);
-  - 403 the agent answered itself (reason ``not_admin``: another owner's runs listed by
-    a non-admin; ``no_identity``): ``the server refused the request (403): MESSAGE``
-    (the server's reason);
-  - any other 403: ``the server refused the token (403)`` (reason ``forbidden``);
-  - 404 without a JSON body (no agent route there): ``not found: PATH (is the agent
-    extension enabled?)`` (reason ``no_route``);
-  - any other 4xx/5xx: the server's ``{message, reason}`` JSON, else ``HTTP <status>``.
-
-- :meth:`AgentClient.events` is an async iterator over the chat's event WebSocket
-  (:mod:`jupyter_agent.client_events`: ``websocket-client`` in a worker thread, because
-  httpx has no WebSocket support and this module must not import tornado).
+:class:`AgentClient` adds them to :class:`~jupyter_agent.client.http.HttpClient`, whose
+contracts (the address, the token, what every failure becomes) they keep.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+from jupyter_agent.client.events import read_events
+from jupyter_agent.client.http import HttpClient, seg
 
-from jupyter_agent.client_events import read_events
-from jupyter_agent.exceptions import ClientError
-
-__all__ = ["AgentClient", "ClientError"]
-
-#: 403 reasons of the agent's own (the person is known; the action is not theirs).
-_AGENT_REFUSALS = frozenset({"not_admin", "no_identity"})
+__all__ = ["AgentClient"]
 
 
-def _seg(value: str) -> str:
-    """One path segment, percent-encoded (an id can never climb out of its route)."""
-    return quote(str(value), safe="")
-
-
-def _normalise_addr(addr: str) -> tuple[str, str | None]:
-    """``(base URL, token from the query)``: scheme added, a trailing slash, no query,
-    fragment or user:password part (a pasted ``...?token=T`` URL gives its token)."""
-    if not addr.startswith(("http://", "https://")):
-        addr = "http://" + addr
-    parts = urlsplit(addr)
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 literal
-        host = f"[{host}]"
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    path = parts.path if parts.path.endswith("/") else parts.path + "/"
-    token = parse_qs(parts.query).get("token", [None])[0]
-    return urlunsplit((parts.scheme, host, path, "", "")), token
-
-
-class AgentClient:
+class AgentClient(HttpClient):
     """A synchronous client of one server's agent API; :meth:`events` is asynchronous."""
-
-    def __init__(self, addr: str, token: str | None = None, *, timeout: float = 30) -> None:
-        self._addr, query_token = _normalise_addr(addr)
-        self._shown = self._addr
-        self._token = token or query_token
-        token = self._token
-        self._timeout = timeout
-        headers = {"Accept": "application/json"}
-        if token:
-            headers["Authorization"] = f"token {token}"
-        self._http = httpx.Client(
-            base_url=self._addr, headers=headers, timeout=timeout, follow_redirects=False
-        )
-
-    def __repr__(self) -> str:
-        return f"AgentClient({self._shown!r})"
-
-    def _failure(self, status: int | None, message: str, reason: str | None = None) -> ClientError:
-        return ClientError(status, message, reason, addr=self._shown)
-
-    @property
-    def addr(self) -> str:
-        """The server's URL (with a trailing slash)."""
-        return self._shown
-
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._http.close()
-
-    def __enter__(self) -> AgentClient:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    # --- transport ---------------------------------------------------------------------
-
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        params: dict[str, Any] | None = None,
-    ) -> httpx.Response:
-        clean = {k: v for k, v in (params or {}).items() if v is not None}
-        try:
-            response = self._http.request(method, path, json=body, params=clean or None)
-        except httpx.TimeoutException:
-            raise self._failure(
-                None,
-                f"the agent server at {self._shown} did not answer within {self._timeout:g} s",
-                "timeout",
-            ) from None
-        except httpx.TransportError as exc:
-            raise self._failure(
-                None,
-                f"cannot reach the agent server at {self._shown} ({type(exc).__name__})",
-                "unreachable",
-            ) from None
-        if response.status_code >= 400:
-            raise self._error(response)
-        return response
-
-    def _error(self, response: httpx.Response) -> ClientError:
-        status = response.status_code
-        message, reason = f"HTTP {status}", response.reason_phrase or None
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            if isinstance(data.get("message"), str) and data["message"]:
-                message = data["message"]
-            if isinstance(data.get("reason"), str):
-                reason = data["reason"]
-        if status == 403:
-            agent_reason = reason if isinstance(data, dict) and "reason" in data else None
-            return self._refused(message, agent_reason)
-        if status == 404 and data is None:
-            path = response.request.url.path
-            return self._failure(
-                404, f"not found: {path} (is the agent extension enabled?)", "no_route"
-            )
-        return self._failure(status, message, reason)
-
-    def _refused(self, message: str, agent_reason: str | None = None) -> ClientError:
-        """The 403 error: no token, a token without the permission, the agent's own
-        refusal (``agent_reason``: ``not_admin``, ``no_identity``), or a refused token."""
-        if agent_reason in _AGENT_REFUSALS:
-            return self._failure(
-                403, f"the server refused the request (403): {message}", agent_reason
-            )
-        if not self._token:
-            needs = f"no token was given, and the server at {self._shown} needs one (403)"
-            return self._failure(403, needs, "no_token")
-        if message.startswith("User is not authorized"):  # jupyter_server's authorizer
-            return self._failure(
-                403, f"the server refused the request (403): {message}", "forbidden"
-            )
-        return self._failure(403, "the server refused the token (403)", "forbidden")
-
-    def _json(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        params: dict[str, Any] | None = None,
-    ) -> Any:
-        response = self._request(method, path, body=body, params=params)
-        if response.status_code == 204 or not response.content:
-            return None
-        try:
-            return response.json()
-        except ValueError:
-            raise self._failure(
-                response.status_code,
-                f"the server's answer to {method} {path} is not JSON",
-                "bad_answer",
-            ) from None
 
     # --- status and settings -----------------------------------------------------------
 
@@ -243,24 +53,24 @@ class AgentClient:
 
     def rename_chat(self, chat_id: str, title: str) -> dict[str, Any]:
         """``PATCH agent/chats/{id}``: the renamed chat."""
-        return dict(self._json("PATCH", f"agent/chats/{_seg(chat_id)}", body={"title": title}))
+        return dict(self._json("PATCH", f"agent/chats/{seg(chat_id)}", body={"title": title}))
 
     def delete_chat(self, chat_id: str) -> None:
         """``DELETE agent/chats/{id}``."""
-        self._request("DELETE", f"agent/chats/{_seg(chat_id)}")
+        self._request("DELETE", f"agent/chats/{seg(chat_id)}")
 
     def chat(self, chat_id: str) -> dict[str, Any]:
         """``GET agent/chats/{id}``: the chat with its ``turns``, oldest first."""
-        return dict(self._json("GET", f"agent/chats/{_seg(chat_id)}"))
+        return dict(self._json("GET", f"agent/chats/{seg(chat_id)}"))
 
     def chat_notebook(self, chat_id: str) -> dict[str, Any]:
         """``GET agent/chats/{id}/notebook``: the whole chat as notebook JSON."""
-        return dict(self._json("GET", f"agent/chats/{_seg(chat_id)}/notebook"))
+        return dict(self._json("GET", f"agent/chats/{seg(chat_id)}/notebook"))
 
     def write_chat_notebook(self, chat_id: str) -> dict[str, Any]:
         """``POST agent/chats/{id}/notebook``: the chat exported into the server's trace
         folder under a fresh name; ``{path, created}``."""
-        return dict(self._json("POST", f"agent/chats/{_seg(chat_id)}/notebook", body={}))
+        return dict(self._json("POST", f"agent/chats/{seg(chat_id)}/notebook", body={}))
 
     def send(
         self,
@@ -278,7 +88,7 @@ class AgentClient:
             body["attachments"] = attachments
         if control is not None:
             body["control"] = control
-        return dict(self._json("POST", f"agent/chats/{_seg(chat_id)}/messages", body=body))
+        return dict(self._json("POST", f"agent/chats/{seg(chat_id)}/messages", body=body))
 
     # --- runs --------------------------------------------------------------------------
 
@@ -298,19 +108,19 @@ class AgentClient:
         """``GET agent/runs/{run_id}``: the turn record and the effect log (large fields cut
         by the server unless ``full``: ``?full=1``)."""
         params = {"full": "1"} if full else None
-        return dict(self._json("GET", f"agent/runs/{_seg(run_id)}", params=params))
+        return dict(self._json("GET", f"agent/runs/{seg(run_id)}", params=params))
 
     def run_log(self, run_id: str) -> str:
         """``GET agent/runs/{run_id}?log=raw``: the run's JSONL effect log, as written."""
-        return self._request("GET", f"agent/runs/{_seg(run_id)}", params={"log": "raw"}).text
+        return self._request("GET", f"agent/runs/{seg(run_id)}", params={"log": "raw"}).text
 
     def run_stats(self, run_id: str) -> dict[str, Any]:
         """``GET agent/runs/{run_id}/stats``: per model call usage and cost, and totals."""
-        return dict(self._json("GET", f"agent/runs/{_seg(run_id)}/stats"))
+        return dict(self._json("GET", f"agent/runs/{seg(run_id)}/stats"))
 
     def run_notebook(self, run_id: str) -> dict[str, Any]:
         """``GET agent/runs/{run_id}/notebook``: the turn as notebook JSON (nbformat v4)."""
-        return dict(self._json("GET", f"agent/runs/{_seg(run_id)}/notebook"))
+        return dict(self._json("GET", f"agent/runs/{seg(run_id)}/notebook"))
 
     def write_run_notebook(
         self, run_id: str, path: str | None = None, *, overwrite: bool = False
@@ -321,11 +131,11 @@ class AgentClient:
         body: dict[str, Any] = {"path": path} if path is not None else {}
         if overwrite:
             body["overwrite"] = True
-        return dict(self._json("POST", f"agent/runs/{_seg(run_id)}/notebook", body=body))
+        return dict(self._json("POST", f"agent/runs/{seg(run_id)}/notebook", body=body))
 
     def break_run(self, run_id: str, hard: bool = False) -> dict[str, Any]:
         """``POST agent/break/{run_id}``: ``{run_id, state}``."""
-        return dict(self._json("POST", f"agent/break/{_seg(run_id)}", body={"hard": hard}))
+        return dict(self._json("POST", f"agent/break/{seg(run_id)}", body={"hard": hard}))
 
     # --- proposals (issue 17) -----------------------------------------------------------
 
@@ -342,12 +152,12 @@ class AgentClient:
         body: dict[str, Any] = {"apply": apply}
         if cells is not None:
             body["cells"] = cells
-        path = f"agent/runs/{_seg(run_id)}/proposals/{_seg(proposal_id)}"
+        path = f"agent/runs/{seg(run_id)}/proposals/{seg(proposal_id)}"
         return str(self._json("POST", path, body=body)["outcome"])
 
     def undo_proposal(self, proposal_id: str) -> str:
         """``POST agent/proposals/{proposal_id}/undo``: the outcome (``undone``)."""
-        path = f"agent/proposals/{_seg(proposal_id)}/undo"
+        path = f"agent/proposals/{seg(proposal_id)}/undo"
         return str(self._json("POST", path)["outcome"])
 
     def approve(
@@ -355,7 +165,7 @@ class AgentClient:
     ) -> dict[str, Any]:
         """``POST agent/runs/{run_id}/approvals/{approval_id}``: answer a run's wait for the
         person (``toolcaller@v5``); ``{run_id, approval_id, approve, rest_of_turn}``."""
-        path = f"agent/runs/{_seg(run_id)}/approvals/{_seg(approval_id)}"
+        path = f"agent/runs/{seg(run_id)}/approvals/{seg(approval_id)}"
         body = {"approve": approve, "rest_of_turn": rest_of_turn}
         return dict(self._json("POST", path, body=body))
 
@@ -377,7 +187,7 @@ class AgentClient:
 
     def get_memory(self, memory_id: str) -> dict[str, Any]:
         """``GET agent/memories/{id}``: the fact."""
-        return dict(self._json("GET", f"agent/memories/{_seg(memory_id)}"))
+        return dict(self._json("GET", f"agent/memories/{seg(memory_id)}"))
 
     def add_memory(self, text: str, category: str | None = None) -> dict[str, Any]:
         """``POST agent/memories``: the new fact (the person's)."""
@@ -391,11 +201,11 @@ class AgentClient:
     ) -> dict[str, Any]:
         """``PATCH agent/memories/{id}``: the changed fact."""
         body = {k: v for k, v in (("text", text), ("category", category)) if v is not None}
-        return dict(self._json("PATCH", f"agent/memories/{_seg(memory_id)}", body=body))
+        return dict(self._json("PATCH", f"agent/memories/{seg(memory_id)}", body=body))
 
     def delete_memory(self, memory_id: str) -> None:
         """``DELETE agent/memories/{id}``."""
-        self._request("DELETE", f"agent/memories/{_seg(memory_id)}")
+        self._request("DELETE", f"agent/memories/{seg(memory_id)}")
 
     # --- programs (issue 16) -------------------------------------------------------------
 
@@ -407,7 +217,7 @@ class AgentClient:
         """``GET agent/programs/{name}`` or ``{name}@v{N}``: one version with its ``files``
         (a ``#hash`` suffix is dropped)."""
         key = name_or_ref.split("#", 1)[0]
-        return dict(self._json("GET", f"agent/programs/{_seg(key)}"))
+        return dict(self._json("GET", f"agent/programs/{seg(key)}"))
 
     def deploy(
         self,
@@ -420,7 +230,7 @@ class AgentClient:
         body: dict[str, Any] = {"files": files, "activate": activate}
         if agent:
             body["agent"] = agent
-        return dict(self._json("POST", f"agent/programs/{_seg(name)}", body=body))
+        return dict(self._json("POST", f"agent/programs/{seg(name)}", body=body))
 
     def rollback(
         self, name: str, agent: str | None = None, to: int | None = None
@@ -431,7 +241,7 @@ class AgentClient:
             body["agent"] = agent
         if to is not None:
             body["to"] = to
-        return dict(self._json("POST", f"agent/programs/{_seg(name)}/rollback", body=body))
+        return dict(self._json("POST", f"agent/programs/{seg(name)}/rollback", body=body))
 
     # --- events ------------------------------------------------------------------------
 
@@ -439,14 +249,14 @@ class AgentClient:
         """The WebSocket URL of a chat's events (``ws://`` or ``wss://``; no token in it)."""
         parts = urlsplit(self._addr)
         scheme = "wss" if parts.scheme == "https" else "ws"
-        path = f"{parts.path}agent/chats/{_seg(chat_id)}/events"
+        path = f"{parts.path}agent/chats/{seg(chat_id)}/events"
         return urlunsplit((scheme, parts.netloc, path, f"since={int(since)}", ""))
 
     async def events(self, chat_id: str, since: int = 0) -> AsyncIterator[dict[str, Any]]:
         """The chat's events from ``since`` on, as dicts, until the server closes the socket.
 
         Stopping the iteration (``break``, cancellation) closes the socket
-        (:func:`~jupyter_agent.client_events.read_events`).
+        (:func:`~jupyter_agent.client.events.read_events`).
         """
         refused = lambda: self._refused("")  # noqa: E731
         socket = read_events(
