@@ -183,7 +183,7 @@ class AppCallError(AgentError):
 
 
 class McpError(AgentError):
-    """An MCP server the admin configured could not be used (issue 18). Its message never
+    """An MCP server the admin configured could not be used. Its message never
     holds a credential (a resolved ``env:NAME`` value or header)."""
 
 

@@ -1,4 +1,4 @@
-"""The memory verbs of ``jupyter agent`` (issue 15): the person's facts on a server.
+"""The memory verbs of ``jupyter agent``: the person's facts on a server.
 
 Registered in :data:`jupyter_agent.cli.main.VERBS` by :func:`add_memory`; every verb talks to a
 server (``--addr``, ``--token``) through ``agent/memories``:

@@ -1,4 +1,4 @@
-"""The program verbs of ``jupyter agent`` (issue 16): deploy, list, show and roll back.
+"""The program verbs of ``jupyter agent``: deploy, list, show and roll back.
 
 Registered in :data:`jupyter_agent.cli.main.VERBS` by :func:`add_program`; every verb talks to
 a server (``--addr``, ``--token``) through ``agent/programs``:

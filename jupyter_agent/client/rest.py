@@ -137,7 +137,7 @@ class AgentClient(HttpClient):
         """``POST agent/break/{run_id}``: ``{run_id, state}``."""
         return dict(self._json("POST", f"agent/break/{seg(run_id)}", body={"hard": hard}))
 
-    # --- proposals (issue 17) -----------------------------------------------------------
+    # --- proposals -----------------------------------------------------------
 
     def proposals(self, chat_id: str | None = None) -> list[dict[str, Any]]:
         """``GET agent/proposals?chat_id=``: the proposals (of one chat), oldest first."""
@@ -207,7 +207,7 @@ class AgentClient(HttpClient):
         """``DELETE agent/memories/{id}``."""
         self._request("DELETE", f"agent/memories/{seg(memory_id)}")
 
-    # --- programs (issue 16) -------------------------------------------------------------
+    # --- programs -------------------------------------------------------------
 
     def programs(self) -> dict[str, Any]:
         """``GET agent/programs``: ``{programs: [{name, kind, versions, active}]}``."""

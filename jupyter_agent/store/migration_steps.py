@@ -15,26 +15,26 @@ History:
    for crash recovery's "runs left running" query.
 3. ``agent_mail``: the durable mailbox (a user message is stored before it is
    acknowledged, and deleted in the transaction that stores the turn holding it).
-4. ``agent_chunks``: the stored summaries of chunks of a chat's turns (issue 14), one per
+4. ``agent_chunks``: the stored summaries of chunks of a chat's turns, one per
    (chat, level, first turn), deleted with their chat.
-5. memory and recall (issue 15): ``agent_memories`` (facts), ``agent_recall_docs`` (the
+5. memory and recall: ``agent_memories`` (facts), ``agent_recall_docs`` (the
    recall index: one doc per memory, turn and chunk, full-text searchable: a contentless
    FTS5 table with a column per kind, kept by triggers, on SQLite; a generated
    ``tsvector`` with a GIN index on PostgreSQL), ``agent_recall_df`` (docs per term and per owner),
    ``agent_recall_suppressed`` (runs whose turn is not indexed: a fact they saved was
    forgotten), ``agent_memory_vectors``; every stored turn and chunk gets its doc (backfill).
-6. programs and agents (issue 16): ``agent_programs`` (deployed versions, immutable, unique
+6. programs and agents: ``agent_programs`` (deployed versions, immutable, unique
    per (name, version) and per (name, hash)), ``agent_program_activations`` (which version
    each layer runs, newest row wins), ``agent`` on ``chats`` (the agent a chat
    talks to), ``programs`` (JSON list of refs) and ``agent`` on ``agent_runs``.
-7. notebook proposals (issue 17): ``agent_proposals`` (edits the agent proposed to a
+7. notebook proposals: ``agent_proposals`` (edits the agent proposed to a
    notebook, their status, what was applied and how to undo it). Data step: deployed
    versions whose number is now built in (``toolcaller@v5``) move to the next free numbers
    of their family, their activations and the runs naming them (by hash) following
    (:func:`~jupyter_agent.store.program_renumber.renumber_shadowed`; idempotent).
-8. MCP (issue 18), a data step only: ``toolcaller@v6`` is built in now, so a deployed
+8. MCP, a data step only: ``toolcaller@v6`` is built in now, so a deployed
    ``toolcaller@v6`` moves to the next free number (``renumber_shadowed`` again).
-9. owners (issue 19): ``owner`` (TEXT, default "" = the server's user) on ``chats`` and
+9. owners: ``owner`` (TEXT, default "" = the server's user) on ``chats`` and
    ``agent_runs`` with the indexes ``(owner, updated, id)`` / ``(owner, started, run_id)``
    its listings use; ``agent_settings`` (a user's tier overrides, one row per owner).
 """

@@ -24,7 +24,7 @@ Decisions worth knowing:
 
 - ``append_turn`` is idempotent on the turn's id and keeps one turn per run: the first write
   for a run wins and later ones (a replayed or recovered write) are ignored. It returns
-  whether it inserted. A turn's recall doc (:mod:`.recall_index`) is written in the
+  whether it inserted. A turn's recall doc (:mod:`.memory.recall_index`) is written in the
   transaction storing it; ``append_turn(turn, delivered=ids)`` deletes the messages of the
   durable mailbox the turn holds in that transaction, so a message is always in a turn or
   in ``queued_mail``.
@@ -234,7 +234,7 @@ class Store(
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
         wins) and False is returned. A turn for an unknown chat is a StoreError. A stored
         turn's recall doc is written in the same transaction (none when a memory its run
-        saved was deleted meanwhile: :func:`.recall_index.run_suppressed`).
+        saved was deleted meanwhile: :func:`.memory.recall_index.run_suppressed`).
         """
         with self._write("cannot append the turn") as session:
             # RETURNING, not rowcount: rowcount is unreliable here through psycopg.

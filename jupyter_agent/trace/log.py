@@ -10,10 +10,10 @@ Format (DESIGN section 3)::
     {"seq": 7, "phase": "result", "name": "app.call", "data": null, "t": "...Z", "error": {...}}
 
 ``programs`` (``toolcaller@v4`` on) names the programs the run is made of: the loop and
-its sub-programs; from issue 16 hashed (``["toolcaller@v4#ab12...", "llm@v1#...", ...]``,
+its sub-programs, hashed (``["toolcaller@v4#ab12...", "llm@v1#...", ...]``,
 the run program first) with ``agent``; older logs have none.
 
-A run whose program failed (issue 16: it raised, yielded what it may not, went past a
+A run whose program failed (it raised, yielded what it may not, went past a
 backstop, or was stuck) ends with one more line, written by :meth:`EffectLog.program_error`
 and read as :attr:`TraceFile.program_error`::
 
