@@ -6,7 +6,8 @@
    wall time at message 1 and at the last (mean of 5 around each), and the run's effect
    log size at message 1, 10 and the last; for the default budget and a small one.
 2. The history read alone (what the driver does for the effect, plus the log line's JSON)
-   on a chat of 10, 100 and 1,000 turns: ``list_turns`` (v2) against ``read_window`` (v3).
+   on a chat of 10, 100 and 1,000 turns: ``list_turns`` (v2) against
+   ``read_anchored`` (v3, the driver's read of the window).
 
     python bench/bench_history_read.py [--messages 100]
 """
@@ -69,6 +70,7 @@ def read_times(
     """(turns, v2 ms, v3 ms default budget, v3 ms small budget, v2 bytes, v3 bytes)."""
     from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
     from jupyter_agent.messages import Usage
+    from jupyter_agent.runtime.runs.parts import read_anchored
     from jupyter_agent.store.repo import Store
 
     rows = []
@@ -99,7 +101,8 @@ def read_times(
             return json.dumps([t.to_json() for t in store.list_turns("chat_B")])
 
         def v3(budget: int, store: Store = store) -> str:
-            return json.dumps(store.read_window("chat_B", budget_tokens=budget).to_json())
+            window = read_anchored(store, "chat_B", budget, {"chunk_turns": 10, "l2_chunks": 5})
+            return json.dumps(window.to_json())
 
         rows.append(
             (

@@ -11,7 +11,6 @@
     │   ├── RetryAfterTooLong       retry-after asked for longer than the configured cap
     │   ├── CredentialError         a credential reference could not be resolved
     │   └── SecretInRequest         a request holding a known secret, refused before sending
-    ├── ToolFormatError             a fenced/xml tool reply could not be parsed (the model sees it)
     ├── KernelError                 the agent kernel failed
     │   ├── KernelDied              the kernel process is gone
     │   └── CellTimeout             a cell ran past its timeout
@@ -71,51 +70,19 @@ from typing import Any
 
 from jupyter_agent.codec import dump_dict
 
+# fmt: off
 __all__ = [
-    "AgentError",
-    "AppCallError",
-    "ApprovalDecided",
-    "BadRequest",
-    "CellTimeout",
-    "CliFailure",
-    "ClientError",
-    "ConfigError",
-    "Conflict",
-    "CredentialError",
-    "Forbidden",
-    "KernelDied",
-    "KernelError",
-    "McpCallError",
-    "McpConfigError",
-    "McpError",
-    "NondeterminismError",
-    "NotFound",
-    "NotSupported",
-    "PathRefused",
-    "PayloadTooLarge",
-    "ProgramFault",
-    "ProgramMismatch",
-    "ProgramMissing",
-    "ProgramRefused",
-    "ProgramStuck",
-    "ProposalConflict",
-    "ProposalDecided",
-    "ProviderError",
-    "ProviderFailure",
-    "ProviderProtocolError",
-    "ProviderStatusError",
-    "ProviderTimeout",
-    "RequestError",
-    "RetryAfterTooLong",
-    "RunCancelled",
-    "SecretInRequest",
-    "SettingsError",
-    "StoreError",
-    "StoreUnavailable",
-    "ToolFormatError",
-    "TraceError",
-    "Unavailable",
+    "AgentError", "AppCallError", "ApprovalDecided", "BadRequest", "CellTimeout", "CliFailure",
+    "ClientError", "ConfigError", "Conflict", "CredentialError", "Forbidden", "KernelDied",
+    "KernelError", "McpCallError", "McpConfigError", "McpError", "NondeterminismError",
+    "NotFound", "NotSupported", "PathRefused", "PayloadTooLarge", "ProgramFault",
+    "ProgramMismatch", "ProgramMissing", "ProgramRefused", "ProgramStuck", "ProposalConflict",
+    "ProposalDecided", "ProviderError", "ProviderFailure", "ProviderProtocolError",
+    "ProviderStatusError", "ProviderTimeout", "RequestError", "RetryAfterTooLong",
+    "RunCancelled", "SecretInRequest", "SettingsError", "StoreError", "StoreUnavailable",
+    "TraceError", "Unavailable",
 ]
+# fmt: on
 
 
 class AgentError(Exception):
@@ -199,10 +166,6 @@ class SecretInRequest(ProviderError):
     the secret (``NAME (base64)``), never a value."""
 
 
-class ToolFormatError(AgentError):
-    """A text-mode (fenced or xml) tool call was malformed; the message is shown to the model."""
-
-
 class KernelError(AgentError):
     """The agent kernel failed."""
 
@@ -220,7 +183,7 @@ class AppCallError(AgentError):
 
 
 class McpError(AgentError):
-    """An MCP server the admin configured could not be used (issue 18). Its message never
+    """An MCP server the admin configured could not be used. Its message never
     holds a credential (a resolved ``env:NAME`` value or header)."""
 
 

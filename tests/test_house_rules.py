@@ -133,7 +133,7 @@ def test_no_import_cycle_between_modules() -> None:
 # What a package docstring names: what it may import ("imports", "may import", "pure") and
 # who uses it ("used by", "uses").
 IMPORTS = re.compile(r"\bimport|\bpure\b", re.IGNORECASE)
-USERS = re.compile(r"\bused by\b|\bused from\b|\buses? it\b|\bimported by\b", re.IGNORECASE)
+USERS = re.compile(r"\bused\s+(by|from)\b|\buses?\s+it\b|\bimported\s+by\b", re.IGNORECASE)
 
 
 def test_every_package_says_what_it_holds_imports_and_who_uses_it() -> None:

@@ -4,7 +4,8 @@ Each verb is registered by one small function ``_add_<verb>(subparsers)`` listed
 :data:`VERBS`; it adds its sub-parser and sets ``handler`` (``args -> exit code``) with
 ``parser.set_defaults(handler=...)``. Adding a verb is writing one such function (and its
 handler) and appending it to :data:`VERBS`. Verbs that talk to a server should call
-:func:`add_server_options` to get ``--addr`` and ``--token``.
+:func:`~jupyter_agent.cli.options.add_server_options` to get ``--addr`` and ``--token``
+(:mod:`jupyter_agent.cli.options` holds what the verbs share; they never import this module).
 
 Verbs here: ``kernel install [--user | --sys-prefix | --prefix P] [--name NAME]``; the
 trace verbs (``trace ls|show|prune``, ``replay``, ``export``) live in
@@ -20,27 +21,15 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
-from typing import Any
 
 from jupyter_agent.cli.memory import add_memory
+from jupyter_agent.cli.options import Subparsers, add_server_options
 from jupyter_agent.cli.program import add_program
 from jupyter_agent.cli.trace import add_export, add_replay, add_trace
 
 __all__ = ["VERBS", "add_server_options", "build_parser", "install_kernelspec", "main"]
 
 KERNEL_NAME = "jupyter-agent"
-
-Subparsers = Any  # argparse's _SubParsersAction is private
-
-
-def add_server_options(parser: argparse.ArgumentParser) -> None:
-    """``--addr URL`` and ``--token T`` (default: the JUPYTER_TOKEN environment variable)."""
-    parser.add_argument("--addr", default="http://127.0.0.1:8888/", help="the server's URL")
-    parser.add_argument(
-        "--token",
-        default=None,
-        help="the server's token (default: the JUPYTER_TOKEN environment variable)",
-    )
 
 
 def install_kernelspec(

@@ -1,4 +1,4 @@
-"""The memory verbs of ``jupyter agent`` (issue 15): the person's facts on a server.
+"""The memory verbs of ``jupyter agent``: the person's facts on a server.
 
 Registered in :data:`jupyter_agent.cli.main.VERBS` by :func:`add_memory`; every verb talks to a
 server (``--addr``, ``--token``) through ``agent/memories``:
@@ -28,14 +28,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from jupyter_agent.cli.options import Subparsers, add_server_options, connect, guarded, print_json
 from jupyter_agent.cli.render import _console, plural
-from jupyter_agent.cli.trace import _add_server_options, _client, _guarded, _print_json
 from jupyter_agent.exceptions import CliFailure
 from jupyter_agent.runtime.memory.service import MAX_LIST
 
 __all__ = ["add_memory", "render_memories"]
-
-Subparsers = Any
 
 
 def render_memories(memories: list[dict[str, Any]], *, scores: bool = False) -> None:
@@ -70,12 +68,12 @@ def _categories_line(categories: list[dict[str, Any]]) -> str:
     return ", ".join(f"{c.get('category')} ({c.get('count')})" for c in categories)
 
 
-@_guarded
+@guarded
 def _ls(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with connect(args) as client:
         page = client.memories(category=args.category)
     if args.json:
-        _print_json(page)
+        print_json(page)
         return 0
     memories = page.get("memories") or []
     render_memories(memories)
@@ -85,14 +83,14 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guarded
+@guarded
 def _search(args: argparse.Namespace) -> int:
     if not args.query.strip():
         raise CliFailure("memory search needs a query (use memory ls to list every fact)")
-    with _client(args) as client:
+    with connect(args) as client:
         page = client.memories(q=args.query, category=args.category, limit=args.k)
     if args.json:
-        _print_json(page)
+        print_json(page)
     else:
         render_memories(page.get("memories") or [], scores=True)
     return 0
@@ -100,40 +98,40 @@ def _search(args: argparse.Namespace) -> int:
 
 def _saved(memory: dict[str, Any], verb: str, as_json: bool) -> None:
     if as_json:
-        _print_json(memory)
+        print_json(memory)
     else:
         print(f"{verb} {memory.get('id')} ({memory.get('category')}): {memory.get('text')}")
 
 
-@_guarded
+@guarded
 def _add(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with connect(args) as client:
         memory = client.add_memory(args.text, category=args.category)
     _saved(memory, "Saved", args.json)
     return 0
 
 
-@_guarded
+@guarded
 def _edit(args: argparse.Namespace) -> int:
     if args.text is None and args.category is None:
         raise CliFailure("memory edit needs --text or --category")
-    with _client(args) as client:
+    with connect(args) as client:
         memory = client.update_memory(args.id, text=args.text, category=args.category)
     _saved(memory, "Changed", args.json)
     return 0
 
 
-@_guarded
+@guarded
 def _rm(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with connect(args) as client:
         client.delete_memory(args.id)
     print(f"Deleted {args.id}")
     return 0
 
 
-@_guarded
+@guarded
 def _export(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with connect(args) as client:
         memories = client.list_memories(limit=MAX_LIST)
     if len(memories) >= MAX_LIST:
         print(
@@ -157,13 +155,13 @@ def add_memory(subparsers: Subparsers) -> None:
     )
 
     ls = verbs.add_parser("ls", help="the facts, newest first")
-    _add_server_options(ls)
+    add_server_options(ls)
     ls.add_argument("--category", default=None, help="only this category")
     ls.add_argument("--json", action="store_true", help="print the JSON answer")
     ls.set_defaults(handler=_ls)
 
     search = verbs.add_parser("search", help="the facts that best match a query")
-    _add_server_options(search)
+    add_server_options(search)
     search.add_argument("query", metavar="QUERY")
     search.add_argument("-k", type=int, default=5, help="at most K facts (default 5)")
     search.add_argument("--category", default=None, help="only this category")
@@ -171,14 +169,14 @@ def add_memory(subparsers: Subparsers) -> None:
     search.set_defaults(handler=_search)
 
     add = verbs.add_parser("add", help="add a fact")
-    _add_server_options(add)
+    add_server_options(add)
     add.add_argument("text", metavar="TEXT")
     add.add_argument("--category", default=None, help="its category (default: general)")
     add.add_argument("--json", action="store_true", help="print the new fact as JSON")
     add.set_defaults(handler=_add)
 
     edit = verbs.add_parser("edit", help="change a fact's text or category")
-    _add_server_options(edit)
+    add_server_options(edit)
     edit.add_argument("id", metavar="ID")
     edit.add_argument("--text", default=None, help="the new text")
     edit.add_argument("--category", default=None, help="the new category")
@@ -186,11 +184,11 @@ def add_memory(subparsers: Subparsers) -> None:
     edit.set_defaults(handler=_edit)
 
     rm = verbs.add_parser("rm", help="delete a fact")
-    _add_server_options(rm)
+    add_server_options(rm)
     rm.add_argument("id", metavar="ID")
     rm.set_defaults(handler=_rm)
 
     export = verbs.add_parser("export", help="every fact as JSON {memories: [...]}")
-    _add_server_options(export)
+    add_server_options(export)
     export.add_argument("-o", "--output", default=None, metavar="FILE", help="default: stdout")
     export.set_defaults(handler=_export)

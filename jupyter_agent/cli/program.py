@@ -1,4 +1,4 @@
-"""The program verbs of ``jupyter agent`` (issue 16): deploy, list, show and roll back.
+"""The program verbs of ``jupyter agent``: deploy, list, show and roll back.
 
 Registered in :data:`jupyter_agent.cli.main.VERBS` by :func:`add_program`; every verb talks to
 a server (``--addr``, ``--token``) through ``agent/programs``:
@@ -24,14 +24,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from jupyter_agent.cli.options import Subparsers, add_server_options, connect, guarded, print_json
 from jupyter_agent.cli.render import _console
-from jupyter_agent.cli.trace import _add_server_options, _client, _guarded, _print_json
 from jupyter_agent.exceptions import CliFailure, ProgramRefused
 from jupyter_agent.programs.files import read_source
 
 __all__ = ["add_program", "render_programs"]
-
-Subparsers = Any
 
 
 def render_programs(listed: dict[str, Any]) -> None:
@@ -54,16 +52,16 @@ def render_programs(listed: dict[str, Any]) -> None:
     _console().print(table)
 
 
-@_guarded
+@guarded
 def _deploy(args: argparse.Namespace) -> int:
     try:
         files = read_source(Path(args.path))
     except ProgramRefused as exc:
         raise CliFailure(str(exc)) from None
-    with _client(args) as client:
+    with connect(args) as client:
         answer = client.deploy(args.name, files, agent=args.agent, activate=not args.no_activate)
     if args.json:
-        _print_json(answer)
+        print_json(answer)
         return 0
     program = answer.get("program") or {}
     where = f" for agent {args.agent}" if args.agent else ""
@@ -72,23 +70,23 @@ def _deploy(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guarded
+@guarded
 def _ls(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with connect(args) as client:
         listed = client.programs()
     if args.json:
-        _print_json(listed)
+        print_json(listed)
     else:
         render_programs(listed)
     return 0
 
 
-@_guarded
+@guarded
 def _show(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with connect(args) as client:
         version = client.program(args.name)
     if args.json:
-        _print_json(version)
+        print_json(version)
         return 0
     print(f"{version.get('ref')}{' (built in)' if version.get('builtin') else ''}")
     for label, key in (("by", "by"), ("created", "created"), ("description", "description")):
@@ -106,9 +104,9 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guarded
+@guarded
 def _rollback(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with connect(args) as client:
         answer = client.rollback(args.name, agent=args.agent, to=args.to)
     where = f" for agent {args.agent}" if args.agent else ""
     print(f"Active{where}: {answer.get('active')}")
@@ -123,7 +121,7 @@ def add_program(subparsers: Subparsers) -> None:
     )
 
     deploy = verbs.add_parser("deploy", help="deploy a new version from a .py file or folder")
-    _add_server_options(deploy)
+    add_server_options(deploy)
     deploy.add_argument("name", metavar="NAME", help="the family: toolcaller or history")
     deploy.add_argument("path", metavar="PATH", help="a .py file or a folder")
     deploy.add_argument("--agent", default=None, help="for this agent only")
@@ -134,19 +132,19 @@ def add_program(subparsers: Subparsers) -> None:
     deploy.set_defaults(handler=_deploy)
 
     ls = verbs.add_parser("ls", help="every version and which one each layer runs")
-    _add_server_options(ls)
+    add_server_options(ls)
     ls.add_argument("--json", action="store_true", help="print the JSON answer")
     ls.set_defaults(handler=_ls)
 
     show = verbs.add_parser("show", help="one version (default: the active one)")
-    _add_server_options(show)
+    add_server_options(show)
     show.add_argument("name", metavar="NAME[@vN]")
     show.add_argument("--files", action="store_true", help="print every file")
     show.add_argument("--json", action="store_true", help="print the JSON answer")
     show.set_defaults(handler=_show)
 
     rollback = verbs.add_parser("rollback", help="back to the previous version, or to --to N")
-    _add_server_options(rollback)
+    add_server_options(rollback)
     rollback.add_argument("name", metavar="NAME")
     rollback.add_argument("--agent", default=None, help="this agent's layer")
     rollback.add_argument("--to", type=int, default=None, metavar="N", help="version N")

@@ -144,7 +144,7 @@ def _head(body: dict[str, Any], console: Console) -> None:
     known: dict[str, Any] = turn if isinstance(turn, dict) else {}
     programs = header.get("programs") or known.get("programs")
     agent = header.get("agent") or known.get("fromAgent")
-    if programs or agent:  # every program the run used, and who answered (issue 16)
+    if programs or agent:  # every program the run used, and who answered
         refs = ", ".join(str(p) for p in programs or ())
         console.print(f"agent {escape(str(agent or 'agent'))}  programs {escape(refs or '-')}")
     if body.get("program_error"):

@@ -1,4 +1,4 @@
-"""Where ``jupyter agent replay`` finds the program versions a run recorded (issue 16).
+"""Where ``jupyter agent replay`` finds the program versions a run recorded.
 
 :class:`ReplayLoader` answers :func:`~jupyter_agent.trace.verify.replay_run`'s
 ``load(ref)``, in this order:

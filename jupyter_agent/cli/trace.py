@@ -10,7 +10,7 @@ Registered in :data:`jupyter_agent.cli.main.VERBS` by :func:`add_trace`, :func:`
 - ``trace prune --older-than DAYS [--dry-run] [--db-url URL]``: local; deletes the run
   summaries started more than DAYS days ago (never a running one) from the local database
   and their logs under the local runs folder; then the deployed program versions no
-  remaining run names and no layer has active (never a built-in), printing them (issue 16).
+  remaining run names and no layer has active (never a built-in), printing them.
 - ``trace ls`` shows each run's program (its hashed ref) and agent; ``trace show`` every
   program the run used and its agent, and a program's failure.
 - ``replay RUN|FILE [--db-url URL]``: a file replays that log; a run id is read from the
@@ -33,7 +33,6 @@ JUPYTER_TOKEN (...)``.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import tempfile
@@ -42,49 +41,23 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from jupyter_agent.cli.options import (
+    Subparsers,
+    add_server_options,
+    connect,
+    guarded,
+    print_json,
+)
 from jupyter_agent.cli.render import plural, render_ls, render_show, render_stats, shown
 from jupyter_agent.client import AgentClient, ClientError
-from jupyter_agent.exceptions import AgentError, CliFailure
+from jupyter_agent.exceptions import CliFailure
 from jupyter_agent.runtime.paths import default_db_url, runs_dir
 from jupyter_agent.trace.log import TraceFile, read_log
 
 __all__ = ["add_export", "add_replay", "add_trace"]
 
-Subparsers = Any
-Handler = Callable[[argparse.Namespace], int]
-
 _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 _T = TypeVar("_T")
-
-
-def _guarded(handler: Handler) -> Handler:
-    """Run ``handler``; expected failures become one line on stderr and exit status 2."""
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except ClientError as exc:
-            print(f"jupyter agent: {_client_failure(exc)}", file=sys.stderr)
-            return 2
-        except AgentError as exc:  # CliFailure among them
-            print(f"jupyter agent: {exc}", file=sys.stderr)
-            return 2
-        except OSError as exc:  # a file that cannot be read or written
-            where = f": {exc.filename}" if exc.filename else ""
-            print(f"jupyter agent: {exc.strerror or exc}{where}", file=sys.stderr)
-            return 2
-
-    return run
-
-
-def _client(args: argparse.Namespace) -> AgentClient:
-    return AgentClient(args.addr, args.token)
-
-
-def _client_failure(exc: ClientError) -> str:
-    if exc.reason == "no_token" and not isinstance(exc, CliFailure):  # a CliFailure is worded
-        return f"no token: pass --token or set JUPYTER_TOKEN (the server at {exc.addr} needs one)"
-    return str(exc)
 
 
 def _run_from_server(
@@ -95,8 +68,8 @@ def _run_from_server(
     unreachable server is "no such run" too (both places named)."""
     where = f"not in the local runs folder {runs_dir()}" if local else ""
     try:
-        with _client(args) as client:
-            return fetch(client)
+        with connect(args) as agent:
+            return fetch(agent)
     except ClientError as exc:
         addr = exc.addr or args.addr
         if where and exc.reason in ("unreachable", "timeout"):
@@ -122,16 +95,6 @@ def _run_from_server(
                 addr=addr,
             ) from None
         raise
-
-
-def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
-
-
-def _add_server_options(parser: argparse.ArgumentParser) -> None:
-    from jupyter_agent.cli.main import add_server_options
-
-    add_server_options(parser)
 
 
 def _local_log(run: str) -> Path | None:
@@ -173,20 +136,20 @@ def _local_turn(run_id: str | None, db_url: str | None) -> Any:
 # --- trace ls / show -------------------------------------------------------------------
 
 
-@_guarded
+@guarded
 def _trace_ls(args: argparse.Namespace) -> int:
-    with _client(args) as client:
-        page = client.runs(
+    with connect(args) as agent:
+        page = agent.runs(
             program=args.program, limit=args.limit, before=args.before, owner=args.owner
         )
     if args.json:
-        _print_json(page)
+        print_json(page)
     else:
         render_ls(page.get("runs") or [], page.get("next"), owners=args.owner is not None)
     return 0
 
 
-@_guarded
+@guarded
 def _trace_show(args: argparse.Namespace) -> int:
     local = Path(args.run)
     stats: dict[str, Any] | None = None
@@ -207,7 +170,7 @@ def _trace_show(args: argparse.Namespace) -> int:
 
         body, stats = _run_from_server(args, run_id, fetch, local=False)
     if args.json:
-        _print_json({**body, "stats": stats} if stats is not None else body)
+        print_json({**body, "stats": stats} if stats is not None else body)
     elif stats is not None:
         render_stats(body, stats)
     else:
@@ -223,7 +186,7 @@ def _cutoff(days: float) -> str:
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@_guarded
+@guarded
 def _trace_prune(args: argparse.Namespace) -> int:
     if args.older_than < 0:
         raise CliFailure("--older-than must be a number of days >= 0")
@@ -324,7 +287,7 @@ def _fetched_log(args: argparse.Namespace, run_id: str) -> TraceFile:
         return read_log(path)
 
 
-@_guarded
+@guarded
 def _replay(args: argparse.Namespace) -> int:
     from jupyter_agent.cli.replay import ReplayLoader
     from jupyter_agent.trace.verify import verify_run
@@ -336,7 +299,7 @@ def _replay(args: argparse.Namespace) -> int:
     for note in outcome.notes:  # another build of a built-in: said, not a failure
         print(f"jupyter agent: note: {note}", file=sys.stderr)
     if args.json:
-        _print_json(outcome.to_json())
+        print_json(outcome.to_json())
     elif outcome.identical:
         count = sum(1 for line in trace.lines if line.phase == "intent")
         failed = ""
@@ -356,7 +319,7 @@ def _replay(args: argparse.Namespace) -> int:
     return 0 if outcome.identical else 1
 
 
-@_guarded
+@guarded
 def _export(args: argparse.Namespace) -> int:
     import nbformat
 
@@ -387,7 +350,7 @@ def add_trace(subparsers: Subparsers) -> None:
     verbs = trace.add_subparsers(dest="trace_verb", required=True, metavar="{ls,show,prune}")
 
     ls = verbs.add_parser("ls", help="the server's runs, newest first")
-    _add_server_options(ls)
+    add_server_options(ls)
     ls.add_argument(
         "--program",
         default=None,
@@ -412,7 +375,7 @@ def add_trace(subparsers: Subparsers) -> None:
     ls.set_defaults(handler=_trace_ls)
 
     show = verbs.add_parser("show", help="one run: turn, cells, effects, results")
-    _add_server_options(show)
+    add_server_options(show)
     show.add_argument("run", metavar="RUN", help="a run id, or a local .jsonl log")
     show.add_argument("--stats", action="store_true", help="tokens and cost per model call")
     show.add_argument("--full", action="store_true", help="do not cut large fields")
@@ -431,7 +394,7 @@ def add_trace(subparsers: Subparsers) -> None:
 def add_replay(subparsers: Subparsers) -> None:
     """``replay RUN|FILE``."""
     replay = subparsers.add_parser("replay", help="replay a run's log and check it is identical")
-    _add_server_options(replay)
+    add_server_options(replay)
     replay.add_argument("run", metavar="RUN|FILE", help="a run id or a .jsonl log file")
     replay.add_argument(
         "--db-url",
@@ -445,7 +408,7 @@ def add_replay(subparsers: Subparsers) -> None:
 def add_export(subparsers: Subparsers) -> None:
     """``export RUN -o FILE.ipynb``."""
     export = subparsers.add_parser("export", help="export a run as a notebook")
-    _add_server_options(export)
+    add_server_options(export)
     export.add_argument("run", metavar="RUN", help="a run id or a .jsonl log file")
     export.add_argument("-o", "--output", required=True, metavar="FILE.ipynb")
     export.add_argument("--db-url", default=None, help="the local database, for the turn record")

@@ -21,7 +21,7 @@ the value or raises AppCallError): an item's failure never hides the other items
 ``notebook.read``'s JSON value becomes a :class:`~.notebook_view.NotebookView` (also in a
 batch's ``AppResult.value``).
 
-App ``mcp`` (issue 18) is not in the catalogue: its methods are ``"<server>.<tool>"`` of the
+App ``mcp`` is not in the catalogue: its methods are ``"<server>.<tool>"`` of the
 MCP servers the host knows (:mod:`.mcp_app` binds ``mcp``). Its calls travel and are
 recorded like any other; in a batch as ``mcp.s.t.spec(...)`` or ``("mcp", "s.t", {...})``
 (the arguments go as given: the host checks them against the tool). Its reply value becomes

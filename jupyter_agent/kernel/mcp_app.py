@@ -1,4 +1,4 @@
-"""``mcp``: the tools of the admin's MCP servers, called from a cell (issue 18).
+"""``mcp``: the tools of the admin's MCP servers, called from a cell.
 
 ``mcp.<server>.<tool>(**kwargs)`` (or one positional dict, ``mcp.s.t({"a": 1})``) sends
 ``{"jupyter_agent": "app", "app": "mcp", "method": "<server>.<tool>", "args": {...}}``

@@ -1,4 +1,4 @@
-"""What an MCP tool's reply becomes in a cell (issue 18).
+"""What an MCP tool's reply becomes in a cell.
 
 The host answers an ``app.call`` of app ``mcp`` with the tool's result as JSON
 (:mod:`jupyter_agent.runtime.mcp.results`)::

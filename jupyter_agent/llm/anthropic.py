@@ -13,8 +13,8 @@
 - Consecutive messages of one role are merged (the API wants alternation), tool_result
   blocks first in a user turn; empty text is dropped (the API refuses it).
 - Prompt caching: ``cache_control`` on the system block, on the last block of the chat's
-  earlier turns (``params.history``: the prefix that stays the same from turn to turn,
-  issue 14) and on the last block of the two newest user turns (at most 4 breakpoints, the
+  earlier turns (``params.history``: the prefix that stays the same from turn to turn) and
+  on the last block of the two newest user turns (at most 4 breakpoints, the
   API's limit). Tools precede the system block in the cache prefix, so they are cached
   with it.
 - Thinking per profile: ``off``; ``budget`` -> ``{"type": "enabled", "budget_tokens"}``

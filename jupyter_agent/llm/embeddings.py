@@ -1,6 +1,6 @@
 """Embeddings in OpenAI's wire format (``POST {base_url}/embeddings``). Pure.
 
-The ``embed`` tier (issue 15) names an OpenAI-compatible embeddings endpoint: OpenAI itself
+The ``embed`` tier names an OpenAI-compatible embeddings endpoint: OpenAI itself
 (``provider: openai``, ``base_url`` ``https://api.openai.com/v1`` by default) or any
 ``openai-compatible`` server (vLLM, Ollama, llama.cpp, LM Studio, TEI's OpenAI route...).
 It is never used for chat and never falls back to ``codegen``: no ``embed`` tier, no

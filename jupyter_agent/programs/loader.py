@@ -50,7 +50,7 @@ def module_name(family: str, version: int, full_hash: str) -> str:
 def _parent() -> types.ModuleType:
     parent = sys.modules.get(PARENT)
     if parent is None:
-        parent = types.ModuleType(PARENT, "Deployed programs (issue 16), one package each.")
+        parent = types.ModuleType(PARENT, "Deployed programs, one package each.")
         parent.__path__ = []
         sys.modules[PARENT] = parent
     return parent

@@ -1,4 +1,4 @@
-"""The program service: deploy, list, show and roll back program versions (issue 16).
+"""The program service: deploy, list, show and roll back program versions.
 
 :class:`ProgramService` is what the REST routes (``agent/programs``) and so the CLI use.
 Contracts:

@@ -3,7 +3,9 @@
 SQLite by default, PostgreSQL by URL, with the same code. :class:`Store` is the whole
 public surface (see :mod:`jupyter_agent.store.repo`); the schema lives in
 :mod:`~jupyter_agent.store.tables` and evolves through
-:mod:`~jupyter_agent.store.migrations`.
+:mod:`~jupyter_agent.store.migrations`. The only package that imports sqlmodel and
+sqlalchemy; it may import core/ (the records it stores) and the top-level contracts. Used
+by runtime/ (through the assembly) and by the tests.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Deployed versions are numbered per family after the built-in ones (``toolcaller@v5`` was
 the first deployed toolcaller while ``v1..v4`` were built in). A release that adds a
-built-in version (issue 17: ``toolcaller@v5``) would shadow a deployed row with that number:
+built-in version (``toolcaller@v5``) would shadow a deployed row with that number:
 the registry reads a key that is built in from the package. :func:`renumber_shadowed` moves
 each deployed row whose ``(name, version)`` is now built in to the next free number of its
 family, above every built-in, stored and activation-named version (in the old order: the

@@ -1,4 +1,4 @@
-"""The Store's program methods (issue 16): deployed versions and which one each layer runs.
+"""The Store's program methods: deployed versions and which one each layer runs.
 
 A mixin of :class:`~jupyter_agent.store.repo.Store`, like
 :class:`~jupyter_agent.store.memory.store.MemoryMethods`.

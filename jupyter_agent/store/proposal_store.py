@@ -1,4 +1,4 @@
-"""The Store's proposal methods (issue 17): the notebook edits the agent proposed.
+"""The Store's proposal methods: the notebook edits the agent proposed.
 
 A mixin of :class:`~jupyter_agent.store.repo.Store`, like
 :class:`~jupyter_agent.store.program_store.ProgramMethods`; the table is

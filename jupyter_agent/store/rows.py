@@ -51,9 +51,9 @@ class Chat:
     created: str
     updated: str
     active_run_id: str | None = None
-    #: The agent the chat talks to (issue 16; "agent" for chats made before).
+    #: The agent the chat talks to ("agent" for chats made before).
     agent: str = "agent"
-    #: Whose chat it is (issue 19; "" = the server's user).
+    #: Whose chat it is ("" = the server's user).
     owner: str = ""
 
     def to_json(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The Store's settings methods (issue 19): each owner's tier overrides.
+"""The Store's settings methods: each owner's tier overrides.
 
 A mixin of :class:`~jupyter_agent.store.repo.Store`, like
 :class:`~jupyter_agent.store.program_store.ProgramMethods`.

@@ -10,10 +10,10 @@ Format (DESIGN section 3)::
     {"seq": 7, "phase": "result", "name": "app.call", "data": null, "t": "...Z", "error": {...}}
 
 ``programs`` (``toolcaller@v4`` on) names the programs the run is made of: the loop and
-its sub-programs; from issue 16 hashed (``["toolcaller@v4#ab12...", "llm@v1#...", ...]``,
+its sub-programs, hashed (``["toolcaller@v4#ab12...", "llm@v1#...", ...]``,
 the run program first) with ``agent``; older logs have none.
 
-A run whose program failed (issue 16: it raised, yielded what it may not, went past a
+A run whose program failed (it raised, yielded what it may not, went past a
 backstop, or was stuck) ends with one more line, written by :meth:`EffectLog.program_error`
 and read as :attr:`TraceFile.program_error`::
 
@@ -49,7 +49,8 @@ Contracts:
 - Reading is :mod:`jupyter_agent.trace.reader` (:func:`read_log`, :func:`pair_effects`),
   re-exported here.
 - The file is created with mode 0600 (only its owner reads a run's record).
-- Fault injection, for tests only (``docs/fault-injection.md``): the environment variable
+- Fault injection, for tests only (``docs/fault-injection.md``,
+  :mod:`jupyter_agent.trace.fault_hook`): the environment variable
   :data:`FAULT_ENV` (read once, at import) set to ``kill:before:NAME[:N]`` or
   ``kill:after:NAME[:N]`` makes the process SIGKILL itself at the Nth (default 1st) effect
   called NAME of any log in this process, ``before`` right after its intent line is on
@@ -60,23 +61,21 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
 
 from jupyter_agent.effects import (
-    EFFECT_NAMES,
     HTTP_POST,
     OUTSIDE_EFFECTS,
     TURN_APPEND,
     Effect,
     Result,
 )
+from jupyter_agent.trace.fault_hook import FAULT, FAULT_ENV, fault_point
 from jupyter_agent.trace.reader import (
     LoggedEffect,
     LogLine,
@@ -116,62 +115,6 @@ RUN_END_EFFECTS: Final = frozenset({TURN_APPEND})
 # Header names that carry a credential; matched case-insensitively, also as substrings.
 _SECRET_HEADER_EXACT: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
 _SECRET_HEADER_PARTS: Final = ("api-key", "api_key", "apikey", "token", "secret")
-
-
-FAULT_ENV: Final = "JUPYTER_AGENT_FAULT"
-
-
-@dataclass(frozen=True)
-class _Fault:
-    """Where the fault hook kills the process: the ``nth`` ``name`` effect's ``when`` line."""
-
-    when: Literal["before", "after"]
-    name: str
-    nth: int = 1
-
-
-def _parse_fault(spec: str | None) -> _Fault | None:
-    """The fault :data:`FAULT_ENV` asks for (None when unset or empty); ValueError if bad."""
-    if not spec:
-        return None
-    parts = spec.strip().split(":")
-    nth = 1
-    if len(parts) == 4:
-        try:
-            nth = int(parts[3])
-        except ValueError:
-            nth = 0
-        parts = parts[:3]
-    if len(parts) != 3 or parts[0] != "kill" or parts[1] not in ("before", "after") or nth < 1:
-        raise ValueError(
-            f"{FAULT_ENV}={spec!r}: expected kill:before:NAME[:N] or kill:after:NAME[:N]"
-        )
-    if parts[2] not in EFFECT_NAMES:
-        raise ValueError(
-            f"{FAULT_ENV}={spec!r}: unknown effect {parts[2]!r} (one of {sorted(EFFECT_NAMES)})"
-        )
-    when: Literal["before", "after"] = "before" if parts[1] == "before" else "after"
-    return _Fault(when=when, name=parts[2], nth=nth)
-
-
-_FAULT: Final = _parse_fault(os.environ.get(FAULT_ENV))
-_fault_seen = 0  # effects matching _FAULT so far, in this process
-
-
-def _fault_point(when: str, name: str, fd: int) -> None:
-    """Kill the process here if the fault hook names this line (see the module docstring).
-
-    Called with the log's lock held, right after the line was written: the line is made
-    durable first, so what a test finds on disk is exactly what a real crash leaves.
-    """
-    global _fault_seen
-    fault = _FAULT
-    if fault is None or fault.when != when or fault.name != name:
-        return
-    _fault_seen += 1
-    if _fault_seen == fault.nth:
-        _datasync(fd)
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def now_iso() -> str:
@@ -331,8 +274,8 @@ class EffectLog:
                 _datasync(fd)
                 if new_entry:
                     _fsync_dir(self._path.parent)
-            if _FAULT is not None:
-                _fault_point("before", effect.name, fd)
+            if FAULT is not None:
+                fault_point("before", effect.name, fd)
         return seq
 
     def result(
@@ -368,8 +311,8 @@ class EffectLog:
                 line["error"] = err
             self._append(_dumps(line))
             del self._pending[seq]
-            if _FAULT is not None:
-                _fault_point("after", name, fd)
+            if FAULT is not None:
+                fault_point("after", name, fd)
         return Result(seq=seq, name=name, data=data, error=err)
 
     def program_error(self, program: str, error: Mapping[str, Any], *, t: str | None = None) -> int:

@@ -1,4 +1,4 @@
-"""The synthetic recall block of an exported notebook (``autorecall@v1``, issue 15).
+"""The synthetic recall block of an exported notebook (``autorecall@v1``).
 
 A run whose recall found something shows, before its first real cell, a markdown cell
 :data:`TITLE` and a code cell holding the synthetic ``run_cell`` call the model was shown

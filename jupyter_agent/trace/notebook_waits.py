@@ -1,4 +1,4 @@
-"""The waits and notices of an exported notebook (issue 18): markdown cells, never run.
+"""The waits and notices of an exported notebook: markdown cells, never run.
 
 An :class:`~jupyter_agent.core.events.steps.ApprovalStep` becomes a markdown cell where it
 happened (before the cell or command it let run; after the cell whose MCP call waited):

@@ -5,7 +5,7 @@ The format is :mod:`jupyter_agent.trace.log`'s. Contracts:
 - :func:`read_log` tolerates a truncated last line (a crash mid-write) and reports it
   (:attr:`TraceFile.truncated`); any other damage is a :class:`TraceError` naming the
   1-based line number.
-- a ``program_error`` line (issue 16) ends a run whose program failed: it is
+- a ``program_error`` line ends a run whose program failed: it is
   :attr:`TraceFile.program_error`, and no effect line may follow it;
 - :func:`pair_effects` joins each intent to its result (None for an effect the run never
   finished), in seq order.
@@ -54,7 +54,7 @@ class TraceFile:
     lines: list[LogLine] = field(default_factory=list)
     truncated: bool = False
     #: The run's ``program_error`` line (``{program, error: {type, message}, after_seq,
-    #: t}``) when its program failed (issue 16); None for every other log.
+    #: t}``) when its program failed; None for every other log.
     program_error: dict[str, Any] | None = None
 
     @property

@@ -5,7 +5,7 @@
     {"run_id", "chat_id", "program", "header", "truncated", "turn", "steps", "effects",
      "program_error"?}
 
-- ``program_error``: only for a run whose program failed (the log's last line, issue 16).
+- ``program_error``: only for a run whose program failed (the log's last line).
 
 - ``turn``: the turn record JSON given by the caller (the database's), else the log's
   ``turn.append`` intent, else None.
@@ -113,6 +113,6 @@ def show_run(
         "steps": steps,
         "effects": effects,
     }
-    if trace.program_error is not None:  # the program failed (issue 16): how, and where
+    if trace.program_error is not None:  # the program failed: how, and where
         body["program_error"] = trace.program_error
     return body if full else {k: bound(v) for k, v in body.items()}

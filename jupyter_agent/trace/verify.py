@@ -7,7 +7,7 @@ intent; a history run's summary is its ``chunk.store`` intent, compared like eve
 effect). Any difference raises :class:`~jupyter_agent.exceptions.NondeterminismError`
 naming the seq.
 
-Which program (issue 16): the header's ``programs[0]`` when it is a hashed ref of the
+Which program: the header's ``programs[0]`` when it is a hashed ref of the
 header's ``program`` (``toolcaller@v5#ab12...``), else ``program`` itself (older logs).
 ``load(ref)`` gives it: a factory ``(run_id, chat_id) -> generator``, or a registry
 ``Resolved`` (its ``factory``, ``builtin`` and ``note``). Without ``load``, built-ins only

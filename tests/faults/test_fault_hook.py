@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.trace.log import FAULT_ENV, _Fault, _parse_fault, read_log
+from jupyter_agent.trace.fault_hook import FAULT_ENV
+from jupyter_agent.trace.fault_hook import Fault as _Fault
+from jupyter_agent.trace.fault_hook import parse_fault as _parse_fault
+from jupyter_agent.trace.log import read_log
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -14,7 +14,7 @@ from jupyter_agent.exceptions import StoreError
 from jupyter_agent.store import LATEST_VERSION, Store, tables
 from tests.store.factories import iso, make_turn
 
-# The schema release 1 created, frozen here on purpose: if migrations.py's step 1 ever
+# The schema release 1 created, frozen here on purpose: if migration_steps.py's step 1 ever
 # changes, this test still builds what real v1 databases look like.
 V1_SQL = (
     """CREATE TABLE chats (id TEXT PRIMARY KEY, title TEXT NOT NULL, created TEXT NOT NULL,

@@ -4,7 +4,7 @@ Not the chat's :class:`~jupyter_agent.runtime.loop.driver.RunDriver`: a summary 
 mailbox, no kernel and no reply. :func:`run_history` makes one run of
 :func:`~jupyter_agent.core.history.program.history` for a :class:`HistoryJob`:
 
-- its program: the ``history`` version active for the chat's agent (issue 16; the
+- its program: the ``history`` version active for the chat's agent (the
   built-in ``history@v1`` without a registry), under the program guard; a failure of it
   is the outcome's error and the log's ``program_error`` line;
 - its effect log ``{runs_dir}/{run_id}.jsonl`` (:class:`~jupyter_agent.trace.log.EffectLog`,

@@ -1,6 +1,6 @@
 """The history scheduler: makes the chunk summaries chats are due, in the background.
 
-:class:`HistoryScheduler` keeps every chat's closed chunks summarised (issue 14: "off the
+:class:`HistoryScheduler` keeps every chat's closed chunks summarised ("off the
 critical path"):
 
 - :meth:`~HistoryScheduler.kick` (after a chat's turn is stored; synchronous, never

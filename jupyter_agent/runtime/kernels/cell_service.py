@@ -1,4 +1,4 @@
-"""One cell in a fresh agent kernel, digested as the agent's model reads it (issue 18).
+"""One cell in a fresh agent kernel, digested as the agent's model reads it.
 
 The MCP endpoint's ``run_cell`` tool calls :meth:`CellService.run`: a kernel is taken from
 the pool (the scrubbing pool runs use, so what the kernel sends is cleaned of known

@@ -5,7 +5,8 @@ kernels warm: ``size`` at rest; each acquire that found none warm (a run's cell 
 for a start) raises it by one, up to ``ceiling`` (``pool_max``), so a burst that emptied the
 pool finds it deeper the next time; after ``idle_s`` with no acquire it falls back to
 ``size`` and the pool shuts the extra warm kernels down (an acquire still waiting for its
-kernel is no idleness).
+kernel is no idleness). Warm refills wait for a pause in acquires, but not for ever
+(:meth:`Demand.refill_due`).
 
 :class:`Waiters` is the queue of acquires waiting for a kernel: a kernel that becomes ready
 goes to the oldest waiter still waiting, whichever start produced it, so a burst is served
@@ -19,9 +20,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-__all__ = ["Demand", "Waiters"]
+__all__ = ["MAX_DEFER_INTERVALS", "Demand", "Waiters"]
 
 T = TypeVar("T")
+
+#: Warm refills held back by a burst start anyway after this many liveness intervals.
+MAX_DEFER_INTERVALS = 4
 
 
 @dataclass
@@ -33,6 +37,8 @@ class Demand:
     idle_s: float
     target: int = field(init=False)
     last_acquire: float | None = field(default=None, init=False)
+    #: Since when warm refills are held back (None: they are not).
+    deferred_since: float | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.ceiling < self.size:
@@ -44,6 +50,30 @@ class Demand:
         self.last_acquire = now
         if waited:
             self.target = min(self.ceiling, self.target + 1)
+
+    def refill_due(self, now: float, *, warm: int, interval_s: float) -> bool:
+        """Whether warm refills may start at ``now`` (``warm`` kernels are warm): after a
+        pause of ``interval_s`` in acquires, or once they were held back for
+        :data:`MAX_DEFER_INTERVALS` intervals. Call :meth:`refilling` when they start."""
+        last = self.last_acquire
+        # Warm refills wait for a pause in acquires (one liveness interval): two kernel
+        # starts load both cores of a small machine for a second, which doubled the
+        # latency of a burst's runs when they started amid it.
+        quiet = last is None or now - last >= interval_s
+        # ... but not for ever: under steady load (an acquire every interval) the pool
+        # would never refill and every run would wait for a cold start.
+        since = self.deferred_since
+        starved = since is not None and now - since >= MAX_DEFER_INTERVALS * interval_s
+        short = self.target > warm
+        if short and not quiet and since is None:
+            self.deferred_since = now
+        if not short:
+            self.deferred_since = None
+        return quiet or starved
+
+    def refilling(self) -> None:
+        """Warm refills start now: no longer held back."""
+        self.deferred_since = None
 
     def shrink(self, now: float, *, waiting: int) -> bool:
         """Fall back to ``size`` after ``idle_s`` without an acquire; True if it did.

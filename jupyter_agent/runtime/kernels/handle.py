@@ -14,10 +14,9 @@ Protocol with the kernel (see :mod:`jupyter_agent.kernel.kernel`): a cell is an
 execute_request whose ``metadata["jupyter_agent"]`` is ``{"op": "cell", "cell_id": ...}``;
 the reply content's ``"jupyter_agent"`` key holds ``CellResult.to_json()``. Bash and chdir
 are silent executes with ops ``bash`` / ``chdir``. While a cell runs, the handle serves the
-stdin channel: each ``input_request`` prompt is a JSON app call or batch (see
-:mod:`jupyter_agent.kernel.apps`), performed by the run's :class:`AppHost` (batch items
-concurrently) and answered with ``input_reply``; any other request is answered with an error
-object, so nothing ever waits on a prompt.
+stdin channel: each ``input_request`` prompt is a JSON app call or batch, performed by the
+run's :class:`~jupyter_agent.runtime.kernels.app_calls.AppHost` and answered with
+``input_reply`` (:mod:`jupyter_agent.runtime.kernels.app_calls`).
 
 Live output: while a cell (or a bash op) runs, the handle also reads the iopub channel.
 Each output of the request (stream, display, result, error; see
@@ -33,7 +32,8 @@ All the kernel sends (results, live outputs, app requests, op errors) passes
 Failures: a kernel that dies mid-cell raises :class:`~jupyter_agent.exceptions.KernelDied`
 within about one liveness interval; a cell past ``timeout_s`` is interrupted, and if still
 busy after a short grace the kernel is restarted (the run's namespace is lost; the error
-result's evalue says so); either way the cell result has ``error.ename == "CellTimeout"``.
+result's evalue says so); either way the cell result has ``error.ename == "CellTimeout"``
+(:mod:`jupyter_agent.runtime.kernels.cell_results`).
 """
 
 from __future__ import annotations
@@ -45,13 +45,14 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from queue import Empty
-from typing import Any, Protocol
+from typing import Any
 
 from jupyter_core.utils import ensure_async
 
-from jupyter_agent.core.digest.cell_status import CELL_TIMEOUT
-from jupyter_agent.core.digest.cells import BashResult, CellError, CellResult, Value
+from jupyter_agent.core.digest.cells import BashResult, CellResult
 from jupyter_agent.exceptions import KernelDied, KernelError
+from jupyter_agent.runtime.kernels.app_calls import AppHost, answer
+from jupyter_agent.runtime.kernels.cell_results import from_reply, timeout_result
 from jupyter_agent.runtime.kernels.live_output import OutputCollector, output_from_iopub
 from jupyter_agent.runtime.kernels.remote import RemoteKernels
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
@@ -69,18 +70,6 @@ _READY_TIMEOUT_S = 60.0
 # machine (2 s was not in CI): a restart loses the run's whole namespace.
 _INTERRUPT_GRACE_S = 5.0
 _OP_GRACE_S = 10.0
-# One printed value's bound, as the kernel's capture has it (kernel/capture.py VALUE_CAP).
-_VALUE_CAP = 20_000
-
-
-class AppHost(Protocol):
-    """Performs in-cell app calls for a run (the driver: logs each as an ``app.call``)."""
-
-    async def call(
-        self, app: str, method: str, args: dict[str, Any], *, parent: int | None
-    ) -> dict[str, Any]:
-        """``{"ok", "value", "error", "seq", "mutation"}`` for one call."""
-        ...
 
 
 class AgentKernelHandle:
@@ -255,71 +244,17 @@ class AgentKernelHandle:
             if reply is not None and not timed_out:
                 return self._cell_result(cell_id, reply, duration)
             base = self._cell_result(cell_id, reply, duration) if reply else None
-            if restarted:
-                evalue = (
-                    f"the cell ran past its {timeout_s:g} s timeout and did not stop on an "
-                    "interrupt: the kernel was restarted and the run's namespace is lost "
-                    "(variables and imports must be recreated)"
-                )
-            else:
-                evalue = (
-                    f"the cell ran past its {timeout_s:g} s timeout and was interrupted; "
-                    "the namespace is kept"
-                )
-            error = CellError(ename=CELL_TIMEOUT, evalue=evalue)
-            timeout_output = {
-                "output_type": "error",
-                "ename": CELL_TIMEOUT,
-                "evalue": evalue,
-                "traceback": [],
-            }
-            if base is None:
-                # The restart lost the kernel's own record: keep what came over iopub (its
-                # stdout as one value, so the digest shows what the cell printed).
-                stdout = collector.stream_text("stdout").removesuffix("\n")
-                stderr = collector.stream_text("stderr")
-                return CellResult(
-                    cell_id=cell_id,
-                    prints=(Value(text=stdout[:_VALUE_CAP], chars=len(stdout)),) if stdout else (),
-                    stderr=Value(text=stderr[:_VALUE_CAP], chars=len(stderr)) if stderr else None,
-                    error=error,
-                    outputs=(*collector.outputs, timeout_output),
-                    outputs_truncated=collector.truncated,
-                    duration_s=duration,
-                )
-            return CellResult(
-                cell_id=cell_id,
-                prints=base.prints,
-                prints_omitted=base.prints_omitted,
-                stderr=base.stderr,
-                displays=base.displays,
-                error=error,
-                outputs=(*base.outputs, timeout_output),
-                outputs_truncated=base.outputs_truncated,
-                execution_count=base.execution_count,
-                app_calls=base.app_calls,
-                duration_s=duration,
+            return timeout_result(
+                cell_id,
+                base,
+                collector,
+                timeout_s=timeout_s,
+                restarted=restarted,
+                duration=duration,
             )
 
     def _cell_result(self, cell_id: str, reply: dict[str, Any], duration: float) -> CellResult:
-        content = self.scrubber.clean_json(reply["content"])
-        data = content.get("jupyter_agent")
-        if isinstance(data, dict):
-            return CellResult.from_json(data)
-        # not an agent kernel (or an aborted request): build what the reply tells
-        error = None
-        if content.get("status") != "ok":
-            error = CellError(
-                ename=str(content.get("ename", "Error")),
-                evalue=str(content.get("evalue", content.get("status", ""))),
-                traceback=tuple(content.get("traceback") or ()),
-            )
-        return CellResult(
-            cell_id=cell_id,
-            error=error,
-            execution_count=content.get("execution_count"),
-            duration_s=duration,
-        )
+        return from_reply(cell_id, self.scrubber.clean_json(reply["content"]), duration)
 
     async def run_bash(
         self, command: str, *, timeout_s: float, on_output: OutputSink | None = None
@@ -471,32 +406,9 @@ class AgentKernelHandle:
             if msg.get("msg_type") != "input_request":
                 continue
             self.stdin_round_trips += 1
-            answer = await self._answer(str(msg["content"].get("prompt", "")), host, parent)
-            self._client.input(json.dumps(answer, default=repr))
-
-    async def _answer(self, prompt: str, host: AppHost | None, parent: int | None) -> Any:
-        try:
-            request = self.scrubber.clean_json(json.loads(prompt))
-        except ValueError:
-            request = None
-        if not isinstance(request, dict) or "jupyter_agent" not in request:
-            return {"ok": False, "error": "this kernel's stdin answers jupyter-agent calls only"}
-        if request["jupyter_agent"] == "batch":
-            items = request.get("items") or []
-            results = await asyncio.gather(*(self._call(host, it, parent) for it in items))
-            return {"results": list(results)}
-        return await self._call(host, request, parent)
-
-    @staticmethod
-    async def _call(host: AppHost | None, item: Any, parent: int | None) -> dict[str, Any]:
-        if host is None:
-            return {"ok": False, "error": "no app host is attached to this run", "seq": None}
-        try:
-            app, method = str(item["app"]), str(item["method"])
-            args = dict(item.get("args") or {})
-            return dict(await host.call(app, method, args, parent=parent))
-        except Exception as exc:  # the host failed: the cell gets an AppCallError
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seq": None}
+            prompt = str(msg["content"].get("prompt", ""))
+            reply = await answer(prompt, host, parent, self.scrubber)
+            self._client.input(json.dumps(reply, default=repr))
 
 
 def _pass_on(output: dict[str, Any], collector: OutputCollector, sink: OutputSink | None) -> None:

@@ -50,15 +50,8 @@ from jupyter_agent.exceptions import KernelError
 from jupyter_agent.runtime.kernels.envfilter import filter_env
 from jupyter_agent.runtime.kernels.growth import Demand, Waiters
 from jupyter_agent.runtime.kernels.handle import AgentKernelHandle, AppHost
-from jupyter_agent.runtime.kernels.provisioner import PROVISIONER_NAME
 from jupyter_agent.runtime.kernels.remote import RemoteKernels
-from jupyter_agent.runtime.kernels.sandbox import (
-    TRAIT,
-    Sandbox,
-    SandboxUnavailable,
-    check_sandbox,
-    parse_sandbox,
-)
+from jupyter_agent.runtime.kernels.sandbox import Sandbox, parse_sandbox
 from jupyter_agent.runtime.kernels.starts import KernelStarts, start_slots
 from jupyter_agent.runtime.paths import agent_data_dir
 from jupyter_agent.runtime.start_backoff import StartBackoff, start_error
@@ -69,8 +62,6 @@ log = logging.getLogger(__name__)
 
 # last_activity is refreshed every this many liveness intervals (5 s by default)
 _KEEPALIVE_INTERVALS = 10
-# Warm refills held back by a burst start anyway after this many liveness intervals
-_MAX_DEFER_INTERVALS = 4
 
 
 class KernelPool(LoggingConfigurable):
@@ -204,7 +195,6 @@ class KernelPool(LoggingConfigurable):
         self._slots = start_slots()
         # warm refills after failed starts (never a spin); said in the server's log
         self._backoff = StartBackoff(logger=self.log)
-        self._warm_deferred_since: float | None = None  # warm refills held back since
         self._stopped = False
         self.env_drop: set[str] = set()
         """Names credential references (``env:NAME``) point at: kept out of the kernel."""
@@ -236,59 +226,10 @@ class KernelPool(LoggingConfigurable):
         """Refuse a sandbox that cannot work here, or a kernelspec that cannot carry it.
 
         Blocking (a trial bwrap run, a kernelspec read): at server start, or in a thread.
-        Raises :class:`SandboxUnavailable` naming the trait and the fix. A kernelspec
-        without the agent's provisioner (installed by an older version) only works
-        unsandboxed, and then without private runtime dirs (a warning).
+        Raises :class:`SandboxUnavailable` naming the trait and the fix (see
+        :meth:`KernelStarts.plan <jupyter_agent.runtime.kernels.starts.KernelStarts.plan>`).
         """
-        if self._remote is not None:
-            self._planned = self._check_remote(self._remote.url)
-            return
-        check_sandbox(self._sandbox)
-        planned = self._spec_has_provisioner()
-        if not planned and self._sandbox.kind != "none":
-            raise SandboxUnavailable(
-                f"{TRAIT} = {str(self._sandbox)!r} but the kernelspec {self.kernel_name!r} "
-                f"does not use {PROVISIONER_NAME} (installed by an older version); fix: "
-                "jupyter-agent kernel install --sys-prefix (or --user), or set "
-                f"{TRAIT} = 'none'"
-            )
-        if not planned:
-            log.warning(
-                "kernelspec %r does not use %s: agent kernels start without private runtime "
-                "dirs; reinstall it with: jupyter-agent kernel install --sys-prefix",
-                self.kernel_name,
-                PROVISIONER_NAME,
-            )
-        self._planned = planned
-
-    def _check_remote(self, url: str) -> bool:
-        """A gateway's kernels: refuse a sandbox (the gateway's host isolates them, not
-        this server), say once what the local-only parts do. Never planned."""
-        if self._sandbox.kind != "none":
-            raise SandboxUnavailable(
-                f"{TRAIT} = {str(self._sandbox)!r} but agent kernels run on a gateway "
-                f"({url}), where this server cannot sandbox them; fix: isolate "
-                f"them on the gateway's side and set {TRAIT} = 'none'"
-            )
-        log.warning(
-            "agent kernels run on the gateway at %s: no private connection dirs, process "
-            "tags, process-group reaping or sandbox here (the gateway owns the kernels' "
-            "processes); the kernelspec %r must be installed there",
-            url,
-            self.kernel_name,
-        )
-        return False
-
-    def _spec_has_provisioner(self) -> bool:
-        ksm = getattr(self._km, "kernel_spec_manager", None)
-        if ksm is None:
-            return True
-        try:
-            spec = ksm.get_kernel_spec(self.kernel_name)
-        except Exception:  # no such kernelspec: the start will say so
-            return True
-        provisioner = (getattr(spec, "metadata", None) or {}).get("kernel_provisioner") or {}
-        return bool(provisioner.get("provisioner_name") == PROVISIONER_NAME)
+        self._planned = self._starts.plan(self.kernel_name)
 
     @property
     def warm_target(self) -> int:
@@ -308,29 +249,18 @@ class KernelPool(LoggingConfigurable):
 
         At most one start per core runs; a finished start kicks again, so the pool refills
         several kernels at once and waiters are served first. Waiters' starts begin at
-        once; warm refills after a pause in acquires (a burst's runs go first).
+        once; warm refills after a pause in acquires (a burst's runs go first:
+        :meth:`~jupyter_agent.runtime.kernels.growth.Demand.refill_due`).
         """
         want = len(self._waiters)
         now = time.monotonic()
-        last = self._demand.last_acquire
-        # Warm refills wait for a pause in acquires (one liveness interval): two kernel
-        # starts load both cores of a small machine for a second, which doubled the
-        # latency of a burst's runs when they started amid it.
-        quiet = last is None or now - last >= self.liveness_interval_s
-        # ... but not for ever: under steady load (an acquire every interval) the pool
-        # would never refill and every run would wait for a cold start.
-        starved = self._warm_deferred_since is not None and (
-            now - self._warm_deferred_since >= _MAX_DEFER_INTERVALS * self.liveness_interval_s
+        due = self._demand.refill_due(
+            now, warm=len(self._warm), interval_s=self.liveness_interval_s
         )
-        short = self._demand.target > len(self._warm)
-        if short and not quiet and self._warm_deferred_since is None:
-            self._warm_deferred_since = now
-        if not short:
-            self._warm_deferred_since = None
         if self._stopped:
             return  # nothing starts after stop(): a start now would outlive the pool
-        if warm and self._running and (quiet or starved) and self._backoff.ready(now):
-            self._warm_deferred_since = None
+        if warm and self._running and due and self._backoff.ready(now):
+            self._demand.refilling()
             want += max(0, self._demand.target - len(self._warm))
         while len(self._starting) < min(want, self._slots):
             task = asyncio.create_task(self._start_kernel())

@@ -32,8 +32,9 @@ class RunKernel:
 
     def folder(self) -> str | None:
         """The kernel's working folder: the viewed document's folder, resolved again now
-        (:mod:`.safe_paths`: its real path, no symlink in it), else the root (also when
-        the folder has since become a link out of the root, or a hidden one)."""
+        (:mod:`jupyter_agent.runtime.notebook.safe_paths`: its real path, no symlink in it),
+        else the root (also when the folder has since become a link out of the root, or a
+        hidden one)."""
         if not self._cwd:
             return self._root_dir or None
         try:

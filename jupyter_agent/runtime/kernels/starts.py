@@ -12,6 +12,10 @@ half-registered kernel in the manager).
 On a gateway (jupyter_server's ``GatewayMappingKernelManager``) a kernel is started by the
 gateway, which names it and owns its processes: no launch plan, private dirs or tag are
 made here, and ending one is the gateway's shutdown (the local reaping finds nothing).
+
+:meth:`KernelStarts.plan` decides, once at server start, whether starts carry a launch
+plan, and refuses a sandbox that cannot work (a kernelspec without the agent's
+provisioner, a gateway, a bwrap that cannot run).
 """
 
 from __future__ import annotations
@@ -32,9 +36,17 @@ from jupyter_core.utils import ensure_async
 from jupyter_agent.exceptions import KernelDied
 from jupyter_agent.runtime.kernels import reaper
 from jupyter_agent.runtime.kernels.handle import AgentKernelHandle
-from jupyter_agent.runtime.kernels.provisioner import LAUNCH_KEY
+from jupyter_agent.runtime.kernels.provisioner import LAUNCH_KEY, PROVISIONER_NAME
 from jupyter_agent.runtime.kernels.remote import RemoteKernels
-from jupyter_agent.runtime.kernels.sandbox import KernelPlace, Sandbox, kernels_base, prepare_launch
+from jupyter_agent.runtime.kernels.sandbox import (
+    TRAIT,
+    KernelPlace,
+    Sandbox,
+    SandboxUnavailable,
+    check_sandbox,
+    kernels_base,
+    prepare_launch,
+)
 
 __all__ = ["KernelStarts", "start_slots"]
 
@@ -88,6 +100,66 @@ class KernelStarts:
         # fork and exec, its sockets) and loads a core for about a second; 32 at once
         # starved the server (agent/status p99 over a second).
         self._slots = asyncio.Semaphore(start_slots())
+
+    def plan(self, kernel_name: str) -> bool:
+        """Whether kernels start through the agent's provisioner (a launch plan: private
+        dirs, tag, sandbox); refuse a sandbox that cannot work here, or a kernelspec that
+        cannot carry it.
+
+        Blocking (a trial bwrap run, a kernelspec read): at server start, or in a thread.
+        Raises :class:`~jupyter_agent.runtime.kernels.sandbox.SandboxUnavailable` naming
+        the trait and the fix. A kernelspec without the agent's provisioner (installed by
+        an older version) only works unsandboxed, and then without private runtime dirs (a
+        warning). A gateway's kernels are never planned.
+        """
+        if self._remote is not None:
+            return self._plan_remote(self._remote.url, kernel_name)
+        check_sandbox(self._sandbox)
+        planned = self._spec_has_provisioner(kernel_name)
+        if not planned and self._sandbox.kind != "none":
+            raise SandboxUnavailable(
+                f"{TRAIT} = {str(self._sandbox)!r} but the kernelspec {kernel_name!r} "
+                f"does not use {PROVISIONER_NAME} (installed by an older version); fix: "
+                "jupyter-agent kernel install --sys-prefix (or --user), or set "
+                f"{TRAIT} = 'none'"
+            )
+        if not planned:
+            log.warning(
+                "kernelspec %r does not use %s: agent kernels start without private runtime "
+                "dirs; reinstall it with: jupyter-agent kernel install --sys-prefix",
+                kernel_name,
+                PROVISIONER_NAME,
+            )
+        return planned
+
+    def _plan_remote(self, url: str, kernel_name: str) -> bool:
+        """A gateway's kernels: refuse a sandbox (the gateway's host isolates them, not
+        this server), say once what the local-only parts do. Never planned."""
+        if self._sandbox.kind != "none":
+            raise SandboxUnavailable(
+                f"{TRAIT} = {str(self._sandbox)!r} but agent kernels run on a gateway "
+                f"({url}), where this server cannot sandbox them; fix: isolate "
+                f"them on the gateway's side and set {TRAIT} = 'none'"
+            )
+        log.warning(
+            "agent kernels run on the gateway at %s: no private connection dirs, process "
+            "tags, process-group reaping or sandbox here (the gateway owns the kernels' "
+            "processes); the kernelspec %r must be installed there",
+            url,
+            kernel_name,
+        )
+        return False
+
+    def _spec_has_provisioner(self, kernel_name: str) -> bool:
+        ksm = getattr(self._km, "kernel_spec_manager", None)
+        if ksm is None:
+            return True
+        try:
+            spec = ksm.get_kernel_spec(kernel_name)
+        except Exception:  # no such kernelspec: the start will say so
+            return True
+        provisioner = (getattr(spec, "metadata", None) or {}).get("kernel_provisioner") or {}
+        return bool(provisioner.get("provisioner_name") == PROVISIONER_NAME)
 
     def hidden_dirs(self) -> list[str]:
         """What a sandbox hides from the process it runs (a kernel, a program check's):

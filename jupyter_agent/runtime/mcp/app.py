@@ -1,4 +1,4 @@
-"""The host side of the in-cell ``mcp`` app (issue 18): ``mcp.<server>.<tool>(**args)``.
+"""The host side of the in-cell ``mcp`` app: ``mcp.<server>.<tool>(**args)``.
 
 The kernel sends ``app.call {app: "mcp", method: "<server>.<tool>", args}``;
 :func:`~jupyter_agent.runtime.loop.apphost.perform_app_call` routes it here before its static
@@ -168,7 +168,7 @@ async def perform_mcp_call(
     driver: AppDriver, method: str, args: dict[str, Any], seq: int, *, cell_seq: int | None = None
 ) -> dict[str, Any]:
     """Perform ``mcp.<method>(**args)`` for the cell at ``cell_seq`` (the ``app.call`` is at
-    ``seq``); the reply value (:mod:`.mcp_results`), or an AgentError whose message the
+    ``seq``); the reply value (:mod:`.results`), or an AgentError whose message the
     cell's AppCallError shows."""
     hub = driver.services.mcp
     if hub is None:

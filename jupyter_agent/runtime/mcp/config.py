@@ -1,4 +1,4 @@
-"""The ``c.JupyterAgent.mcp_servers`` trait, validated into typed server configs (issue 18).
+"""The ``c.JupyterAgent.mcp_servers`` trait, validated into typed server configs.
 
 Each entry names one MCP server the agent's cells may call (``mcp.<server>.<tool>(...)``)::
 

@@ -1,11 +1,11 @@
-"""One connection to one MCP server, owned by one task (issue 18; see :mod:`.mcp_hub`).
+"""One connection to one MCP server, owned by one task (see :mod:`.hub`).
 
 The SDK's anyio context managers (the stdio child or the HTTP client, then the
 ``Client``) must be entered and exited in one task: :class:`McpConnection`'s owner task
 enters them and holds them until :meth:`McpConnection.stop` (or until the connection
 ends). A request runs in its caller's task on the open ``Client`` (the SDK routes the
 answer through its own streams): no hop through the owner, which a tool call from a cell
-would pay twice (issue 18's bench). Its deadline is an anyio cancel scope in the caller.
+would pay twice (the MCP bench). Its deadline is an anyio cancel scope in the caller.
 A request the connection ends under fails with :class:`Lost` (``sent`` says whether it
 had gone out).
 """

@@ -1,7 +1,7 @@
-"""The MCP servers one Jupyter server's agent calls (issue 18): connections and catalogue.
+"""The MCP servers one Jupyter server's agent calls: connections and catalogue.
 
 :class:`McpHub` (one per server process, in ``RunServices.mcp``) holds one
-:class:`McpConnection` per configured server (:mod:`.mcp_config`):
+:class:`McpConnection` per configured server (:mod:`.config`):
 
 - nothing starts before the first :meth:`McpHub.catalogue` (or call): then every server is
   connected concurrently, each bounded by ``connect_timeout_s``; its tools are listed (every
@@ -9,7 +9,7 @@
   short ``error`` (no secret) and tried again after ``retry_after_s``. A
   ``tools/list_changed`` notification or a reconnect lists again.
 - :meth:`McpHub.call` sends one ``tools/call`` with a deadline and answers the reply value
-  (:func:`~.mcp_results.result_value`), or raises
+  (:func:`~.results.result_value`), or raises
   :class:`~jupyter_agent.exceptions.McpCallError` whose message starts with
   ``mcp.<server>.<tool>:``.
 - A dead connection (the stdio process exited, the HTTP session gone) is restarted at most
@@ -19,7 +19,7 @@
   SIGTERM, then SIGKILL: the SDK's ``stdio_client`` does that on exit).
 
 The SDK's anyio context managers must be entered and exited in one task, so each
-connection (:class:`~.mcp_connection.McpConnection`) has one long-lived owner task that
+connection (:class:`~.connection.McpConnection`) has one long-lived owner task that
 enters the transport and the ``Client`` and holds them; a request runs in its caller's
 task on the open ``Client`` (a hard break cancels it there; the SDK tells the server).
 Nothing blocks the event loop.

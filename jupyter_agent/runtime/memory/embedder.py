@@ -1,4 +1,4 @@
-"""The embedder (issue 15): facts' vectors through the ``embed`` tier, and hybrid recall.
+"""The embedder: facts' vectors through the ``embed`` tier, and hybrid recall.
 
 :class:`Embedder` is built once per server (``runtime/assembly.py``) with the store, the
 transport and a callable giving the ``embed`` tier as configured now (the admin's, or the

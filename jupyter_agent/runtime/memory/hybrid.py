@@ -1,4 +1,4 @@
-"""Recall with the hybrid ranking (issue 15): the store's lexical hits, re-ranked with the
+"""Recall with the hybrid ranking: the store's lexical hits, re-ranked with the
 embedder's cosines when a query vector comes in time.
 
 :func:`recall_hits` is recall with the hybrid ranking when a query vector is had

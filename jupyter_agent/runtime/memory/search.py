@@ -1,5 +1,5 @@
 """The host's side of ``toolcaller@v4``'s memory steps: ``config.get memory`` and
-``recall.search`` (issue 15), performed by the run driver.
+``recall.search``, performed by the run driver.
 
 - :func:`memory_answer`: the categories in use with their counts, read from the store in a
   worker thread at that moment (``store.memory_categories``), and the run's recall

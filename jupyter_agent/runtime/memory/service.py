@@ -1,9 +1,9 @@
-"""The memory service: facts that outlive a chat, saved, edited, searched (issue 15).
+"""The memory service: facts that outlive a chat, saved, edited, searched.
 
 :class:`MemoryService` is what the REST routes (``agent/memories``), the in-cell app
-``memory`` (:func:`perform_memory_call`, called by :mod:`.apphost`) and the CLI (through
-REST) use; the store does the SQL (``Store`` memory methods), this checks the input and
-keeps secrets out. Contracts:
+``memory`` (:func:`perform_memory_call`, called by :mod:`jupyter_agent.runtime.loop.apphost`)
+and the CLI (through REST) use; the store does the SQL (``Store`` memory methods), this
+checks the input and keeps secrets out. Contracts:
 
 - Typed arguments; every store call in a worker thread (``asyncio.to_thread``), never on
   the event loop.

@@ -1,5 +1,5 @@
 """The guard around a program: what the host checks of every value it yields, and how
-its steps run (issue 16).
+its steps run.
 
 A program (built in or deployed) is a generator of effects. The host trusts none of it:
 

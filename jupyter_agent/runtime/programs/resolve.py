@@ -1,4 +1,4 @@
-"""Which program a new run runs: resolved through the program registry (issue 16).
+"""Which program a new run runs: resolved through the program registry.
 
 :func:`resolve_run_program` asks the registry (``RunServices.programs``, a
 :class:`~jupyter_agent.programs.registry.ProgramRegistry`) for the version of a run family

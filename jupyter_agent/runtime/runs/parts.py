@@ -139,28 +139,23 @@ class ScrubbingPool:
 
 
 async def read_history(
-    store: Any, chat_id: str, budget_tokens: object, layout: object = None
+    store: Any, chat_id: str, budget_tokens: object, layout: dict[str, int]
 ) -> Any:
     """The result of ``config.get`` ``history``: the chat's earlier turns, read from
     ``store`` in a worker thread (never on the event loop).
 
     With an int ``budget_tokens`` (``toolcaller@v3``): only the window that budget keeps,
-    as :class:`~jupyter_agent.core.history.window.HistoryWindow` JSON, in O(window) rows; with a
-    ``layout`` (``{chunk_turns, l2_chunks}``, issue 14) by the anchored rule, with the
-    chunk summaries it uses. Without a budget (v1, v2): every turn record, oldest first.
+    as :class:`~jupyter_agent.core.history.window.HistoryWindow` JSON, in O(window) rows,
+    by the anchored rule of ``layout`` (``{chunk_turns, l2_chunks}``) with the chunk
+    summaries it uses. Without a budget (v1, v2): every turn record, oldest first.
     A store still unavailable after a few tries raises (the loop gets the error).
     """
     for attempt in range(1, _HISTORY_ATTEMPTS + 1):
         try:
             if isinstance(budget_tokens, int) and not isinstance(budget_tokens, bool):
-                if isinstance(layout, dict):
-                    window = await asyncio.to_thread(
-                        read_anchored, store, chat_id, budget_tokens, dict(layout)
-                    )
-                else:
-                    window = await asyncio.to_thread(
-                        store.read_window, chat_id, budget_tokens=budget_tokens
-                    )
+                window = await asyncio.to_thread(
+                    read_anchored, store, chat_id, budget_tokens, dict(layout)
+                )
                 return window.to_json()
             turns = await asyncio.to_thread(store.list_turns, chat_id)
             return [t.to_json() for t in turns]

@@ -1,4 +1,4 @@
-"""The agents one server hosts (issue 16): each a space with its own ``_soul``, skills and
+"""The agents one server hosts: each a space with its own ``_soul``, skills and
 tiers, and (through :mod:`jupyter_agent.programs`) its own program versions.
 
 Where agents come from, read once when the server starts (:meth:`AgentRegistry.build`):
@@ -55,7 +55,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The agent every server has; chats made before issue 16 belong to it.
+#: The agent every server has; chats made before agents existed belong to it.
 DEFAULT_AGENT = "agent"
 #: What an agent's name may be.
 NAME_RULE = re.compile(r"[a-z][a-z0-9_-]{0,39}\Z")

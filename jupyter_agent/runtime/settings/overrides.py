@@ -5,7 +5,7 @@ allow-lists). A person may override tiers from the browser (``PUT agent/settings
 overrides are validated here and kept per owner in the database (:class:`OwnerSettings`,
 table ``agent_settings``): one person's changes never change another's tiers, and they
 follow the person to any server on the same database. A ``{agent_dir}/settings.json`` kept
-before owners (issue 19) is imported once as the server's user's.
+before owners is imported once as the server's user's.
 
 The tier changes of ``PUT agent/settings`` (its body is ``{"tiers": {...}}``; the handler
 reads it)::

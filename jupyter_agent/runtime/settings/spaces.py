@@ -3,7 +3,7 @@
 Four layers, later ones overriding earlier ones file by file (by relative name):
 
 1. the package defaults, ``jupyter_agent/spaces/`` (``_soul.md``, ``_core.md``, ``_any.md``);
-2. the agent's space (issue 16: one per agent the server hosts, :mod:`.agents`; none for
+2. the agent's space (one per agent the server hosts, :mod:`.agents`; none for
    the default agent unless the admin gave it one);
 3. the user's space, ``{data_dir}/spaces/``;
 4. the project's space, ``{root_dir}/.jupyter-agent/``.

@@ -1,8 +1,8 @@
 """The tiers a server runs with: the admin's, the user's overrides, their readiness.
 
 :class:`TierSettings` answers ``GET agent/status`` and ``GET``/``PUT agent/settings`` for
-the service (:mod:`.service`); validation lives in :mod:`.settings`, the key policy in
-:mod:`.keypolicy`, readiness in :mod:`.readiness`. Nothing here holds a key value.
+the settings service (:mod:`.service`); validation lives in :mod:`.overrides`,
+the key policy in :mod:`.keypolicy`, readiness in :mod:`.readiness`. Nothing here holds a key value.
 """
 
 from __future__ import annotations

@@ -133,7 +133,8 @@ def turns_at(conn: Any, chat_id: str, first_turn: int, last_turn: int) -> list[T
 
 
 def pending_spans(conn: Any, chat_id: str, chunk_turns: int, l2_chunks: int) -> list[ChunkSpan]:
-    """The chat's closed spans with no stored summary (:func:`~.core.chunks.closed_spans`)."""
+    """The chat's closed spans with no stored summary
+    (:func:`~jupyter_agent.core.history.chunks.closed_spans`)."""
     have_query = core_select(_CHUNKS.c.level, _CHUNKS.c.first_turn).where(
         _CHUNKS.c.chat_id == chat_id
     )

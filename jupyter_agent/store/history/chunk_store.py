@@ -1,5 +1,5 @@
-"""The Store's history methods (issue 14): summaries of chunks of a chat's turns, turns by
-position, and the window a run reads. A mixin of :class:`~jupyter_agent.store.repo.Store`,
+"""The Store's history methods: summaries of chunks of a chat's turns and turns by
+position (what a run's window reads). A mixin of :class:`~jupyter_agent.store.repo.Store`,
 kept apart so each module stays small; the queries are
 :mod:`jupyter_agent.store.history.chunk_queries` and
 :mod:`jupyter_agent.store.history.turn_queries`.
@@ -13,7 +13,6 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk
-from jupyter_agent.core.history.window import HistoryWindow
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.store.history import chunk_queries, turn_queries
 from jupyter_agent.store.memory import recall_index
@@ -25,7 +24,7 @@ __all__ = ["ChunkMethods"]
 
 
 class ChunkMethods:
-    """Chunk summaries, turn positions, history windows; the Store provides its sessions."""
+    """Chunk summaries and turn positions; the Store provides its sessions."""
 
     if TYPE_CHECKING:
 
@@ -68,18 +67,4 @@ class ChunkMethods:
         with self._read("cannot read the chat's chunks") as session:
             return chunk_queries.pending_spans(
                 session.connection(), chat_id, chunk_turns, l2_chunks
-            )
-
-    def read_window(
-        self, chat_id: str, *, budget_tokens: int, chunk_turns: int = 10, l2_chunks: int = 5
-    ) -> HistoryWindow:
-        """The chat's history a boot window of ``budget_tokens`` can use, in O(window) rows:
-        newest turns, older count, summaries (:func:`.turn_queries.read_window`)."""
-        with self._read("cannot read the chat's history") as session:
-            return turn_queries.read_window(
-                session.connection(),
-                chat_id,
-                budget_tokens=budget_tokens,
-                chunk_turns=chunk_turns,
-                l2_chunks=l2_chunks,
             )

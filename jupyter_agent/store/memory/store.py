@@ -1,4 +1,4 @@
-"""The Store's memory methods (issue 15): facts, their vectors, and recall over the index.
+"""The Store's memory methods: facts, their vectors, and recall over the index.
 
 A mixin of :class:`~jupyter_agent.store.repo.Store`, like
 :class:`~jupyter_agent.store.history.chunk_store.ChunkMethods`; the queries are

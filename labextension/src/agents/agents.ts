@@ -12,7 +12,7 @@
  */
 import type { ITurnRecord } from '../runs/turns';
 
-/** The agent every server hosts (chats made before issue 16 belong to it). */
+/** The agent every server hosts (chats made before agents existed belong to it). */
 export const DEFAULT_AGENT = 'agent';
 
 /** One agent of `GET agent/agents` (`runtime/agents.py` `agent_json`). */

@@ -35,7 +35,7 @@ export interface IChatSummary {
   title: string;
   created: string;
   updated: string;
-  /** The agent the chat talks to (absent from servers before issue 16: `agent`). */
+  /** The agent the chat talks to (absent from servers older than agents: `agent`). */
   agent?: string;
   active_run_id: string | null;
 }

@@ -1,5 +1,5 @@
 /**
- * The Memory view's state (issue 15): the person's facts as `GET agent/memories` lists
+ * The Memory view's state: the person's facts as `GET agent/memories` lists
  * them, their categories with counts, a category filter and a search (`?q=`, ranked by
  * the server), and the changes the person makes (add, edit, delete) through the REST
  * routes `POST agent/memories`, `PATCH/DELETE agent/memories/{id}`.

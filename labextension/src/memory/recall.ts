@@ -1,5 +1,5 @@
 /**
- * What autorecall@v1 recalled for a run, as the chat shows it (issue 15): the hits of the
+ * What autorecall@v1 recalled for a run, as the chat shows it: the hits of the
  * run's `recall` event (live), of its `recall` step or turn record (after a reload),
  * summed up as "recalled 3 memories" / "recalled 1 memory, 2 earlier turns".
  *

@@ -1,5 +1,5 @@
 /**
- * The recalled block of a run (issue 15): "recalled 3 memories", collapsed by default,
+ * The recalled block of a run: "recalled 3 memories", collapsed by default,
  * above the run's replies; expanded, the hits (where each comes from, its score, its
  * text). Marked as recalled: these notes were put in front of the model, they are not its
  * words. Text only (`textContent`), never HTML.

@@ -1,5 +1,5 @@
 /**
- * The Memory view (issue 15): the facts the agent keeps across chats, which the person
+ * The Memory view: the facts the agent keeps across chats, which the person
  * owns. Categories with their counts (a filter), a search box (the server ranks the
  * hits), the facts grouped by category, each editable in place and deletable (after a
  * confirmation), and a form to add one. A change the server refuses (a credential-like

@@ -26,11 +26,11 @@ export interface ITurnRecord {
   replies: { text: string; done: boolean }[];
   fromAgent?: string;
   traceRef?: string;
-  /** What autorecall put in front of the model (issue 15; absent when nothing). */
+  /** What autorecall put in front of the model (absent when nothing). */
   recall?: ITurnRecall;
-  /** The programs the turn ran, e.g. `["toolcaller@v4", "autorecall@v1"]` (issue 15). */
+  /** The programs the turn ran, e.g. `["toolcaller@v4", "autorecall@v1"]`. */
   programs?: string[];
-  /** The proposals the turn made (issue 17; absent in older servers' JSON). */
+  /** The proposals the turn made (absent in older servers' JSON). */
   proposals?: ITurnProposal[];
   interrupted: boolean;
   created: string;
@@ -44,7 +44,7 @@ export interface ITurnRecord {
     usage: IUsage;
     cost: number | null;
     fingerprints?: { [key: string]: string };
-    /** What the turn's boot window held (issue 14; absent in older records). */
+    /** What the turn's boot window held (absent in older records). */
     window?: ITurnWindow;
   };
 }
@@ -61,7 +61,7 @@ export interface ITurnWindow {
   tokens: number;
 }
 
-/** A turn's proposal as the chat JSON lists it (issue 17: no edits, see `proposals.ts`). */
+/** A turn's proposal as the chat JSON lists it (no edits, see `proposals.ts`). */
 export interface ITurnProposal {
   proposal_id: string;
   path: string;

@@ -1,0 +1,168 @@
+"""The Store's chat methods: chats (create, read, list, rename, delete, touch) and the
+durable mailbox (a user message stored before it is acknowledged, a run's opening).
+
+A mixin of :class:`~jupyter_agent.store.repo.Store`, which provides its sessions and its
+prepared run upsert. ``delete_chat`` deletes the chat, its turns, its chunk summaries,
+their recall docs and its queued messages; its run summaries stay (traces outlive chats)
+and memories saved in it stay, with their docs. It locks the chat row before anything
+else, the order ``append_turn`` and ``add_chunk`` lock in: no deadlock on PostgreSQL.
+The mailbox: ``accept_message`` stores a user message before the server acknowledges it;
+``open_run`` stores the message opening a run with that run (one transaction).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Final
+
+from sqlalchemy import delete, update
+from sqlalchemy import select as core_select
+from sqlmodel import col, select
+
+from jupyter_agent.core.turns import RunSummary
+from jupyter_agent.store.history import chunk_queries
+from jupyter_agent.store.memory import recall_index
+from jupyter_agent.store.rows import Chat, chat, mail_row, run_values, valid
+from jupyter_agent.store.tables import AgentMailRow, AgentTurnRow, ChatRow
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.dml import Insert
+    from sqlmodel import Session
+
+__all__ = ["ChatMethods"]
+
+_CHATS: Final = ChatRow.metadata.tables["chats"]
+_MAIL: Final = AgentMailRow.metadata.tables["agent_mail"]
+
+
+def _chat_exists(conn: Any, chat_id: str) -> bool:
+    query = core_select(_CHATS.c.id).where(_CHATS.c.id == chat_id)
+    return conn.execute(query).first() is not None
+
+
+class ChatMethods:
+    """Chats and the durable mailbox (see the module docstring)."""
+
+    if TYPE_CHECKING:
+        _upsert_run_sql: Insert
+
+        def _read(self, what: str) -> AbstractContextManager[Session]: ...
+        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+
+    def create_chat(
+        self, *, chat_id: str, title: str, now: str, agent: str = "agent", owner: str = ""
+    ) -> Chat:
+        """Insert a chat (``created`` = ``updated`` = ``now``) of ``owner`` talking to
+        ``agent`` (the caller checks the name). A duplicate id is a StoreError."""
+        title = valid(title, "chat title")
+        owner = valid(owner, "chat owner")
+        row = ChatRow(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
+        with self._write("cannot create the chat") as session:
+            session.add(row)
+        return Chat(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
+
+    def get_chat(self, chat_id: str) -> Chat | None:
+        """The chat, or None."""
+        with self._read("cannot read the chat") as session:
+            row = session.get(ChatRow, chat_id)
+            return chat(row) if row is not None else None
+
+    def list_chats(self, *, owner: str | None = None) -> list[Chat]:
+        """The chats of ``owner`` (None: every owner's), the most recently updated first
+        (ties: larger id first)."""
+        query = select(ChatRow).order_by(col(ChatRow.updated).desc(), col(ChatRow.id).desc())
+        if owner is not None:
+            query = query.where(col(ChatRow.owner) == owner)
+        with self._read("cannot list chats") as session:
+            return [chat(row) for row in session.exec(query)]
+
+    def rename_chat(self, chat_id: str, title: str, *, now: str) -> Chat | None:
+        """Set the title and ``updated``; None when there is no such chat."""
+        title = valid(title, "chat title")
+        with self._write("cannot rename the chat") as session:
+            row = session.get(ChatRow, chat_id)
+            if row is None:
+                return None
+            row.title, row.updated = title, now
+            session.add(row)
+            session.flush()
+            return chat(row)
+
+    def delete_chat(self, chat_id: str) -> bool:
+        """Delete the chat, its turns and chunks and their recall docs (runs stay, and so do
+        memories saved in it); False when it did not exist."""
+        with self._write("cannot delete the chat") as session:
+            # The chat row first (FOR UPDATE; SQLite writes are serialised anyway), the
+            # order append_turn and add_chunk lock in (the chat by their insert's foreign
+            # key and the bump, then the counts): the other order deadlocks on PostgreSQL.
+            # Once it is held, no turn or chunk of the chat can be stored until we commit.
+            session.connection().execute(
+                core_select(_CHATS.c.id).where(_CHATS.c.id == chat_id).with_for_update()
+            )
+            recall_index.delete_chat_docs(session.connection(), chat_id)
+            chunk_queries.delete_chunks(session.connection(), chat_id)
+            session.exec(delete(AgentTurnRow).where(col(AgentTurnRow.chat_id) == chat_id))
+            session.exec(delete(AgentMailRow).where(col(AgentMailRow.chat_id) == chat_id))
+            result = session.exec(delete(ChatRow).where(col(ChatRow.id) == chat_id))
+            return bool(result.rowcount)
+
+    def touch_chat(self, chat_id: str, *, now: str, active_run_id: str | None) -> None:
+        """Set ``updated`` and the active run (None when no run is going). Unknown: no-op."""
+        statement = (
+            update(ChatRow)
+            .where(col(ChatRow.id) == chat_id)
+            .values(updated=now, active_run_id=active_run_id)
+        )
+        with self._write("cannot update the chat") as session:
+            session.exec(statement)
+
+    # --- the durable mailbox --------------------------------------------------------------
+
+    def accept_message(self, chat_id: str, item: Mapping[str, Any]) -> bool:
+        """Store a user message (a mailbox item with ``id`` and ``at``) before it is
+        acknowledged; False (nothing stored) when the chat does not exist. A duplicate id
+        is a StoreError."""
+        with self._write("cannot queue the message") as session:
+            conn = session.connection()
+            if not _chat_exists(conn, chat_id):
+                return False
+            conn.execute(_MAIL.insert(), mail_row(chat_id, item))
+            return True
+
+    def open_run(self, run: RunSummary, *, message: Mapping[str, Any] | None = None) -> bool:
+        """Store the summary of a run that starts and make it its chat's active run (chat
+        ``updated`` = ``run.started``); with ``message``, the user message opening it is
+        stored too (see :meth:`accept_message`). One transaction: all of it or nothing;
+        False (nothing stored) when the chat does not exist."""
+        with self._write("cannot start the run") as session:
+            conn = session.connection()
+            if not _chat_exists(conn, run.chat_id):
+                return False
+            if message is not None:
+                conn.execute(_MAIL.insert(), mail_row(run.chat_id, message))
+            conn.execute(self._upsert_run_sql, run_values(run))
+            conn.execute(
+                update(_CHATS)
+                .where(_CHATS.c.id == run.chat_id)
+                .values(updated=run.started, active_run_id=run.run_id)
+            )
+            return True
+
+    def queued_mail(self, chat_id: str | None = None) -> list[dict[str, Any]]:
+        """The stored messages no stored turn holds yet, oldest first (ids are ULIDs), as
+        mailbox items each with its ``chat_id``; every chat's unless ``chat_id``."""
+        query = core_select(_MAIL.c.chat_id, _MAIL.c.item).order_by(_MAIL.c.id)
+        if chat_id is not None:
+            query = query.where(_MAIL.c.chat_id == chat_id)
+        with self._read("cannot read the mailbox") as session:
+            rows = session.connection().execute(query).all()
+        return [{**json.loads(item), "chat_id": chat} for chat, item in rows]
+
+    def delete_mail(self, ids: Sequence[str]) -> None:
+        """Forget these queued messages (a start that failed after storing its message)."""
+        if not ids:
+            return
+        with self._write("cannot update the mailbox") as session:
+            session.connection().execute(delete(_MAIL).where(_MAIL.c.id.in_(list(ids))))
