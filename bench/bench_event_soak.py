@@ -2,8 +2,8 @@
 
 Run: ``python bench/bench_event_soak.py [RUNS] [CHATS]`` (default 1000 runs, 50 chats).
 
-The real agent service (:func:`~jupyter_agent.runtime.assembly.assemble`, the façade's
-``create_chat`` / ``send_message`` / ``delete_chat``, the real run manager and driver,
+The real agent (:func:`~jupyter_agent.runtime.assembly.assemble`, the chats service's
+``create`` / ``send`` / ``delete``, the real run manager and driver,
 SQLite and effect logs in a temporary folder) with the scripted fake provider on
 loopback, in this process. Turns are chat only (no kernel): each posts a final reply of
 about 4 KB, so every run leaves kept events of about 9 KB (``run_start``, ``reply``,
@@ -56,12 +56,11 @@ def bus_bytes(bus: Any) -> tuple[int, int]:
     return total, len(history)
 
 
-async def soak(runs: int, chats: int, base: Path) -> None:
+async def soak(runs: int, n_chats: int, base: Path) -> None:
     from jupyter_client.multikernelmanager import AsyncMultiKernelManager
 
     from jupyter_agent.llm.fake.server import FakeProvider
     from jupyter_agent.runtime.assembly import AdminConfig, assemble
-    from jupyter_agent.runtime.service import AgentService
 
     script = {"steps": [{"text": REPLY}], "repeat": True}
     fake = FakeProvider(script).start()
@@ -76,15 +75,15 @@ async def soak(runs: int, chats: int, base: Path) -> None:
         root_dir=str(base / "root"),
         kernel_manager=AsyncMultiKernelManager(),  # chat-only turns: no kernel is taken
     )
-    service = AgentService(parts)
-    await service.start()
+    chats = parts.services.chats
+    await parts.start()
     # Warm up (imports, caches, the first SQLite pages): not measured.
-    warm = (await service.create_chat(title="warm up"))["id"]
+    warm = (await chats.create(owner="", title="warm up"))["id"]
     for i in range(WARM_UP):
-        answer = await service.send_message(warm, text=f"warm up {i}")
-        await service.manager.wait(answer["run_id"])
-    await service.delete_chat(warm)
-    live = [(await service.create_chat(title=f"soak {i}"))["id"] for i in range(chats)]
+        answer = await chats.send(warm, owner="", text=f"warm up {i}")
+        await parts.manager.wait(answer["run_id"])
+    await chats.delete(warm, owner="")
+    live = [(await chats.create(owner="", title=f"soak {i}"))["id"] for i in range(n_chats)]
     used = dict.fromkeys(live, 0)
     deleted = 0
     started = time.perf_counter()
@@ -97,7 +96,7 @@ async def soak(runs: int, chats: int, base: Path) -> None:
                 gc.collect()
                 rss = rss_kb()
                 base_rss = base_rss or rss
-                kept, held = bus_bytes(service.events)
+                kept, held = bus_bytes(parts.events)
                 peak = max(peak, kept)
                 print(
                     f"runs {done:5d}: RSS {rss / 1024:7.1f} MB (+{(rss - base_rss) / 1024:5.1f} MB)"
@@ -108,23 +107,23 @@ async def soak(runs: int, chats: int, base: Path) -> None:
                 )
             if done == runs:
                 break
-            slot = done % chats
+            slot = done % n_chats
             chat_id = live[slot]
-            answer = await service.send_message(chat_id, text=f"question {done}")
-            await service.manager.wait(answer["run_id"])
+            answer = await chats.send(chat_id, owner="", text=f"question {done}")
+            await parts.manager.wait(answer["run_id"])
             used[chat_id] += 1
-            if hasattr(service.events, "kept_bytes"):  # the old bus only grows: no peak to track
-                peak = max(peak, service.events.kept_bytes)
+            if hasattr(parts.events, "kept_bytes"):  # the old bus only grows: no peak to track
+                peak = max(peak, parts.events.kept_bytes)
             if used[chat_id] >= RUNS_PER_CHAT:
-                await service.delete_chat(chat_id)
+                await chats.delete(chat_id, owner="")
                 deleted += 1
-                new = (await service.create_chat(title=f"soak {done}"))["id"]
+                new = (await chats.create(owner="", title=f"soak {done}"))["id"]
                 live[slot] = new
                 used[new] = 0
             if done % 50 == 0:
                 fake.requests.clear()
     finally:
-        await service.stop()
+        await parts.stop()
         fake.stop()
 
 

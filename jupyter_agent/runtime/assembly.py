@@ -7,15 +7,16 @@ transport, contents manager): the event bus, the mailbox, the user's settings an
 effective tiers, contents access, the notebook writer, the demo model, the run manager,
 the history scheduler (chunk summaries, made in the background after each turn), the
 embedder (facts' vectors through the optional ``embed`` tier) and the agents the server
-hosts (:mod:`.agents`: each run answers as its chat's agent, with that agent's spaces and
-tiers). Nothing here answers a
-request: that is the façade's (:mod:`.service`).
+hosts (:mod:`.settings.agents`: each run answers as its chat's agent, with that agent's
+spaces and tiers), and over them the services, one per concern (:class:`~.services.Services`:
+chats, runs, memory, proposals, programs, settings, cells), each built once. Nothing here
+answers a request: the services do.
 
 Construction is synchronous (the server's loop may not run yet); :meth:`Parts.start`
 (idempotent, shielded) logs the admin's warnings and which tiers are ready, starts the
 pool, recovers runs left running and resumes the summaries left pending; :meth:`Parts.stop`
 (idempotent) ends everything, in the order that loses nothing: embeddings, summaries, runs,
-MCP servers (:mod:`.mcp_hub`), pool, transport, store, demo.
+MCP servers (:mod:`.mcp.hub`), pool, transport, store, demo.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,8 @@ from jupyter_agent.programs.registry import ProgramRegistry
 from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.history.jobs import HistoryScheduler
+from jupyter_agent.runtime.kernels.cell_service import CellService
 from jupyter_agent.runtime.kernels.pool import KernelPool
-from jupyter_agent.runtime.loop.driver import RunConfig, RunServices
 from jupyter_agent.runtime.mcp.config import parse_servers
 from jupyter_agent.runtime.mcp.hub import McpHub
 from jupyter_agent.runtime.memory.embedder import Embedder
@@ -49,17 +50,22 @@ from jupyter_agent.runtime.notebook.exports import DEFAULT_FOLDER, NotebookWrite
 from jupyter_agent.runtime.notebook.live_docs import LiveDocs
 from jupyter_agent.runtime.notebook.proposals import ProposalService
 from jupyter_agent.runtime.paths import default_db_url
+from jupyter_agent.runtime.runs.approvals import ApprovalWaits
+from jupyter_agent.runtime.runs.chat_service import ChatService
 from jupyter_agent.runtime.runs.mailbox import Mailbox
 from jupyter_agent.runtime.runs.manager import RunManager
-from jupyter_agent.runtime.runs.parts import ScrubbingPool
+from jupyter_agent.runtime.runs.parts import RunServices, ScrubbingPool
+from jupyter_agent.runtime.runs.run_configs import RunConfigs
+from jupyter_agent.runtime.runs.run_service import RunService
 from jupyter_agent.runtime.secret_guard import ScrubbingTransport
 from jupyter_agent.runtime.secrets import Scrubber, known_secrets
-from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT, Agent, AgentRegistry, agent_json
+from jupyter_agent.runtime.services import Services
+from jupyter_agent.runtime.settings.agent_settings import AgentSettings
+from jupyter_agent.runtime.settings.agents import AgentRegistry
 from jupyter_agent.runtime.settings.demo import DemoModel
 from jupyter_agent.runtime.settings.keypolicy import KeyPolicy
 from jupyter_agent.runtime.settings.overrides import OwnerSettings
-from jupyter_agent.runtime.settings.readiness import build_status
-from jupyter_agent.runtime.settings.spaces import SpacesCache
+from jupyter_agent.runtime.settings.service import SettingsService
 from jupyter_agent.runtime.settings.tiers import TierSettings
 from jupyter_agent.store.repo import Store
 
@@ -90,17 +96,17 @@ class AdminConfig:
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The ``agents`` trait: ``{name: {space?, tiers?, description?}}`` (:mod:`.agents`).
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The ``approval`` trait (issue 17): which cells wait for the person; new runs read it
+    #: The ``approval`` trait: which cells wait for the person; new runs read it
     #: as ``ceilings.approval`` (``none``, ``writes``, ``every_cell``).
     approval: str = "writes"
-    #: The ``mcp_servers`` trait (issue 18): ``{name: server config}`` as the admin wrote
+    #: The ``mcp_servers`` trait: ``{name: server config}`` as the admin wrote
     #: it (:mod:`.mcp_config` validates it; a bad entry is logged and shown, not fatal).
     mcp_servers: dict[str, Any] = field(default_factory=dict)
-    #: The owner of the server's own user (issue 19): ``""`` in single-user mode, the Hub
+    #: The owner of the server's own user: ``""`` in single-user mode, the Hub
     #: user's name under JupyterHub. Its settings get the old ``settings.json``; the
     #: start-up readiness line is about its tiers.
     server_owner: str = ""
-    #: ``program_check_timeout_s``: the deadline of a deploy's check process (issue 25).
+    #: ``program_check_timeout_s``: the deadline of a deploy's check process.
     program_check_timeout_s: float = 20.0
 
 
@@ -148,7 +154,7 @@ class Parts:
             contents_manager, root_dir=self.root_dir, max_bytes=admin.max_attachment_bytes
         )
         self.notebooks = NotebookWriter(self.contents, admin.trace_dir)
-        # The person's notebooks (issue 17): open ones through their shared model (RTC),
+        # The person's notebooks: open ones through their shared model (RTC),
         # the others through the contents manager; the run manager's notices tell runs.
         self.live_docs = live_docs or LiveDocs()
         self.proposals = ProposalService(
@@ -164,8 +170,25 @@ class Parts:
         self.agents = AgentRegistry.build(
             admin.agents, data_dir=self.data_dir, policy=admin.key_policy
         )
-        self.spaces_cache = SpacesCache()
-        # The MCP servers (issue 18), before the scrubber: their references are secrets.
+        # Each agent's tiers and spaces for an owner, and the snapshot a run starts with.
+        self.agent_settings = AgentSettings(
+            agents=self.agents,
+            tiers=self.tier_settings,
+            data_dir=self.data_dir,
+            root_dir=self.root_dir,
+            environ=lambda: self.environ,
+            version=admin.version,
+        )
+        self.run_configs = RunConfigs(
+            agents=self.agent_settings,
+            demo=self.demo,
+            limits=lambda: self.manager,
+            profiles=admin.profiles,
+            approval=admin.approval,
+        )
+        self.run_config = self.run_configs.run_config
+        self.history_config = self.run_configs.history_config
+        # The MCP servers, before the scrubber: their references are secrets.
         self.mcp_servers, self.mcp_problems = parse_servers(admin.mcp_servers)
         self.scrubber = self.build_scrubber(server_token)
         self.events.clean = self.scrubber.clean_json  # no known secret in any event
@@ -191,10 +214,11 @@ class Parts:
         self.memory = MemoryService(
             store, self.scrubber, embedder=self.embedder.on_saved, vectors=self.embedder
         )
-        # Deployed program versions (issue 16): which one a run uses; deploys and rollbacks.
+        # Deployed program versions: which one a run uses; deploys and rollbacks.
         self.programs = ProgramRegistry(store, cache_dir=self.data_dir / "programs")
         checks = CheckProcess.for_pool(pool, timeout_s=admin.program_check_timeout_s)
         self.program_service = ProgramService(store, self.programs, checks=checks)
+        self.approvals = ApprovalWaits()
         services = RunServices(
             programs=self.programs,
             transport=transport,
@@ -207,10 +231,11 @@ class Parts:
             embedder=self.embedder,
             memory=self.memory,
             agents=self.agents,
-            # The in-cell notebook app (issue 17): reads live documents or the contents
+            # The in-cell notebook app: reads live documents or the contents
             # manager; proposes through the proposal service.
             notebooks=NotebookReader(self.contents, live=self.live_docs),
             proposals=self.proposals,
+            approvals=self.approvals,
             mcp=self.mcp,
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
@@ -235,6 +260,49 @@ class Parts:
         self._started: asyncio.Task[None] | None = None
         self._pool_started = False
         self._stopped = False
+        self.services = self._services(services.pool)
+
+    def _services(self, pool: ScrubbingPool) -> Services:
+        """The services over these parts, one per concern (each built once, here)."""
+        settings = SettingsService(
+            user=self.user_settings,
+            tiers=self.tier_settings,
+            agents=self.agent_settings,
+            ceilings=lambda: self.manager.ceilings,
+            history_status=self.history.status,
+        )
+        chats = ChatService(
+            store=self.store,
+            manager=self.manager,
+            mailbox=self.mailbox,
+            events=self.events,
+            contents=self.contents,
+            notebooks=self.notebooks,
+            proposals=self.proposals,
+            scrubber=self.scrubber,
+            agents=self.agents,
+            know_owner=settings.know_owner,
+        )
+        runs = RunService(
+            store=self.store,
+            manager=self.manager,
+            notebooks=self.notebooks,
+            approvals=self.approvals,
+        )
+        # The MCP endpoint's run_cell: digest options only (the ceilings), every owner's.
+        cells = CellService(
+            pool, root_dir=self.root_dir, run_config=lambda: self.run_config(owner="")
+        )
+        return Services(
+            chats=chats,
+            runs=runs,
+            memory=self.memory,
+            proposals=self.proposals,
+            programs=self.program_service,
+            settings=settings,
+            cells=cells,
+            start=self.start,
+        )
 
     @property
     def environ(self) -> Mapping[str, str]:
@@ -264,88 +332,6 @@ class Parts:
             keep=getattr(self.pool, "env_keep", None) or self.admin.kernel_env_keep,
         )
         return Scrubber(secrets)
-
-    def run_config(self, agent: str = DEFAULT_AGENT, *, owner: str) -> RunConfig:
-        """The snapshot a run of ``agent`` for ``owner`` (its chat's) starts with: the
-        owner's effective tiers (or the demo), ceilings, that agent's spaces.
-
-        An agent this server no longer hosts answers as the default agent (logged). The
-        agent's tiers replace the user's for the tiers it names. Tiers that are not ready
-        are left out (they fall back to codegen); when codegen is not ready, the demo
-        model takes its place. Called on the event loop at each run start: the spaces
-        come from :class:`SpacesCache` (a ``stat`` walk unless a layer changed).
-        """
-        chosen = self.agents.for_run(agent)
-        tiers, demo = self.agent_tiers(chosen, owner)
-        profiles = {model: dict(fields) for model, fields in self.admin.profiles.items()}
-        if demo:
-            tiers["codegen"] = self.demo.tier()
-            profiles.update(self.demo.profiles())
-        layout = {"chunk_turns": self.manager.chunk_turns, "l2_chunks": self.manager.l2_chunks}
-        return RunConfig(
-            tiers=tiers,
-            ceilings={**self.manager.ceilings, "approval": self.admin.approval},
-            spaces=self.agent_spaces(chosen),
-            profiles=profiles,
-            history_layout=layout,
-            recall=self.manager.recall_settings,
-            recall_timeout_ms=int(self.manager.recall_timeout_ms),
-            agent=chosen.name,
-        )
-
-    def history_config(self, agent: str = DEFAULT_AGENT, *, owner: str) -> RunConfig:
-        """The snapshot a summary run of ``agent``'s chat starts with: :meth:`run_config`'s,
-        but never the demo model (a canned summary would be stored for good): with no
-        ready codegen tier there is no tier to summarise with, and the scheduler retries
-        later."""
-        config = self.run_config(agent, owner=owner)
-        if not self.agent_tiers(self.agents.for_run(config.agent), owner)[1]:
-            return config
-        tiers = {name: tier for name, tier in config.tiers.items() if name != "codegen"}
-        return replace(config, tiers=tiers)
-
-    # --- agents ----------------------------------------------------------------------------
-
-    def agent_spaces(self, agent: Agent) -> dict[str, Any]:
-        """``agent``'s spaces snapshot (package < its space < user < project), cached."""
-        return self.spaces_cache.snapshot(
-            data_dir=self.data_dir,
-            root_dir=Path(self.root_dir),
-            agent_name=agent.name,
-            agent_space=agent.space,
-        )
-
-    def agent_effective_tiers(self, agent: Agent, owner: str) -> dict[str, dict[str, Any]]:
-        """The admin's tiers, overlaid by ``owner``'s, overlaid by ``agent``'s (copies)."""
-        tiers = self.tier_settings.effective(owner)
-        tiers.update({name: dict(tier) for name, tier in agent.tiers.items()})
-        return tiers
-
-    def agent_tiers(self, agent: Agent, owner: str) -> tuple[dict[str, dict[str, Any]], bool]:
-        """``agent``'s effective tiers that are ready, and whether codegen is not (the demo
-        runs). The agent's own tiers are the admin's (trusted, or checked by the key policy
-        when its folder set them); a user tier the policy refuses stays refused unless the
-        agent replaces it."""
-        if not agent.tiers:
-            return self.tier_settings.ready_tiers(owner)
-        tiers = self.agent_effective_tiers(agent, owner)
-        refused = {
-            name: reason
-            for name, reason in self.tier_settings.refused_overrides(owner).items()
-            if name not in agent.tiers
-        }
-        status = build_status(tiers, self.environ, self.admin.version, refused=refused)
-        ready = {n: t for n, t in tiers.items() if status["tiers"].get(n, {}).get("ready")}
-        return ready, bool(status["demo"])
-
-    def describe_agents(self, owner: str) -> list[dict[str, Any]]:
-        """``GET agent/agents``' entries (:func:`~.agents.agent_json`; ``owner``'s tiers
-        under each agent's), the default agent first. Reads the spaces (a ``stat`` walk at
-        least): call it in a thread."""
-        return [
-            agent_json(a, spaces=self.agent_spaces(a), tiers=self.agent_effective_tiers(a, owner))
-            for a in self.agents.agents()
-        ]
 
     # --- life cycle ------------------------------------------------------------------------
 

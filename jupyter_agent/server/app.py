@@ -37,22 +37,22 @@ from traitlets.config import Config
 
 from jupyter_agent import __version__
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.runtime.assembly import AdminConfig, assemble
+from jupyter_agent.runtime.assembly import AdminConfig, Parts, assemble
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.kernels.pool import KernelPool
 from jupyter_agent.runtime.notebook.exports import DEFAULT_FOLDER, check_folder
 from jupyter_agent.runtime.notebook.live_docs import LiveDocs
 from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.runs.manager import RunManager
-from jupyter_agent.runtime.service import AgentService
+from jupyter_agent.runtime.services import Services
 from jupyter_agent.runtime.settings.keypolicy import KeyPolicy
 from jupyter_agent.runtime.settings.profiles import admin_profiles
 from jupyter_agent.runtime.settings.readiness import build_status
 from jupyter_agent.server.app_settings import DEFAULT_TIERS, AppSettings
+from jupyter_agent.server.auth.isolation import checked_pool
+from jupyter_agent.server.auth.owners import owners_mode
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
-from jupyter_agent.server.isolation import checked_pool
 from jupyter_agent.server.mcp.endpoint import McpEndpoint
-from jupyter_agent.server.owners import owners_mode
 from jupyter_agent.server.routes import default_handlers
 from jupyter_agent.store.repo import Store
 
@@ -161,8 +161,11 @@ class JupyterAgent(ExtensionApp, AppSettings):
         """``db_url``, or the default SQLite file's URL when it is empty."""
         return self.db_url or default_db_url()
 
-    service: AgentService | None = None
-    """The agent service (built in ``initialize_settings``; None if it could not be)."""
+    parts: Parts | None = None
+    """The agent's parts (built in ``initialize_settings``; None if they could not be)."""
+
+    services: Services | None = None
+    """The parts' services, one per concern, that the handlers call (None without parts)."""
 
     mcp_endpoint: McpEndpoint | None = None
     """``agent/mcp`` (issue 18): started and stopped with the extension."""
@@ -170,10 +173,10 @@ class JupyterAgent(ExtensionApp, AppSettings):
     async def status(self, *, owner: str) -> dict[str, Any]:
         """The answer of ``GET agent/status`` for ``owner`` (no key values): the admin's
         tiers overlaid by the owner's settings (those the key policy refuses are not
-        ready); the admin's alone when the service could not be built."""
-        if self.service is None:
+        ready); the admin's alone when the services could not be built."""
+        if self.services is None:
             return build_status(self.tiers, os.environ, __version__)
-        return await self.service.status(owner=owner)
+        return await self.services.settings.status(owner=owner)
 
     def key_policy(self) -> tuple[KeyPolicy, list[str]]:
         """The key policy of the traits, and the warnings to log about them."""
@@ -225,8 +228,8 @@ class JupyterAgent(ExtensionApp, AppSettings):
         )
 
     def initialize_settings(self) -> None:
-        """Build the agent service: its parts (store, kernel pool, transport, run manager,
-        settings: :func:`~jupyter_agent.runtime.assembly.assemble`) and the façade.
+        """Build the agent: its parts (store, kernel pool, transport, run manager,
+        settings: :func:`~jupyter_agent.runtime.assembly.assemble`) and their services.
 
         The pool, the transport and the run manager read their traits from the app's
         config (``c.KernelPool.size``, ...). Nothing async happens here (the server's loop
@@ -255,13 +258,13 @@ class JupyterAgent(ExtensionApp, AppSettings):
             server_token=server_token(serverapp),
             live_docs=LiveDocs(lambda: collaboration_app(serverapp)),
         )
-        self.service = AgentService(parts)
-        self.mcp_endpoint = McpEndpoint(lambda: self.service, version=__version__)
+        self.parts, self.services = parts, parts.services
+        self.mcp_endpoint = McpEndpoint(lambda: self.services, version=__version__)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the pool and recover runs left running, once the loop runs."""
-        if self.service is not None:
-            await self.service.start()
+        if self.parts is not None:
+            await self.parts.start()
         if self.mcp_endpoint is not None:
             await self.mcp_endpoint.start()
 
@@ -269,8 +272,8 @@ class JupyterAgent(ExtensionApp, AppSettings):
         """Break the runs, stop the pool, close the transport, the store and the demo."""
         if self.mcp_endpoint is not None:  # its sessions first: their waits end
             await self.mcp_endpoint.stop()
-        if self.service is not None:
-            await self.service.stop()
+        if self.parts is not None:
+            await self.parts.stop()
 
     def initialize_handlers(self) -> None:
         """Register the REST routes under ``{base_url}agent/``."""

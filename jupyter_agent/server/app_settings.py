@@ -21,7 +21,7 @@ from traitlets import Bool, Dict, Enum, Float, HasTraits, List, TraitError, Unic
 from jupyter_agent.llm.embeddings import EMBED_TIER, embed_tier_problem
 from jupyter_agent.runtime.settings.keypolicy import DEFAULT_KEY_BINDINGS
 from jupyter_agent.runtime.settings.profiles import admin_profiles
-from jupyter_agent.server.isolation import ALLOW_HELP
+from jupyter_agent.server.auth.isolation import ALLOW_HELP
 
 __all__ = [
     "DEFAULT_TIERS",

@@ -1,8 +1,9 @@
-"""Approval routes (issue 17): ``POST agent/runs/{run_id}/approvals/{approval_id}``.
+"""Approval routes: ``POST agent/runs/{run_id}/approvals/{approval_id}``.
 
 Thin, like the other handlers: it authenticates, authorizes (``execute`` on ``agent``: an
 approval lets code run), parses the body ``{approve: bool, rest_of_turn?: bool}``
-(:mod:`.parse`) and calls :meth:`~jupyter_agent.runtime.service.AgentService.decide_approval`.
+(:mod:`.parse`) and calls the runs service's
+:meth:`~jupyter_agent.runtime.runs.run_service.RunService.decide_approval`.
 200 ``{run_id, approval_id, approve, rest_of_turn}``; 404 for a wait that is not open
 (unknown, or its run ended long ago); 409 ``approval_decided`` for one already answered
 (or ended: timed out, broken).
@@ -28,8 +29,8 @@ class ApprovalHandler(AgentHandler):
     async def post(self, run_id: str, approval_id: str) -> None:
         """Answer the run's wait for the person."""
         approve, rest = parse.approval(self.json_body())
-        service = await self.service()
-        answer = await service.decide_approval(
+        runs = (await self.services()).runs
+        answer = await runs.decide_approval(
             run_id, approval_id, owner=self.owner, approve=approve, rest_of_turn=rest
         )
         self.finish_json(answer)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar, cast
+from typing import Any, ClassVar, Final, Protocol, TypeVar, cast
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
@@ -46,18 +46,16 @@ from jupyter_agent.exceptions import (
     RequestError,
     Unavailable,
 )
+from jupyter_agent.runtime.services import Services
 from jupyter_agent.server import parse
-from jupyter_agent.server.owners import request_is_admin, request_owner
-
-if TYPE_CHECKING:
-    from jupyter_agent.runtime.service import AgentService
-    from jupyter_agent.server.app import JupyterAgent
+from jupyter_agent.server.auth.owners import request_is_admin, request_owner
 
 __all__ = [
     "AUTH_RESOURCE",
     "ERROR_STATUS",
     "AgentBase",
     "AgentHandler",
+    "AgentHost",
     "authorized_execute",
     "error_status",
 ]
@@ -103,40 +101,66 @@ def _phrase(status: int) -> str | None:
         return None
 
 
+class AgentHost(Protocol):
+    """What the handlers read of the extension app (``JupyterAgent``, which jupyter_server
+    puts in the handlers' settings): its services and the settings of its routes. Handlers
+    import this, never the app's module."""
+
+    @property
+    def services(self) -> Services | None:
+        """The agent's services (None when they could not be built)."""
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body the routes accept."""
+
+    @property
+    def program_deploy(self) -> str:
+        """Who may deploy programs (``token``, ``browser``, ``off``)."""
+
+    @property
+    def owners(self) -> str:
+        """How a request's owner is found (``auto``, ``identity``, ``single``)."""
+
+    async def status(self, *, owner: str) -> dict[str, Any]:
+        """``GET agent/status`` for ``owner`` (answered even without services)."""
+
+
 class AgentBase(ExtensionHandlerMixin, JupyterHandler):
-    """What every agent handler shares: the app, the service and the error writer."""
+    """What every agent handler shares: the app, the services and the error writer."""
 
     auth_resource = AUTH_RESOURCE
 
     @property
-    def agent(self) -> JupyterAgent:
-        """The running ``JupyterAgent`` extension app (its traits and managers)."""
-        return cast("JupyterAgent", self.extensionapp)
+    def agent(self) -> AgentHost:
+        """The running extension app, as the handlers see it (:class:`AgentHost`)."""
+        return cast("AgentHost", self.extensionapp)
 
-    async def service(self) -> AgentService:
-        """The agent service, started (call after authorization: starting may start kernels).
+    async def services(self) -> Services:
+        """The agent's services, started (call after authorization: starting may start
+        kernels), with the request's owner's settings read.
 
-        ``Unavailable`` (503) when the service could not be built.
+        ``Unavailable`` (503) when the services could not be built.
         """
-        service = self.agent.service
-        if service is None:
+        services = self.agent.services
+        if services is None:
             raise Unavailable("The agent service is not available", reason="unavailable")
-        await service.start()
+        await services.start()
         try:
             owner = self.owner
         except Forbidden:  # no identity: the route itself answers 403 when it needs one
-            return service
-        await service.know_owner(owner)
-        return service
+            return services
+        await services.settings.know_owner(owner)
+        return services
 
     @property
     def owner(self) -> str:
-        """The request's owner (:func:`~jupyter_agent.server.owners.request_owner`; 403
+        """The request's owner (:func:`~jupyter_agent.server.auth.owners.request_owner`; 403
         ``no_identity`` for an identity without a name)."""
         return request_owner(self)
 
     async def is_admin(self) -> bool:
-        """True for an admin (:func:`~jupyter_agent.server.owners.request_is_admin`,
+        """True for an admin (:func:`~jupyter_agent.server.auth.owners.request_is_admin`,
         awaited: the authorizer may be async)."""
         return await request_is_admin(self)
 

@@ -2,8 +2,9 @@
 history's summaries and its messages.
 
 Thin: each method authenticates, authorizes, parses the JSON body into typed arguments
-(:mod:`.parse`) and calls the :class:`~jupyter_agent.runtime.service.AgentService`; its
-refusals are domain errors that :mod:`.base` answers.
+(:mod:`.parse`) and calls the chats service
+(:class:`~jupyter_agent.runtime.runs.chat_service.ChatService`); its refusals are domain
+errors that :mod:`.base` answers.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
-from jupyter_agent.server import authz, parse
+from jupyter_agent.server import parse
+from jupyter_agent.server.auth import authz
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
 __all__ = [
@@ -36,8 +38,8 @@ class ChatsHandler(AgentHandler):
     @authorized
     async def get(self) -> None:
         """Every chat, the most recently updated first."""
-        service = await self.service()
-        self.finish_json(await service.list_chats(owner=self.owner))
+        chats = (await self.services()).chats
+        self.finish_json(await chats.list(owner=self.owner))
 
     @web.authenticated
     @authorized
@@ -48,10 +50,8 @@ class ChatsHandler(AgentHandler):
         parse.only_keys(body, ("title", "agent"), reason="unknown_field")
         title = parse.string(body, "title", reason="bad_title", default="")
         agent = parse.string(body, "agent", reason="unknown_agent", default=DEFAULT_AGENT)
-        service = await self.service()
-        self.finish_json(
-            await service.create_chat(owner=self.owner, title=title, agent=agent), status=201
-        )
+        chats = (await self.services()).chats
+        self.finish_json(await chats.create(owner=self.owner, title=title, agent=agent), status=201)
 
 
 class ChatHandler(AgentHandler):
@@ -63,8 +63,8 @@ class ChatHandler(AgentHandler):
     @authorized
     async def get(self, chat_id: str) -> None:
         """The chat with its ``turns`` (oldest first) and ``active_run_id``."""
-        service = await self.service()
-        self.finish_json(await service.get_chat(chat_id, owner=self.owner))
+        chats = (await self.services()).chats
+        self.finish_json(await chats.get(chat_id, owner=self.owner))
 
     @web.authenticated
     @authorized
@@ -73,8 +73,8 @@ class ChatHandler(AgentHandler):
         body = self.json_body()
         parse.only_keys(body, ("title",), reason="unknown_field")
         title = parse.string(body, "title", reason="bad_title")
-        service = await self.service()
-        self.finish_json(await service.rename_chat(chat_id, owner=self.owner, title=title))
+        chats = (await self.services()).chats
+        self.finish_json(await chats.rename(chat_id, owner=self.owner, title=title))
 
     @web.authenticated
     @authorized
@@ -83,15 +83,15 @@ class ChatHandler(AgentHandler):
 
         Deleting a chat whose run is going breaks that run, so it also needs ``execute``.
         """
-        service = await self.service()
-        if await service.active_run_id(chat_id, owner=self.owner) is not None:
+        chats = (await self.services()).chats
+        if await chats.active_run_id(chat_id, owner=self.owner) is not None:
             await authz.require(
                 self,
                 "execute",
                 self.auth_resource,
                 "deleting a chat with a running turn stops it: that needs 'execute'",
             )
-        await service.delete_chat(chat_id, owner=self.owner)
+        await chats.delete(chat_id, owner=self.owner)
         self.set_status(204)
         self.finish()
 
@@ -103,8 +103,8 @@ class ChatHistoryHandler(AgentHandler):
     @authorized
     async def get(self, chat_id: str) -> None:
         """The chat's stored chunk summaries and how many are still to be made."""
-        service = await self.service()
-        self.finish_json(await service.chat_history(chat_id, owner=self.owner))
+        chats = (await self.services()).chats
+        self.finish_json(await chats.history(chat_id, owner=self.owner))
 
 
 class ChatNotebookHandler(AgentHandler):
@@ -115,16 +115,16 @@ class ChatNotebookHandler(AgentHandler):
     @authorized
     async def get(self, chat_id: str) -> None:
         """Answer the notebook JSON (nbformat v4)."""
-        service = await self.service()
-        self.finish_json(await service.chat_notebook(chat_id, owner=self.owner))
+        chats = (await self.services()).chats
+        self.finish_json(await chats.notebook(chat_id, owner=self.owner))
 
     @web.authenticated
     @authorized_execute
     async def post(self, chat_id: str) -> None:
         """Write the chat's notebook into the trace folder; 201 ``{path, created}``, or 200
         when the folder already held exactly this notebook."""
-        service = await self.service()
-        answer = await service.write_chat_notebook(chat_id, owner=self.owner)
+        chats = (await self.services()).chats
+        answer = await chats.write_notebook(chat_id, owner=self.owner)
         self.finish_json(answer, status=201 if answer["created"] else 200)
 
 
@@ -145,8 +145,8 @@ class MessagesHandler(AgentHandler):
         attachments = parse.string_list(
             body, "attachments", reason="bad_attachments", what="contents paths"
         )
-        service = await self.service()
-        answer = await service.send_message(
+        chats = (await self.services()).chats
+        answer = await chats.send(
             chat_id,
             owner=self.owner,
             text=text,

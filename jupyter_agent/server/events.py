@@ -25,7 +25,8 @@ from jupyter_server.auth.decorator import ws_authenticated
 from jupyter_server.base.websocket import WebSocketMixin
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from jupyter_agent.server import authz, parse
+from jupyter_agent.server import parse
+from jupyter_agent.server.auth import authz
 from jupyter_agent.server.base import AUTH_RESOURCE, AgentBase
 
 __all__ = ["EventsSocket"]
@@ -49,8 +50,8 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, AgentBase):
         """Authorize, check the chat and ``since``, then upgrade."""
         await authz.require(self, "read", AUTH_RESOURCE)
         self._since = parse.query_int(self, "since", reason="bad_since", default=0)
-        service = await self.service()
-        await service.check_chat(chat_id, owner=self.owner)
+        chats = (await self.services()).chats
+        await chats.check(chat_id, owner=self.owner)
         self._chat_id = chat_id
         await super().get(chat_id)
 
@@ -60,15 +61,16 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, AgentBase):
         # Events are small frames sent in bursts (a reply, then run_end): with Nagle's
         # algorithm each waited for the client's delayed ACK of the one before (~40 ms).
         self.set_nodelay(True)
-        service = self.agent.service
-        assert service is not None
+        services = self.agent.services
+        assert services is not None
+        events = services.chats.events
         stack = contextlib.ExitStack()
-        queue = stack.enter_context(service.events.subscribe(self._chat_id))
+        queue = stack.enter_context(events.subscribe(self._chat_id))
         self._subscription = stack
-        gap = service.events.gap(self._chat_id, self._since)
+        gap = events.gap(self._chat_id, self._since)
         if gap is not None:
             self.write_message(json.dumps(gap))
-        missed = service.events.since(self._chat_id, self._since)
+        missed = events.since(self._chat_id, self._since)
         last = self._since
         for event in missed:
             self.write_message(json.dumps(event))

@@ -1,9 +1,9 @@
-"""Memory routes (issue 15): ``agent/memories`` and ``agent/memories/{id}``.
+"""Memory routes: ``agent/memories`` and ``agent/memories/{id}``.
 
 Thin: each method authenticates, authorizes (reads need ``read``; adding, editing and
 deleting need ``execute``), parses the query or body into typed arguments (:mod:`.parse`)
 and calls the :class:`~jupyter_agent.runtime.memory.service.MemoryService`
-(``service.memory``), whose refusals (``bad_memory``, ``credential``, ``not_found``) are
+(``services.memory``), whose refusals (``bad_memory``, ``credential``, ``not_found``) are
 domain errors :mod:`.base` answers. A fact added here is the person's (``author``
 ``person``, no chat or run).
 """
@@ -46,7 +46,7 @@ class MemoriesHandler(AgentHandler):
         category = self.get_query_argument("category", None)
         default = MAX_K if query else DEFAULT_LIST
         limit = parse.query_int(self, "limit", reason="bad_memory", default=default)
-        memory = (await self.service()).memory
+        memory = (await self.services()).memory
         if query:
             ranked = await memory.search_memories(
                 query, category=category, limit=limit, owner=self.owner
@@ -71,7 +71,7 @@ class MemoriesHandler(AgentHandler):
         body = _body(self)
         text = parse.string(body, "text", reason="bad_memory")
         category = parse.string(body, "category", reason="bad_memory", default="general")
-        memory = (await self.service()).memory
+        memory = (await self.services()).memory
         saved = await memory.save(text, category=category, author="person", owner=self.owner)
         self.finish_json(saved.to_json(), status=201)
 
@@ -85,7 +85,7 @@ class MemoryHandler(AgentHandler):
     @authorized
     async def get(self, memory_id: str) -> None:
         """The fact; 404 for an unknown id."""
-        memory = (await self.service()).memory
+        memory = (await self.services()).memory
         self.finish_json((await memory.get(memory_id, owner=self.owner)).to_json())
 
     @web.authenticated
@@ -95,7 +95,7 @@ class MemoryHandler(AgentHandler):
         body = _body(self)
         text = parse.optional_string(body, "text", reason="bad_memory")
         category = parse.optional_string(body, "category", reason="bad_memory")
-        memory = (await self.service()).memory
+        memory = (await self.services()).memory
         changed = await memory.update(memory_id, text=text, category=category, owner=self.owner)
         self.finish_json(changed.to_json())
 
@@ -103,7 +103,7 @@ class MemoryHandler(AgentHandler):
     @authorized_execute
     async def delete(self, memory_id: str) -> None:
         """Delete it; 204 (404 for an unknown id)."""
-        memory = (await self.service()).memory
+        memory = (await self.services()).memory
         await memory.delete(memory_id, owner=self.owner)
         self.set_status(204)
         self.finish()

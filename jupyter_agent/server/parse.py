@@ -29,7 +29,7 @@ from typing import Any, Final, Protocol
 
 from jupyter_agent.exceptions import BadRequest, PayloadTooLarge
 from jupyter_agent.runtime.notebook.contents import shown
-from jupyter_agent.runtime.service import Control, View
+from jupyter_agent.runtime.runs.chat_service import Control, View
 from jupyter_agent.text import first_leaf, lone_surrogate
 
 __all__ = [

@@ -1,8 +1,8 @@
-"""Program routes (issue 16): ``agent/programs``, ``agent/programs/{name}[@vN]`` and
+"""Program routes: ``agent/programs``, ``agent/programs/{name}[@vN]`` and
 ``agent/programs/{name}/rollback``.
 
 Thin: each method authenticates, authorizes, parses and calls the
-:class:`~jupyter_agent.programs.service.ProgramService` (``service.programs``). Reads need
+:class:`~jupyter_agent.programs.service.ProgramService` (``services.programs``). Reads need
 ``read`` on resource ``agent``. Deploying and rolling back are admin acts: ``write`` on
 their own resource ``agent_programs`` (so an Authorizer, JupyterHub's scopes, can refuse
 them while allowing chats) AND the trait ``JupyterAgent.program_deploy``: ``token`` (the
@@ -24,8 +24,8 @@ from tornado import web
 
 from jupyter_agent.exceptions import BadRequest, Forbidden
 from jupyter_agent.server import parse
+from jupyter_agent.server.auth.owners import owners_mode
 from jupyter_agent.server.base import AgentHandler
-from jupyter_agent.server.owners import owners_mode
 
 __all__ = ["PROGRAMS_RESOURCE", "ProgramHandler", "ProgramRollbackHandler", "ProgramsHandler"]
 
@@ -86,7 +86,7 @@ class ProgramsHandler(AgentHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.finish_json(await (await self.service()).programs.list())
+        self.finish_json(await (await self.services()).programs.list())
 
 
 class ProgramHandler(_Admin):
@@ -102,7 +102,7 @@ class ProgramHandler(_Admin):
         if match is None:
             raise BadRequest(f"{name[:60]!r}: use NAME or NAME@vN", reason="bad_request")
         family, version = match.group(1), match.group(2)
-        programs = (await self.service()).programs
+        programs = (await self.services()).programs
         self.finish_json(await programs.show(family, int(version) if version else None))
 
     @web.authenticated
@@ -114,7 +114,7 @@ class ProgramHandler(_Admin):
         files: Any = parse.mapping(body, "files", reason=_REASON)
         agent = parse.string(body, "agent", reason=_REASON, default="")
         activate = parse.flag(body, "activate", reason=_REASON, default=True)
-        programs = (await self.service()).programs
+        programs = (await self.services()).programs
         answer = await programs.deploy(name, files, agent=agent, by=self.who(), activate=activate)
         self.finish_json(answer, status=201)
 
@@ -132,5 +132,5 @@ class ProgramRollbackHandler(_Admin):
         parse.only_keys(body, ("agent", "to"), reason="bad_request")
         agent = parse.string(body, "agent", reason="bad_request", default="")
         to = parse.integer(body, "to", reason="bad_request", minimum=1, maximum=_MAX_VERSION)
-        programs = (await self.service()).programs
+        programs = (await self.services()).programs
         self.finish_json(await programs.rollback(name, agent=agent, to=to, by=self.who()))

@@ -1,12 +1,12 @@
-"""Proposal routes (issue 17): deciding the agent's notebook edits, undoing them, listing.
+"""Proposal routes: deciding the agent's notebook edits, undoing them, listing.
 
 Thin: each method authenticates, authorizes (deciding and undoing change the person's
 notebook: ``execute``, like sending a message; listing needs ``read``), parses the body
 (:func:`.parse.proposal_decision`) and calls the
-:class:`~jupyter_agent.runtime.notebook.proposals.ProposalService` (``service.proposals``), whose
+:class:`~jupyter_agent.runtime.notebook.proposals.ProposalService` (``services.proposals``), whose
 refusals (``not_found``, ``proposal_decided``, ``proposal_conflict``, ``bad_cells``,
 ``bad_decision``) :mod:`.base` answers. Proposals belong to the request's owner
-(:func:`~jupyter_agent.server.owners.request_owner`), as memories do: another owner's id
+(:func:`~jupyter_agent.server.auth.owners.request_owner`), as memories do: another owner's id
 answers 404.
 """
 
@@ -29,7 +29,7 @@ class ProposalsHandler(AgentHandler):
     async def get(self) -> None:
         """The proposals (of one chat, with ``chat_id``)."""
         chat_id = self.get_query_argument("chat_id", None) or None
-        proposals = (await self.service()).proposals
+        proposals = (await self.services()).proposals
         rows = await proposals.list(owner=self.owner, chat_id=chat_id)
         self.finish_json({"proposals": [r.to_json() for r in rows]})
 
@@ -46,7 +46,7 @@ class ProposalDecisionHandler(AgentHandler):
         ``proposal_conflict`` (the notebook changed: nothing written) or
         ``proposal_decided``; 404 for a proposal this run did not make."""
         apply, cells = parse.proposal_decision(self.json_body())
-        proposals = (await self.service()).proposals
+        proposals = (await self.services()).proposals
         outcome = await proposals.decide(
             proposal_id, owner=self.owner, apply=apply, cells=cells, run_id=run_id
         )
@@ -61,6 +61,6 @@ class ProposalUndoHandler(AgentHandler):
     async def post(self, proposal_id: str) -> None:
         """Undo an applied proposal: 200 ``{outcome: "undone"}``; 409 ``proposal_conflict``
         (changed since it was applied) or ``proposal_decided`` (not applied)."""
-        proposals = (await self.service()).proposals
+        proposals = (await self.services()).proposals
         outcome = await proposals.undo(proposal_id, owner=self.owner)
         self.finish_json({"outcome": outcome})

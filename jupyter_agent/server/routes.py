@@ -1,13 +1,13 @@
-"""REST routes of the agent API (thin: they translate HTTP, the service does the work).
+"""REST routes of the agent API (thin: they translate HTTP, the services do the work).
 
 Routes are listed in ``default_handlers`` (patterns relative to the server's base URL);
-``JupyterAgent.initialize_handlers`` registers them. Handlers live by subject:
-:mod:`.handlers_chats` (chats, history, messages), :mod:`.handlers_runs` (runs, break),
-:mod:`.handlers_memory` (memories), :mod:`.handlers_proposals` (notebook proposals),
-:mod:`.websocket` (the events socket); status,
-settings and the agents list are here. See :mod:`.base` for authentication, authorization
-and errors, :mod:`.parse` for turning bodies and queries into the service's typed
-arguments.
+``JupyterAgent.initialize_handlers`` registers them. Handlers live by concern, each calling
+its concern's service (:class:`~jupyter_agent.runtime.services.Services`): :mod:`.chats`
+(chats, history, messages), :mod:`.runs` (runs, break), :mod:`.approvals`, :mod:`.memory`
+(memories), :mod:`.proposals` (notebook proposals), :mod:`.programs`, :mod:`.events` (the
+events socket), :mod:`.mcp` (the MCP endpoint); status, settings and the agents list (the
+settings service) are here. See :mod:`.base` for authentication, authorization and errors,
+:mod:`.parse` for turning bodies and queries into the services' typed arguments.
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ class SettingsHandler(AgentHandler):
     async def get(self) -> None:
         """Answer ``{tiers, overridden, readiness, allowed_key_refs, allowed_base_urls,
         key_bindings, allow_loopback_base_urls, demo, ceilings}``."""
-        service = await self.service()
-        self.finish_json(await service.settings(owner=self.owner))
+        settings = (await self.services()).settings
+        self.finish_json(await settings.settings(owner=self.owner))
 
     @web.authenticated
     @authorized_execute
@@ -91,8 +91,8 @@ class SettingsHandler(AgentHandler):
             body, ("tiers",), reason="bad_settings", what="setting", doing="changed here"
         )
         tiers = parse.mapping(body, "tiers", reason="bad_settings")
-        service = await self.service()
-        self.finish_json(await service.update_settings(owner=self.owner, tiers=tiers))
+        settings = (await self.services()).settings
+        self.finish_json(await settings.update(owner=self.owner, tiers=tiers))
 
 
 class AgentsHandler(AgentHandler):
@@ -103,8 +103,8 @@ class AgentsHandler(AgentHandler):
     async def get(self) -> None:
         """Answer ``{agents: [{name, description, soul_fingerprint, tiers: {tier: {provider,
         model}}, default}]}``, the default agent first."""
-        service = await self.service()
-        self.finish_json(await service.agents(owner=self.owner))
+        settings = (await self.services()).settings
+        self.finish_json(await settings.agents(owner=self.owner))
 
 
 _ID = r"(?P<{}>[^/]+)"
@@ -140,5 +140,5 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (r"/agent/programs", ProgramsHandler),
     (rf"/agent/programs/{_ID.format('name')}", ProgramHandler),
     (rf"/agent/programs/{_ID.format('name')}/rollback", ProgramRollbackHandler),
-    (MCP_ROUTE, McpHandler),  # the agent as an MCP server (issue 18)
+    (MCP_ROUTE, McpHandler),  # the agent as an MCP server
 ]

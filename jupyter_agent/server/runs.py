@@ -1,7 +1,8 @@
 """Run routes: ``agent/runs``, ``agent/runs/{id}`` (+ ``stats``, ``notebook``), ``agent/break``.
 
 Thin: each method authenticates, authorizes, parses the query or body into typed
-arguments (:mod:`.parse`) and calls the :class:`~jupyter_agent.runtime.service.AgentService`.
+arguments (:mod:`.parse`) and calls the runs service
+(:class:`~jupyter_agent.runtime.runs.run_service.RunService`).
 ``GET agent/runs/{id}?log=raw`` answers the run's JSONL effect log as written
 (``application/x-ndjson``), which ``jupyter agent replay RUN --addr`` fetches; ``?full=1``
 leaves large fields uncut.
@@ -42,8 +43,8 @@ class RunsHandler(AgentHandler):
         owner = await self._listed_owner()
         limit = parse.query_int(self, "limit", reason="bad_limit", default=50)
         before = self.get_query_argument("before", None)
-        service = await self.service()
-        page = await service.list_runs(owner=owner, program=program, limit=limit, before=before)
+        runs = (await self.services()).runs
+        page = await runs.list(owner=owner, program=program, limit=limit, before=before)
         self.finish_json(page)
 
 
@@ -56,13 +57,13 @@ class RunHandler(AgentHandler):
         """Answer the run as JSON, or its raw log."""
         raw = self.get_query_argument("log", None) == "raw"
         full = parse.query_flag(self, "full")
-        service = await self.service()
+        runs = (await self.services()).runs
         owner, admin = self.owner, await self.is_admin()
         if raw:
-            data = await service.run_log(run_id, owner=owner, admin=admin)
+            data = await runs.log(run_id, owner=owner, admin=admin)
             self.finish(data, set_content_type="application/x-ndjson")
             return
-        self.finish_json(await service.run_detail(run_id, owner=owner, admin=admin, full=full))
+        self.finish_json(await runs.detail(run_id, owner=owner, admin=admin, full=full))
 
 
 class RunStatsHandler(AgentHandler):
@@ -72,8 +73,8 @@ class RunStatsHandler(AgentHandler):
     @authorized
     async def get(self, run_id: str) -> None:
         """Answer ``{run_id, calls, totals}``."""
-        service, admin = await self.service(), await self.is_admin()
-        self.finish_json(await service.run_stats(run_id, owner=self.owner, admin=admin))
+        runs, admin = (await self.services()).runs, await self.is_admin()
+        self.finish_json(await runs.stats(run_id, owner=self.owner, admin=admin))
 
 
 class RunNotebookHandler(AgentHandler):
@@ -85,8 +86,8 @@ class RunNotebookHandler(AgentHandler):
     @authorized
     async def get(self, run_id: str) -> None:
         """Answer the turn as an nbformat v4 notebook."""
-        service, admin = await self.service(), await self.is_admin()
-        self.finish_json(await service.run_notebook(run_id, owner=self.owner, admin=admin))
+        runs, admin = (await self.services()).runs, await self.is_admin()
+        self.finish_json(await runs.notebook(run_id, owner=self.owner, admin=admin))
 
     @web.authenticated
     @authorized_execute
@@ -97,10 +98,8 @@ class RunNotebookHandler(AgentHandler):
         parse.only_keys(body, ("path", "overwrite"), reason="unknown_field")
         overwrite = parse.flag(body, "overwrite", reason="bad_overwrite")
         path = parse.optional_string(body, "path", reason="bad_path")
-        service = await self.service()
-        answer = await service.write_run_notebook(
-            run_id, owner=self.owner, path=path, overwrite=overwrite
-        )
+        runs = (await self.services()).runs
+        answer = await runs.write_notebook(run_id, owner=self.owner, path=path, overwrite=overwrite)
         self.finish_json(answer, status=201 if answer["created"] else 200)
 
 
@@ -116,5 +115,5 @@ class BreakHandler(AgentHandler):
         body = self.json_body()
         parse.only_keys(body, ("hard",), reason="unknown_field")
         hard = parse.flag(body, "hard", reason="bad_hard")
-        service = await self.service()
-        self.finish_json(await service.break_run(run_id, owner=self.owner, hard=hard), status=202)
+        runs = (await self.services()).runs
+        self.finish_json(await runs.break_run(run_id, owner=self.owner, hard=hard), status=202)

@@ -1,6 +1,6 @@
 """The agents of one server: the registry (trait and folders), the overlay of an agent's
 space (package < agent < user < project), its tiers over the user's, the cached snapshot,
-and the service's agent calls; over real folders and a real SQLite store."""
+and the services' agent calls; over real folders and a real SQLite store."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ import pytest
 
 from jupyter_agent.core.loop.prompt import RuntimeContext, build_system
 from jupyter_agent.exceptions import BadRequest
-from jupyter_agent.runtime.assembly import AdminConfig, assemble
+from jupyter_agent.runtime.assembly import AdminConfig, Parts, assemble
 from jupyter_agent.runtime.kernels.pool import KernelPool
-from jupyter_agent.runtime.service import AgentService
 from jupyter_agent.runtime.settings.agents import (
     DEFAULT_AGENT,
     AgentRegistry,
@@ -236,10 +235,10 @@ def test_the_cache_reuses_a_snapshot_without_reading(tmp_path: Path, monkeypatch
     assert loads == [1, 1]
 
 
-# --- the assembly: run_config(agent), tiers, the service ---------------------------------
+# --- the assembly: run_config(agent), tiers, the services --------------------------------
 
 
-def _service(tmp_path: Path, agents: dict[str, Any], **user_tiers: Any) -> AgentService:
+def _parts(tmp_path: Path, agents: dict[str, Any], **user_tiers: Any) -> Parts:
     root = tmp_path / "root"
     root.mkdir(exist_ok=True)
     admin = AdminConfig(
@@ -257,26 +256,26 @@ def _service(tmp_path: Path, agents: dict[str, Any], **user_tiers: Any) -> Agent
         pool=KernelPool(None, size=0),
         environ={},
     )
-    return AgentService(parts)
+    return parts
 
 
 @pytest.fixture
-async def service(tmp_path: Path) -> AsyncIterator[AgentService]:
+async def parts(tmp_path: Path) -> AsyncIterator[Parts]:
     write(tmp_path / "data" / "agents" / "reviewer" / "_soul.md", "REVIEWER SOUL")
     user_vision = {"provider": "fake", "model": "user-vision", "base_url": "http://127.0.0.1:7"}
-    svc = _service(
+    built = _parts(
         tmp_path,
         {"reviewer": {"tiers": {"codegen": REVIEWER_TIER}, "description": "Reviews"}},
         vision=user_vision,
         codegen={"provider": "fake", "model": "user-codegen", "base_url": "http://127.0.0.1:6"},
     )
-    yield svc
-    await svc.stop()
+    yield built
+    await built.stop()
 
 
-async def test_run_config_of_an_agent(service: AgentService) -> None:
-    default = service.run_config(owner="")
-    reviewer = service.run_config("reviewer", owner="")
+async def test_run_config_of_an_agent(parts: Parts) -> None:
+    default = parts.run_config(owner="")
+    reviewer = parts.run_config("reviewer", owner="")
     assert (default.agent, reviewer.agent) == ("agent", "reviewer")
     assert default.spaces["agent_name"] == "agent"
     assert reviewer.spaces["agent_name"] == "reviewer"
@@ -288,13 +287,14 @@ async def test_run_config_of_an_agent(service: AgentService) -> None:
     assert reviewer.tiers["vision"]["model"] == default.tiers["vision"]["model"] == "user-vision"
     assert reviewer.tiers["classify"] == FAKE
     # An agent removed from the config since: the default agent answers.
-    assert service.run_config("gone", owner="").agent == "agent"
-    history = service.parts.history_config("reviewer", owner="")
+    assert parts.run_config("gone", owner="").agent == "agent"
+    history = parts.history_config("reviewer", owner="")
     assert (history.agent, history.tiers["codegen"]["model"]) == ("reviewer", "reviewer-model")
 
 
-async def test_agents_list_and_chat_creation(service: AgentService) -> None:
-    listed = (await service.agents(owner=""))["agents"]
+async def test_agents_list_and_chat_creation(parts: Parts) -> None:
+    chats = parts.services.chats
+    listed = (await parts.services.settings.agents(owner=""))["agents"]
     assert [a["name"] for a in listed] == ["agent", "reviewer"]
     default, reviewer = listed
     assert (default["default"], reviewer["default"]) == (True, False)
@@ -305,26 +305,26 @@ async def test_agents_list_and_chat_creation(service: AgentService) -> None:
     assert default["tiers"]["codegen"] == {"provider": "fake", "model": "user-codegen"}
     assert "base_url" not in json.dumps(listed)
 
-    chat = await service.create_chat(title="t", agent="reviewer", owner="")
+    chat = await chats.create(title="t", agent="reviewer", owner="")
     assert chat["agent"] == "reviewer"
-    assert (await service.create_chat(owner=""))["agent"] == "agent"
-    assert (await service.get_chat(chat["id"], owner=""))["agent"] == "reviewer"
-    assert service.store.chat_agent(chat["id"]) == "reviewer"
+    assert (await chats.create(owner=""))["agent"] == "agent"
+    assert (await chats.get(chat["id"], owner=""))["agent"] == "reviewer"
+    assert parts.store.chat_agent(chat["id"]) == "reviewer"
     for name in ("nobody", "Reviewer"):
         with pytest.raises(BadRequest) as info:
-            await service.create_chat(agent=name, owner="")
+            await chats.create(agent=name, owner="")
         assert info.value.reason == "unknown_agent"
-    assert len((await service.list_chats(owner=""))["chats"]) == 2  # nothing stored when refused
+    assert len((await chats.list(owner=""))["chats"]) == 2  # nothing stored when refused
 
 
 async def test_an_agent_tier_key_is_scrubbed(tmp_path: Path) -> None:
     tier = {"provider": "anthropic", "model": "m", "api_key_ref": "env:REVIEWER_KEY"}
-    svc = _service(tmp_path, {"reviewer": {"tiers": {"codegen": tier}}})
-    svc.parts._environ = {"REVIEWER_KEY": "sk-reviewer-secret-value-1234567890"}
+    built = _parts(tmp_path, {"reviewer": {"tiers": {"codegen": tier}}})
+    built._environ = {"REVIEWER_KEY": "sk-reviewer-secret-value-1234567890"}
     try:
-        scrubber = svc.parts.build_scrubber(None)
+        scrubber = built.build_scrubber(None)
         text = scrubber.scrub("key sk-reviewer-secret-value-1234567890 here")
         assert "sk-reviewer-secret" not in text
-        assert "REVIEWER_KEY" in svc.parts.pool.env_drop
+        assert "REVIEWER_KEY" in built.pool.env_drop
     finally:
-        await svc.stop()
+        await built.stop()

@@ -25,7 +25,7 @@ from traitlets import TraitError
 from jupyter_agent.runtime.kernels import sandbox
 from jupyter_agent.runtime.kernels.pool import KernelPool
 from jupyter_agent.runtime.kernels.sandbox import SandboxUnavailable, check_sandbox, parse_sandbox
-from jupyter_agent.server.isolation import sandbox_hidden
+from jupyter_agent.server.auth.isolation import sandbox_hidden
 from tests.rest_stub import free_port
 from tests.runtime.procs import kill_all, leaving_bash, leaving_cell, marker, wait_count
 

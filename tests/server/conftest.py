@@ -139,8 +139,8 @@ def agent_app(serverapp: Any) -> Any:
 
 @pytest.fixture
 def agent_service(jp_serverapp: Any) -> Any:
-    """The agent service of the test server (its store, manager, events)."""
-    service = agent_app(jp_serverapp).service
+    """The agent's parts of the test server (its store, manager, events; `.services`)."""
+    service = agent_app(jp_serverapp).parts
     assert service is not None
     return service
 

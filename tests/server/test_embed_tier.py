@@ -119,7 +119,7 @@ def test_the_person_sets_and_removes_an_embed_tier(fetch: Any, agent_service: An
     assert code == 200
     assert settings["tiers"]["embed"] == EMBED
     assert settings["readiness"]["embed"] == {"ready": True, "key_set": False, "reason": None}
-    assert agent_service.parts.run_config(owner="").tiers["embed"] == EMBED
+    assert agent_service.run_config(owner="").tiers["embed"] == EMBED
     error = refused(
         fetch, "agent", "settings", method="PUT", body={"tiers": {"embed": CODEGEN}}, status=400
     )
@@ -129,4 +129,4 @@ def test_the_person_sets_and_removes_an_embed_tier(fetch: Any, agent_service: An
     assert "embed" not in settings["tiers"]
     _, status = call(fetch, "agent", "status")
     assert "embed" not in status["tiers"]
-    assert "embed" not in agent_service.parts.run_config(owner="").tiers
+    assert "embed" not in agent_service.run_config(owner="").tiers

@@ -190,12 +190,12 @@ def test_a_locked_database_is_503_with_retry_after(fetch: Any, jp_serverapp: Any
 @pytest.mark.parametrize("agent_config", [{"pool_size": 0}])
 def test_no_service_is_503_without_retry_after(fetch: Any, jp_serverapp: Any) -> None:
     app = agent_app(jp_serverapp)
-    service, app.service = app.service, None
+    services, app.services = app.services, None
     try:
         with pytest.raises(HTTPClientError) as info:
             fetch("agent", "settings", method="GET")
     finally:
-        app.service = service
+        app.services = services
     assert info.value.code == 503
     assert info.value.response is not None
     assert "Retry-After" not in info.value.response.headers

@@ -35,7 +35,7 @@ def agent_config(fake: Any) -> dict[str, Any]:
 def test_a_closed_chunk_gets_a_listed_history_run(
     fetch: Any, spin: Any, agent_service: Any, fake: Any
 ) -> None:
-    agent_service.parts.history.chunk_turns = 2  # a chunk closes every two turns
+    agent_service.history.chunk_turns = 2  # a chunk closes every two turns
     chat_id = new_chat(fetch)
     for text in ("the budget is 4,200 EUR", "and the file is plan.xlsx"):
         code, answer = call(
@@ -81,8 +81,6 @@ def test_the_demo_model_never_summarises(
 ) -> None:
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    assert agent_service.is_demo(owner="")
+    assert agent_service.services.settings.is_demo(owner="")
     assert "codegen" in agent_service.run_config(owner="").tiers  # chat runs get the demo model
-    assert (
-        agent_service.parts.history_config(owner="").tiers == {}
-    )  # summaries wait for a real tier
+    assert agent_service.history_config(owner="").tiers == {}  # summaries wait for a real tier

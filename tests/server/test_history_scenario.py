@@ -90,7 +90,7 @@ def _say(fetch: Any, spin: Any, loop: Any, service: Any, chat_id: str, text: str
     )
     assert code == 202
     wait_turn(fetch, spin, chat_id, answer["run_id"])
-    loop.run_until_complete(asyncio.wait_for(service.parts.history.idle(), 30))
+    loop.run_until_complete(asyncio.wait_for(service.history.idle(), 30))
     return str(answer["run_id"])
 
 

@@ -82,7 +82,7 @@ def test_one_owner_needs_no_sandbox(
     config = identity_server_config({"pool_size": 0, "owners": "single"}, TOKENS)
     config["JupyterAgent"].pop("allow_unsandboxed_owners")
     serverapp = jp_configurable_serverapp(config=config)
-    assert agent_app(serverapp).service is not None
+    assert agent_app(serverapp).services is not None
     assert ALLOW not in capsys.readouterr().err + caplog.text
 
 

@@ -9,7 +9,7 @@ import pytest
 from jupyter_server.auth.identity import IdentityProvider, PasswordIdentityProvider, User
 
 from jupyter_agent.exceptions import Forbidden
-from jupyter_agent.server.owners import owners_mode, request_is_admin, request_owner
+from jupyter_agent.server.auth.owners import owners_mode, request_is_admin, request_owner
 from tests.plugins.identities import TokenUsersIdentityProvider
 
 

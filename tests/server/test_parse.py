@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.exceptions import BadRequest, PayloadTooLarge
-from jupyter_agent.runtime.service import Control, View
+from jupyter_agent.runtime.runs.chat_service import Control, View
 from jupyter_agent.server import parse
 
 

@@ -105,7 +105,7 @@ def deploy_body(files: dict[str, str]) -> dict[str, Any]:
 def no_trace(agent_service: Any, temp_dir: Path, files: dict[str, str]) -> None:
     """Nothing of a refused deploy of ``files`` is left: no version, no cache, no temp
     dir, no module, no check process; the built-in still runs."""
-    parts = agent_service.parts
+    parts = agent_service
     assert parts.store.programs() == []
     cache = parts.data_dir / "programs"
     assert not cache.exists() or list(cache.iterdir()) == []
@@ -144,7 +144,7 @@ def test_a_refused_import_runs_only_in_the_check_process(
     assert "not a generator function" in error["message"]
     assert time.monotonic() - started < CHECK_S  # its daemon did not hold the answer
     # The import ran (it got as far as the entry check), but not here.
-    for folder in (Path.cwd(), jp_root_dir, agent_service.parts.data_dir):
+    for folder in (Path.cwd(), jp_root_dir, agent_service.data_dir):
         assert not (folder / relative).exists()
     if kernel_sandbox == "bwrap":
         assert not Path(absolute).exists()  # /tmp is the sandbox's own
@@ -193,7 +193,7 @@ def test_the_check_sees_no_secret(
     monkeypatch.setenv("JA_TEST_API_KEY", "sk-ant-fake-0123456789")
     monkeypatch.setenv("JA_TEST_DB_URL", "postgresql://agent:hunter2@db.example/agent")
     monkeypatch.setenv("JA_TEST_PLAIN", "plain")
-    db = str(agent_service.parts.data_dir / "agent.sqlite")
+    db = str(agent_service.data_dir / "agent.sqlite")
     files = {"program.py": PEEKER.format(db=db)}
     error = refused(
         fetch,
@@ -241,7 +241,7 @@ def test_a_good_version_still_deploys_and_rolls_back(
     )
     assert code == 201
     assert answer["program"]["version"] == 7  # the refusal took no number
-    resolved = agent_service.parts.programs.resolve("agent", "toolcaller")
+    resolved = agent_service.programs.resolve("agent", "toolcaller")
     assert resolved.ref.text == answer["active"]
     # Imported by the server now that it runs it: under its version's own name.
     assert [m for m in sys.modules if m.startswith(PARENT + ".toolcaller_v7_")]

@@ -50,7 +50,7 @@ def test_deploy_list_show_rollback(fetch: Any, agent_service: Any) -> None:
     assert program["uses"] == ["llm@v1", "history@v1", "autorecall@v1"]
     assert active(fetch) == {"*": answer["active"]}
     # The registry a run resolves through sees it at once.
-    resolved = agent_service.parts.programs.resolve("agent", "toolcaller")
+    resolved = agent_service.programs.resolve("agent", "toolcaller")
     assert resolved.ref.text == answer["active"]
     assert not resolved.builtin
     # The same files again: the same version.
@@ -97,7 +97,7 @@ def test_deploy_list_show_rollback(fetch: Any, agent_service: Any) -> None:
         fetch, "agent", "programs", "toolcaller", "rollback", method="POST", body={"to": 8}
     )
     assert rolled["active"] == planner["active"]
-    assert agent_service.parts.programs.resolve("agent", "toolcaller").ref.version == 8
+    assert agent_service.programs.resolve("agent", "toolcaller").ref.version == 8
     refused(
         fetch,
         "agent",

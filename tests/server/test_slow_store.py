@@ -52,7 +52,7 @@ class SlowStore:
 @pytest.fixture
 def slow_store(jp_serverapp: Any, fetch: Any) -> Iterator[SlowStore]:
     call(fetch, "agent", "chats")  # the service is started and its database made
-    slow = SlowStore(agent_app(jp_serverapp).service.store._engine)
+    slow = SlowStore(agent_app(jp_serverapp).parts.store._engine)
     try:
         yield slow
     finally:

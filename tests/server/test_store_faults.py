@@ -37,7 +37,7 @@ def _database(jp_serverapp: Any, fetch: Any) -> Path:
 
 
 def _no_trace_of(app: Any, chat_id: str) -> None:
-    service = app.service
+    service = app.parts
     assert service.manager.active_run_id(chat_id) is None
     assert list(service.manager.runs_dir.glob("*.jsonl")) == []
     assert service.store.list_runs()[0] == []

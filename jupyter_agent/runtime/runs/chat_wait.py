@@ -1,12 +1,12 @@
-"""Send a message and wait for the turn that holds it (the MCP ``chat`` tool, issue 18).
+"""Send a message and wait for the turn that holds it (the MCP ``chat`` tool).
 
-:func:`send_and_wait` sends through :meth:`AgentService.send_message
-<jupyter_agent.runtime.service.AgentService.send_message>` (the same validation and routing
+:func:`send_and_wait` sends through :meth:`ChatService.send
+<jupyter_agent.runtime.runs.chat_service.ChatService.send>` (the same validation and routing
 as ``POST agent/chats/{id}/messages``) and waits for the run whose turn holds the message,
 then answers that turn exactly as ``GET agent/chats/{id}`` lists it.
 
 Which run holds the message. The send answers the run that will hold it (a new run, the
-running run's mailbox, or the run reserved after a closing one: :mod:`.runs`). One path
+running run's mailbox, or the run reserved after a closing one: :mod:`.manager`). One path
 moves it on: mail a hard break took after the loop's last read goes to the next run. So
 the chat's events are watched from before the send: the run whose ``run_start`` or
 ``steering`` event carries the message's id holds it. When the awaited run ends without
@@ -28,14 +28,12 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from jupyter_agent.exceptions import BadRequest
+from jupyter_agent.runtime.runs.chat_service import ChatService
+from jupyter_agent.runtime.runs.run_service import RunService
 
-if TYPE_CHECKING:
-    from jupyter_agent.runtime.service import AgentService
-
-__all__ = ["DELTA_INTERVAL_S", "ChatOutcome", "chat_runs", "event_message", "send_and_wait"]
+__all__ = ["DELTA_INTERVAL_S", "ChatOutcome", "event_message", "send_and_wait"]
 
 log = logging.getLogger(__name__)
 
@@ -148,9 +146,9 @@ class _Watch:
 
 
 async def _turn_of(
-    service: AgentService, chat_id: str, run_id: str, owner: str
+    chats: ChatService, chat_id: str, run_id: str, owner: str
 ) -> dict[str, Any] | None:
-    chat = await service.get_chat(chat_id, owner=owner)
+    chat = await chats.get(chat_id, owner=owner)
     return next((t for t in chat["turns"] if t.get("run_id") == run_id), None)
 
 
@@ -162,7 +160,8 @@ def _holds(turn: dict[str, Any] | None, text: str) -> bool:
 
 
 async def send_and_wait(
-    service: AgentService,
+    chats: ChatService,
+    runs: RunService,
     chat_id: str,
     *,
     owner: str,
@@ -175,9 +174,9 @@ async def send_and_wait(
     ``NotFound`` also for another owner's chat, ``StoreUnavailable``)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
-    await service.check_chat(chat_id, owner=owner)  # another owner's: not even subscribed
-    with service.events.subscribe(chat_id) as queue:
-        answer = await service.send_message(chat_id, owner=owner, text=text)
+    await chats.check(chat_id, owner=owner)  # another owner's: not even subscribed
+    with chats.events.subscribe(chat_id) as queue:
+        answer = await chats.send(chat_id, owner=owner, text=text)
         target = answer.get("run_id")
         routed = str(answer.get("routed"))
         if target is None:
@@ -185,30 +184,30 @@ async def send_and_wait(
         watch = _Watch(str(answer.get("message_id")), on_progress)
         try:
             for _ in range(_MAX_HOPS):
-                ended = await _wait_run(service, queue, watch, target, deadline)
+                ended = await _wait_run(runs, queue, watch, target, deadline)
                 if not ended:
                     return ChatOutcome(chat_id, target, routed, False, None)
-                turn = await _turn_of(service, chat_id, target, owner)
+                turn = await _turn_of(chats, chat_id, target, owner)
                 if watch.holder == target or (watch.holder is None and _holds(turn, text)):
                     return ChatOutcome(chat_id, target, routed, True, turn)
-                follow = watch.holder or await _next_run(service, queue, watch, chat_id, owner)
+                follow = watch.holder or await _next_run(chats, queue, watch, chat_id, owner)
                 if follow is None or follow == target:
                     log.warning("the run holding message %s was not found", watch.message_id)
                     return ChatOutcome(chat_id, target, routed, True, turn)
                 target = follow
-            turn = await _turn_of(service, chat_id, target, owner)
+            turn = await _turn_of(chats, chat_id, target, owner)
             return ChatOutcome(chat_id, target, routed, True, turn)
         except asyncio.CancelledError:
             # The caller gave up (an MCP client's cancel): the run holding the message (the
             # one it moved to, when known) stops at its next drain.
             with contextlib.suppress(Exception):
-                stop = service.break_run(watch.holder or target, owner=owner, hard=False)
+                stop = runs.break_run(watch.holder or target, owner=owner, hard=False)
                 await asyncio.shield(stop)
             raise
 
 
 async def _wait_run(
-    service: AgentService,
+    runs: RunService,
     queue: asyncio.Queue[dict[str, Any]],
     watch: _Watch,
     target: str,
@@ -216,7 +215,7 @@ async def _wait_run(
 ) -> bool:
     """Read events until ``target`` has ended (True) or the deadline passed (False)."""
     loop = asyncio.get_running_loop()
-    ended = asyncio.ensure_future(service.manager.wait(target))
+    ended = asyncio.ensure_future(runs.wait(target))
     getter: asyncio.Future[dict[str, Any]] | None = None
     try:
         while True:
@@ -243,7 +242,7 @@ async def _wait_run(
 
 
 async def _next_run(
-    service: AgentService,
+    chats: ChatService,
     queue: asyncio.Queue[dict[str, Any]],
     watch: _Watch,
     chat_id: str,
@@ -256,31 +255,10 @@ async def _next_run(
     while watch.holder is None:
         left = deadline - loop.time()
         if left <= 0:
-            return await service.active_run_id(chat_id, owner=owner)
+            return await chats.active_run_id(chat_id, owner=owner)
         try:
             event = await asyncio.wait_for(queue.get(), timeout=min(left, 0.2))
         except asyncio.TimeoutError:
             continue
         await watch.take(event, "")
     return watch.holder
-
-
-async def chat_runs(
-    service: AgentService, chat_id: str, *, owner: str, limit: int
-) -> dict[str, Any]:
-    """``{runs, next: null}``: the chat's runs newest first (its running run, then the runs
-    of its turns), at most ``limit`` (1..1000, else ``bad_page``), as ``GET agent/runs``
-    shows each; ``NotFound`` for an unknown chat."""
-    if not 1 <= limit <= 1000:
-        raise BadRequest(f"limit must be between 1 and 1000, got {limit}", reason="bad_page")
-    chat = await service.get_chat(chat_id, owner=owner)
-    ids = [str(t["run_id"]) for t in reversed(chat["turns"])]
-    active = chat.get("active_run_id")
-    if active and active not in ids:
-        ids.insert(0, str(active))
-
-    def read() -> list[dict[str, Any]]:
-        rows = (service.store.get_run(run_id) for run_id in ids[:limit])
-        return [row.to_json() for row in rows if row is not None]
-
-    return {"runs": await asyncio.to_thread(read), "next": None}

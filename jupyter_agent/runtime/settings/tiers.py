@@ -1,7 +1,7 @@
 """The tiers a server runs with: the admin's, the user's overrides, their readiness.
 
 :class:`TierSettings` answers ``GET agent/status`` and ``GET``/``PUT agent/settings`` for
-the service (:mod:`jupyter_agent.runtime.service`); validation lives in :mod:`.overrides`,
+the settings service (:mod:`.service`); validation lives in :mod:`.overrides`,
 the key policy in :mod:`.keypolicy`, readiness in :mod:`.readiness`. Nothing here holds a key value.
 """
 

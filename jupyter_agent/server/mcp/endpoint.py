@@ -3,16 +3,17 @@
 Two parts:
 
 - :class:`McpEndpoint` owns the SDK's ``StreamableHTTPSessionManager`` over the server of
-  :mod:`.mcp_tools`. The manager's ``run()`` is an anyio context (a task group) that must
+  :mod:`.tools`. The manager's ``run()`` is an anyio context (a task group) that must
   be entered and left in one task, so it lives in one background task, started with the
   extension (:meth:`McpEndpoint.start`, also at the first request) and stopped with it
   (:meth:`McpEndpoint.stop`: open sessions and their streams end).
-- :class:`McpHandler`, a Jupyter handler (:class:`~.base.AgentHandler`): Jupyter's token
-  authentication (``Authorization: token T`` or ``Bearer T``, as jupyter_server 2.x reads
-  both), its authorizer on resource ``agent`` (the endpoint needs ``read``; each tool's
-  own permission is asked at request time and put in the ASGI scope for the tools,
-  :class:`~.mcp_tools.Caller`; every answer awaited through :mod:`.authz`, so a sync and
-  an async authorizer answer alike), origin checks. An unauthenticated or unauthorized
+- :class:`McpHandler`, a Jupyter handler (:class:`~jupyter_agent.server.base.AgentHandler`):
+  Jupyter's token authentication (``Authorization: token T`` or ``Bearer T``, as
+  jupyter_server 2.x reads both), its authorizer on resource ``agent`` (the endpoint needs
+  ``read``; each tool's own permission is asked at request time and put in the ASGI scope
+  for the tools, :class:`~.tools.Caller`; every answer awaited through
+  :mod:`~jupyter_agent.server.auth.authz`, so a sync and an async authorizer answer
+  alike), origin checks. An unauthenticated or unauthorized
   request is refused as every agent route is (403 ``{message, reason}``), before any MCP.
   A session belongs to the identity that opened it (:func:`session_identity`): another
   identity's request carrying its ``mcp-session-id`` is answered as an unknown session's.
@@ -30,7 +31,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -40,13 +41,10 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from jupyter_agent.exceptions import Unavailable
-from jupyter_agent.runtime.kernels.cell_service import CellService
-from jupyter_agent.server import authz
+from jupyter_agent.runtime.services import Services
+from jupyter_agent.server.auth import authz
 from jupyter_agent.server.base import AUTH_RESOURCE, AgentHandler
 from jupyter_agent.server.mcp.tools import CALLER_KEY, Caller, build_server
-
-if TYPE_CHECKING:
-    from jupyter_agent.runtime.service import AgentService
 
 __all__ = ["McpEndpoint", "McpHandler"]
 
@@ -68,12 +66,11 @@ def session_identity(owner: str) -> AuthenticatedUser:
 
 class McpEndpoint:
     """The session manager of the endpoint and the background task that runs it, over the
-    app's agent service (``service()``: None when it could not be built)."""
+    app's services (``services()``: None when they could not be built)."""
 
-    def __init__(self, service: Callable[[], AgentService | None], *, version: str) -> None:
-        self._get_service = service
-        self._cells: CellService | None = None
-        self.server = build_server(self._service, self._cell_service, version=version)
+    def __init__(self, services: Callable[[], Services | None], *, version: str) -> None:
+        self._get_services = services
+        self.server = build_server(self._services, version=version)
         # Jupyter checks the Host and Origin headers itself (check_host, check_origin),
         # so the SDK's DNS-rebinding check (which knows no allowed host here) is off.
         self.manager = StreamableHTTPSessionManager(
@@ -85,24 +82,13 @@ class McpEndpoint:
         self._stop: asyncio.Event | None = None
         self._stopped = False
 
-    async def _service(self) -> AgentService:
-        """The agent service, started (``Unavailable`` when it could not be built)."""
-        service = self._get_service()
-        if service is None:
+    async def _services(self) -> Services:
+        """The agent's services, started (``Unavailable`` when they could not be built)."""
+        services = self._get_services()
+        if services is None:
             raise Unavailable("The agent service is not available", reason="unavailable")
-        await service.start()
-        return service
-
-    async def _cell_service(self) -> CellService:
-        if self._cells is None:
-            service = await self._service()
-            self._cells = CellService(
-                service.manager.services.pool,
-                root_dir=service.root_dir,
-                # digest options only (the ceilings): the same for every owner
-                run_config=lambda: service.run_config(owner=""),
-            )
-        return self._cells
+        await services.start()
+        return services
 
     async def start(self) -> None:
         """Start the session manager's task (idempotent); returns once it serves.
@@ -177,7 +163,7 @@ class McpHandler(AgentHandler):
         name = str(getattr(user, "username", "") or "")
         read = await authz.is_authorized(self, "read", AUTH_RESOURCE)
         execute = await authz.is_authorized(self, "execute", AUTH_RESOURCE)
-        # The same owner as the REST routes' (issue 19): one request, one owner.
+        # The same owner as the REST routes': one request, one owner.
         return Caller(
             user=name,
             read=read,

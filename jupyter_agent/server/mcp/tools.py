@@ -1,29 +1,31 @@
-"""The tools and resources of the agent's MCP endpoint (``{base_url}agent/mcp``, issue 18).
+"""The tools and resources of the agent's MCP endpoint (``{base_url}agent/mcp``).
 
 :func:`build_server` answers a low-level MCP ``Server`` whose handlers translate MCP
-requests into calls of the :class:`~jupyter_agent.runtime.service.AgentService` (typed
-arguments; the service's refusals become tool errors) -- nothing here decides anything:
+requests into calls of the agent's services (:class:`~jupyter_agent.runtime.services.Services`:
+typed arguments; the services' refusals become tool errors) -- nothing here decides
+anything:
 
 ======================  ==========  ======================================================
 tool                    needs       calls
 ======================  ==========  ======================================================
-``chat``                execute     ``create_chat`` (no ``chat_id``), then
+``chat``                execute     ``chats.create`` (no ``chat_id``), then
                                     :func:`~jupyter_agent.runtime.runs.chat_wait.send_and_wait`
-                                    (``wait``) or ``send_message``
-``break_run``           execute     ``break_run``
-``list_runs``           read        ``list_runs``, or ``chat_runs`` with ``chat_id``
-``show_run``            read        ``run_detail``
-``export_notebook``     read        ``run_notebook`` / ``chat_notebook``; with ``write``
-                        (execute)   (needs execute) ``write_run_notebook`` /
-                                    ``write_chat_notebook``
-``run_cell``            execute     :class:`~jupyter_agent.runtime.kernels.cell_service.CellService`
+                                    (``wait``) or ``chats.send``
+``break_run``           execute     ``runs.break_run``
+``list_runs``           read        ``runs.list``, or ``runs.of_chat`` with ``chat_id``
+``show_run``            read        ``runs.detail``
+``export_notebook``     read        ``runs.notebook`` / ``chats.notebook``; with ``write``
+                        (execute)   (needs execute) ``runs.write_notebook`` /
+                                    ``chats.write_notebook``
+``run_cell``            execute     ``cells.run``
+                                    (:class:`~jupyter_agent.runtime.kernels.cell_service.CellService`)
 ======================  ==========  ======================================================
 
 Permissions are the Jupyter authorizer's answers for the request that carried the call
-(:class:`Caller`, put in the ASGI scope by :mod:`.mcp_endpoint` under :data:`CALLER_KEY`),
+(:class:`Caller`, put in the ASGI scope by :mod:`.endpoint` under :data:`CALLER_KEY`),
 never the session's: ``tools/list`` leaves out what the caller may not call, and a call of
 one is a tool error naming the permission. Every call and resource is scoped to the
-caller's owner (issue 19: another owner's chat or run is "not found", as over REST; an
+caller's owner (another owner's chat or run is "not found", as over REST; an
 admin reads any run). Resources (``agent://chats/{chat_id}``: the chat
 with its turns; ``agent://runs/{run_id}``: the run detail) need ``read``; the newest 50
 chats and 50 runs are listed.
@@ -35,7 +37,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -43,19 +45,16 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from jupyter_agent.exceptions import AgentError, BadRequest, NotFound, RequestError
-from jupyter_agent.runtime.runs.chat_wait import chat_runs, send_and_wait
+from jupyter_agent.runtime.runs.chat_wait import send_and_wait
+from jupyter_agent.runtime.services import Services
 from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
 from jupyter_agent.server.mcp.schemas import TOOL_SCHEMAS, Args, tool_list
-
-if TYPE_CHECKING:
-    from jupyter_agent.runtime.kernels.cell_service import CellService
-    from jupyter_agent.runtime.service import AgentService
 
 __all__ = ["CALLER_KEY", "Caller", "build_server"]
 
 log = logging.getLogger(__name__)
 
-#: Where :mod:`.mcp_endpoint` puts the request's :class:`Caller` in the ASGI scope.
+#: Where :mod:`.endpoint` puts the request's :class:`Caller` in the ASGI scope.
 CALLER_KEY: Final = "jupyter_agent.mcp.caller"
 #: JSON-RPC error code of an unknown resource (the MCP spec's).
 RESOURCE_NOT_FOUND: Final = -32002
@@ -103,15 +102,15 @@ def _json_result(value: dict[str, Any], text: str | None = None) -> types.CallTo
     return types.CallToolResult(content=[_text(body)], structured_content=value)
 
 
-ServiceGetter = Callable[[], Awaitable["AgentService"]]
+#: The endpoint's services, started on first use.
+ServicesGetter = Callable[[], Awaitable[Services]]
 
 
 class _Tools:
-    """The tool calls, over the service the endpoint gives (started on first use)."""
+    """The tool calls, over the services the endpoint gives."""
 
-    def __init__(self, service: ServiceGetter, cells: Callable[[], Awaitable[CellService]]) -> None:
-        self._service = service
-        self._cells = cells
+    def __init__(self, services: ServicesGetter) -> None:
+        self._services = services
 
     async def call(
         self, ctx: ServerRequestContext[Any, Any], name: str, raw: Mapping[str, Any] | None
@@ -142,20 +141,20 @@ class _Tools:
         agent = args.optional_string("agent")
         wait = args.flag("wait", default=True)
         timeout_s = args.number("timeout_s", default=600.0, low=1.0, high=3600.0)
-        service = await self._service()
-        owner = caller_of(ctx).owner
+        services = await self._services()
+        chats, owner = services.chats, caller_of(ctx).owner
         if chat_id is None:
-            made = await service.create_chat(owner=owner, agent=agent or DEFAULT_AGENT)
+            made = await chats.create(owner=owner, agent=agent or DEFAULT_AGENT)
             chat_id = str(made["id"])
         elif agent is not None:
-            chat = await service.get_chat(chat_id, owner=owner)
+            chat = await chats.get(chat_id, owner=owner)
             if chat.get("agent", DEFAULT_AGENT) != agent:
                 raise BadRequest(
                     f"chat {chat_id} talks to agent {chat.get('agent')!r}, not {agent!r}",
                     reason="unknown_agent",
                 )
         if not wait:
-            answer = await service.send_message(chat_id, owner=owner, text=text)
+            answer = await chats.send(chat_id, owner=owner, text=text)
             return _json_result({"chat_id": chat_id, **answer})
         count = 0
 
@@ -165,7 +164,13 @@ class _Tools:
             await ctx.session.report_progress(count, None, message)
 
         outcome = await send_and_wait(
-            service, chat_id, owner=owner, text=text, timeout_s=timeout_s, on_progress=progress
+            chats,
+            services.runs,
+            chat_id,
+            owner=owner,
+            text=text,
+            timeout_s=timeout_s,
+            on_progress=progress,
         )
         value = outcome.to_json()
         if not outcome.ended:
@@ -179,23 +184,24 @@ class _Tools:
     async def _break_run(self, ctx: Any, args: Args) -> types.CallToolResult:
         run_id, hard = args.string("run_id"), args.flag("hard", default=False)
         owner = caller_of(ctx).owner
-        return _json_result(await (await self._service()).break_run(run_id, owner=owner, hard=hard))
+        runs = (await self._services()).runs
+        return _json_result(await runs.break_run(run_id, owner=owner, hard=hard))
 
     async def _list_runs(self, ctx: Any, args: Args) -> types.CallToolResult:
         chat_id, program = args.optional_string("chat_id"), args.optional_string("program")
         limit = args.integer("limit", default=20, low=1, high=1000)
-        service, owner = await self._service(), caller_of(ctx).owner
+        runs, owner = (await self._services()).runs, caller_of(ctx).owner
         if chat_id is not None:
             if program is not None:
                 raise BadRequest("give 'chat_id' or 'program', not both", reason="bad_page")
-            return _json_result(await chat_runs(service, chat_id, owner=owner, limit=limit))
-        return _json_result(await service.list_runs(owner=owner, program=program, limit=limit))
+            return _json_result(await runs.of_chat(chat_id, owner=owner, limit=limit))
+        return _json_result(await runs.list(owner=owner, program=program, limit=limit))
 
     async def _show_run(self, ctx: Any, args: Args) -> types.CallToolResult:
         run_id, full = args.string("run_id"), args.flag("full", default=False)
         caller = caller_of(ctx)
-        service = await self._service()
-        detail = await service.run_detail(run_id, owner=caller.owner, admin=caller.admin, full=full)
+        runs = (await self._services()).runs
+        detail = await runs.detail(run_id, owner=caller.owner, admin=caller.admin, full=full)
         return _json_result(detail)
 
     async def _export_notebook(self, ctx: Any, args: Args) -> types.CallToolResult:
@@ -203,19 +209,20 @@ class _Tools:
         write = args.flag("write", default=False)
         if (run_id is None) == (chat_id is None):
             raise BadRequest("give exactly one of 'run_id' and 'chat_id'", reason="bad_target")
-        service, owner = await self._service(), caller_of(ctx).owner
+        services, owner = await self._services(), caller_of(ctx).owner
+        runs, chats = services.runs, services.chats
         if write:
             if run_id is not None:
-                return _json_result(await service.write_run_notebook(run_id, owner=owner))
-            return _json_result(await service.write_chat_notebook(str(chat_id), owner=owner))
+                return _json_result(await runs.write_notebook(run_id, owner=owner))
+            return _json_result(await chats.write_notebook(str(chat_id), owner=owner))
         if run_id is not None:
-            return _json_result(await service.run_notebook(run_id, owner=owner))
-        return _json_result(await service.chat_notebook(str(chat_id), owner=owner))
+            return _json_result(await runs.notebook(run_id, owner=owner))
+        return _json_result(await chats.notebook(str(chat_id), owner=owner))
 
     async def _run_cell(self, ctx: Any, args: Args) -> types.CallToolResult:
         code = args.string("code", strip=False)
         timeout_s = args.number("timeout_s", default=60.0, low=0.001, high=3600.0)
-        answer = await (await self._cells()).run(code, timeout_s=timeout_s)
+        answer = await (await self._services()).cells.run(code, timeout_s=timeout_s)
         content: list[types.ContentBlock] = [_text(answer.text)]
         content.extend(
             types.ImageContent(type="image", data=data, mime_type=mime)
@@ -227,16 +234,16 @@ class _Tools:
 class _Resources:
     """``agent://chats/{id}`` and ``agent://runs/{id}``."""
 
-    def __init__(self, service: ServiceGetter) -> None:
-        self._service = service
+    def __init__(self, services: ServicesGetter) -> None:
+        self._services = services
 
     async def listed(self, ctx: ServerRequestContext[Any, Any]) -> list[types.Resource]:
         caller = caller_of(ctx)
         if not caller.read:
             return []
-        service = await self._service()
-        chats = (await service.list_chats(owner=caller.owner))["chats"][:_LISTED]
-        runs = (await service.list_runs(owner=caller.owner, limit=_LISTED))["runs"]
+        services = await self._services()
+        chats = (await services.chats.list(owner=caller.owner))["chats"][:_LISTED]
+        runs = (await services.runs.list(owner=caller.owner, limit=_LISTED))["runs"]
         listed = [
             types.Resource(
                 name=f"chat {c['id']}",
@@ -265,11 +272,11 @@ class _Resources:
         kind, _, ident = uri.removeprefix("agent://").partition("/")
         if not uri.startswith("agent://") or kind not in ("chats", "runs") or not ident:
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri[:120]!r}")
-        service = await self._service()
+        services = await self._services()
         try:
             if kind == "chats":
-                return await service.get_chat(ident, owner=caller.owner)
-            return await service.run_detail(ident, owner=caller.owner, admin=caller.admin)
+                return await services.chats.get(ident, owner=caller.owner)
+            return await services.runs.detail(ident, owner=caller.owner, admin=caller.admin)
         except NotFound as exc:
             raise MCPError(RESOURCE_NOT_FOUND, exc.message) from None
 
@@ -296,12 +303,10 @@ def input_schema(name: str) -> dict[str, Any] | None:
     return schema.input_schema if schema is not None else None
 
 
-def build_server(
-    service: ServiceGetter, cells: Callable[[], Awaitable[CellService]], *, version: str
-) -> Server[Any]:
-    """The endpoint's MCP server over ``service`` (the started agent service) and
-    ``cells`` (its run_cell service); see the module docstring."""
-    tools, resources = _Tools(service, cells), _Resources(service)
+def build_server(services: ServicesGetter, *, version: str) -> Server[Any]:
+    """The endpoint's MCP server over ``services`` (the agent's services, started); see
+    the module docstring."""
+    tools, resources = _Tools(services), _Resources(services)
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -38,7 +38,7 @@ from jupyter_server.auth.identity import (
 )
 
 from jupyter_agent.exceptions import Forbidden
-from jupyter_agent.server import authz
+from jupyter_agent.server.auth import authz
 
 __all__ = [
     "ADMIN_RESOURCE",

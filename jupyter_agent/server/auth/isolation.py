@@ -1,7 +1,7 @@
 """Isolation that matches the deployment: several owners need sandboxed agent kernels.
 
 With more than one owner on a server (``JupyterAgent.owners`` resolving to ``identity``:
-:func:`~jupyter_agent.server.owners.owners_mode`, the rule every request uses too), one
+:func:`~jupyter_agent.server.auth.owners.owners_mode`, the rule every request uses too), one
 person's agent code runs next to everyone's data. Unsandboxed (``KernelPool.kernel_sandbox
 = 'none'``, or kernels on a gateway this server cannot sandbox) that code can read the
 agent database, the server's environment and its runtime dir: every owner's chats,
@@ -28,8 +28,8 @@ from jupyter_agent.exceptions import StoreError
 from jupyter_agent.runtime.kernels.pool import KernelPool
 from jupyter_agent.runtime.kernels.sandbox import TRAIT as SANDBOX_TRAIT
 from jupyter_agent.runtime.kernels.sandbox import Sandbox, SandboxUnavailable
+from jupyter_agent.server.auth.owners import owners_mode
 from jupyter_agent.server.gateway_channels import gateway_kernels
-from jupyter_agent.server.owners import owners_mode
 from jupyter_agent.store.engine import normalise_url
 
 __all__ = [

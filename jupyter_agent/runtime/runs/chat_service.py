@@ -1,0 +1,291 @@
+"""The chats service: chats and their messages, with typed arguments.
+
+:class:`ChatService` answers the chat routes of the agent API (``agent/chats``, a chat, its
+history's summaries, its notebook, ``POST agent/chats/{id}/messages``) and the MCP tools
+that chat. A message goes to the run manager (:mod:`.manager`), which starts a run, queues
+it in the running run's mailbox or reserves the next run. Contracts (as every service's of
+the runtime):
+
+- Arguments are typed values the handlers parsed (``send(chat_id, owner=..., text=...,
+  view=View(...), attachments=[...], control=Control(hard=True))``); no method sees a
+  request body, a query string or an HTTP status.
+- A refusal is a :class:`~jupyter_agent.exceptions.RequestError` (``BadRequest``,
+  ``NotFound``, ...); a locked or unreachable database is ``StoreUnavailable``. Every
+  method checks its whole input *before* writing anything, so a refused call writes no row
+  and starts no run and no kernel.
+- Answers are JSON-ready dicts (the REST bodies).
+- Owners: every method takes a required keyword ``owner`` (the request's). Another owner's
+  chat is ``NotFound`` with the message of a missing one (ids do not leak).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from jupyter_agent.exceptions import BadRequest, NotFound
+from jupyter_agent.runtime.events import EventBus
+from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.notebook.contents import Contents, shown
+from jupyter_agent.runtime.notebook.exports import NotebookWriter, safe_stem
+from jupyter_agent.runtime.notebook.proposals import ProposalService
+from jupyter_agent.runtime.runs.mailbox import Mailbox
+from jupyter_agent.runtime.runs.manager import RunManager
+from jupyter_agent.runtime.runs.run_service import is_run_id
+from jupyter_agent.runtime.secret_guard import clean_message
+from jupyter_agent.runtime.secrets import Scrubber
+from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT, AgentRegistry
+from jupyter_agent.store.repo import Chat, Store
+from jupyter_agent.trace.log import read_log
+
+__all__ = ["MAX_ATTACHMENTS", "MAX_TITLE", "ChatService", "Control", "View", "chat_title"]
+
+#: The longest chat title, in characters.
+MAX_TITLE = 200
+#: The most attachments one message may carry.
+MAX_ATTACHMENTS = 20
+_TITLE_WORDS = 6
+
+
+@dataclass(frozen=True, kw_only=True)
+class View:
+    """What the person had open when sending: a contents ``path``, a ``cell`` (id or
+    index), the active cell's model id ``cell_id`` (``toolcaller@v5`` names it), a
+    ``selection`` (text). Given to the model with the message."""
+
+    path: str | None = None
+    cell: str | int | None = None
+    selection: str | None = None
+    cell_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields that are set."""
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Control:
+    """A control message: today only a break (``hard``: at once, else at the next drain)."""
+
+    hard: bool = False
+
+
+def chat_title(text: str, words: int = _TITLE_WORDS) -> str:
+    """A chat's title from its first message: its first ``words`` words (80 chars at most)."""
+    parts = text.split()
+    title = " ".join(parts[:words])
+    if len(parts) > words:
+        title += " …"
+    return title[:80]
+
+
+def _no_chat(chat_id: str) -> NotFound:
+    return NotFound(f"no chat {shown(chat_id)}")
+
+
+class ChatService:
+    """Chats and messages of one server's agent (see the module docstring).
+
+    ``events`` is the event bus the chats' events go out on (the events socket and the MCP
+    ``chat`` tool subscribe to it); ``know_owner`` reads an owner's settings off the event
+    loop before their run starts on it.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        manager: RunManager,
+        mailbox: Mailbox,
+        events: EventBus,
+        contents: Contents,
+        notebooks: NotebookWriter,
+        proposals: ProposalService,
+        scrubber: Scrubber,
+        agents: AgentRegistry,
+        know_owner: Callable[[str], Awaitable[None]],
+    ) -> None:
+        self._store = store
+        self._manager = manager
+        self._mailbox = mailbox
+        self.events = events
+        self._contents = contents
+        self._notebooks = notebooks
+        self._proposals = proposals
+        self._scrubber = scrubber
+        self._agents = agents
+        self._know_owner = know_owner
+
+    def _json(self, chat: Chat) -> dict[str, Any]:
+        body = chat.to_json()
+        body["active_run_id"] = self._manager.active_run_id(chat.id)
+        return body
+
+    async def _chat(self, chat_id: str, owner: str) -> Chat:
+        chat = await asyncio.to_thread(self._store.get_chat, chat_id)
+        if chat is None or chat.owner != owner:  # another owner's: as if missing
+            raise _no_chat(chat_id)
+        return chat
+
+    def _title(self, title: str) -> str:
+        if len(title) > MAX_TITLE:
+            raise BadRequest(f"'title' is longer than {MAX_TITLE} characters", reason="bad_title")
+        return self._scrubber.clean(title.strip())
+
+    # --- chats -----------------------------------------------------------------------------
+
+    async def check(self, chat_id: str, *, owner: str) -> None:
+        """Nothing when ``owner`` has this chat, else ``NotFound``."""
+        await self._chat(chat_id, owner)
+
+    async def active_run_id(self, chat_id: str, *, owner: str) -> str | None:
+        """The run in progress of ``owner``'s chat, if any (``NotFound``: no such chat)."""
+        await self._chat(chat_id, owner)
+        return self._manager.active_run_id(chat_id)
+
+    async def list(self, *, owner: str) -> dict[str, Any]:
+        """``{"chats": [...]}`` of ``owner``, the most recently updated first."""
+        chats = await asyncio.to_thread(lambda: self._store.list_chats(owner=owner))
+        return {"chats": [self._json(c) for c in chats]}
+
+    async def create(
+        self, *, owner: str, title: str = "", agent: str = DEFAULT_AGENT
+    ) -> dict[str, Any]:
+        """``POST agent/chats``: ``owner``'s new chat (``title`` at most :data:`MAX_TITLE`
+        chars) of ``agent`` (one this server hosts, else ``BadRequest`` reason
+        ``unknown_agent``)."""
+        clean = self._title(title)
+        name = self._agents.get(agent).name
+        chat = await asyncio.to_thread(
+            lambda: self._store.create_chat(
+                chat_id=new_id("chat"), title=clean, now=now_iso(), agent=name, owner=owner
+            )
+        )
+        return self._json(chat)
+
+    async def get(self, chat_id: str, *, owner: str) -> dict[str, Any]:
+        """The chat with its ``turns`` (oldest first) and ``active_run_id``."""
+        chat = await self._chat(chat_id, owner)
+        turns = await asyncio.to_thread(self._store.list_turns, chat_id)
+        rows = await self._proposals.list(owner=owner, chat_id=chat_id)
+        body = self._json(chat)
+        body["turns"] = [
+            {**t.to_json(), "proposals": [p.turn_json() for p in rows if p.run_id == t.run_id]}
+            for t in turns
+        ]
+        return body
+
+    async def history(self, chat_id: str, *, owner: str) -> dict[str, Any]:
+        """``GET agent/chats/{id}/history``: ``{"chunks": [...], "pending": N}``, the chat's
+        stored summaries in (level, first_turn) order and how many closed spans of the
+        configured layout have none yet; ``NotFound`` for an unknown chat."""
+        await self._chat(chat_id, owner)
+        layout = (self._manager.chunk_turns, self._manager.l2_chunks)
+        chunks = await asyncio.to_thread(self._store.list_chunks, chat_id)
+        pending = await asyncio.to_thread(self._store.pending_spans, chat_id, *layout)
+        return {"chunks": [c.to_json() for c in chunks], "pending": len(pending)}
+
+    async def rename(self, chat_id: str, *, owner: str, title: str) -> dict[str, Any]:
+        """``PATCH agent/chats/{id}``: the renamed chat."""
+        clean = self._title(title)
+        await self._chat(chat_id, owner)  # a chat's owner never changes: checked once
+        chat = await asyncio.to_thread(
+            lambda: self._store.rename_chat(chat_id, clean, now=now_iso())
+        )
+        if chat is None:
+            raise _no_chat(chat_id)
+        return self._json(chat)
+
+    async def delete(self, chat_id: str, *, owner: str) -> None:
+        """``DELETE agent/chats/{id}``: hard-break its run, then delete it, its turns and
+        its kept events."""
+        await self._chat(chat_id, owner)
+        # Its run and any run reserved after it: broken, and nothing starts after them.
+        await self._manager.stop_chat(chat_id)
+        self._mailbox.drain(chat_id)
+        if not await asyncio.to_thread(self._store.delete_chat, chat_id):
+            raise _no_chat(chat_id)
+        self.events.forget(chat_id)  # catch-up of a deleted chat is a 404, never its events
+
+    async def notebook(self, chat_id: str, *, owner: str) -> dict[str, Any]:
+        """The whole chat as one notebook (runs without a log are left out)."""
+        from jupyter_agent.trace.notebook import chat_notebook
+
+        chat = await self._chat(chat_id, owner)
+        turns = await asyncio.to_thread(self._store.list_turns, chat_id)
+
+        def build() -> dict[str, Any]:
+            traces = [
+                (read_log(self._manager.log_path(t.run_id)), t)
+                for t in turns
+                if is_run_id(t.run_id) and self._manager.log_path(t.run_id).exists()
+            ]
+            return dict(chat_notebook(traces, title=chat.title))
+
+        return await asyncio.to_thread(build)
+
+    async def write_notebook(self, chat_id: str, *, owner: str) -> dict[str, Any]:
+        """``POST agent/chats/{id}/notebook``: the chat exported into the trace folder.
+
+        Named from the chat's title (else its id), never over an existing file (see
+        :mod:`jupyter_agent.runtime.notebook.exports`); answers ``{path, created}``.
+        """
+        chat = await self._chat(chat_id, owner)
+        nb = await self.notebook(chat_id, owner=owner)
+        path, created = await self._notebooks.write_new(safe_stem(chat.title, chat.id), nb)
+        return {"path": path, "created": created}
+
+    # --- messages --------------------------------------------------------------------------
+
+    async def send(
+        self,
+        chat_id: str,
+        *,
+        owner: str,
+        text: str = "",
+        view: View | None = None,
+        attachments: Sequence[str] = (),
+        control: Control | None = None,
+    ) -> dict[str, Any]:
+        """``POST agent/chats/{id}/messages``: ``{run_id, routed}`` (see ``docs/api.md``).
+
+        ``routed`` is ``run`` or ``mailbox``; a break-only message answers ``{run_id,
+        routed: "break", state}``, or ``{run_id: null, routed: "none"}`` with no run going.
+        Refused before anything happens: no text and no control (``empty_message``), a bad
+        ``view.path`` or attachment path (``bad_path``), over :data:`MAX_ATTACHMENTS`
+        attachments, an unreadable or too large one; an unknown chat is ``NotFound``.
+        """
+        view_json = self._view(view)
+        if len(attachments) > MAX_ATTACHMENTS:
+            raise BadRequest(
+                f"at most {MAX_ATTACHMENTS} attachments per message", reason="bad_attachments"
+            )
+        if control is None and not text.strip():
+            raise BadRequest("the message has no text", reason="empty_message")
+        chat = await self._chat(chat_id, owner)
+        await self._know_owner(owner)  # the run starts on the loop with the owner's tiers
+        files = [await self._contents.read_attachment(p) for p in attachments]
+        # No known secret a person sends (or attaches) is stored, queued or sent on.
+        text, view_json, files = clean_message(self._scrubber, text, view_json, files)
+        answer: dict[str, Any] = {"run_id": None, "routed": "none"}
+        if control is not None:
+            run_id = self._manager.active_run_id(chat_id)
+            if run_id is not None:
+                state = await self._manager.break_run(run_id, hard=control.hard)
+                answer = {"run_id": run_id, "routed": "break", "state": state or "ended"}
+            if not text.strip():
+                return answer
+        if not chat.title:
+            title = chat_title(text)
+            await asyncio.to_thread(lambda: self._store.rename_chat(chat_id, title, now=now_iso()))
+        return await self._manager.send(chat_id, text=text, view=view_json, attachments=files)
+
+    def _view(self, view: View | None) -> dict[str, Any] | None:
+        if view is None:
+            return None
+        clean = view.to_json()
+        if "path" in clean:  # the kernel works in its folder: resolved (safe_paths)
+            clean["path"] = self._contents.resolve(clean["path"], "'view.path'").path
+        return clean or None

@@ -1,0 +1,103 @@
+"""The snapshot a run starts with: tiers, ceilings, spaces, profiles, recall, its agent.
+
+:class:`RunConfigs` builds a :class:`~jupyter_agent.runtime.runs.parts.RunConfig` for a
+run of an agent and an owner: that agent's ready tiers for the owner (or the demo model),
+the run manager's ceilings and layouts (:class:`RunLimits`), the agent's spaces and the
+admin's model profiles. The run manager calls :meth:`RunConfigs.run_config` at each run
+start (on the event loop), the history scheduler :meth:`RunConfigs.history_config` for
+summary runs, the MCP endpoint's fresh-kernel cells for their digest options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, Protocol
+
+from jupyter_agent.runtime.runs.parts import RunConfig
+from jupyter_agent.runtime.settings.agent_settings import AgentSettings
+from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
+from jupyter_agent.runtime.settings.demo import DemoModel
+
+__all__ = ["RunConfigs", "RunLimits"]
+
+
+class RunLimits(Protocol):
+    """What a new run reads from the run manager's traits."""
+
+    @property
+    def ceilings(self) -> dict[str, Any]: ...
+
+    @property
+    def recall_settings(self) -> dict[str, Any]: ...
+
+    @property
+    def chunk_turns(self) -> int: ...
+
+    @property
+    def l2_chunks(self) -> int: ...
+
+    @property
+    def recall_timeout_ms(self) -> float: ...
+
+
+class RunConfigs:
+    """Runs' config snapshots (see the module docstring). ``limits`` gives the run
+    manager (built after this: the manager calls :meth:`run_config`); ``profiles`` are the
+    admin's per-model overrides; ``approval`` the admin's approval policy (new runs read it
+    as ``ceilings.approval``)."""
+
+    def __init__(
+        self,
+        *,
+        agents: AgentSettings,
+        demo: DemoModel,
+        limits: Callable[[], RunLimits],
+        profiles: Mapping[str, Mapping[str, Any]],
+        approval: str,
+    ) -> None:
+        self._agents = agents
+        self._demo = demo
+        self._limits = limits
+        self._profiles = profiles
+        self._approval = approval
+
+    def run_config(self, agent: str = DEFAULT_AGENT, *, owner: str) -> RunConfig:
+        """The snapshot a run of ``agent`` for ``owner`` (its chat's) starts with: the
+        owner's effective tiers (or the demo), ceilings, that agent's spaces.
+
+        An agent this server no longer hosts answers as the default agent (logged). The
+        agent's tiers replace the user's for the tiers it names. Tiers that are not ready
+        are left out (they fall back to codegen); when codegen is not ready, the demo
+        model takes its place. Called on the event loop at each run start: the spaces
+        come from the spaces cache (a ``stat`` walk unless a layer changed).
+        """
+        chosen = self._agents.agents.for_run(agent)
+        tiers, demo = self._agents.ready_tiers(chosen, owner)
+        profiles = {model: dict(fields) for model, fields in self._profiles.items()}
+        if demo:
+            tiers["codegen"] = self._demo.tier()
+            profiles.update(self._demo.profiles())
+        limits = self._limits()
+        layout = {"chunk_turns": limits.chunk_turns, "l2_chunks": limits.l2_chunks}
+        return RunConfig(
+            tiers=tiers,
+            ceilings={**limits.ceilings, "approval": self._approval},
+            spaces=self._agents.spaces(chosen),
+            profiles=profiles,
+            history_layout=layout,
+            recall=limits.recall_settings,
+            recall_timeout_ms=int(limits.recall_timeout_ms),
+            agent=chosen.name,
+        )
+
+    def history_config(self, agent: str = DEFAULT_AGENT, *, owner: str) -> RunConfig:
+        """The snapshot a summary run of ``agent``'s chat starts with: :meth:`run_config`'s,
+        but never the demo model (a canned summary would be stored for good): with no
+        ready codegen tier there is no tier to summarise with, and the scheduler retries
+        later."""
+        config = self.run_config(agent, owner=owner)
+        if not self._agents.ready_tiers(self._agents.agents.for_run(config.agent), owner)[1]:
+            return config
+        tiers = {name: tier for name, tier in config.tiers.items() if name != "codegen"}
+        return replace(config, tiers=tiers)

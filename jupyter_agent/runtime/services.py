@@ -1,0 +1,46 @@
+"""The services of one server's agent, one per concern, as one typed record.
+
+:class:`Services` is what the server's handlers and its MCP endpoint call: each field is
+the service of one concern (chats and messages, runs and traces, memory, proposals,
+programs, settings, fresh-kernel cells), each a small class with typed arguments that
+raises the one error tree (:mod:`jupyter_agent.exceptions`). The assembly
+(:mod:`.assembly`) builds each once; ``start`` is the parts' idempotent start (the pool,
+runs left running recovered), awaited before a service is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from jupyter_agent.programs.service import ProgramService
+from jupyter_agent.runtime.kernels.cell_service import CellService
+from jupyter_agent.runtime.memory.service import MemoryService
+from jupyter_agent.runtime.notebook.proposals import ProposalService
+from jupyter_agent.runtime.runs.chat_service import ChatService
+from jupyter_agent.runtime.runs.run_service import RunService
+from jupyter_agent.runtime.settings.service import SettingsService
+
+__all__ = ["Services"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Services:
+    """One server's services (see the module docstring)."""
+
+    #: ``agent/chats``: chats, their history and notebooks, messages (and the event bus).
+    chats: ChatService
+    #: ``agent/runs``, ``agent/break``: runs, their traces, breaks and approvals.
+    runs: RunService
+    #: ``agent/memories``: facts that outlive a chat.
+    memory: MemoryService
+    #: ``agent/proposals``: the agent's notebook edits, decided and undone by the person.
+    proposals: ProposalService
+    #: ``agent/programs``: deploys, listings, rollbacks.
+    programs: ProgramService
+    #: ``agent/status``, ``agent/settings``, ``agent/agents``: each owner's settings.
+    settings: SettingsService
+    #: The MCP endpoint's ``run_cell``: single cells in fresh kernels.
+    cells: CellService
+    #: Start the parts (idempotent; shielded from a cancelled caller).
+    start: Callable[[], Awaitable[None]]
