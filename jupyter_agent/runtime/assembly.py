@@ -92,15 +92,15 @@ class AdminConfig:
     pool_size: int = 2
     kernel_env_keep: tuple[str, ...] = ()
     retry_after_cap_s: float = 60.0
-    #: Per-model profile overrides, as profile fields (:mod:`.admin_profiles`).
+    #: Per-model profile overrides, as profile fields (:mod:`.settings.profiles`).
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The ``agents`` trait: ``{name: {space?, tiers?, description?}}`` (:mod:`.agents`).
+    #: The ``agents`` trait: ``{name: {space?, tiers?, description?}}`` (:mod:`.settings.agents`).
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The ``approval`` trait: which cells wait for the person; new runs read it
     #: as ``ceilings.approval`` (``none``, ``writes``, ``every_cell``).
     approval: str = "writes"
     #: The ``mcp_servers`` trait: ``{name: server config}`` as the admin wrote
-    #: it (:mod:`.mcp_config` validates it; a bad entry is logged and shown, not fatal).
+    #: it (:mod:`.mcp.config` validates it; a bad entry is logged and shown, not fatal).
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     #: The owner of the server's own user: ``""`` in single-user mode, the Hub
     #: user's name under JupyterHub. Its settings get the old ``settings.json``; the

@@ -168,7 +168,7 @@ class JupyterAgent(ExtensionApp, AppSettings):
     """The parts' services, one per concern, that the handlers call (None without parts)."""
 
     mcp_endpoint: McpEndpoint | None = None
-    """``agent/mcp`` (issue 18): started and stopped with the extension."""
+    """``agent/mcp``: started and stopped with the extension."""
 
     async def status(self, *, owner: str) -> dict[str, Any]:
         """The answer of ``GET agent/status`` for ``owner`` (no key values): the admin's

@@ -80,7 +80,8 @@ class ModelTraits(HasTraits):
 
     @validate("profiles")
     def _validate_profiles(self, proposal: Mapping[str, Any]) -> dict[str, Any]:
-        """Only the known keys, with good values (:func:`.admin_profiles.admin_profiles`)."""
+        """Only the known keys, with good values
+        (:func:`~jupyter_agent.runtime.settings.profiles.admin_profiles`)."""
         try:
             admin_profiles(proposal["value"])
         except ValueError as exc:

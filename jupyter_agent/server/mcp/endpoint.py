@@ -158,7 +158,8 @@ class McpHandler(AgentHandler):
 
     async def _caller(self) -> Caller:
         """What this request's user may do, each permission asked of the authorizer and
-        awaited (:mod:`.authz`: an async authorizer's coroutine is not a yes)."""
+        awaited (:mod:`~jupyter_agent.server.auth.authz`: an async authorizer's coroutine is
+        not a yes)."""
         user = self.current_user
         name = str(getattr(user, "username", "") or "")
         read = await authz.is_authorized(self, "read", AUTH_RESOURCE)

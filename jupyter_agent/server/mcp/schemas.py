@@ -2,7 +2,7 @@
 argument parser (:class:`Args`) the tools read their typed arguments with.
 
 A bad argument is ``BadRequest`` (reason ``bad_argument``) naming the tool and the argument,
-which :mod:`.mcp_tools` answers as a tool error.
+which :mod:`.tools` answers as a tool error.
 """
 
 from __future__ import annotations

@@ -64,12 +64,13 @@ _LISTED = 50
 @dataclass(frozen=True)
 class Caller:
     """What the user of one request may do on resource ``agent`` (asked of the authorizer
-    at request time and awaited, :mod:`.authz`: a sync and an async authorizer alike)."""
+    at request time and awaited, :mod:`~jupyter_agent.server.auth.authz`: a sync and an
+    async authorizer alike)."""
 
     user: str
     read: bool
     execute: bool
-    #: Whose chats and runs the calls see (:func:`~.owners.request_owner`).
+    #: Whose chats and runs the calls see (:func:`~jupyter_agent.server.auth.owners.request_owner`).
     owner: str = ""
     #: An admin reads any run (``show_run``, ``agent://runs/...``), nothing more.
     admin: bool = False
