@@ -32,7 +32,8 @@ def test_a_soft_break_stops_routing_but_the_run_still_drains() -> None:
     assert run.move("soft_break") is RunPhase.OPEN
     assert (run.routed_here, run.takes_mail, run.breaking) == (False, True, False)
     assert run.move("hard_break") is RunPhase.WRAPPING  # the break drains what was routed
-    assert run.phase is RunPhase.BROKEN and run.breaking
+    assert run.phase is RunPhase.BROKEN
+    assert run.breaking
     run.move("close")  # the loop's end keeps it broken
     assert run.phase is RunPhase.BROKEN
 
@@ -112,6 +113,9 @@ def test_the_run_index_follows_reservations_and_starts() -> None:
     slot = slots.slot("chat_1")
     nxt = slots.reserve(slot)
     assert slots.reserve(slot) is nxt  # one reservation per chat
-    assert slots.of_run(nxt.run_id) is slot and slots.reserved(nxt.run_id) is nxt
-    assert slots.unreserve(slot) is nxt and nxt.started.is_set()
-    assert slots.of_run(nxt.run_id) is None and slot.next is None
+    assert slots.of_run(nxt.run_id) is slot
+    assert slots.reserved(nxt.run_id) is nxt
+    assert slots.unreserve(slot) is nxt
+    assert nxt.started.is_set()
+    assert slots.of_run(nxt.run_id) is None
+    assert slot.next is None

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from jupyter_agent.store.repo import Store
 
 __all__ = [
-    "KernelLender",
     "NotebookReads",
     "RunConfig",
     "RunServices",
@@ -104,14 +103,6 @@ class RunConfig:
         return None
 
 
-class KernelLender(Protocol):
-    """Where a run's kernel comes from (the pool, or :class:`ScrubbingPool` over it)."""
-
-    async def acquire(self, *args: Any, **kwargs: Any) -> Any:
-        """Lend a kernel handle (see :class:`~jupyter_agent.runtime.kernels.pool.KernelPool`)."""
-        ...
-
-
 class NotebookReads(Protocol):
     """Where the in-cell ``notebook`` app reads notebooks (a
     :class:`~jupyter_agent.runtime.notebook.app.NotebookSource`)."""
@@ -126,7 +117,8 @@ class RunServices:
     """The long-lived services a run uses (owned by the run manager)."""
 
     transport: Transport
-    pool: KernelLender
+    #: The kernel pool as runs see it (its handles scrub what the kernels send).
+    pool: ScrubbingPool
     store: Store
     mailbox: Mailbox
     events: EventBus
