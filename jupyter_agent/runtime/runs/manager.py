@@ -13,6 +13,9 @@ a message always names the run whose turn will hold it (as ``userText`` or ``ste
 
 Nothing is dropped, and a message is never answered with a run that will not hold it.
 
+The chats' runs are kept in :mod:`.slots` (one slot per chat, its lock, its run and the
+run reserved after it) and started and handed over by :mod:`.starts`.
+
 Durability (the order every path keeps): a message is stored in the durable mailbox
 (``agent_mail``) before it is acknowledged, and a store that cannot take it refuses it
 (:class:`~jupyter_agent.exceptions.StoreUnavailable`, 503) with nothing left behind; it
@@ -48,12 +51,7 @@ from jupyter_agent.core.loop.runstate import Ceilings
 from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.runs import log_sync as logsync
-from jupyter_agent.runtime.runs.items import (
-    BreakItem,
-    MessageItem,
-    NoticeItem,
-    item_from_json,
-)
+from jupyter_agent.runtime.runs.items import BreakItem, MessageItem, NoticeItem, items_from_json
 from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
 from jupyter_agent.runtime.runs.recovery import queued_by_chat, recover_runs
 from jupyter_agent.runtime.runs.slots import ActiveRun, ChatSlot, ChatSlots
@@ -66,18 +64,9 @@ log = logging.getLogger(__name__)
 BreakState = Literal["breaking", "ended"]
 
 _DEFAULT = Ceilings()
-_RECALL_TRAITS = {
-    "recall",
-    "recall_k",
-    "recall_budget_tokens",
-    "recall_threshold",
-    "recall_timeout_ms",
-}
-_NOT_CEILINGS = (
-    logsync.LOG_SYNC_TRAITS
-    | {"chunk_turns", "l2_chunks", "program_step_timeout_s"}
-    | _RECALL_TRAITS
-)
+_RECALL_TRAITS = {"recall", "recall_k", "recall_budget_tokens", "recall_threshold"}
+_NOT_CEILINGS = logsync.LOG_SYNC_TRAITS | _RECALL_TRAITS | {"recall_timeout_ms"}
+_NOT_CEILINGS |= {"chunk_turns", "l2_chunks", "program_step_timeout_s"}
 
 
 def _trait(kind: Callable[..., Any], default: Any, help_: str, **kw: Any) -> Any:
@@ -149,13 +138,10 @@ class RunManager(LoggingConfigurable):
 
     log_sync = logsync.log_sync_trait()
     log_sync_interval_ms = logsync.log_sync_interval_trait()
-    # The chunk layout of chats' history (issue 14; not ceilings: runs read it as
-    # ``history_layout``). A change applies to new summaries; stored ones are kept.
+    # Not ceilings: runs read the history's chunk layout as ``history_layout``.
     chunk_turns = _trait(Int, 10, "Turns per level-1 chunk of a chat's history.", min=1)
     l2_chunks = _trait(Int, 5, "Level-1 chunks per level-2 chunk of the history.", min=2)
-    # Autorecall (issue 15; runs read them with the memory categories, ``config.get
-    # memory``): before a run's first model call, memory and earlier chats are searched
-    # for the message and the best hits shown to the model.
+    # Autorecall (read with the memory categories, ``config.get memory``).
     recall = _trait(
         Bool, True, "Recall memories and earlier chats relevant to each message (autorecall)."
     )
@@ -179,7 +165,7 @@ class RunManager(LoggingConfigurable):
         min=1,
     )
 
-    # A deployed program's step deadline (issue 16; not a ceiling: the driver's).
+    # A deployed program's step deadline (not a ceiling: the driver's).
     program_step_timeout_s = _trait(
         Float,
         10.0,
@@ -289,16 +275,16 @@ class RunManager(LoggingConfigurable):
         slot = self.slots.slot(chat_id)
         async with slot.lock:
             if slot.active is None:
-                run_id = await self._start_now(slot, item)
-                return {"run_id": run_id, "routed": "run", "message_id": item.id}
-            await self._accept(chat_id, item)
-            # The run cannot have ended meanwhile (its end takes this lock), but it may
-            # have closed: decided now, with no await until the message is placed.
-            if not slot.active.closed:
-                run_id = self._queue(slot, slot.active, item)
-                return {"run_id": run_id, "routed": "mailbox", "message_id": item.id}
-            run_id = self._reserve_next(slot, item)
-            return {"run_id": run_id, "routed": "run", "message_id": item.id}
+                run_id, routed = await self._start_now(slot, item), "run"
+            else:
+                await self._accept(chat_id, item)
+                # The run cannot have ended meanwhile (its end takes this lock), but it may
+                # have closed: decided now, with no await until the message is placed.
+                if not slot.active.closed:
+                    run_id, routed = self._queue(slot, slot.active, item), "mailbox"
+                else:
+                    run_id, routed = self._reserve_next(slot, item), "run"
+        return {"run_id": run_id, "routed": routed, "message_id": item.id}
 
     async def _start_now(self, slot: ChatSlot, item: MessageItem) -> str:
         """The chat has no run: ``item`` starts one (stored with it). Mail a failed start
@@ -316,8 +302,7 @@ class RunManager(LoggingConfigurable):
             raise
 
     def _queue(self, slot: ChatSlot, active: ActiveRun, item: MessageItem) -> str:
-        """The chat's run is open: ``item`` (stored) waits in its mailbox; the run's
-        driver makes sure its turn takes it."""
+        """The chat's run is open: ``item`` (stored) waits in its mailbox for its turn."""
         self.services.mailbox.put(slot.chat_id, item)
         return active.run_id
 
@@ -442,7 +427,7 @@ class RunManager(LoggingConfigurable):
         store = self.services.store
         recovered = await recover_runs(store, self.log_path, skip=set(self.running_ids()))
         for chat_id, queued in (await queued_by_chat(store)).items():
-            items = [item for raw in queued if (item := item_from_json(raw)) is not None]
+            items = items_from_json(queued)
             slot = self.slots.slot(chat_id)
             async with slot.lock:
                 if slot.active is not None:
