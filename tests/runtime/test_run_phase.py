@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from jupyter_agent.runtime.loop.phase import IllegalTransition, RunLifecycle, RunPhase
-from jupyter_agent.runtime.runs.items import (
+from jupyter_agent.runtime.runs.mailbox import (
     BreakItem,
+    Mailbox,
     MessageItem,
     NoticeItem,
     item_from_json,
 )
-from jupyter_agent.runtime.runs.mailbox import Mailbox
 from jupyter_agent.runtime.runs.slots import ChatSlots
 
 

@@ -54,7 +54,7 @@ from jupyter_agent.runtime.programs.guard import (
     monotonic_elapsed,
 )
 from jupyter_agent.runtime.programs.resolve import RunProgram
-from jupyter_agent.runtime.runs.items import MailItem
+from jupyter_agent.runtime.runs.mailbox import MailItem
 from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
 from jupyter_agent.trace.log import EffectLog
 

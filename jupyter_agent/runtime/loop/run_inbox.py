@@ -24,8 +24,13 @@ from jupyter_agent.core.loop.inbox import NOTICE_PREFIX
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.loop.phase import RunLifecycle, RunPhase
-from jupyter_agent.runtime.runs.items import BreakItem, MailItem, item_from_json, items_json
-from jupyter_agent.runtime.runs.mailbox import Mailbox
+from jupyter_agent.runtime.runs.mailbox import (
+    BreakItem,
+    Mailbox,
+    MailItem,
+    item_from_json,
+    items_json,
+)
 from jupyter_agent.runtime.secrets import Scrubber
 
 __all__ = ["RunInbox"]

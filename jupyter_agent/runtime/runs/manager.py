@@ -51,7 +51,7 @@ from jupyter_agent.core.loop.runstate import Ceilings
 from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.runs import log_sync as logsync
-from jupyter_agent.runtime.runs.items import BreakItem, MessageItem, NoticeItem, items_from_json
+from jupyter_agent.runtime.runs.mailbox import BreakItem, MessageItem, NoticeItem, items_from_json
 from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
 from jupyter_agent.runtime.runs.recovery import queued_by_chat, recover_runs
 from jupyter_agent.runtime.runs.slots import ActiveRun, ChatSlot, ChatSlots

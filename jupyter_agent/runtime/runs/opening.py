@@ -19,7 +19,7 @@ from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.programs.guard import DEFAULT_STEP_TIMEOUT_S
 from jupyter_agent.runtime.programs.resolve import RunProgram, resolve_run_program
-from jupyter_agent.runtime.runs.items import MailItem, MessageItem
+from jupyter_agent.runtime.runs.mailbox import MailItem, MessageItem
 from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
 from jupyter_agent.runtime.runs.records import ended_summary, store_call
 from jupyter_agent.trace.log import EffectLog, GroupSyncer

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.runtime.loop.driver import RunDriver
 from jupyter_agent.runtime.loop.phase import RunLifecycle, RunPhase
-from jupyter_agent.runtime.runs.items import MailItem
+from jupyter_agent.runtime.runs.mailbox import MailItem
 
 __all__ = ["ActiveRun", "ChatSlot", "ChatSlots", "NextRun"]
 

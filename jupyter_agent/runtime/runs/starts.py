@@ -23,7 +23,7 @@ from jupyter_agent.exceptions import RunCancelled
 from jupyter_agent.runtime.ids import now_iso
 from jupyter_agent.runtime.loop.driver import RunDriver
 from jupyter_agent.runtime.loop.phase import RunLifecycle, RunPhase
-from jupyter_agent.runtime.runs.items import MailItem, MessageItem, NoticeItem
+from jupyter_agent.runtime.runs.mailbox import MailItem, MessageItem, NoticeItem
 from jupyter_agent.runtime.runs.opening import Opening, open_run, unstart
 from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
 from jupyter_agent.runtime.runs.records import (
