@@ -20,10 +20,11 @@ from jupyter_agent.core.loop.runstate import Ceilings
 __all__ = ["RunCeilings"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RunCeilings(Mapping[str, Any]):
     """One run's ceilings (see the module docstring). Keys the run was not given are
-    absent from :attr:`recorded` (the loop then uses its defaults)."""
+    absent from :attr:`recorded` (the loop then uses its defaults). Equal to a mapping
+    with the same items."""
 
     recorded: Mapping[str, Any] = field(default_factory=dict)
 
