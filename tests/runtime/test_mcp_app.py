@@ -78,7 +78,7 @@ def make_driver(tmp_path: Path, hub: McpHub | None, approval: str) -> RunDriver:
 
 
 async def config_mcp(driver: RunDriver) -> Any:
-    result = await driver._perform(Effect(name=CONFIG_GET, data={"key": "mcp"}))
+    result = await driver.perform(Effect(name=CONFIG_GET, data={"key": "mcp"}))
     return result.data
 
 
@@ -189,7 +189,7 @@ async def test_an_approved_cell_and_the_rest_of_the_turn_do_not_wait(
     await config_mcp(driver)
     # The loop's approval.wait for the cell, approved by the person: its calls do not wait.
     wait = asyncio.ensure_future(
-        driver._perform(
+        driver.perform(
             Effect(
                 name=APPROVAL_WAIT,
                 data={"approval_id": "approval_1", "kind": "cell", "code": "x", "timeout_s": 30},

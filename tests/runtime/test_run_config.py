@@ -48,6 +48,6 @@ def test_driver_digest_options_are_what_it_built_by_hand() -> None:
         gen=iter(()),  # type: ignore[arg-type]
     )
     # Budgets from the ceilings, <env> and ~ from the spaces; the driver has no profile.
-    assert driver._digest_options == DigestOptions(
+    assert driver.cells.digest_options == DigestOptions(
         value_budget_tokens=450, total_budget_tokens=1800, env_prefix="/opt/env", home="/home/me"
     )

@@ -13,7 +13,7 @@ from tornado.httpclient import HTTPClientError
 
 def active_runs(manager: Any) -> list[str]:
     """The ids of every run in progress of a ``RunManager`` (tests only)."""
-    return list(manager._by_run)
+    return manager.running_ids()
 
 
 def call(fetch: Any, *parts: str, method: str = "GET", body: Any = None, **kw: Any) -> Any:

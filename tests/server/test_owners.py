@@ -273,13 +273,11 @@ def test_mcp_calls_are_the_callers(
 def test_a_reserved_run_is_its_chats_owners_to_break(fetch: Any, agent_service: Any) -> None:
     """A run reserved after a closing one has no stored row yet: it is still its chat's
     owner's (alice breaks it: "breaking"), and bob gets the 404 of a missing run."""
-    from jupyter_agent.runtime.ids import new_id
-    from jupyter_agent.runtime.runs.opening import NextRun
-
     chat_id = _chat(fetch, "alice", "alice's")
-    run_id = new_id("run")
-    reserved = NextRun(run_id=run_id)
-    agent_service.manager._next[chat_id] = reserved  # as a send during a closing run does
+    slots = agent_service.manager.slots
+    slot = slots.slot(chat_id)
+    reserved = slots.reserve(slot)  # as a send during a closing run does
+    run_id = reserved.run_id
     try:
         _not_found(fetch, "agent", "break", run_id, method="POST", body={})
         assert reserved.hard_break is False
@@ -289,7 +287,7 @@ def test_a_reserved_run_is_its_chats_owners_to_break(fetch: Any, agent_service: 
         assert (code, answer["state"]) == (202, "breaking")
         assert reserved.hard_break is True
     finally:
-        agent_service.manager._next.pop(chat_id, None)
+        slots.unreserve(slot)
 
 
 def test_with_several_users_only_an_admin_deploys_a_program(fetch: Any) -> None:

@@ -1,5 +1,6 @@
-"""The driver: performs the effects a program yields (model calls, cells, app calls) and logs
-each (:mod:`.driver`, :mod:`.tools`, :mod:`.model_calls`, :mod:`.apphost`, :mod:`.cell_events`).
-May import core/, llm/, trace/, runtime/kernels and the other runtime concerns' performers.
+"""The driver: performs the effects a program yields and logs each (:mod:`.driver` made of
+:mod:`.effects`, :mod:`.run_inbox`, :mod:`.performers`, :mod:`.tools`; :mod:`.phase`: a run's
+phase; :mod:`.apphost` with :mod:`.app_table`: in-cell app calls; :mod:`.model_calls`).
+May import core/, llm/, trace/, runtime/kernels, runtime/runs' parts and the in-cell apps.
 Used by runtime/runs.
 """

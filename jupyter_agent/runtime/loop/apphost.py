@@ -1,6 +1,9 @@
-"""The host side of in-cell app calls: performs ``chat.post``, ``llm.chat``, ``memory.*``
-``notebook.*`` (:mod:`.notebook_app`) and ``mcp.<server>.<tool>`` (:mod:`.mcp_app`: the
-configured MCP servers' tools, looked up before the static app table) for a cell.
+"""The host side of in-cell app calls: performs ``chat.post`` and ``llm.chat`` itself, and
+the calls of the apps registered in the run's table (:data:`AppTable`, each an
+:class:`InCellApp`: ``memory.*``, ``notebook.*``, and ``mcp.<server>.<tool>``, whose methods
+are the configured MCP servers' tools, looked up before the static app table) for a cell.
+The host imports none of them: :mod:`jupyter_agent.runtime.loop.app_table` puts them in
+the table the driver gives its cells (``AppDriver.apps``).
 
 Each call is logged as an ``app.call`` effect whose ``parent`` is the seq of the cell's
 ``cell.run``; a model call made for ``llm.chat`` runs the same pure
@@ -8,27 +11,24 @@ Each call is logged as an ``app.call`` effect whose ``parent`` is the seq of the
 effects logged under the app call's seq. No credential ever enters the kernel: the kernel
 sends ``{app, method, args}`` and receives ``{ok, value, error, seq, mutation}``.
 
-``memory.*`` goes to the run's :class:`~jupyter_agent.runtime.memory.service.MemoryService`
-(``services.memory``) with author ``agent`` and the run's chat and run ids. A save whose
-text holds a secret is refused before its intent is logged, and recorded with the text
-replaced (the reply's ``args`` tells the kernel what to record in the cell's app calls).
+An app may refuse a call before its intent is logged (:meth:`InCellApp.refuse`: the
+``memory`` app refuses a save whose text holds a secret); the call is then recorded with
+the arguments it answers (the reply's ``args`` tells the kernel what to record in the
+cell's app calls).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jupyter_agent.core.loop.apps import find_method
 from jupyter_agent.core.loop.drive import drive_async
-from jupyter_agent.core.mcp.catalogue import MCP_APP
 from jupyter_agent.effects import APP_CALL, Effect, EffectGen
 from jupyter_agent.exceptions import AgentError, RunCancelled
 from jupyter_agent.llm.chat import ChatResult, chat
 from jupyter_agent.messages import Message, Text, usage_to_json
-from jupyter_agent.runtime.mcp.app import McpRunState, mcp_mutating, perform_mcp_call
-from jupyter_agent.runtime.memory.service import perform_memory_call, refused_call
-from jupyter_agent.runtime.notebook.app import perform_notebook_call
 
 if TYPE_CHECKING:
     from jupyter_agent.effects import Result
@@ -36,20 +36,82 @@ if TYPE_CHECKING:
     from jupyter_agent.trace.log import EffectLog
 
 
+@dataclass(frozen=True, kw_only=True)
+class AppCall:
+    """One app call of a cell: its method and arguments, its seq (the ``app.call``'s) and
+    the cell's (``cell_seq``, ``cell_id``: ``c3``, what a proposal names)."""
+
+    method: str
+    args: dict[str, Any]
+    seq: int
+    cell_seq: int | None = None
+    cell_id: str = ""
+
+
+class InCellApp(Protocol):
+    """An in-cell app the host performs the calls of (registered in an :data:`AppTable`)."""
+
+    #: Its methods are its own, not those of the static table
+    #: (:func:`~jupyter_agent.core.loop.apps.find_method`): the ``mcp`` app's tools.
+    dynamic: bool
+
+    def mutating(self, driver: AppDriver, method: str) -> bool:
+        """Whether a call of ``method`` may change something (asked of dynamic apps)."""
+        ...
+
+    def refuse(
+        self, driver: AppDriver, method: str, args: dict[str, Any]
+    ) -> tuple[dict[str, Any], str] | None:
+        """Refuse a call before its intent is logged: (the arguments to record instead,
+        the error), or None to perform it."""
+        ...
+
+    async def perform(self, driver: AppDriver, call: AppCall) -> Any:
+        """Perform the call; its value, or an AgentError whose message the cell shows."""
+        ...
+
+
+AppTable = Mapping[str, InCellApp]
+"""The in-cell apps a run's cells may call, by app name."""
+
+
 class AppDriver(Protocol):
     """What the app host needs of the run it serves (the run driver provides it)."""
 
     log: EffectLog
-    run_id: str
-    chat_id: str
-    #: Whose run it is: the owner of the memories it saves and the proposals it makes.
-    owner: str
-    services: RunServices
-    config: RunConfig
-    #: The view of the newest message the run took (``{path?, cell?, cell_id?, ...}``).
-    view: dict[str, Any] | None
-    #: The run's MCP state (:class:`~jupyter_agent.runtime.mcp.app.McpRunState`).
-    mcp: McpRunState
+    #: The in-cell apps its cells may call.
+    apps: AppTable
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+
+    @property
+    def chat_id(self) -> str:
+        """The run's chat."""
+
+    @property
+    def owner(self) -> str:
+        """Whose run it is: the owner of the memories it saves and the proposals it makes."""
+
+    @property
+    def services(self) -> RunServices:
+        """The run's services."""
+
+    @property
+    def config(self) -> RunConfig:
+        """The run's config snapshot."""
+
+    @property
+    def view(self) -> dict[str, Any] | None:
+        """The view of the newest message the run took (``{path?, cell?, cell_id?, ...}``)."""
+
+    @property
+    def mcp(self) -> Any:
+        """The run's MCP state (:class:`~jupyter_agent.runtime.mcp.app.McpRunState`)."""
+
+    @mcp.setter
+    def mcp(self, state: Any) -> None: ...
 
     @property
     def breaking(self) -> bool:
@@ -65,7 +127,15 @@ class AppDriver(Protocol):
         """Show an in-cell progress bubble; returns its message id."""
 
 
-__all__ = ["AppDriver", "CellHost", "messages_from_args", "perform_app_call"]
+__all__ = [
+    "AppCall",
+    "AppDriver",
+    "AppTable",
+    "CellHost",
+    "InCellApp",
+    "messages_from_args",
+    "perform_app_call",
+]
 
 
 def messages_from_args(raw: Any) -> list[Message]:
@@ -113,14 +183,15 @@ async def _llm_chat(driver: AppDriver, args: dict[str, Any], seq: int, host: Any
 
 async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict[str, Any]:
     """Perform one app call for a cell and log it; returns the reply sent to the kernel."""
-    app, method = str(effect.data.get("app")), str(effect.data.get("method"))
+    app_name, method = str(effect.data.get("app")), str(effect.data.get("method"))
     args = effect.data.get("args") or {}
-    is_mcp = app == MCP_APP  # its methods are the configured tools, not a static table
-    spec = None if is_mcp else find_method(app, method)
-    mutation = mcp_mutating(driver, method) if is_mcp else bool(spec and spec.mutation)
+    app = driver.apps.get(app_name)
+    dynamic = app is not None and app.dynamic  # its methods are its own, not the table's
+    spec = None if dynamic else find_method(app_name, method)
+    mutation = app.mutating(driver, method) if dynamic and app else bool(spec and spec.mutation)
     refusal = None
-    if app == "memory" and isinstance(args, dict):
-        refusal = refused_call(driver.services.memory, method, args)
+    if app is not None and isinstance(args, dict):
+        refusal = app.refuse(driver, method, args)
         if refusal is not None:  # the refused text is in no record of this call
             args = refusal[0]
             effect = replace(effect, data={**effect.data, "args": args})
@@ -131,31 +202,25 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
         error = "cancelled by a hard break"
     elif refusal is not None:
         error = refusal[1]
-    elif spec is None and not is_mcp:
-        error = f"unknown app method {app}.{method}"
+    elif spec is None and not dynamic:
+        error = f"unknown app method {app_name}.{method}"
     elif not isinstance(args, dict):
         error = "app call arguments must be a JSON object"
     else:
         try:
-            if is_mcp:
-                cell_seq = getattr(host, "cell_seq", None)
-                value = await perform_mcp_call(driver, method, args, seq, cell_seq=cell_seq)
-            elif (app, method) == ("chat", "post"):
+            if (app_name, method) == ("chat", "post"):
                 value = driver.post_bubble(str(args.get("text", "")))
-            elif (app, method) == ("llm", "chat"):
+            elif (app_name, method) == ("llm", "chat"):
                 value = await _llm_chat(driver, args, seq, host)
-            elif app == "notebook":
-                cell_id = str(getattr(host, "cell_id", "") or "")
-                value = await perform_notebook_call(driver, method, args, seq=seq, cell_id=cell_id)
-            elif app == "memory":
-                value = await perform_memory_call(
-                    driver.services.memory,
-                    method,
-                    args,
-                    chat_id=driver.chat_id,
-                    run_id=driver.run_id,
-                    owner=driver.owner,
+            elif app is not None:
+                call = AppCall(
+                    method=method,
+                    args=args,
+                    seq=seq,
+                    cell_seq=getattr(host, "cell_seq", None),
+                    cell_id=str(getattr(host, "cell_id", "") or ""),
                 )
+                value = await app.perform(driver, call)
         except RunCancelled:
             error = "cancelled by a hard break"
         except AgentError as err:

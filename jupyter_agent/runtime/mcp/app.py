@@ -35,9 +35,9 @@ from jupyter_agent.exceptions import AppCallError, RunCancelled
 from jupyter_agent.runtime.ids import new_id
 
 if TYPE_CHECKING:
-    from jupyter_agent.runtime.loop.apphost import AppDriver
+    from jupyter_agent.runtime.loop.apphost import AppCall, AppDriver
 
-__all__ = ["McpRunState", "mcp_answer", "mcp_mutating", "perform_mcp_call"]
+__all__ = ["MCP_IN_CELL", "McpRunState", "mcp_answer", "mcp_mutating", "perform_mcp_call"]
 
 _CODE_ARG_MAX: Final = 200  # the length of one argument's repr in the approval's code
 _WAIT_FALLBACK_S: Final = 600.0  # an approval wait's timeout when the run has no wall time
@@ -190,3 +190,26 @@ async def perform_mcp_call(
     may_mutate = mutating or not needs_wait
     value: dict[str, Any] = await hub.call(server, tool_name, args, may_mutate=may_mutate)
     return value
+
+
+class _McpInCell:
+    """The ``mcp`` app as the app host's table holds it (its methods: the servers' tools)."""
+
+    dynamic = True
+
+    def mutating(self, driver: AppDriver, method: str) -> bool:
+        return mcp_mutating(driver, method)
+
+    def refuse(
+        self, driver: AppDriver, method: str, args: dict[str, Any]
+    ) -> tuple[dict[str, Any], str] | None:
+        return None
+
+    async def perform(self, driver: AppDriver, call: AppCall) -> Any:
+        return await perform_mcp_call(
+            driver, call.method, call.args, call.seq, cell_seq=call.cell_seq
+        )
+
+
+#: The in-cell ``mcp`` app (:mod:`jupyter_agent.runtime.loop.app_table` registers it).
+MCP_IN_CELL: Final = _McpInCell()

@@ -42,7 +42,7 @@ import asyncio
 import inspect
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from jupyter_core.utils import ensure_async
 
@@ -53,10 +53,11 @@ from jupyter_agent.runtime.notebook.contents import shown
 from jupyter_agent.runtime.notebook.safe_paths import notebook_path
 
 if TYPE_CHECKING:
-    from jupyter_agent.runtime.loop.apphost import AppDriver
+    from jupyter_agent.runtime.loop.apphost import AppCall, AppDriver
     from jupyter_agent.runtime.notebook.contents import Contents
 
 __all__ = [
+    "NOTEBOOK_IN_CELL",
     "NotebookReader",
     "NotebookSource",
     "Proposals",
@@ -354,3 +355,26 @@ async def perform_notebook_call(
     if method == "propose":
         return await _propose(driver, args, cell_id, seq)
     raise AgentError(f"unknown app method notebook.{method}")
+
+
+class _NotebookInCell:
+    """The ``notebook`` app as the app host's table holds it."""
+
+    dynamic = False
+
+    def mutating(self, driver: AppDriver, method: str) -> bool:
+        return False  # the static app table says (``propose`` mutates)
+
+    def refuse(
+        self, driver: AppDriver, method: str, args: dict[str, Any]
+    ) -> tuple[dict[str, Any], str] | None:
+        return None
+
+    async def perform(self, driver: AppDriver, call: AppCall) -> Any:
+        return await perform_notebook_call(
+            driver, call.method, call.args, seq=call.seq, cell_id=call.cell_id
+        )
+
+
+#: The in-cell ``notebook`` app (:mod:`jupyter_agent.runtime.loop.app_table` registers it).
+NOTEBOOK_IN_CELL: Final = _NotebookInCell()

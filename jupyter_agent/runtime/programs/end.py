@@ -7,7 +7,7 @@
 - the effect log gets its final ``program_error`` line (after the last effect written);
 - the person gets a reply (a ``reply`` event, done true) naming the program and the error,
   "The program toolcaller@v5#abc failed: ValueError: boom (the run ended; the server is
-  fine)"; the run closes (later messages start the next run);
+  fine)"; the driver has closed the run first (later messages start the next run);
 - the turn: the messages the run took and what it posted (read back from its log), that
   reply last, stop reason and cause ``error``, ``programs`` and ``fromAgent`` the run's.
   The run manager stores it with the run's end like any turn the loop did not write.
@@ -20,57 +20,64 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from jupyter_agent.core.events.types import ReplyEvent
+from jupyter_agent.core.events.types import Event, ReplyEvent
 from jupyter_agent.core.turns import Reply, RunSummary, TurnRecord
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.programs.guard import ProgramFailed
+from jupyter_agent.runtime.programs.resolve import RunProgram
 from jupyter_agent.runtime.runs.records import log_facts, minimal_turn
-
-if TYPE_CHECKING:
-    from jupyter_agent.runtime.loop.driver import RunDriver
+from jupyter_agent.trace.log import EffectLog
 
 __all__ = ["failed_turn"]
 
 log = logging.getLogger("jupyter_agent.runtime.runs.manager")
 
 
-async def failed_turn(driver: RunDriver, failed: ProgramFailed) -> TurnRecord:
-    """Record ``failed`` and return the run's turn (see the module docstring)."""
+async def failed_turn(
+    failed: ProgramFailed,
+    *,
+    run_id: str,
+    chat_id: str,
+    agent: str,
+    program: RunProgram,
+    summary: RunSummary | None,
+    log_: EffectLog,
+    publish: Callable[[Event], None],
+    stored: TurnRecord | None,
+) -> TurnRecord:
+    """Record ``failed`` and return the run's turn (see the module docstring): ``stored``
+    when the run's turn was already stored, else the one built here. ``summary``: the
+    run's (None: one is made up from the other arguments)."""
     log.error(
         "run %s of chat %s: the program %s failed: %s",
-        driver.run_id,
-        driver.chat_id,
+        run_id,
+        chat_id,
         failed.program,
         failed,
         exc_info=failed,
     )
-    driver.log.program_error(failed.program, failed.error)
-    driver.closed = True  # takes no more mail: the next message starts a normal run
-    if driver.stored_turn is not None:
-        return driver.stored_turn
+    log_.program_error(failed.program, failed.error)
+    if stored is not None:
+        return stored
     text = failed.reply
-    driver.services.events.publish(
-        driver.chat_id,
-        driver.run_id,
-        ReplyEvent(text=text, done=True, message_id=new_id("msg")),
-    )
-    facts = await asyncio.to_thread(log_facts, driver.log.path)
-    summary = driver.summary or RunSummary(
-        run_id=driver.run_id,
-        chat_id=driver.chat_id,
-        program=driver.program.ref.key,
+    publish(ReplyEvent(text=text, done=True, message_id=new_id("msg")))
+    facts = await asyncio.to_thread(log_facts, log_.path)
+    summary = summary or RunSummary(
+        run_id=run_id,
+        chat_id=chat_id,
+        program=program.ref.key,
         status="running",
         started=now_iso(),
-        programs=driver.program.programs,
-        agent=driver.agent,
+        programs=program.programs,
+        agent=agent,
     )
     turn = minimal_turn(summary, "error", "error", facts)
     return replace(
         turn,
         replies=(*turn.replies, Reply(text=text, done=True)),
-        programs=driver.program.programs,
-        from_agent=driver.agent,
+        programs=program.programs,
+        from_agent=agent,
     )

@@ -4,56 +4,27 @@
 in one transaction, then creates its effect log; if the log cannot be created, the run is
 ended ``error`` and a new message taken back (:func:`unstart`), so a refused message
 leaves nothing behind. Every store and file call runs in a worker thread.
-
-Also the run manager's two records of a chat's runs: :class:`ActiveRun` (in progress) and
-:class:`NextRun` (reserved after a closed one).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.ids import new_id, now_iso
-from jupyter_agent.runtime.loop.driver import RunConfig, RunDriver
 from jupyter_agent.runtime.programs.guard import DEFAULT_STEP_TIMEOUT_S
 from jupyter_agent.runtime.programs.resolve import RunProgram, resolve_run_program
-from jupyter_agent.runtime.runs.parts import RunServices
+from jupyter_agent.runtime.runs.mailbox import MailItem, MessageItem
+from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
 from jupyter_agent.runtime.runs.records import ended_summary, store_call
 from jupyter_agent.trace.log import EffectLog, GroupSyncer
 
-__all__ = ["ActiveRun", "NextRun", "Opening", "open_run", "unstart"]
-
-
-@dataclass(kw_only=True)
-class ActiveRun:
-    """A run in progress: its driver and the task running it."""
-
-    run_id: str
-    chat_id: str
-    driver: RunDriver
-    task: asyncio.Task[None]
-    soft_break: bool = False
-
-    @property
-    def closed(self) -> bool:
-        """True once the run takes no more mail (final reply posted, or broken)."""
-        return self.soft_break or self.driver.closed
-
-
-@dataclass(kw_only=True)
-class NextRun:
-    """A run reserved for a chat whose current run is closed: it starts when that ends."""
-
-    run_id: str
-    items: list[dict[str, Any]] = field(default_factory=list)
-    hard_break: bool = False
-    started: asyncio.Event = field(default_factory=asyncio.Event)
+__all__ = ["Opening", "open_run", "unstart"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,10 +52,10 @@ async def open_run(
     config: RunConfig,
     log_path: Callable[[str], Path],
     chat_id: str,
-    items: list[dict[str, Any]],
+    items: Sequence[MailItem],
     *,
     run_id: str | None = None,
-    new: dict[str, Any] | None = None,
+    new: MessageItem | None = None,
     syncer: GroupSyncer | None = None,
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
     owner: str = "",
@@ -100,7 +71,7 @@ async def open_run(
     program's step deadline, recorded in the header for replay. ``owner``: the chat's
     owner, the run's (its summary records it).
     """
-    first = next(i for i in items if i.get("kind") == "message")
+    first = next(i for i in items if isinstance(i, MessageItem))
     run_id = run_id or new_id("run")
     program = await resolve_run_program(services.programs, config.agent, "toolcaller")
     started = now_iso()
@@ -118,7 +89,7 @@ async def open_run(
     }
     if not program.builtin:  # what a replay's guard counts with and steps it under
         header["step_timeout_s"] = step_timeout_s
-        header["ceilings"] = config.ceilings
+        header["ceilings"] = config.ceilings.to_json()
     summary = RunSummary(
         run_id=run_id,
         chat_id=chat_id,
@@ -132,7 +103,8 @@ async def open_run(
     )
     store = services.store
     # The chat's history is not read here: the run reads its window through an effect.
-    if not await asyncio.to_thread(store.open_run, summary, message=new):
+    message = new.to_json() if new is not None else None
+    if not await asyncio.to_thread(store.open_run, summary, message=message):
         raise NotFound(f"no chat {chat_id[:120]}")  # deleted meanwhile: nothing was stored
     try:
         effect_log = await asyncio.to_thread(
@@ -141,14 +113,13 @@ async def open_run(
     except Exception:
         await unstart(services, summary, new, None)
         raise
-    message_id = first.get("id")
     return Opening(
         summary=summary,
         effect_log=effect_log,
         config=config,
-        view=first.get("view"),
-        text=str(first.get("text", "")),
-        message_id=message_id if isinstance(message_id, str) else None,
+        view=first.view,
+        text=first.text,
+        message_id=first.id,
         program=program,
     )
 
@@ -156,7 +127,7 @@ async def open_run(
 async def unstart(
     services: RunServices,
     summary: RunSummary,
-    message: dict[str, Any] | None,
+    message: MessageItem | None,
     effect_log: EffectLog | None,
 ) -> None:
     """A run that could not start: nothing ran, so it must not stay ``running`` (and a
@@ -166,7 +137,7 @@ async def unstart(
         await asyncio.to_thread(effect_log.close)
         await asyncio.to_thread(effect_log.path.unlink, missing_ok=True)
     if message is not None:
-        await store_call(services.store.delete_mail, [str(message["id"])], attempts=3)
+        await store_call(services.store.delete_mail, [str(message.id)], attempts=3)
     await store_call(
         services.store.upsert_run,
         ended_summary(summary, now_iso(), status="error", stop="error", cause="error"),

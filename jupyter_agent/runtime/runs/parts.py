@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jupyter_agent.core.history.window import (
     ChunkSummary,
@@ -24,10 +24,28 @@ from jupyter_agent.core.history.window import (
 from jupyter_agent.exceptions import StoreUnavailable
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.runs.approvals import ApprovalWaits
+from jupyter_agent.runtime.runs.ceilings import RunCeilings
 from jupyter_agent.runtime.runs.mailbox import Mailbox
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 
-__all__ = ["RunConfig", "RunServices", "ScrubbingPool", "read_anchored", "read_history"]
+if TYPE_CHECKING:
+    from jupyter_agent.llm.transport import Transport
+    from jupyter_agent.programs.registry import ProgramRegistry
+    from jupyter_agent.runtime.mcp.hub import McpHub
+    from jupyter_agent.runtime.memory.embedder import Embedder
+    from jupyter_agent.runtime.memory.service import MemoryService
+    from jupyter_agent.runtime.notebook.proposals import ProposalService
+    from jupyter_agent.runtime.settings.agents import AgentRegistry
+    from jupyter_agent.store.repo import Store
+
+__all__ = [
+    "NotebookReads",
+    "RunConfig",
+    "RunServices",
+    "ScrubbingPool",
+    "read_anchored",
+    "read_history",
+]
 
 _HISTORY_ATTEMPTS = 3  # reads a store that is briefly unavailable gets
 
@@ -42,7 +60,8 @@ class RunConfig:
     """
 
     tiers: dict[str, dict[str, Any]]
-    ceilings: dict[str, Any]
+    #: The run's ceilings (a plain mapping given here is taken as they are recorded).
+    ceilings: RunCeilings
     spaces: dict[str, Any]
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: ``{chunk_turns, l2_chunks}``: how the chat's history is chunked (RunManager traits).
@@ -61,12 +80,15 @@ class RunConfig:
     #: The agent the run answers as (issue 16): its spaces, tiers and program versions.
     agent: str = "agent"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ceilings", RunCeilings.of(self.ceilings))
+
     def get(self, key: str) -> Any:
         """The value of a ``config.get`` key (None when unknown). ``history`` and ``memory``
         are not config alone: the driver reads them from the store (:func:`read_history`,
         :func:`~jupyter_agent.runtime.memory.search.memory_answer`)."""
         if key == "ceilings":
-            return self.ceilings
+            return self.ceilings.to_json()
         if key == "history_layout":
             return dict(self.history_layout)
         if key == "spaces":
@@ -81,13 +103,23 @@ class RunConfig:
         return None
 
 
+class NotebookReads(Protocol):
+    """Where the in-cell ``notebook`` app reads notebooks (a
+    :class:`~jupyter_agent.runtime.notebook.app.NotebookSource`)."""
+
+    async def read(self, path: str) -> Any:
+        """The notebook at the clean contents path ``path``."""
+        ...
+
+
 @dataclass(kw_only=True)
 class RunServices:
     """The long-lived services a run uses (owned by the run manager)."""
 
-    transport: Any  # llm.transport.Transport
-    pool: Any  # runtime.kernels.KernelPool
-    store: Any  # store.repo.Store
+    transport: Transport
+    #: The kernel pool as runs see it (its handles scrub what the kernels send).
+    pool: ScrubbingPool
+    store: Store
     mailbox: Mailbox
     events: EventBus
     root_dir: str
@@ -96,28 +128,25 @@ class RunServices:
     #: Called with the chat's id when one of its runs has ended (its turn stored): the
     #: history scheduler's ``kick``. Synchronous and non-blocking; a no-op by default.
     after_turn: Callable[[str], None] = field(default=lambda chat_id: None)
-    #: The embedder (runtime.embedder.Embedder): hybrid recall when an embed tier is set.
-    embedder: Any = None
-    #: The in-cell ``memory`` app's service (a ``runtime.memory_service.MemoryService``);
-    #: None: ``memory.*`` calls fail with a clear error.
-    memory: Any = None
-    #: The program registry (``programs.registry.ProgramRegistry``): which version of a
-    #: program a new run uses, and the recorded versions replay loads (issue 16). None: the
-    #: built-in defaults only.
-    programs: Any = None
-    #: The agents this server hosts (``runtime.agents.AgentRegistry``); None: one, "agent".
-    agents: Any = None
-    #: Where the in-cell ``notebook`` app reads notebooks (a
-    #: ``runtime.notebook_app.NotebookSource``); None: ``notebook.*`` fails clearly.
-    notebooks: Any = None
-    #: The proposal service ``notebook.propose`` creates proposals with (issue 17); None:
-    #: proposals fail clearly.
-    proposals: Any = None
-    #: The open ``approval.wait`` effects of the runs (``toolcaller@v5``, issue 17).
+    #: The embedder: hybrid recall when an embed tier is set (None: lexical only).
+    embedder: Embedder | None = None
+    #: The in-cell ``memory`` app's service; None: ``memory.*`` calls fail with a clear error.
+    memory: MemoryService | None = None
+    #: Which version of a program a new run uses, and the recorded versions replay loads.
+    #: None: the built-in defaults only.
+    programs: ProgramRegistry | None = None
+    #: The agents this server hosts; None: one, "agent".
+    agents: AgentRegistry | None = None
+    #: Where the in-cell ``notebook`` app reads notebooks; None: ``notebook.*`` fails clearly.
+    notebooks: NotebookReads | None = None
+    #: The proposal service ``notebook.propose`` creates proposals with; None: proposals
+    #: fail clearly.
+    proposals: ProposalService | None = None
+    #: The open ``approval.wait`` effects of the runs.
     approvals: ApprovalWaits = field(default_factory=ApprovalWaits)
-    #: The MCP servers the in-cell ``mcp`` app calls (a ``runtime.mcp_hub.McpHub``, issue
-    #: 18); None: ``config.get mcp`` answers no servers and ``mcp.*`` fails clearly.
-    mcp: Any = None
+    #: The MCP servers the in-cell ``mcp`` app calls; None: ``config.get mcp`` answers no
+    #: servers and ``mcp.*`` fails clearly.
+    mcp: McpHub | None = None
 
 
 class ScrubbingPool:
@@ -139,7 +168,7 @@ class ScrubbingPool:
 
 
 async def read_history(
-    store: Any, chat_id: str, budget_tokens: object, layout: dict[str, int]
+    store: Store, chat_id: str, budget_tokens: object, layout: dict[str, int]
 ) -> Any:
     """The result of ``config.get`` ``history``: the chat's earlier turns, read from
     ``store`` in a worker thread (never on the event loop).
@@ -167,7 +196,7 @@ async def read_history(
 
 
 def read_anchored(
-    store: Any, chat_id: str, budget_tokens: int, layout: dict[str, int]
+    store: Store, chat_id: str, budget_tokens: int, layout: dict[str, int]
 ) -> HistoryWindow:
     """The anchored window's history (blocking; see :mod:`jupyter_agent.core.history.window`): the
     chat's summaries, then its newest turns in doubling batches until

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
+from jupyter_agent.runtime.runs.ceilings import RunCeilings
 from jupyter_agent.runtime.runs.parts import RunConfig
 from jupyter_agent.runtime.settings.agent_settings import AgentSettings
 from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
@@ -82,7 +83,7 @@ class RunConfigs:
         layout = {"chunk_turns": limits.chunk_turns, "l2_chunks": limits.l2_chunks}
         return RunConfig(
             tiers=tiers,
-            ceilings={**limits.ceilings, "approval": self._approval},
+            ceilings=RunCeilings({**limits.ceilings, "approval": self._approval}),
             spaces=self._agents.spaces(chosen),
             profiles=profiles,
             history_layout=layout,
