@@ -1,4 +1,4 @@
-"""The end of a run whose program failed (issue 16; see
+"""The end of a run whose program failed (see
 :mod:`jupyter_agent.runtime.programs.guard` for what a failure is).
 
 :func:`failed_turn` is what the driver does then, before the run's log closes:

@@ -70,14 +70,14 @@ class RunConfig:
     )
     #: ``{enabled, k, budget_tokens, threshold}``: autorecall's settings (RunManager traits
     #: ``recall``, ``recall_k``, ``recall_budget_tokens``, ``recall_threshold``), answered
-    #: with the memory categories to ``config.get memory`` (issue 15).
+    #: with the memory categories to ``config.get memory``.
     recall: dict[str, Any] = field(
         default_factory=lambda: {"enabled": True, "k": 5, "budget_tokens": 800, "threshold": 0.3}
     )
     #: The deadline of a ``recall.search`` (RunManager trait ``recall_timeout_ms``): the
     #: host's, not the program's (it is not in the ``config.get memory`` answer).
     recall_timeout_ms: int = 250
-    #: The agent the run answers as (issue 16): its spaces, tiers and program versions.
+    #: The agent the run answers as: its spaces, tiers and program versions.
     agent: str = "agent"
 
     def __post_init__(self) -> None:

@@ -203,7 +203,7 @@ def minimal_turn(summary: RunSummary, stop: str, cause: str, facts: LogFacts | P
         interrupted=True,
         model=summary.model,
         llm=TurnLLM(stop_reason=stop, end_cause=cause),  # type: ignore[arg-type]
-        # What the run's opening recorded (issue 16; none in rows written before).
+        # What the run's opening recorded (none in rows written before).
         programs=tuple(summary.programs) or None,
         from_agent=summary.agent,
     )
