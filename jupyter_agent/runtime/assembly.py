@@ -58,7 +58,7 @@ from jupyter_agent.runtime.runs.parts import RunServices, ScrubbingPool
 from jupyter_agent.runtime.runs.run_configs import RunConfigs
 from jupyter_agent.runtime.runs.run_service import RunService
 from jupyter_agent.runtime.secret_guard import ScrubbingTransport
-from jupyter_agent.runtime.secrets import Scrubber, known_secrets
+from jupyter_agent.runtime.secrets import Scrubber, known_secrets, url_password
 from jupyter_agent.runtime.services import Services
 from jupyter_agent.runtime.settings.agent_settings import AgentSettings
 from jupyter_agent.runtime.settings.agents import AgentRegistry
@@ -288,6 +288,7 @@ class Parts:
             manager=self.manager,
             notebooks=self.notebooks,
             approvals=self.approvals,
+            scrubber=self.scrubber,
         )
         # The MCP endpoint's run_cell: digest options only (the ceilings), every owner's.
         cells = CellService(
@@ -331,6 +332,11 @@ class Parts:
             # What the pool lets through reaches the kernel anyway: not a secret to it.
             keep=getattr(self.pool, "env_keep", None) or self.admin.kernel_env_keep,
         )
+        # The database's password, wherever the admin wrote the URL (a config file the
+        # kernel can read when it is not sandboxed).
+        password = url_password(self.admin.db_url)
+        if password:
+            secrets.setdefault(password, "database password")
         return Scrubber(secrets)
 
     # --- life cycle ------------------------------------------------------------------------

@@ -62,6 +62,7 @@ __all__ = [
     "LiveScrubber",
     "Scrubber",
     "known_secrets",
+    "url_password",
 ]
 
 #: Values shorter than this are never treated as secrets.
@@ -333,6 +334,12 @@ class LiveScrubber:
             {"output_type": "stream", "name": name, "text": self._scrubber.scrub(text)}
             for name, text in held.items()
         ]
+
+
+def url_password(url: str) -> str | None:
+    """The password of a ``scheme://user:password@host`` URL (a database URL), else None."""
+    match = _URL_PASSWORD.search(url or "")
+    return match.group(1) or None if match else None
 
 
 def known_secrets(

@@ -4,6 +4,7 @@ and the services' agent calls; over real folders and a real SQLite store."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -326,5 +327,18 @@ async def test_an_agent_tier_key_is_scrubbed(tmp_path: Path) -> None:
         text = scrubber.scrub("key sk-reviewer-secret-value-1234567890 here")
         assert "sk-reviewer-secret" not in text
         assert "REVIEWER_KEY" in built.pool.env_drop
+    finally:
+        await built.stop()
+
+
+async def test_the_database_password_is_scrubbed(tmp_path: Path) -> None:
+    built = _parts(tmp_path, {})
+    url = "postgresql://agent:pg-password-1234567890@db.internal:5432/agent"
+    built.admin = dataclasses.replace(built.admin, db_url=url)
+    try:
+        scrubber = built.build_scrubber(None)
+        text = scrubber.scrub(f"c.JupyterAgent.db_url = {url!r}")
+        assert "pg-password-1234567890" not in text
+        assert "[redacted: database password]" in text
     finally:
         await built.stop()

@@ -172,3 +172,13 @@ def test_integer_and_query_int_ranges() -> None:
         assert len(error.message) < 300
     error = _bad(parse.query_int, Args(n="0"), "n", reason="r", default=1, minimum=1, maximum=3)
     assert error.message == "'n' must be an integer from 1 to 3, not '0'"
+
+
+@pytest.mark.parametrize("text", ["a\x00b", "a\ud800b"])
+def test_mcp_tool_arguments_refuse_what_rest_refuses(text: str) -> None:
+    from jupyter_agent.server.mcp.schemas import Args
+
+    with pytest.raises(BadRequest) as info:
+        Args("chat", {"text": text}).string("text")
+    assert info.value.reason == "bad_unicode"
+    assert Args("chat", {"text": "fine"}).string("text") == "fine"

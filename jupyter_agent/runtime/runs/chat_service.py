@@ -175,7 +175,8 @@ class ChatService:
             {**t.to_json(), "proposals": [p.turn_json() for p in rows if p.run_id == t.run_id]}
             for t in turns
         ]
-        return body
+        # A turn stored before secrets were scrubbed in every form may still hold one.
+        return self._scrubber.clean_json(body)
 
     async def history(self, chat_id: str, *, owner: str) -> dict[str, Any]:
         """``GET agent/chats/{id}/history``: ``{"chunks": [...], "pending": N}``, the chat's
@@ -222,7 +223,7 @@ class ChatService:
                 for t in turns
                 if is_run_id(t.run_id) and self._manager.log_path(t.run_id).exists()
             ]
-            return dict(chat_notebook(traces, title=chat.title))
+            return self._scrubber.clean_json(dict(chat_notebook(traces, title=chat.title)))
 
         return await asyncio.to_thread(build)
 

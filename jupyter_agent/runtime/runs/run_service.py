@@ -28,6 +28,7 @@ from jupyter_agent.runtime.notebook.contents import shown
 from jupyter_agent.runtime.notebook.exports import NotebookWriter, trace_stem
 from jupyter_agent.runtime.runs.approvals import ApprovalWaits
 from jupyter_agent.runtime.runs.manager import RunManager
+from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 from jupyter_agent.store.repo import Store
 from jupyter_agent.trace.log import TraceFile, read_log
 
@@ -60,7 +61,11 @@ class RunService:
         manager: RunManager,
         notebooks: NotebookWriter,
         approvals: ApprovalWaits,
+        scrubber: Scrubber = NO_SECRETS,
     ) -> None:
+        # Records written before secrets were scrubbed in every form may still hold one:
+        # what a client reads of a run (its detail, its notebook) is scrubbed again.
+        self._scrubber = scrubber
         self._store = store
         self._manager = manager
         self._notebooks = notebooks
@@ -168,7 +173,7 @@ class RunService:
         record = {**turn.to_json(), "proposals": [p.turn_json() for p in rows]} if turn else None
         body = show_run(trace, record, full=full)
         body["summary"] = summary.to_json() if summary else None
-        return body
+        return self._scrubber.clean_json(body)
 
     async def log(self, run_id: str, *, owner: str, admin: bool = False) -> bytes:
         """The run's JSONL effect log as written."""
@@ -190,7 +195,8 @@ class RunService:
 
         trace = await self._trace(run_id, owner, admin)
         turn = await asyncio.to_thread(self._store.get_turn_by_run, run_id)
-        return dict(await asyncio.to_thread(lambda: run_notebook(trace, turn=turn)))
+        nb = await asyncio.to_thread(lambda: run_notebook(trace, turn=turn))
+        return self._scrubber.clean_json(dict(nb))
 
     async def write_notebook(
         self, run_id: str, *, owner: str, path: str | None = None, overwrite: bool = False

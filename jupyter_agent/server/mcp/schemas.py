@@ -15,6 +15,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from jupyter_agent.exceptions import BadRequest
+from jupyter_agent.text import has_lone_surrogate
 
 __all__ = ["TOOL_SCHEMAS", "Args", "ToolSchema", "tool_list"]
 
@@ -45,6 +46,12 @@ class Args:
             return None
         if not isinstance(value, str):
             raise self._bad(key, "a string")
+        # As REST refuses them (server/parse.py): neither can be stored (PostgreSQL).
+        if "\x00" in value or has_lone_surrogate(value):
+            raise BadRequest(
+                f"'{key}' holds a NUL character or a lone surrogate: send valid text",
+                reason="bad_unicode",
+            )
         return value
 
     def string(self, key: str, *, strip: bool = True) -> str:
