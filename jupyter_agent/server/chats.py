@@ -12,6 +12,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from jupyter_agent.exceptions import Forbidden
 from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
 from jupyter_agent.server import parse
 from jupyter_agent.server.auth import authz
@@ -84,14 +85,12 @@ class ChatHandler(AgentHandler):
         Deleting a chat whose run is going breaks that run, so it also needs ``execute``.
         """
         chats = (await self.services()).chats
-        if await chats.active_run_id(chat_id, owner=self.owner) is not None:
-            await authz.require(
-                self,
-                "execute",
-                self.auth_resource,
-                "deleting a chat with a running turn stops it: that needs 'execute'",
-            )
-        await chats.delete(chat_id, owner=self.owner)
+        may_break = await authz.is_authorized(self, "execute", self.auth_resource)
+        try:
+            await chats.delete(chat_id, owner=self.owner, may_break=may_break)
+        except Forbidden as exc:
+            # An authorization refusal, answered as the authorizer's own are.
+            raise web.HTTPError(403, exc.message) from None
         self.set_status(204)
         self.finish()
 

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from jupyter_agent.exceptions import BadRequest, NotFound
+from jupyter_agent.exceptions import BadRequest, Forbidden, NotFound
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.notebook.contents import Contents, shown
@@ -199,10 +199,17 @@ class ChatService:
             raise _no_chat(chat_id)
         return self._json(chat)
 
-    async def delete(self, chat_id: str, *, owner: str) -> None:
+    async def delete(self, chat_id: str, *, owner: str, may_break: bool = True) -> None:
         """``DELETE agent/chats/{id}``: hard-break its run, then delete it, its turns and
-        its kept events."""
+        its kept events. Without ``may_break`` a chat whose run is going is ``Forbidden``:
+        checked right before the break, with no wait between (a run that starts after the
+        caller looked is still refused, never broken)."""
         await self._chat(chat_id, owner)
+        if not may_break and self._manager.active_run_id(chat_id) is not None:
+            raise Forbidden(
+                "deleting a chat with a running turn stops it: that needs 'execute'",
+                reason="forbidden",
+            )
         # Its run and any run reserved after it: broken, and nothing starts after them.
         await self._manager.stop_chat(chat_id)
         self._mailbox.drain(chat_id)
