@@ -5,6 +5,7 @@ that fail ending their runs visibly, and replay finding the recorded versions.""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -36,7 +37,6 @@ def use(agent: Harness, registry: ps.FakeRegistry) -> ps.FakeRegistry:
 
 
 def last_line(agent: Harness, run_id: str) -> dict[str, Any]:
-    import json
 
     lines = agent.manager.log_path(run_id).read_text().splitlines()
     return dict(json.loads(lines[-1]))
@@ -247,3 +247,23 @@ def test_replaying_a_failure_returns_it(tmp_path: Path) -> None:
     assert produced == ReplayedFailure(
         program=v5.ref.text, error={"type": "ValueError", "message": "boom"}, after_seq=2
     )
+
+
+def _append_twice(run_id: str, chat_id: str) -> Any:
+    """Echoes, then yields its turn.append a second time and returns what that got."""
+    from jupyter_agent.effects import TURN_APPEND, Effect
+
+    turn = yield from ps.echo(run_id, chat_id)
+    second = yield Effect(name=TURN_APPEND, data=turn.to_json())
+    return turn if second.error is not None else None
+
+
+async def test_a_second_turn_append_is_refused_and_stores_nothing(agent: Harness) -> None:
+    use(agent, ps.FakeRegistry()).activate(ps.deployed(7, _append_twice))
+    chat = agent.new_chat()
+    turn = await agent.ask(chat, "go")
+    assert final_text(turn) == "echo: go"
+    assert len(agent.store.list_turns(chat)) == 1
+    lines = agent.trace(turn.run_id).lines
+    [second] = [x for x in lines if x.name == "turn.append" and x.phase == "result"][1:]
+    assert second.error == {"type": "ProgramFault", "message": "this run's turn is already stored"}

@@ -158,6 +158,8 @@ def turn_group(run: RunContext, inbox: RunInbox) -> Group:
     """``turn.append``: the turn stored with the run's end (one transaction, one sync)."""
 
     async def turn_append(effect: Effect, seq: int) -> Outcome:
+        if run.stored is not None:  # a program asking twice: one turn per run, never two
+            return None, EffectError.of("ProgramFault", "this run's turn is already stored")
         # Stored with what the host knows (the hashed refs, the agent); the intent stays
         # as the loop yielded it, so a replay compares like for like.
         turn = replace(
