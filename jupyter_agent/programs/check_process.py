@@ -71,6 +71,10 @@ def _server_env() -> dict[str, str]:
     return filter_env(os.environ)
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
 class CheckProcess:
     """Runs deploy checks out of process (see the module docstring).
 
@@ -89,8 +93,12 @@ class CheckProcess:
         hidden: tuple[str, ...] = (),
         tag: Callable[[str], str] | None = None,
         scratch: Path | None = None,
+        clean: Callable[[Any], Any] = _as_is,
     ) -> None:
         self.timeout_s = timeout_s
+        # What the process says (its verdict, its stderr) is the program's text: known
+        # secrets out before it reaches the server's log or the refusal's message.
+        self._clean = clean
         self._env = env
         self.sandbox = sandbox or Sandbox("none")
         self._hidden = hidden
@@ -100,7 +108,9 @@ class CheckProcess:
         self._slots: asyncio.Semaphore | None = None
 
     @classmethod
-    def for_pool(cls, pool: Any, *, timeout_s: float) -> CheckProcess:
+    def for_pool(
+        cls, pool: Any, *, timeout_s: float, clean: Callable[[Any], Any] = _as_is
+    ) -> CheckProcess:
         """Checks started as ``pool``'s kernels are (its environment, sandbox, hidden
         folders and tags); a pool without them (a test's stand-in): the defaults."""
         starts = getattr(pool, "starts", None)
@@ -111,6 +121,7 @@ class CheckProcess:
             sandbox=getattr(pool, "sandbox", None),
             hidden=tuple(starts.hidden_dirs()) if starts is not None else (),
             tag=starts.tag if starts is not None else None,
+            clean=clean,
         )
 
     async def run(self, checked: Checked) -> None:
@@ -213,7 +224,9 @@ class CheckProcess:
             # open) ends with it; then the pipes close.
             await asyncio.to_thread(reap, lambda found: found == tag, grace_s=0.2)
             transport.close()
-        return _verdict(bytes(protocol.out), bytes(protocol.err), transport.get_returncode())
+        out = self._clean(bytes(protocol.out).decode("utf-8", errors="replace")).encode()
+        err = self._clean(bytes(protocol.err).decode("utf-8", errors="replace")).encode()
+        return _verdict(out, err, transport.get_returncode())
 
 
 class _Protocol(asyncio.SubprocessProtocol):

@@ -216,7 +216,8 @@ class Parts:
         )
         # Deployed program versions: which one a run uses; deploys and rollbacks.
         self.programs = ProgramRegistry(store, cache_dir=self.data_dir / "programs")
-        checks = CheckProcess.for_pool(pool, timeout_s=admin.program_check_timeout_s)
+        timeout_s = admin.program_check_timeout_s
+        checks = CheckProcess.for_pool(pool, timeout_s=timeout_s, clean=self.scrubber.clean)
         self.program_service = ProgramService(store, self.programs, checks=checks)
         self.approvals = ApprovalWaits()
         services = RunServices(
