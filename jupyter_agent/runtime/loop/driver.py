@@ -273,6 +273,7 @@ class RunDriver:
                     log_=self.log,
                     publish=run.publish,
                     stored=run.stored.turn if run.stored else None,
+                    clean=run.services.scrubber.clean_json,
                 )
             return run.stored.turn if run.stored else turn
         finally:

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from jupyter_agent.core.events.types import Event, ReplyEvent
 from jupyter_agent.core.turns import Reply, RunSummary, TurnRecord
@@ -47,22 +49,25 @@ async def failed_turn(
     log_: EffectLog,
     publish: Callable[[Event], None],
     stored: TurnRecord | None,
+    clean: Callable[[Any], Any] = lambda value: value,
 ) -> TurnRecord:
     """Record ``failed`` and return the run's turn (see the module docstring): ``stored``
     when the run's turn was already stored, else the one built here. ``summary``: the
-    run's (None: one is made up from the other arguments)."""
+    run's (None: one is made up from the other arguments). ``clean`` takes known secrets
+    out of what the failure says (a deployed program's exception can quote one) before the
+    server's log, the effect log and the turn."""
+    trace = "".join(traceback.format_exception(failed))
     log.error(
         "run %s of chat %s: the program %s failed: %s",
         run_id,
         chat_id,
         failed.program,
-        failed,
-        exc_info=failed,
+        clean(trace),
     )
-    log_.program_error(failed.program, failed.error)
+    log_.program_error(failed.program, clean(failed.error))
     if stored is not None:
         return stored
-    text = failed.reply
+    text = clean(failed.reply)
     publish(ReplyEvent(text=text, done=True, message_id=new_id("msg")))
     facts = await asyncio.to_thread(log_facts, log_.path)
     summary = summary or RunSummary(
