@@ -268,3 +268,30 @@ async def test_a_second_turn_append_is_refused_and_stores_nothing(agent: Harness
     lines = agent.trace(turn.run_id).lines
     [second] = [x for x in lines if x.name == "turn.append" and x.phase == "result"][1:]
     assert second.error == {"type": "ProgramFault", "message": "this run's turn is already stored"}
+
+
+SECRET = "sk-program-secret-0123456789abcdef"
+
+
+def _quotes_a_secret(run_id: str, chat_id: str) -> Any:
+    """Takes the message, then raises quoting a known secret (read from the server)."""
+    from jupyter_agent.effects import CLOCK_NOW, MAILBOX_DRAIN, Effect
+
+    yield Effect(name=CLOCK_NOW, data={})
+    yield Effect(name=MAILBOX_DRAIN, data={})
+    raise ValueError(f"the key was {SECRET}")
+
+
+async def test_a_failed_programs_text_holds_no_known_secret(
+    agent: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    from jupyter_agent.runtime.secrets import Scrubber
+
+    agent.manager.services.scrubber = Scrubber({SECRET: "A_KEY"})
+    use(agent, ps.FakeRegistry()).activate(ps.deployed(7, _quotes_a_secret))
+    turn = await agent.ask(agent.new_chat(), "go")
+    assert SECRET not in final_text(turn)
+    assert "[redacted: A_KEY]" in final_text(turn)
+    assert SECRET not in agent.manager.log_path(turn.run_id).read_text()
+    assert SECRET not in caplog.text
+    assert "[redacted: A_KEY]" in caplog.text
