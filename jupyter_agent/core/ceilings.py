@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,8 @@ class Ceilings:
     @classmethod
     def from_json(cls, data: Any) -> Ceilings:
         """Build from the config value (by field name); unknown keys are ignored, missing ones
-        default, a value of the wrong type raises ValueError; a non-dict gives the defaults."""
-        if not isinstance(data, dict):
+        default, a value of the wrong type raises ValueError; a non-mapping gives the
+        defaults (a recorded dict, or the run's read-only ceilings mapping alike)."""
+        if not isinstance(data, Mapping):
             return cls()
-        return load(cls, data, by_name=True)
+        return load(cls, dict(data), by_name=True)
