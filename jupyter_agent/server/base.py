@@ -13,7 +13,10 @@ default mapping would ask for ``write``), and one :meth:`AgentBase.write_error` 
   ``Retry-After`` for an ``Unavailable`` with ``retry_after_s``); any other error is a 500
   whose details stay in the server's log;
 - a tornado ``HTTPError`` (jupyter_server's authentication and authorization, tornado's
-  own 404 or 405) keeps its status, its log message and its reason;
+  own 404 or 405) keeps its status, its log message and its reason, except a 403 to a
+  request nobody was recognised in (no valid token, no login cookie): ``missing or invalid
+  token: ...``, reason ``auth`` (Jupyter's ``_xsrf`` check would otherwise answer first on a
+  POST; a cookie session still needs its ``_xsrf``);
 - anything else is a 500 with no detail.
 
 A path segment or query argument that is not UTF-8 or holds a NUL is ``BadRequest``
@@ -196,6 +199,27 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
             return
         super().log_exception(typ, value, tb)
 
+    def _unauthenticated(self) -> bool:
+        """Nobody was recognised (no valid token, no login cookie) on an allowed host: a
+        403 then is about the token, whatever check raised it first (Jupyter's ``_xsrf``
+        check runs before ``@web.authenticated``; the request is refused either way)."""
+        if not hasattr(self, "_jupyter_current_user") or self.current_user is not None:
+            return False
+        check_host = getattr(self, "check_host", None)
+        return check_host is None or bool(check_host())
+
+    def _auth_message(self) -> str:
+        header = self.request.headers.get("Authorization", "")
+        given = header.split(" ", 1)[0].lower() in ("token", "bearer") or bool(
+            self.get_query_argument("token", "")
+        )
+        if given:
+            return "missing or invalid token: the token given was not accepted by this server"
+        return (
+            "missing or invalid token: none was given (send the server's token in an "
+            "'Authorization: token T' header)"
+        )
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Answer every error as ``{"message": str, "reason": str | null}`` JSON (see the
         module docstring for the status, message and reason of each kind)."""
@@ -216,6 +240,8 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
             if exc.log_message:
                 message = exc.log_message % exc.args if exc.args else exc.log_message
             reason = exc.reason or phrase
+            if status_code == 403 and self._unauthenticated():
+                message, reason = self._auth_message(), "auth"
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"message": message, "reason": reason}))
 
