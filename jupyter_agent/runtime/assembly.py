@@ -290,6 +290,7 @@ class Parts:
             notebooks=self.notebooks,
             approvals=self.approvals,
             scrubber=self.scrubber,
+            events=self.events,
         )
         # The MCP endpoint's run_cell: digest options only (the ceilings), every owner's.
         cells = CellService(
