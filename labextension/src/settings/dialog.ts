@@ -96,7 +96,7 @@ class SettingsForm extends Widget {
       line.className = 'jp-agent-tier-readiness';
       line.dataset.ready = String(readiness.ready);
       line.setAttribute('role', 'status');
-      line.textContent = readinessText(readiness, tier?.api_key_ref || null);
+      line.textContent = readinessText(readiness, tier?.api_key_ref || null, tier?.provider ?? (name === 'codegen' ? 'set' : ''));
       fs.appendChild(line);
     }
     return fs;

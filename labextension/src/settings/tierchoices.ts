@@ -4,7 +4,7 @@
  * to (`key_bindings`); a keyless tier may use the allowed URLs and, when the admin allows
  * it, a loopback URL it types. The server checks the same rules on `PUT agent/settings`.
  */
-import type { IAgentSettings, ITierReadiness } from '../api/types';
+import type { IAgentSettings, ITierReadiness, ITierStatus } from '../api/types';
 
 // The same rule as the server's (runtime/keypolicy.py): a literal loopback host, an
 // optional port and path, nothing else.
@@ -71,10 +71,21 @@ export function mayTypeLoopback(settings: IAgentSettings, ref: string | null): b
   return !ref && settings.allow_loopback_base_urls === true;
 }
 
-/** The readiness line of a tier: "Ready · key set on the server", "Not ready: why". */
-export function readinessText(readiness: ITierReadiness | undefined, ref: string | null): string {
+/**
+ * The readiness line of a tier: "Ready · key set on the server", "Not ready: why"; a tier
+ * with no provider chosen (`provider` empty: `classify` and `vision` then use the codegen
+ * tier) says so rather than the codegen tier's reason.
+ */
+export function readinessText(
+  readiness: ITierReadiness | undefined,
+  ref: string | null,
+  provider = 'set'
+): string {
   if (!readiness) {
     return '';
+  }
+  if (!provider) {
+    return 'Not set: the codegen tier answers for it';
   }
   const key = ref
     ? readiness.key_set
@@ -85,4 +96,28 @@ export function readinessText(readiness: ITierReadiness | undefined, ref: string
     return `Ready · ${key}`;
   }
   return `Not ready: ${readiness.reason || 'unknown reason'}`;
+}
+
+/**
+ * The tiers that cannot run, one clause per reason (several tiers failing for one
+ * missing key name it once): `codegen, classify and vision (anthropic claude-sonnet-4-5):
+ * env:ANTHROPIC_API_KEY is not set on the server`; empty when every tier is ready.
+ */
+export function unreadySummary(tiers: { [name: string]: ITierStatus }): string {
+  const byReason = new Map<string, string[]>();
+  for (const [name, t] of Object.entries(tiers)) {
+    if (t.ready) {
+      continue;
+    }
+    const key = `${t.provider} ${t.model}\u0000${t.reason || 'unknown reason'}`;
+    byReason.set(key, [...(byReason.get(key) ?? []), name]);
+  }
+  const clauses: string[] = [];
+  for (const [key, names] of byReason) {
+    const [what, reason] = key.split('\u0000');
+    const listed =
+      names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+    clauses.push(`${listed} (${what}): ${reason}`);
+  }
+  return clauses.join('; ');
 }

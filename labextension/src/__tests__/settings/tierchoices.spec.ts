@@ -6,6 +6,7 @@ import {
   keyChoices,
   mayTypeLoopback,
   readinessText,
+  unreadySummary,
   urlChoices
 } from '../../settings/tierchoices';
 
@@ -78,5 +79,26 @@ describe('tier choices', () => {
       )
     ).toBe('Not ready: env:OPENAI_API_KEY is not set on the server');
     expect(readinessText(undefined, null)).toBe('');
+  });
+});
+
+describe('the tiers that cannot run', () => {
+  it('names one missing key once, for every tier it stops', () => {
+    const reason = 'env:ANTHROPIC_API_KEY is not set on the server';
+    const tier = { provider: 'anthropic', model: 'claude-sonnet-4-5', ready: false, key_set: false, reason };
+    expect(unreadySummary({ codegen: tier, classify: tier, vision: tier })).toBe(
+      `codegen, classify and vision (anthropic claude-sonnet-4-5): ${reason}`
+    );
+    const other = { ...tier, provider: 'openai', model: 'gpt-4o', reason: 'env:OPENAI_API_KEY is not set on the server' };
+    expect(unreadySummary({ codegen: tier, vision: other })).toBe(
+      `codegen (anthropic claude-sonnet-4-5): ${reason}; vision (openai gpt-4o): ${other.reason}`
+    );
+    expect(unreadySummary({ codegen: { ...tier, ready: true } })).toBe('');
+  });
+
+  it('says a tier with no provider uses the codegen tier, not its reason', () => {
+    const readiness = { ready: false, key_set: false, reason: 'env:ANTHROPIC_API_KEY is not set on the server' };
+    expect(readinessText(readiness, null, '')).toBe('Not set: the codegen tier answers for it');
+    expect(readinessText(readiness, null, 'anthropic')).toBe(`Not ready: ${readiness.reason}`);
   });
 });
