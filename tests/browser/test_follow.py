@@ -247,6 +247,9 @@ def test_settings_show_readiness_and_bound_urls(page: Page, lab: LabServer) -> N
         readiness = tier.locator(".jp-agent-tier-readiness")
         expect(readiness).to_have_text("Not ready: env:OPENAI_API_KEY is not set on the server")
         expect(readiness).to_have_attribute("data-ready", "false")
+        # No provider chosen: it says what answers for it, not the codegen tier's reason.
+        classify = dialog.locator("fieldset[data-tier='classify'] .jp-agent-tier-readiness")
+        expect(classify).to_have_text("Not set: the codegen tier answers for it")
         # Only the allowed references; a key is offered only the URLs it is bound to.
         key = tier.locator("select[name='api_key_ref']")
         refs = key.locator("option").all_text_contents()
