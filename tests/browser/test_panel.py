@@ -194,6 +194,51 @@ def test_open_trace_as_notebook(page: Page, fake: FakeProvider) -> None:
     assert exported["dirty"] is False
 
 
+def test_insert_as_cell_never_writes_into_a_record(page: Page, fake: FakeProvider) -> None:
+    fake.load([{"text": "One cell.", "cells": ["y = 2\nprint(y + 40)"]}, {"text": "42."}])
+    view = new_chat(page)
+    chat_id = (view.get_attribute("id") or "").removeprefix("jp-agent-chat-")
+    send_message(view, "Insert me")
+    expect(view.locator(".jp-agent-end")).to_have_text("Done", timeout=60000)
+    view.locator(".jp-agent-open-trace").first.click()
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.context?.path === "
+        "'agent-traces/Insert me - turn 1.ipynb'",
+        timeout=30000,
+    )
+    page.evaluate(f"() => window.jupyterapp.shell.activateById('jp-agent-chat-tab-{chat_id}')")
+    view.locator(".jp-agent-insert").first.click()
+    # The trace is the only notebook open: the person is asked, not the trace written.
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text("is a record of the agent's", timeout=10000)
+    expect(dialog.locator("select")).to_have_value("A new notebook")
+    dialog.locator(".jp-mod-accept").click()
+    page.wait_for_function(
+        "() => (window.jupyterapp.shell.currentWidget?.context?.path || '').startsWith('Untitled')",
+        timeout=30000,
+    )
+    sources = page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells"
+        ".map(c => c.getSource())"
+    )
+    assert "y = 2\nprint(y + 40)" in sources
+    trace = page.evaluate(
+        """() => {
+            for (const w of window.jupyterapp.shell.widgets('main')) {
+                if (w.context?.path === 'agent-traces/Insert me - turn 1.ipynb') {
+                    return {dirty: w.context.model.dirty,
+                            cells: w.content.model.sharedModel.cells.map(c => c.getSource())};
+                }
+            }
+            return null;
+        }"""
+    )
+    assert trace is not None
+    assert trace["dirty"] is False
+    assert "y = 2\nprint(y + 40)" in trace["cells"]  # its own record of the cell, once
+    assert trace["cells"].count("y = 2\nprint(y + 40)") == 1
+
+
 def opened_notebook_state(page: Page) -> dict[str, Any]:
     """The current notebook once its kernel is up and JupyterLab wrote its metadata."""
     state: dict[str, Any] = page.evaluate(
