@@ -131,8 +131,14 @@ def test_stop_a_slow_run(page: Page, fake: FakeProvider) -> None:
     expect(stop).to_have_text("Stop")
     stop.click()  # soft: acts at the next step, which a 60 s cell would not reach soon
     expect(stop).to_have_text("Stop now")
+    # The person is told what the first click does, and what the second would.
+    note = view.locator(".jp-agent-stopping")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("Stopping after the running cell ends")
+    expect(note).to_contain_text("Stop now ends the cell at once")
     shot(page, "stopping")
     stop.click()  # hard: at once
+    expect(note).to_be_hidden(timeout=30000)
     end = view.locator(".jp-agent-end")
     expect(end).to_have_text("Stopped now (hard stop)", timeout=30000)
     expect(stop).to_be_hidden()
