@@ -186,8 +186,10 @@ def test_open_trace_as_notebook(page: Page, fake: FakeProvider) -> None:
     shot(page, "trace-notebook")
     opened = opened_notebook_state(page)
     assert opened["path"] == "agent-traces/Trace me - turn 1.ipynb"
-    assert opened["kernel"] == "jupyter-agent"
-    assert opened["dirty"] is False  # the kernel's metadata changed nothing
+    assert opened["kernel"] is None  # a record opens with no kernel (one starts on a run)
+    assert opened["sessions"] == []
+    assert opened["kernelspec"] == "jupyter-agent"  # what a run of a cell would start
+    assert opened["dirty"] is False
     # The chat's export: into the trace folder too, opened unmodified.
     page.evaluate(f"() => window.jupyterapp.shell.activateById('jp-agent-chat-tab-{chat_id}')")
     page.locator(f"#jp-agent-chat-{chat_id} .jp-agent-export").click()
@@ -198,6 +200,8 @@ def test_open_trace_as_notebook(page: Page, fake: FakeProvider) -> None:
     )
     exported = opened_notebook_state(page)
     assert exported["dirty"] is False
+    assert exported["kernel"] is None
+    assert exported["sessions"] == []
 
 
 def test_insert_as_cell_never_writes_into_a_record(page: Page, fake: FakeProvider) -> None:
@@ -256,8 +260,13 @@ def opened_notebook_state(page: Page) -> dict[str, Any]:
             if (kernel) { await kernel.info; await kernel.spec; }
             // _updateLanguage and _updateSpec run on the kernel's promises: let them land.
             await new Promise(resolve => setTimeout(resolve, 1000));
+            const sessions = [];
+            for (const m of window.jupyterapp.serviceManager.sessions.running()) {
+                if (m.path === w.context.path) { sessions.push(m.id); }
+            }
             return {path: w.context.path, kernel: kernel?.name ?? null,
-                    dirty: w.context.model.dirty};
+                    kernelspec: w.context.model.getMetadata('kernelspec')?.name ?? null,
+                    sessions, dirty: w.context.model.dirty};
         }"""
     )
     return state

@@ -11,6 +11,7 @@
 import type { ILabShell, JupyterFrontEnd } from '@jupyterlab/application';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { InputDialog } from '@jupyterlab/apputils';
+import type { IDocumentManager } from '@jupyterlab/docmanager';
 import { Token } from '@lumino/coreutils';
 import type { Widget } from '@lumino/widgets';
 
@@ -37,7 +38,11 @@ export interface IAgentDocuments {
    * remark for the person when it could not (unsaved changes), else null.
    */
   refreshNotebook(path: string): Promise<string | null>;
-  /** Open a path in JupyterLab (a notebook in the notebook editor). */
+  /**
+   * Open one of the agent's records (a run's trace, a chat's export) in JupyterLab: a
+   * notebook opens in the notebook editor with no kernel started (one starts when the
+   * person runs a cell), so reading a record costs no kernel.
+   */
   openPath(path: string): Promise<void>;
 }
 
@@ -52,7 +57,8 @@ export class DocumentsService implements IAgentDocuments {
   constructor(
     private readonly app: JupyterFrontEnd,
     private readonly notebooks: INotebookTracker | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    private readonly docManager: IDocumentManager | null = null
   ) {
     labShell?.currentChanged.connect((_, args) => {
       const w = args.newValue as any;
@@ -159,9 +165,18 @@ export class DocumentsService implements IAgentDocuments {
   }
 
   async openPath(path: string): Promise<void> {
+    const notebook = path.endsWith('.ipynb');
+    if (notebook && this.docManager) {
+      const widget = this.docManager.openOrReveal(path, 'Notebook', undefined, {}, {
+        shouldStart: false
+      });
+      if (widget) {
+        return;
+      }
+    }
     await this.app.commands.execute('docmanager:open', {
       path,
-      factory: path.endsWith('.ipynb') ? 'Notebook' : undefined
+      factory: notebook ? 'Notebook' : undefined
     });
   }
 
