@@ -61,6 +61,7 @@ __all__ = [
     "AgentHost",
     "authorized_execute",
     "error_status",
+    "one_line_refusals",
 ]
 
 #: The authorization resource of every agent route.
@@ -133,6 +134,8 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
     """What every agent handler shares: the app, the services and the error writer."""
 
     auth_resource = AUTH_RESOURCE
+    #: Why the request was refused (a 4xx with a message), for its one log line.
+    _refusal: str | None = None
 
     @property
     def agent(self) -> AgentHost:
@@ -187,15 +190,17 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
         return text
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        """A refused request is a warning line, not a traceback."""
+        """A refused request is one warning line, not a traceback: its message is kept
+        for the access line (:func:`one_line_refusals`), which then says it all."""
         if isinstance(value, RequestError):
-            self.log.warning(
-                "%d %s %s: %s",
-                error_status(type(value)),
-                self.request.method,
-                self.request.path,
-                value.message,
-            )
+            self._refusal = value.message
+            return
+        if isinstance(value, web.HTTPError) and 400 <= value.status_code < 500:
+            # Jupyter's own refusals (auth, XSRF, tornado's 404/405): same, one line.
+            message = value.log_message % value.args if value.log_message else None
+            if value.status_code == 403 and self._unauthenticated():
+                message = self._auth_message()
+            self._refusal = str(message or value.reason or _phrase(value.status_code) or "")
             return
         super().log_exception(typ, value, tb)
 
@@ -285,3 +290,32 @@ class AgentHandler(AgentBase, APIHandler):
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(value))
+
+
+def one_line_refusals(log_request: Callable[[Any], None] | None) -> Callable[[Any], None]:
+    """The server's ``log_function`` with one change: an agent request refused with a
+    message (a 4xx, see :meth:`AgentBase.log_exception`) is ONE warning line, the access
+    line with the refusal's message appended, instead of two (a warning, then the access
+    line). Every other request is logged by ``log_request`` (Jupyter's) unchanged."""
+
+    def log(handler: Any) -> None:
+        refusal = getattr(handler, "_refusal", None)
+        if refusal is None or log_request is None:
+            if log_request is not None:
+                log_request(handler)
+            return
+        request = handler.request
+        user = getattr(handler, "current_user", None)
+        name = getattr(user, "username", "") if user else ""
+        handler.log.warning(
+            "%d %s %s (%s@%s) %.2fms: %s",
+            handler.get_status(),
+            request.method,
+            request.path,
+            name,
+            request.remote_ip,
+            1000.0 * request.request_time(),
+            refusal,
+        )
+
+    return log
