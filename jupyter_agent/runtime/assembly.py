@@ -149,6 +149,7 @@ class Parts:
             user=self.user_settings,
             environ=lambda: self.environ,
             version=admin.version,
+            profiles=admin.profiles,
         )
         self.contents = Contents(
             contents_manager, root_dir=self.root_dir, max_bytes=admin.max_attachment_bytes

@@ -47,6 +47,7 @@ MAX_TITLE = 200
 #: The most attachments one message may carry.
 MAX_ATTACHMENTS = 20
 
+
 @dataclass(frozen=True, kw_only=True)
 class View:
     """What the person had open when sending: a contents ``path``, a ``cell`` (id or

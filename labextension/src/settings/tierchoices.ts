@@ -4,7 +4,13 @@
  * to (`key_bindings`); a keyless tier may use the allowed URLs and, when the admin allows
  * it, a loopback URL it types. The server checks the same rules on `PUT agent/settings`.
  */
-import type { IAgentSettings, ITierReadiness, ITierStatus } from '../api/types';
+import type {
+  IAgentSettings,
+  IModelProfile,
+  IProfileFields,
+  ITierReadiness,
+  ITierStatus
+} from '../api/types';
 
 // The same rule as the server's (runtime/keypolicy.py): a literal loopback host, an
 // optional port and path, nothing else.
@@ -120,4 +126,48 @@ export function unreadySummary(tiers: { [name: string]: ITierStatus }): string {
     clauses.push(`${listed} (${what}): ${reason}`);
   }
   return clauses.join('; ');
+}
+
+/** The line saying what runs assume of a tier's model: "32k context · 4k output · native tools". */
+export function profileText(profile: IModelProfile | undefined): string {
+  if (!profile) {
+    return '';
+  }
+  const k = (n: number): string => (n >= 1024 && n % 1024 === 0 ? `${n / 1024}k` : String(n));
+  const line = `${k(profile.context_window)} context · ${k(profile.max_output)} output · ${profile.tool_mode} tools`;
+  return profile.assumed
+    ? `Assumed (the model is not known): ${line}. Set its window and tool mode below.`
+    : `Profile: ${line}`;
+}
+
+/**
+ * The profile fields from the form's raw values, or undefined when none is set. Blank is
+ * not set; text that is not a whole number is sent as typed, so the server's refusal
+ * names the field (never silently dropped).
+ */
+export function profileFields(raw: {
+  context_window: string;
+  max_output: string;
+  tool_mode: string;
+}): IProfileFields | undefined {
+  const out: IProfileFields = {};
+  const num = (text: string): number | undefined => {
+    const typed = text.trim();
+    if (!typed) {
+      return undefined;
+    }
+    return Number.isInteger(Number(typed)) ? Number(typed) : (typed as unknown as number);
+  };
+  const window = num(raw.context_window);
+  const output = num(raw.max_output);
+  if (window !== undefined) {
+    out.context_window = window;
+  }
+  if (output !== undefined) {
+    out.max_output = output;
+  }
+  if (raw.tool_mode === 'native' || raw.tool_mode === 'fenced' || raw.tool_mode === 'xml') {
+    out.tool_mode = raw.tool_mode;
+  }
+  return Object.keys(out).length ? out : undefined;
 }

@@ -5,6 +5,8 @@ import {
   isLoopbackUrl,
   keyChoices,
   mayTypeLoopback,
+  profileFields,
+  profileText,
   readinessText,
   unreadySummary,
   urlChoices
@@ -100,5 +102,30 @@ describe('the tiers that cannot run', () => {
     const readiness = { ready: false, key_set: false, reason: 'env:ANTHROPIC_API_KEY is not set on the server' };
     expect(readinessText(readiness, null, '')).toBe('Not set: the codegen tier answers for it');
     expect(readinessText(readiness, null, 'anthropic')).toBe(`Not ready: ${readiness.reason}`);
+  });
+});
+
+describe('the model profile a tier assumes', () => {
+  it('says when it is assumed, and what it is', () => {
+    const assumed = { context_window: 8192, max_output: 2048, tool_mode: 'fenced' as const, assumed: true };
+    expect(profileText(assumed)).toBe(
+      'Assumed (the model is not known): 8k context · 2k output · fenced tools. Set its window and tool mode below.'
+    );
+    expect(profileText({ ...assumed, context_window: 32768, tool_mode: 'native', assumed: false })).toBe(
+      'Profile: 32k context · 2k output · native tools'
+    );
+    expect(profileText(undefined)).toBe('');
+  });
+
+  it('sends only the fields the person set', () => {
+    expect(profileFields({ context_window: '', max_output: ' ', tool_mode: '' })).toBeUndefined();
+    expect(profileFields({ context_window: '32768', max_output: '', tool_mode: 'native' })).toEqual({
+      context_window: 32768,
+      tool_mode: 'native'
+    });
+    // Not a number: sent as typed, so the server's refusal names the field.
+    expect(profileFields({ context_window: 'lots', max_output: '', tool_mode: 'json' })).toEqual({
+      context_window: 'lots'
+    });
   });
 });
