@@ -300,7 +300,7 @@ def one_line_refusals(log_request: Callable[[Any], None] | None) -> Callable[[An
 
     def log(handler: Any) -> None:
         refusal = getattr(handler, "_refusal", None)
-        if refusal is None or log_request is None:
+        if refusal is None:
             if log_request is not None:
                 log_request(handler)
             return
