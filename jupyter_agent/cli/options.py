@@ -1,7 +1,7 @@
 """What every verb of ``jupyter agent`` shares: the server options, the client, the guard.
 
 - :func:`add_server_options`: ``--addr URL`` and ``--token T`` on a verb that talks to a
-  server .
+  server.
 - :func:`server_of` / :func:`connect`: the server those options name, else the running one
   found (:mod:`.discover`), and its :class:`~jupyter_agent.client.AgentClient`.
 - :func:`guarded`: a handler whose expected failures (a :class:`ClientError`, any
