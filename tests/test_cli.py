@@ -136,7 +136,10 @@ def test_trace_show_unknown_run(server, capsys):
     addr, token = server
     assert main(["trace", "show", "run_nope", "--addr", addr, "--token", token]) == 2
     err = _one_line(capsys.readouterr().err)
-    assert err == f"jupyter agent: no such run: run_nope (not on the server at {addr})"
+    assert err == (
+        f"jupyter agent: no such run: run_nope (not in the local runs folder {runs_dir()}, "
+        f"nor on the server at {addr})"
+    )
 
 
 def test_unreachable_server_and_bad_token_exit_2_with_one_line(data_dir, server, capsys):
@@ -341,16 +344,16 @@ def test_live_trace_ls_by_program(live_server, live_server_run, program, found, 
 
 def test_live_errors_no_such_run_and_no_token(live_server, data_dir, monkeypatch, capsys):
     addr, token = live_server.addr, live_server.token
-    for verb in (["replay", "run_01NOPE"], ["export", "run_01NOPE", "-o", "x.ipynb"]):
+    for verb in (
+        ["replay", "run_01NOPE"],
+        ["export", "run_01NOPE", "-o", "x.ipynb"],
+        ["trace", "show", "run_01NOPE"],
+    ):
         assert main([*verb, "--addr", addr, "--token", token]) == 2
         assert _one_line(capsys.readouterr().err) == (
             f"jupyter agent: no such run: run_01NOPE (not in the local runs folder "
             f"{runs_dir()}, nor on the server at {addr})"
         )
-    assert main(["trace", "show", "run_01NOPE", "--addr", addr, "--token", token]) == 2
-    assert _one_line(capsys.readouterr().err) == (
-        f"jupyter agent: no such run: run_01NOPE (not on the server at {addr})"
-    )
     monkeypatch.delenv("JUPYTER_TOKEN", raising=False)
     assert main(["trace", "ls", "--addr", addr]) == 2
     assert _one_line(capsys.readouterr().err) == (

@@ -17,7 +17,6 @@ in :mod:`jupyter_agent.cli.program`.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
@@ -98,8 +97,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``jupyter agent`` / ``jupyter-agent``; returns the exit code."""
     args = build_parser().parse_args(argv)
-    if getattr(args, "token", "") is None:
-        args.token = os.environ.get("JUPYTER_TOKEN")
     handler: Callable[[argparse.Namespace], int] = args.handler
     return handler(args)
 

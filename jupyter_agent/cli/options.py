@@ -1,8 +1,9 @@
 """What every verb of ``jupyter agent`` shares: the server options, the client, the guard.
 
 - :func:`add_server_options`: ``--addr URL`` and ``--token T`` on a verb that talks to a
-  server (``main`` fills a missing token from ``JUPYTER_TOKEN``).
-- :func:`connect`: the :class:`~jupyter_agent.client.AgentClient` those options name.
+  server.
+- :func:`server_of` / :func:`connect`: the server those options name, else the running one
+  found (:mod:`.discover`), and its :class:`~jupyter_agent.client.AgentClient`.
 - :func:`guarded`: a handler whose expected failures (a :class:`ClientError`, any
   :class:`AgentError`, an ``OSError``) are one line on stderr and exit status 2, never a
   traceback.
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
+from jupyter_agent.cli.discover import DEFAULT_ADDR, ORDER, pick_server
 from jupyter_agent.client import AgentClient, ClientError
 from jupyter_agent.exceptions import AgentError, CliFailure
 
@@ -31,6 +34,7 @@ __all__ = [
     "connect",
     "guarded",
     "print_json",
+    "server_of",
 ]
 
 Subparsers = Any  # argparse's _SubParsersAction is private
@@ -38,18 +42,43 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
-    """``--addr URL`` and ``--token T`` (default: the JUPYTER_TOKEN environment variable)."""
-    parser.add_argument("--addr", default="http://127.0.0.1:8888/", help="the server's URL")
-    parser.add_argument(
+    """``--addr URL`` and ``--token T``; without ``--addr`` the running servers are found
+    (:mod:`jupyter_agent.cli.discover`; the order is in the help)."""
+    group = parser.add_argument_group("server", ORDER)
+    group.add_argument(
+        "--addr", default=None, help=f"the server's URL (default: found, else {DEFAULT_ADDR})"
+    )
+    group.add_argument(
         "--token",
         default=None,
-        help="the server's token (default: the JUPYTER_TOKEN environment variable)",
+        help="the server's token (default: the found server's, else JUPYTER_TOKEN)",
     )
 
 
+def server_of(args: argparse.Namespace) -> tuple[str, str | None]:
+    """``(addr, token)`` of the server the verb talks to, found once per command (see
+    :mod:`jupyter_agent.cli.discover`); a found server is named on stderr."""
+    resolved: tuple[str, str | None] | None = getattr(args, "_server", None)
+    if resolved is not None:
+        return resolved
+    env_token = os.environ.get("JUPYTER_TOKEN") or None
+    if args.addr is not None:
+        resolved = (args.addr, args.token or env_token)
+    else:
+        addr, token, found = pick_server(token_flag=args.token, env_token=env_token)
+        if found is not None:
+            root = f" (root {found.root_dir})" if found.root_dir else ""
+            print(f"jupyter agent: using the server at {addr}{root}", file=sys.stderr)
+        resolved = (addr, token)
+    args._server = resolved
+    args.addr = resolved[0]
+    return resolved
+
+
 def connect(args: argparse.Namespace) -> AgentClient:
-    """The client of the server ``--addr`` / ``--token`` name."""
-    return AgentClient(args.addr, args.token)
+    """The client of the server the verb talks to (:func:`server_of`)."""
+    addr, token = server_of(args)
+    return AgentClient(addr, token)
 
 
 def client_failure(exc: ClientError) -> str:

@@ -88,15 +88,16 @@ class ReplayLoader:
         return self._registry
 
     def _from_server(self, ref: ProgramRef, missing: ProgramMissing) -> Any:
+        from jupyter_agent.cli.options import server_of
         from jupyter_agent.client import AgentClient, ClientError
         from jupyter_agent.programs.files import content_hash, materialise
         from jupyter_agent.programs.registry import ProgramRegistry
 
-        addr = getattr(self._args, "addr", None)
-        if not addr:
+        if not hasattr(self._args, "addr"):
             raise missing
+        addr, token = server_of(self._args)
         try:
-            with AgentClient(addr, getattr(self._args, "token", None)) as client:
+            with AgentClient(addr, token) as client:
                 body = client._json("GET", f"agent/programs/{ref.key}")
         except ClientError as exc:
             raise ProgramMissing(

@@ -6,7 +6,8 @@ Registered in :data:`jupyter_agent.cli.main.VERBS` by :func:`add_trace`, :func:`
 - ``trace ls [--program P] [--limit N] [--json]``: the server's runs, newest first.
 - ``trace show RUN [--stats] [--full] [--json]``: turn, steps (messages, cells, bash,
   model calls), effects; ``--stats``: per model call and per turn tokens and cost. RUN is a
-  run id on the server, or a local log file.
+  run id on the server (with no server answering, the local runs folder's log), or a local
+  log file.
 - ``trace prune --older-than DAYS [--dry-run] [--db-url URL]``: local; deletes the run
   summaries started more than DAYS days ago (never a running one) from the local database
   and their logs under the local runs folder; then the deployed program versions no
@@ -19,8 +20,9 @@ Registered in :data:`jupyter_agent.cli.main.VERBS` by :func:`add_trace`, :func:`
   local store and program cache, else the server); a missing or changed version is one
   line, exit 2. Exit 0 when identical, 1 on a divergence (the seq, what was recorded,
   what was asked).
-- ``export RUN -o FILE.ipynb``: a local log (and its turn from the local database, if
-  any), else the server's ``GET agent/runs/{id}/notebook``; writes a valid notebook.
+- ``export RUN -o FILE.ipynb [--force]``: a local log (and its turn from the local database,
+  if any), else the server's ``GET agent/runs/{id}/notebook``; writes a valid notebook. An
+  existing FILE is refused (nothing read or written) unless ``--force``.
 
 Exit status 2 with one line on stderr for every expected failure (an unreachable server, a
 refused or missing token, an unknown run, an unreadable log, a database error): never a
@@ -151,24 +153,31 @@ def _trace_ls(args: argparse.Namespace) -> int:
 
 @guarded
 def _trace_show(args: argparse.Namespace) -> int:
-    local = Path(args.run)
-    stats: dict[str, Any] | None = None
-    if local.is_file():
-        from jupyter_agent.trace.show import show_run
-        from jupyter_agent.trace.stats import run_stats
-
-        trace = read_log(local)
-        body = show_run(trace, full=args.full)
-        if args.stats:
-            stats = run_stats(trace)
-    else:
+    local: Path | None = Path(args.run)
+    if local is not None and not local.is_file():
+        local = None
+    if local is None:
         run_id = _check_run_id(args.run)
 
         def fetch(client: AgentClient) -> tuple[dict[str, Any], dict[str, Any] | None]:
             body = client.run(run_id, full=args.full)
             return body, client.run_stats(run_id) if args.stats else None
 
-        body, stats = _run_from_server(args, run_id, fetch, local=False)
+        try:
+            body, stats = _run_from_server(args, run_id, fetch, local=True)
+        except CliFailure as exc:
+            # No server to ask: the local runs folder's log, as replay and export read it.
+            local = _local_log(run_id) if exc.reason in ("unreachable", "timeout") else None
+            if local is None:
+                raise
+            print(f"jupyter agent: no server answered; the local log {local}", file=sys.stderr)
+    if local is not None:
+        from jupyter_agent.trace.show import show_run
+        from jupyter_agent.trace.stats import run_stats
+
+        trace = read_log(local)
+        body = show_run(trace, full=args.full)
+        stats = run_stats(trace) if args.stats else None
     if args.json:
         print_json({**body, "stats": stats} if stats is not None else body)
     elif stats is not None:
@@ -325,6 +334,8 @@ def _export(args: argparse.Namespace) -> int:
 
     from jupyter_agent.trace.notebook import run_notebook, write_notebook
 
+    if Path(args.output).exists() and not args.force:
+        raise CliFailure(f"{args.output} exists: pass --force to overwrite it", reason="exists")
     local = _local_log(args.run)
     if local is not None:
         trace = read_log(local)
@@ -412,4 +423,5 @@ def add_export(subparsers: Subparsers) -> None:
     export.add_argument("run", metavar="RUN", help="a run id or a .jsonl log file")
     export.add_argument("-o", "--output", required=True, metavar="FILE.ipynb")
     export.add_argument("--db-url", default=None, help="the local database, for the turn record")
+    export.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     export.set_defaults(handler=_export)

@@ -269,6 +269,12 @@ def get_profile(model: str, overrides: Mapping[str, Any] | None = None) -> Profi
         raise ConfigError(f"llm.profile.{model}: {exc}") from None
 
 
+def known_model(model: str) -> bool:
+    """True when ``model`` matches a built-in profile (else :data:`CONSERVATIVE` is assumed
+    for it unless the config describes it)."""
+    return _match(model) is not None
+
+
 def cost_usd(profile: Profile, usage: Usage) -> float | None:
     """USD for ``usage`` at ``profile``'s prices; None when a needed price is unknown.
 

@@ -149,6 +149,7 @@ class Parts:
             user=self.user_settings,
             environ=lambda: self.environ,
             version=admin.version,
+            profiles=admin.profiles,
         )
         self.contents = Contents(
             contents_manager, root_dir=self.root_dir, max_bytes=admin.max_attachment_bytes
@@ -290,6 +291,7 @@ class Parts:
             notebooks=self.notebooks,
             approvals=self.approvals,
             scrubber=self.scrubber,
+            events=self.events,
         )
         # The MCP endpoint's run_cell: digest options only (the ceilings), every owner's.
         cells = CellService(

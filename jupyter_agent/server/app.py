@@ -51,6 +51,7 @@ from jupyter_agent.runtime.settings.readiness import build_status
 from jupyter_agent.server.app_settings import DEFAULT_TIERS, AppSettings
 from jupyter_agent.server.auth.isolation import checked_pool
 from jupyter_agent.server.auth.owners import owners_mode
+from jupyter_agent.server.base import one_line_refusals
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
 from jupyter_agent.server.mcp.endpoint import McpEndpoint
 from jupyter_agent.server.routes import default_handlers
@@ -276,8 +277,13 @@ class JupyterAgent(ExtensionApp, AppSettings):
             await self.parts.stop()
 
     def initialize_handlers(self) -> None:
-        """Register the REST routes under ``{base_url}agent/``."""
+        """Register the REST routes under ``{base_url}agent/``; a refused agent request
+        is logged as one line (:func:`~jupyter_agent.server.base.one_line_refusals`)."""
         self.handlers.extend(default_handlers)
+        web_app = getattr(self.serverapp, "web_app", None)
+        if web_app is not None:
+            settings = web_app.settings
+            settings["log_function"] = one_line_refusals(settings.get("log_function"))
 
 
 def collaboration_app(serverapp: Any) -> Any:

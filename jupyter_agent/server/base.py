@@ -13,7 +13,10 @@ default mapping would ask for ``write``), and one :meth:`AgentBase.write_error` 
   ``Retry-After`` for an ``Unavailable`` with ``retry_after_s``); any other error is a 500
   whose details stay in the server's log;
 - a tornado ``HTTPError`` (jupyter_server's authentication and authorization, tornado's
-  own 404 or 405) keeps its status, its log message and its reason;
+  own 404 or 405) keeps its status, its log message and its reason, except a 403 to a
+  request nobody was recognised in (no valid token, no login cookie): ``missing or invalid
+  token: ...``, reason ``auth`` (Jupyter's ``_xsrf`` check would otherwise answer first on a
+  POST; a cookie session still needs its ``_xsrf``);
 - anything else is a 500 with no detail.
 
 A path segment or query argument that is not UTF-8 or holds a NUL is ``BadRequest``
@@ -58,6 +61,7 @@ __all__ = [
     "AgentHost",
     "authorized_execute",
     "error_status",
+    "one_line_refusals",
 ]
 
 #: The authorization resource of every agent route.
@@ -130,6 +134,8 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
     """What every agent handler shares: the app, the services and the error writer."""
 
     auth_resource = AUTH_RESOURCE
+    #: Why the request was refused (a 4xx with a message), for its one log line.
+    _refusal: str | None = None
 
     @property
     def agent(self) -> AgentHost:
@@ -184,17 +190,40 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
         return text
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        """A refused request is a warning line, not a traceback."""
+        """A refused request is one warning line, not a traceback: its message is kept
+        for the access line (:func:`one_line_refusals`), which then says it all."""
         if isinstance(value, RequestError):
-            self.log.warning(
-                "%d %s %s: %s",
-                error_status(type(value)),
-                self.request.method,
-                self.request.path,
-                value.message,
-            )
+            self._refusal = value.message
+            return
+        if isinstance(value, web.HTTPError) and 400 <= value.status_code < 500:
+            # Jupyter's own refusals (auth, XSRF, tornado's 404/405): same, one line.
+            message = value.log_message % value.args if value.log_message else None
+            if value.status_code == 403 and self._unauthenticated():
+                message = self._auth_message()
+            self._refusal = str(message or value.reason or _phrase(value.status_code) or "")
             return
         super().log_exception(typ, value, tb)
+
+    def _unauthenticated(self) -> bool:
+        """Nobody was recognised (no valid token, no login cookie) on an allowed host: a
+        403 then is about the token, whatever check raised it first (Jupyter's ``_xsrf``
+        check runs before ``@web.authenticated``; the request is refused either way)."""
+        if not hasattr(self, "_jupyter_current_user") or self.current_user is not None:
+            return False
+        check_host = getattr(self, "check_host", None)
+        return check_host is None or bool(check_host())
+
+    def _auth_message(self) -> str:
+        header = self.request.headers.get("Authorization", "")
+        given = header.split(" ", 1)[0].lower() in ("token", "bearer") or bool(
+            self.get_query_argument("token", "")
+        )
+        if given:
+            return "missing or invalid token: the token given was not accepted by this server"
+        return (
+            "missing or invalid token: none was given (send the server's token in an "
+            "'Authorization: token T' header)"
+        )
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Answer every error as ``{"message": str, "reason": str | null}`` JSON (see the
@@ -216,6 +245,8 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
             if exc.log_message:
                 message = exc.log_message % exc.args if exc.args else exc.log_message
             reason = exc.reason or phrase
+            if status_code == 403 and self._unauthenticated():
+                message, reason = self._auth_message(), "auth"
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"message": message, "reason": reason}))
 
@@ -259,3 +290,32 @@ class AgentHandler(AgentBase, APIHandler):
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(value))
+
+
+def one_line_refusals(log_request: Callable[[Any], None] | None) -> Callable[[Any], None]:
+    """The server's ``log_function`` with one change: an agent request refused with a
+    message (a 4xx, see :meth:`AgentBase.log_exception`) is ONE warning line, the access
+    line with the refusal's message appended, instead of two (a warning, then the access
+    line). Every other request is logged by ``log_request`` (Jupyter's) unchanged."""
+
+    def log(handler: Any) -> None:
+        refusal = getattr(handler, "_refusal", None)
+        if refusal is None:
+            if log_request is not None:
+                log_request(handler)
+            return
+        request = handler.request
+        user = getattr(handler, "current_user", None)
+        name = getattr(user, "username", "") if user else ""
+        handler.log.warning(
+            "%d %s %s (%s@%s) %.2fms: %s",
+            handler.get_status(),
+            request.method,
+            request.path,
+            name,
+            request.remote_ip,
+            1000.0 * request.request_time(),
+            refusal,
+        )
+
+    return log

@@ -95,7 +95,7 @@ _END_NOTES: Final = {
     "ceiling:wall_s": "the run used all the time it is allowed",
     "ceiling:cost_usd": "the run used all the budget it is allowed",
     "break_soft": "the user asked it to stop (soft break)",
-    "break_hard": "a hard break stopped it at once",
+    "break_hard": "a hard stop (Stop now) ended it at once",
     "error": "an error ended it",
     "restart": "the server restarted while it ran",
 }
@@ -163,7 +163,7 @@ class _Builder:
         head = f"**{self.agent}** ({label})" + (f" · {step.t}" if step.t else "")
         self.markdown(f"{head}\n\n{step.text}", step.type, step.seq)
         if step.status == "cancelled":
-            self.note("A hard break cancelled this message before it was delivered.", step.seq)
+            self.note("A hard stop cancelled this message before it was delivered.", step.seq)
         elif step.status in ("failed", "unfinished"):
             self.note(f"This message was not delivered ({step.status}).", step.seq)
 
@@ -230,7 +230,7 @@ class _Builder:
     ) -> None:
         if status == "cancelled":
             kept = "; the output above is what it printed until then" if has_output else ""
-            self.note(f"A hard break cancelled this {what} while it ran (#{seq}){kept}.", seq)
+            self.note(f"A hard stop cancelled this {what} while it ran (#{seq}){kept}.", seq)
         elif status == "timed_out":
             limit = f" {timeout_s:g} s" if timeout_s is not None else ""
             self.note(f"This {what} timed out: it ran past its{limit} timeout (#{seq}).", seq)
@@ -259,7 +259,7 @@ class _Builder:
 
     def model_call(self, step: ModelCallStep) -> None:
         if step.status == "cancelled":
-            self.note(f"A hard break cancelled a model call (#{step.seq}).", step.seq)
+            self.note(f"A hard stop cancelled a model call (#{step.seq}).", step.seq)
         elif step.status == "unfinished":
             self.note(f"The log ends during a model call (#{step.seq}).", step.seq)
 
@@ -313,7 +313,7 @@ class _Builder:
         if stop == "wrapup":
             text = f"The run wrapped up early: {why}."
         elif stop == "break_hard":
-            text = "The run was stopped by a hard break."
+            text = "The run was stopped by a hard stop (Stop now)."
         else:
             text = f"The run ended with an error ({cause}): {why}."
         self.note(text + f" (stopReason `{stop}`, endCause `{cause}`)", None)

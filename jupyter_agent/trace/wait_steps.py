@@ -61,7 +61,7 @@ def approval_step(effect: LoggedEffect, status: StepStatus) -> ApprovalStep:
 _BY_WORDS: Final = {"timeout": "not answered in time", "break": "the person asked to stop"}
 #: ... and when no answer was recorded (``status``).
 _STATUS_WORDS: Final = {
-    "cancelled": "cut by a hard break",
+    "cancelled": "cut by a hard stop",
     "unfinished": "no answer recorded (the run stopped while it waited)",
     "failed": "the person could not be asked (not run)",
     "unreadable": "the answer could not be read (not run)",
@@ -70,7 +70,7 @@ _STATUS_WORDS: Final = {
 
 def approval_outcome(*, approve: Any, rest: Any, by: Any, status: Any) -> str:
     """``approved by the person`` (``... (and the rest of this turn)``), ``denied``, ``not
-    answered in time``, ``the person asked to stop``, ``cut by a hard break``, ...: the
+    answered in time``, ``the person asked to stop``, ``cut by a hard stop``, ...: the
     fields of an :class:`ApprovalStep` (or of its JSON) as words."""
     if by == "person":
         if approve is True:

@@ -247,6 +247,9 @@ def test_settings_show_readiness_and_bound_urls(page: Page, lab: LabServer) -> N
         readiness = tier.locator(".jp-agent-tier-readiness")
         expect(readiness).to_have_text("Not ready: env:OPENAI_API_KEY is not set on the server")
         expect(readiness).to_have_attribute("data-ready", "false")
+        # No provider chosen: it says what answers for it, not the codegen tier's reason.
+        classify = dialog.locator("fieldset[data-tier='classify'] .jp-agent-tier-readiness")
+        expect(classify).to_have_text("Not set: the codegen tier answers for it")
         # Only the allowed references; a key is offered only the URLs it is bound to.
         key = tier.locator("select[name='api_key_ref']")
         refs = key.locator("option").all_text_contents()
@@ -263,6 +266,38 @@ def test_settings_show_readiness_and_bound_urls(page: Page, lab: LabServer) -> N
         assert "127.0.0.1" in (url.get_attribute("placeholder") or "")
         page.locator(".jp-Dialog .jp-mod-reject").click()
         expect(dialog).to_have_count(0)
+    finally:
+        put_tier(lab, "vision", None)
+
+
+def test_settings_show_and_set_an_unknown_models_profile(
+    page: Page, lab: LabServer, fake: FakeProvider
+) -> None:
+    mine = {"provider": "fake", "model": "my-local-llm", "base_url": fake.base_url}
+    put_tier(lab, "vision", mine)
+    try:
+        dialog = open_settings(page)
+        tier = dialog.locator("fieldset[data-tier='vision']")
+        line = tier.locator(".jp-agent-profile-line")
+        expect(line).to_have_text(
+            "Assumed (the model is not known): 8k context · 2k output · fenced tools. "
+            "Set its window and tool mode below."
+        )
+        expect(line).to_have_attribute("data-assumed", "true")
+        tier.locator("input[name='profile_context_window']").fill("32768")
+        tier.locator("select[name='profile_tool_mode']").select_option("native")
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+        expect(dialog).to_have_count(0)
+        settings = lab.get("agent/settings").json()
+        assert settings["tiers"]["vision"]["profile"] == {
+            "context_window": 32768,
+            "tool_mode": "native",
+        }
+        assert settings["readiness"]["vision"]["profile"]["assumed"] is False
+        dialog = open_settings(page)
+        line = dialog.locator("fieldset[data-tier='vision'] .jp-agent-profile-line")
+        expect(line).to_have_text("Profile: 32k context · 2k output · native tools")
+        page.locator(".jp-Dialog .jp-mod-reject").click()
     finally:
         put_tier(lab, "vision", None)
 

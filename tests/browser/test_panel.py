@@ -131,8 +131,14 @@ def test_stop_a_slow_run(page: Page, fake: FakeProvider) -> None:
     expect(stop).to_have_text("Stop")
     stop.click()  # soft: acts at the next step, which a 60 s cell would not reach soon
     expect(stop).to_have_text("Stop now")
+    # The person is told what the first click does, and what the second would.
+    note = view.locator(".jp-agent-stopping")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("Stopping after the running cell ends")
+    expect(note).to_contain_text("Stop now ends the cell at once")
     shot(page, "stopping")
     stop.click()  # hard: at once
+    expect(note).to_be_hidden(timeout=30000)
     end = view.locator(".jp-agent-end")
     expect(end).to_have_text("Stopped now (hard stop)", timeout=30000)
     expect(stop).to_be_hidden()
@@ -180,8 +186,10 @@ def test_open_trace_as_notebook(page: Page, fake: FakeProvider) -> None:
     shot(page, "trace-notebook")
     opened = opened_notebook_state(page)
     assert opened["path"] == "agent-traces/Trace me - turn 1.ipynb"
-    assert opened["kernel"] == "jupyter-agent"
-    assert opened["dirty"] is False  # the kernel's metadata changed nothing
+    assert opened["kernel"] is None  # a record opens with no kernel (one starts on a run)
+    assert opened["sessions"] == []
+    assert opened["kernelspec"] == "jupyter-agent"  # what a run of a cell would start
+    assert opened["dirty"] is False
     # The chat's export: into the trace folder too, opened unmodified.
     page.evaluate(f"() => window.jupyterapp.shell.activateById('jp-agent-chat-tab-{chat_id}')")
     page.locator(f"#jp-agent-chat-{chat_id} .jp-agent-export").click()
@@ -192,6 +200,53 @@ def test_open_trace_as_notebook(page: Page, fake: FakeProvider) -> None:
     )
     exported = opened_notebook_state(page)
     assert exported["dirty"] is False
+    assert exported["kernel"] is None
+    assert exported["sessions"] == []
+
+
+def test_insert_as_cell_never_writes_into_a_record(page: Page, fake: FakeProvider) -> None:
+    fake.load([{"text": "One cell.", "cells": ["y = 2\nprint(y + 40)"]}, {"text": "42."}])
+    view = new_chat(page)
+    chat_id = (view.get_attribute("id") or "").removeprefix("jp-agent-chat-")
+    send_message(view, "Insert me")
+    expect(view.locator(".jp-agent-end")).to_have_text("Done", timeout=60000)
+    view.locator(".jp-agent-open-trace").first.click()
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.context?.path === "
+        "'agent-traces/Insert me - turn 1.ipynb'",
+        timeout=30000,
+    )
+    page.evaluate(f"() => window.jupyterapp.shell.activateById('jp-agent-chat-tab-{chat_id}')")
+    view.locator(".jp-agent-insert").first.click()
+    # The trace is the only notebook open: the person is asked, not the trace written.
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text("is a record of the agent's", timeout=10000)
+    expect(dialog.locator("select")).to_have_value("A new notebook")
+    dialog.locator(".jp-mod-accept").click()
+    page.wait_for_function(
+        "() => (window.jupyterapp.shell.currentWidget?.context?.path || '').startsWith('Untitled')",
+        timeout=30000,
+    )
+    sources = page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells"
+        ".map(c => c.getSource())"
+    )
+    assert "y = 2\nprint(y + 40)" in sources
+    trace = page.evaluate(
+        """() => {
+            for (const w of window.jupyterapp.shell.widgets('main')) {
+                if (w.context?.path === 'agent-traces/Insert me - turn 1.ipynb') {
+                    return {dirty: w.context.model.dirty,
+                            cells: w.content.model.sharedModel.cells.map(c => c.getSource())};
+                }
+            }
+            return null;
+        }"""
+    )
+    assert trace is not None
+    assert trace["dirty"] is False
+    assert "y = 2\nprint(y + 40)" in trace["cells"]  # its own record of the cell, once
+    assert trace["cells"].count("y = 2\nprint(y + 40)") == 1
 
 
 def opened_notebook_state(page: Page) -> dict[str, Any]:
@@ -205,8 +260,13 @@ def opened_notebook_state(page: Page) -> dict[str, Any]:
             if (kernel) { await kernel.info; await kernel.spec; }
             // _updateLanguage and _updateSpec run on the kernel's promises: let them land.
             await new Promise(resolve => setTimeout(resolve, 1000));
+            const sessions = [];
+            for (const m of window.jupyterapp.serviceManager.sessions.running()) {
+                if (m.path === w.context.path) { sessions.push(m.id); }
+            }
             return {path: w.context.path, kernel: kernel?.name ?? null,
-                    dirty: w.context.model.dirty};
+                    kernelspec: w.context.model.getMetadata('kernelspec')?.name ?? null,
+                    sessions, dirty: w.context.model.dirty};
         }"""
     )
     return state

@@ -37,6 +37,8 @@ class LiveServer:
     token: str
     fake: FakeProvider
     data_dir: Path
+    #: Its Jupyter runtime dir (where its ``jpserver-PID.json`` is).
+    runtime_dir: Path
 
 
 @pytest.fixture(scope="session")
@@ -92,7 +94,9 @@ def live_server(tmp_path_factory) -> Iterator[LiveServer]:
                         "jupyter server did not start:\n" + (base / "server.log").read_text()
                     ) from None
                 time.sleep(0.2)
-        yield LiveServer(addr=addr, token=token, fake=fake, data_dir=dirs["data"])
+        yield LiveServer(
+            addr=addr, token=token, fake=fake, data_dir=dirs["data"], runtime_dir=dirs["runtime"]
+        )
     finally:
         proc.terminate()
         try:

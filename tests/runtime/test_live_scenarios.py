@@ -167,7 +167,7 @@ async def test_a_hard_broken_cell_shows_cancelled_with_its_output(
     notes = [
         c.source for c in nb.cells if c.metadata.get("jupyter_agent", {}).get("kind") == "note"
     ]
-    assert any("hard break cancelled this cell" in n for n in notes)
+    assert any("hard stop cancelled this cell" in n for n in notes)
 
     text = trace_show_text(agent, run_id, capsys)
     assert "cell c1" in text

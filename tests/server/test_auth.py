@@ -59,22 +59,38 @@ def routes_with(chat_id: str) -> list[tuple[str, list[str], Any]]:
     return [(m, [p.format(chat=chat_id) for p in parts], b) for m, parts, b in ROUTES]
 
 
-def expect_403(fetch: Any, method: str, parts: list[str], body: Any, **kw: Any) -> None:
+def expect_403(fetch: Any, method: str, parts: list[str], body: Any, **kw: Any) -> dict[str, Any]:
     data = None if body is None else json.dumps(body)
     with pytest.raises(HTTPClientError) as info:
         fetch("agent", *parts, method=method, body=data, allow_nonstandard_methods=True, **kw)
     assert info.value.code == 403, (method, parts, info.value.code)
     assert info.value.response is not None
-    assert set(json.loads(info.value.response.body)) >= {"message"}
+    answer: dict[str, Any] = json.loads(info.value.response.body)
+    assert set(answer) >= {"message"}
+    return answer
+
+
+NO_TOKEN = {
+    "message": "missing or invalid token: none was given (send the server's token in an "
+    "'Authorization: token T' header)",
+    "reason": "auth",
+}
+BAD_TOKEN = {
+    "message": "missing or invalid token: the token given was not accepted by this server",
+    "reason": "auth",
+}
 
 
 @pytest.mark.parametrize("agent_config", [{"pool_size": 0}])
 def test_every_route_needs_a_token(fetch: Any, agent_service: Any) -> None:
     chat_id = new_chat(fetch, "mine")
     wrong = "token wrong-" + secrets.token_hex(8)
-    for method, parts, body in routes_with(chat_id):
-        for auth in ("", wrong):
-            expect_403(fetch, method, parts, body, headers={"Authorization": auth})
+    mcp = ("POST", ["mcp"], {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+    for method, parts, body in [*routes_with(chat_id), mcp]:
+        # Never Jupyter's "'_xsrf' argument missing from POST" or a bare "Forbidden".
+        for auth, expected in (("", NO_TOKEN), (wrong, BAD_TOKEN)):
+            answer = expect_403(fetch, method, parts, body, headers={"Authorization": auth})
+            assert answer == expected, (method, parts, auth)
     assert [c.title for c in agent_service.store.list_chats()] == ["mine"]
     assert agent_service.store.list_runs()[0] == []
 
@@ -158,7 +174,9 @@ def test_cookie_session_post_needs_xsrf(fetch: Any, jp_serverapp: Any, agent_ser
     # ...but a POST with the cookie and no (or a forged) _xsrf is refused.
     for extra in ({}, {"X-XSRFToken": "forged-" + secrets.token_hex(8)}):
         headers = {"Authorization": "", "Cookie": cookie, **extra}
-        expect_403(fetch, "POST", ["chats"], {"title": "forged"}, headers=headers)
+        answer = expect_403(fetch, "POST", ["chats"], {"title": "forged"}, headers=headers)
+        assert "xsrf" in answer["message"].lower()  # the person is known: it is about XSRF
+        assert answer["reason"] != "auth"
     assert agent_service.store.list_chats() == []
 
 

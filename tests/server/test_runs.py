@@ -73,7 +73,7 @@ def test_message_to_reply_and_run_routes(
     assert turn["replies"][-1] == {"text": "The answer is **42**.", "done": True}
     assert turn["userText"] == "what is six times seven, please tell me"
     _, chat = call(fetch, "agent", "chats", chat_id)
-    assert chat["title"] == "what is six times seven, please …"
+    assert chat["title"] == "what is six times seven, please tell me"  # whole, not cut
     assert chat["active_run_id"] is None
 
     # The stored program is "toolcaller@v6" (core.loop.PROGRAM): a name matches every

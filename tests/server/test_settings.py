@@ -49,7 +49,18 @@ def test_get_settings_shape(fetch: Any) -> None:
         "http://127.0.0.1:11434/v1",
     ]
     assert settings["allow_loopback_base_urls"] is True
-    assert settings["readiness"]["codegen"] == {"ready": True, "key_set": False, "reason": None}
+    assert settings["readiness"]["codegen"] == {
+        "ready": True,
+        "key_set": False,
+        "reason": None,
+        # "m" is no model anybody described: what runs assume of it, said so.
+        "profile": {
+            "context_window": 8192,
+            "max_output": 2048,
+            "tool_mode": "fenced",
+            "assumed": True,
+        },
+    }
     assert settings["ceilings"]["max_cells"] == 7
     assert settings["demo"] is False
 
@@ -125,6 +136,11 @@ def bad_settings() -> list[tuple[Any, str]]:
         ({"tiers": {"codegen": {**GOOD, "model": ""}}}, "model"),
         ({"tiers": {"codegen": {**GOOD, "api": "responses"}}}, "responses"),
         ({"tiers": {"codegen": {**GOOD, "base_url": 7}}}, "base_url"),
+        ({"tiers": {"codegen": {**GOOD, "profile": {"tool_mode": "json"}}}}, "tool_mode"),
+        ({"tiers": {"codegen": {**GOOD, "profile": {"context_window": 5}}}}, "1024"),
+        ({"tiers": {"codegen": {**GOOD, "profile": {"max_output": True}}}}, "max_output"),
+        ({"tiers": {"codegen": {**GOOD, "profile": {"price_in": 1}}}}, "unknown field"),
+        ({"tiers": {"codegen": {**GOOD, "profile": "big"}}}, "profile must be an object"),
         ({"tiers": {"codegen": "anthropic"}}, "object"),
         ({"tiers": {"planner": GOOD}}, "unknown tier"),
         ({"tiers": []}, "tiers"),

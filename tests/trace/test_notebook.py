@@ -491,8 +491,8 @@ def test_hard_broken_run_has_notes(tmp_path):
     assert [c.id for c in nb.cells] == ["md1", "c1", "c1-md1", "c1-md2"]
     assert nb.cells[1].outputs == []
     assert _agent(nb.cells[1])["status"] == "cancelled"
-    assert f"hard break cancelled this cell while it ran (#{seq})" in nb.cells[2].source
-    assert "stopped by a hard break" in nb.cells[3].source
+    assert f"hard stop cancelled this cell while it ran (#{seq})" in nb.cells[2].source
+    assert "stopped by a hard stop" in nb.cells[3].source
     assert nb.metadata.jupyter_agent.stopReason == "break_hard"
 
 

@@ -208,7 +208,7 @@ def test_trace_show_says_how_each_wait_ended(
         in lines
     )
     assert f"#{seqs['nested']} approval (mcp call in cell c2): the person asked to stop" in lines
-    assert f"#{seqs['cut']} approval (cell): cut by a hard break" in lines
+    assert f"#{seqs['cut']} approval (cell): cut by a hard stop" in lines
     assert any(
         line.startswith(f"#{seqs['open']} approval (bash): no answer recorded") for line in lines
     )

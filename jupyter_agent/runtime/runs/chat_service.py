@@ -46,7 +46,6 @@ __all__ = ["MAX_ATTACHMENTS", "MAX_TITLE", "ChatService", "Control", "View", "ch
 MAX_TITLE = 200
 #: The most attachments one message may carry.
 MAX_ATTACHMENTS = 20
-_TITLE_WORDS = 6
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,13 +71,16 @@ class Control:
     hard: bool = False
 
 
-def chat_title(text: str, words: int = _TITLE_WORDS) -> str:
-    """A chat's title from its first message: its first ``words`` words (80 chars at most)."""
-    parts = text.split()
-    title = " ".join(parts[:words])
-    if len(parts) > words:
-        title += " …"
-    return title[:80]
+def chat_title(text: str, limit: int = MAX_TITLE) -> str:
+    """A chat's title from its first message: its first non-blank line, whitespace
+    collapsed, whole up to ``limit`` characters (cut at a word there, never marked: the
+    panel cuts what does not fit when it shows it, the stored title stays whole)."""
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    title = " ".join(line.split())
+    if len(title) <= limit:
+        return title
+    cut = title[:limit]
+    return cut.rsplit(" ", 1)[0] if " " in cut[limit // 2 :] else cut
 
 
 def _no_chat(chat_id: str) -> NotFound:

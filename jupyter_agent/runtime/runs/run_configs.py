@@ -65,7 +65,8 @@ class RunConfigs:
 
     def run_config(self, agent: str = DEFAULT_AGENT, *, owner: str) -> RunConfig:
         """The snapshot a run of ``agent`` for ``owner`` (its chat's) starts with: the
-        owner's effective tiers (or the demo), ceilings, that agent's spaces.
+        owner's effective tiers (or the demo), ceilings, that agent's spaces. A tier's
+        ``profile`` (the person's settings) becomes its model's profile fields.
 
         An agent this server no longer hosts answers as the default agent (logged). The
         agent's tiers replace the user's for the tiers it names. Tiers that are not ready
@@ -76,6 +77,13 @@ class RunConfigs:
         chosen = self._agents.agents.for_run(agent)
         tiers, demo = self._agents.ready_tiers(chosen, owner)
         profiles = {model: dict(fields) for model, fields in self._profiles.items()}
+        for name, tier in list(tiers.items()):
+            if "profile" in tier:  # the person's word on the model, over the admin's
+                tier = dict(tier)
+                said = tier.pop("profile") or {}
+                model = str(tier.get("model"))
+                profiles[model] = {**profiles.get(model, {}), **said}
+                tiers[name] = tier
         if demo:
             tiers["codegen"] = self._demo.tier()
             profiles.update(self._demo.profiles())

@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.exceptions import BadRequest, NotFound
+from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.notebook.contents import shown
 from jupyter_agent.runtime.notebook.exports import NotebookWriter, trace_stem
 from jupyter_agent.runtime.runs.approvals import ApprovalWaits
+from jupyter_agent.runtime.runs.live_detail import overlay_live
 from jupyter_agent.runtime.runs.manager import RunManager
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 from jupyter_agent.store.repo import Store
@@ -62,7 +64,9 @@ class RunService:
         notebooks: NotebookWriter,
         approvals: ApprovalWaits,
         scrubber: Scrubber = NO_SECRETS,
+        events: EventBus | None = None,
     ) -> None:
+        """``events``: the bus whose kept events give a running run's progress."""
         # Records written before secrets were scrubbed in every form may still hold one:
         # what a client reads of a run (its detail, its notebook) is scrubbed again.
         self._scrubber = scrubber
@@ -70,6 +74,7 @@ class RunService:
         self._manager = manager
         self._notebooks = notebooks
         self._approvals = approvals
+        self._events = events
 
     # --- listing ---------------------------------------------------------------------------
 
@@ -173,6 +178,8 @@ class RunService:
         record = {**turn.to_json(), "proposals": [p.turn_json() for p in rows]} if turn else None
         body = show_run(trace, record, full=full)
         body["summary"] = summary.to_json() if summary else None
+        if summary is not None and summary.status == "running" and self._events is not None:
+            overlay_live(body, run_id, self._events.since(summary.chat_id, 0))
         return self._scrubber.clean_json(body)
 
     async def log(self, run_id: str, *, owner: str, admin: bool = False) -> bytes:

@@ -11,11 +11,11 @@ The tier changes of ``PUT agent/settings`` (its body is ``{"tiers": {...}}``; th
 reads it)::
 
     {"codegen" | "classify" | "vision" | "embed":
-     {"provider", "model", "base_url"?, "api_key_ref"?, "api"?} | null}
+     {"provider", "model", "base_url"?, "api_key_ref"?, "api"?, "profile"?} | null}
 
 - A tier named in the changes replaces that tier's override; ``null`` removes the override
   (the admin's tier applies again); tiers not named keep their override.
-- Keys other than those five are refused: a key *value* (``api_key``, ``key``, ...) is never
+- Keys other than those six are refused: a key *value* (``api_key``, ``key``, ...) is never
   accepted; a credential is named by reference (``api_key_ref: "env:NAME"``).
 - ``api_key_ref`` must be one of the references of the admin's :class:`KeyPolicy`
   (``key_bindings``); it may be null (or absent) only for keyless providers
@@ -27,6 +27,11 @@ reads it)::
 - ``model`` must be one the admin's ``allowed_models`` globs allow (when it lists any:
   :meth:`KeyPolicy.model_problem`), whatever the browser sends.
 - ``provider`` must be known; ``api`` is ``chat`` or ``responses`` (``openai`` only).
+- ``profile`` (optional, not for ``embed``): what the person knows of the model that the
+  built-in profiles may not: ``{context_window?, max_output?, tool_mode?}`` (whole numbers
+  within :data:`PROFILE_FIELDS`' bounds; ``native``, ``fenced`` or ``xml``). Runs of the
+  tier read the model's profile with these fields set (over the admin's
+  ``JupyterAgent.profiles``).
 - ``embed`` (optional: embeddings for recall, :mod:`jupyter_agent.llm.embeddings`) takes
   provider ``openai`` or ``openai-compatible`` and no ``api``; it never falls back to
   ``codegen`` and is never used for chat.
@@ -69,7 +74,14 @@ log = logging.getLogger(__name__)
 #: Tiers a person may override.
 TIER_NAMES = ("codegen", "classify", "vision", EMBED_TIER)
 #: The keys of a tier.
-TIER_KEYS = frozenset({"provider", "model", "base_url", "api_key_ref", "api"})
+TIER_KEYS = frozenset({"provider", "model", "base_url", "api_key_ref", "api", "profile"})
+#: What a person may say of a tier's model (``profile``): the fields and their bounds.
+PROFILE_FIELDS: dict[str, tuple[int, int]] = {
+    "context_window": (1024, 10_000_000),
+    "max_output": (256, 1_000_000),
+}
+#: The tool modes a person may choose for a tier's model.
+PROFILE_TOOL_MODES = ("native", "fenced", "xml")
 #: Providers with an adapter.
 PROVIDERS = frozenset({"anthropic", "openai", "openai-compatible", "fake"})
 #: Providers that may run without a credential.
@@ -151,6 +163,39 @@ def _check_tier(name: str, tier: Any, *, policy: KeyPolicy) -> dict[str, Any]:
         clean["api_key_ref"] = ref
     if api is not None:
         clean["api"] = api
+    profile = tier.get("profile")
+    if profile is not None:
+        if name == EMBED_TIER:
+            raise SettingsError(f"{where}.profile: an embed tier has no chat profile")
+        checked = _check_profile(f"{where}.profile", profile)
+        if checked:
+            clean["profile"] = checked
+    return clean
+
+
+def _check_profile(where: str, profile: Any) -> dict[str, Any]:
+    """A tier's ``profile``: ``{context_window?, max_output?, tool_mode?}`` within bounds."""
+    if not isinstance(profile, Mapping):
+        raise SettingsError(f"{where} must be an object or null")
+    known = {*PROFILE_FIELDS, "tool_mode"}
+    unknown = sorted(set(profile) - known)
+    if unknown:
+        raise SettingsError(
+            f"{where}: unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )
+    clean: dict[str, Any] = {}
+    for field, (low, high) in PROFILE_FIELDS.items():
+        value = profile.get(field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise SettingsError(f"{where}.{field} must be a whole number from {low} to {high}")
+        clean[field] = value
+    mode = profile.get("tool_mode")
+    if mode is not None:
+        if mode not in PROFILE_TOOL_MODES:
+            raise SettingsError(f"{where}.tool_mode must be one of {', '.join(PROFILE_TOOL_MODES)}")
+        clean["tool_mode"] = mode
     return clean
 
 

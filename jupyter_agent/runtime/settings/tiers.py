@@ -7,9 +7,13 @@ the key policy in :mod:`.keypolicy`, readiness in :mod:`.readiness`. Nothing her
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jupyter_agent.exceptions import AgentError
+from jupyter_agent.llm.embeddings import EMBED_TIER
+from jupyter_agent.llm.profiles import get_profile, known_model
 from jupyter_agent.runtime.settings.keypolicy import KeyPolicy
 from jupyter_agent.runtime.settings.overrides import (
     OwnerSettings,
@@ -19,7 +23,7 @@ from jupyter_agent.runtime.settings.overrides import (
 )
 from jupyter_agent.runtime.settings.readiness import build_status, readiness_line
 
-__all__ = ["TierSettings"]
+__all__ = ["TierSettings", "model_profile"]
 
 _READINESS_KEYS = ("ready", "key_set", "reason")
 
@@ -40,8 +44,11 @@ class TierSettings:
         user: OwnerSettings,
         environ: Callable[[], Mapping[str, str]],
         version: str,
+        profiles: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
+        """``profiles``: the admin's per-model profile fields (``JupyterAgent.profiles``)."""
         self.admin_tiers = {name: dict(tier) for name, tier in admin_tiers.items()}
+        self.profiles = {model: dict(f) for model, f in (profiles or {}).items()}
         self.policy = policy
         self.user = user
         self._environ = environ
@@ -81,17 +88,24 @@ class TierSettings:
     def settings(self, owner: str, ceilings: Mapping[str, Any]) -> dict[str, Any]:
         """``GET agent/settings`` (references and URLs, never key values).
 
-        ``{tiers, overridden, readiness: {name: {ready, key_set, reason}}, demo, ceilings}``
-        and the key policy (:meth:`KeyPolicy.to_json`): ``allowed_key_refs``,
+        ``{tiers, overridden, readiness: {name: {ready, key_set, reason, profile?}}, demo,
+        ceilings}`` and the key policy (:meth:`KeyPolicy.to_json`): ``allowed_key_refs``,
         ``allowed_base_urls``, ``key_bindings``, ``allow_loopback_base_urls``.
         """
         status = self.status(owner)
+        effective = self.effective(owner)
         readiness = {
             name: {key: tier[key] for key in _READINESS_KEYS}
             for name, tier in status["tiers"].items()
         }
+        for name, ready in readiness.items():
+            tier = effective.get(name)
+            if tier and name != EMBED_TIER and tier.get("model"):
+                ready["profile"] = model_profile(
+                    str(tier["model"]), self.profiles.get(str(tier["model"])), tier.get("profile")
+                )
         return {
-            "tiers": self.effective(owner),
+            "tiers": effective,
             "overridden": sorted(self.user.tiers(owner)),
             **self.policy.to_json(),
             "readiness": readiness,
@@ -114,3 +128,27 @@ class TierSettings:
             if status["tiers"].get(name, {}).get("ready")
         }
         return tiers, bool(status["demo"])
+
+
+def model_profile(
+    model: str,
+    admin: Mapping[str, Any] | None,
+    person: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """What runs of a tier assume of its ``model``: ``{context_window, max_output,
+    tool_mode, assumed}``, the built-in profile with the admin's fields then the person's
+    (``assumed``: no built-in profile matches the model and nobody described it, so a
+    conservative one is used: say so, the person may set it)."""
+    fields = {**(admin or {}), **(person or {})}
+    with warnings.catch_warnings():  # "no profile for model": said here as ``assumed``
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            profile = get_profile(model, fields or None)
+        except AgentError:  # an admin's bad field: the profile without the fields
+            profile = get_profile(model)
+    return {
+        "context_window": profile.context_window,
+        "max_output": profile.max_output,
+        "tool_mode": profile.tool_mode,
+        "assumed": not known_model(model) and not fields,
+    }

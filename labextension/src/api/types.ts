@@ -13,6 +13,20 @@ export interface ITierReadiness {
   key_set?: boolean;
   /** Why the tier is not ready, e.g. "env:OPENAI_API_KEY is not set on the server". */
   reason?: string | null;
+  /** What runs of the tier assume of its model (`GET agent/settings` only). */
+  profile?: IModelProfile;
+}
+
+/** What a person may say of a tier's model (a tier's `profile` in the settings). */
+export interface IProfileFields {
+  context_window?: number;
+  max_output?: number;
+  tool_mode?: 'native' | 'fenced' | 'xml';
+}
+
+/** The profile runs assume; `assumed`: no built-in profile matched and nobody set one. */
+export interface IModelProfile extends Required<IProfileFields> {
+  assumed: boolean;
 }
 
 /** One model tier as `GET agent/status` reports it (never a key value). */
@@ -99,6 +113,8 @@ export interface ITierSettings {
   base_url?: string;
   api_key_ref?: string;
   api?: string;
+  /** The person's word on the model: window, output cap, tool mode. */
+  profile?: IProfileFields;
 }
 
 /** `GET agent/settings`: the effective tiers and what the browser may choose. */

@@ -30,6 +30,11 @@ export class Composer extends Widget {
     super();
     this.addClass('jp-agent-composer');
 
+    this.stopping = document.createElement('div');
+    this.stopping.className = 'jp-agent-stopping';
+    this.stopping.setAttribute('role', 'status');
+    this.stopping.hidden = true;
+
     this.error = document.createElement('div');
     this.error.className = 'jp-agent-error';
     this.error.setAttribute('role', 'alert');
@@ -67,7 +72,7 @@ export class Composer extends Widget {
     this.stopButton = button('Stop', 'Stop the run', () => options.stop(), 'jp-agent-stop jp-mod-warn');
     this.stopButton.hidden = true;
     row.append(clip, this.stopButton, this.sendButton);
-    this.node.append(this.error, this.attachList, this.input, row);
+    this.node.append(this.stopping, this.error, this.attachList, this.input, row);
   }
 
   /** Add a contents path to the message being written. */
@@ -109,9 +114,12 @@ export class Composer extends Widget {
 
   /**
    * Show the controls for a run going or not; `stopStage`: 0 nothing asked, 1 a soft
-   * stop asked (the button offers the hard one), 2 a hard stop asked.
+   * stop asked (the button offers the hard one), 2 a hard stop asked; `note` says what
+   * the stop asked will do (see `stopping.ts`).
    */
-  setRunning(running: boolean, stopStage: number): void {
+  setRunning(running: boolean, stopStage: number, note = ''): void {
+    this.stopping.textContent = running ? note : '';
+    this.stopping.hidden = !(running && note);
     this.stopButton.hidden = !running;
     this.stopButton.textContent = stopStage === 0 ? 'Stop' : 'Stop now';
     this.stopButton.title =
@@ -145,6 +153,7 @@ export class Composer extends Widget {
     }
   }
 
+  private readonly stopping: HTMLDivElement;
   private readonly error: HTMLDivElement;
   private readonly attachList: HTMLDivElement;
   private readonly input: HTMLTextAreaElement;

@@ -10,6 +10,7 @@ import { Widget } from '@lumino/widgets';
 
 import { chatAgentLabel } from '../agents/agents';
 import type { IAgentStatus, IChatSummary } from '../api/types';
+import { unreadySummary } from '../settings/tierchoices';
 import { memoryIcon } from '../ui/icons';
 import { button } from '../ui/widgets';
 import type { IChatsService } from './service';
@@ -89,15 +90,13 @@ export class ChatListPanel extends Widget {
       badge.textContent = 'Demo model — offline, no API key';
       const help = document.createElement('p');
       help.className = 'jp-agent-first-run';
-      const unready = Object.entries(status.tiers || {})
-        .filter(([, t]) => !t.ready)
-        .map(([name, t]) => `${name} (${t.provider} ${t.model}${t.reason ? `: ${t.reason}` : ''})`);
+      const unready = unreadySummary(status.tiers || {});
       help.textContent =
         'No model tier can run, so a scripted demo model answers: it shows the whole flow ' +
         '(progress, cells with real outputs, a reply, a trace) without any key. To use a ' +
         'real model, put its API key in the server’s environment (for example ' +
         'ANTHROPIC_API_KEY) and restart, or choose a provider and key reference in Settings.' +
-        (unready.length ? ` Not ready: ${unready.join(', ')}.` : '');
+        (unready ? ` Not ready: ${unready}.` : '');
       box.append(badge, help, button('Open settings', 'Open the agent settings', () => this.options.openSettings(), 'jp-agent-open-settings'));
     } else {
       const tiers = Object.entries(status.tiers || {})

@@ -22,6 +22,7 @@ import { FollowScroller } from './follow';
 import { ChatHydration } from './hydration';
 import type { IChatsService } from './service';
 import { ChatState } from './state';
+import { runningCell, stopNote } from './stopping';
 import type { EventStream, StreamState } from './stream';
 
 /** What the chat view needs from the application. */
@@ -312,7 +313,9 @@ export class ChatView extends Panel {
 
   private syncControls(): void {
     const running = this.state.running;
-    this.composer.setRunning(running, this.stopStage);
+    const active = this.state.runs.find(r => r.runId === this.state.activeRunId);
+    const note = stopNote(this.stopStage, runningCell(active) !== null);
+    this.composer.setRunning(running, this.stopStage, note);
     this.toggleClass('jp-mod-running', running);
   }
 

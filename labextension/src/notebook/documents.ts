@@ -10,10 +10,16 @@
  */
 import type { ILabShell, JupyterFrontEnd } from '@jupyterlab/application';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { InputDialog } from '@jupyterlab/apputils';
+import type { IDocumentManager } from '@jupyterlab/docmanager';
 import { Token } from '@lumino/coreutils';
 import type { Widget } from '@lumino/widgets';
 
 import type { IView } from '../api/types';
+import { isAgentNotebook } from './records';
+
+/** The choice of a new notebook in the "Insert the cell into" dialog. */
+const NEW_NOTEBOOK = 'A new notebook';
 
 /** What the chats need of the person's documents (see the module comment). */
 export interface IAgentDocuments {
@@ -21,14 +27,22 @@ export interface IAgentDocuments {
   docPath(): string | null;
   /** What the person has open: path, active cell (index and id), selection; or null. */
   getView(): IView | null;
-  /** Insert code as a new cell below the active cell of the open notebook. */
-  insertCell(code: string): boolean;
+  /**
+   * Insert code as a new cell below the active cell of the person's open notebook (never
+   * a trace or an export of the agent's; with none current, the person picks one of the
+   * open notebooks or a new one). Resolves true when the cell was inserted.
+   */
+  insertCell(code: string): Promise<boolean>;
   /**
    * Show a change a proposal wrote to the notebook at `path` where it is open; returns a
    * remark for the person when it could not (unsaved changes), else null.
    */
   refreshNotebook(path: string): Promise<string | null>;
-  /** Open a path in JupyterLab (a notebook in the notebook editor). */
+  /**
+   * Open one of the agent's records (a run's trace, a chat's export) in JupyterLab: a
+   * notebook opens in the notebook editor with no kernel started (one starts when the
+   * person runs a cell), so reading a record costs no kernel.
+   */
   openPath(path: string): Promise<void>;
 }
 
@@ -43,7 +57,8 @@ export class DocumentsService implements IAgentDocuments {
   constructor(
     private readonly app: JupyterFrontEnd,
     private readonly notebooks: INotebookTracker | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    private readonly docManager: IDocumentManager | null = null
   ) {
     labShell?.currentChanged.connect((_, args) => {
       const w = args.newValue as any;
@@ -85,20 +100,46 @@ export class DocumentsService implements IAgentDocuments {
     return view;
   }
 
-  insertCell(code: string): boolean {
-    const panel = this.notebooks?.currentWidget;
+  async insertCell(code: string): Promise<boolean> {
+    const panel = await this.insertTarget();
     if (!panel) {
-      void this.app.commands.execute('apputils:notify', {
-        message: 'Open a notebook to insert the cell into.',
-        type: 'warning',
-        options: { autoClose: 4000 }
-      });
       return false;
     }
     NotebookActions.insertBelow(panel.content);
     panel.content.activeCell?.model.sharedModel.setSource(code);
     this.app.shell.activateById(panel.id);
     return true;
+  }
+
+  /** The notebook a cell goes into (see `insertCell`), or null when the person declined. */
+  private async insertTarget(): Promise<NotebookPanel | null> {
+    const current = this.notebooks?.currentWidget ?? null;
+    if (current && !isAgentNotebook(current.model?.getMetadata('jupyter_agent'))) {
+      return current;
+    }
+    const open: NotebookPanel[] = [];
+    this.notebooks?.forEach(p => {
+      if (!p.isDisposed && !isAgentNotebook(p.model?.getMetadata('jupyter_agent'))) {
+        open.push(p);
+      }
+    });
+    const choice = await InputDialog.getItem({
+      title: 'Insert the cell into',
+      label: current
+        ? `${current.context.path} is a record of the agent's; insert the cell into:`
+        : 'No notebook is open; insert the cell into:',
+      items: [NEW_NOTEBOOK, ...open.map(p => p.context.path)],
+      current: open.length ? 1 : 0
+    });
+    if (!choice.button.accept || !choice.value) {
+      return null;
+    }
+    if (choice.value !== NEW_NOTEBOOK) {
+      return open.find(p => p.context.path === choice.value) ?? null;
+    }
+    const created = (await this.app.commands.execute('notebook:create-new', {})) as NotebookPanel;
+    await created.context.ready;
+    return created;
   }
 
   async refreshNotebook(path: string): Promise<string | null> {
@@ -124,9 +165,18 @@ export class DocumentsService implements IAgentDocuments {
   }
 
   async openPath(path: string): Promise<void> {
+    const notebook = path.endsWith('.ipynb');
+    if (notebook && this.docManager) {
+      const widget = this.docManager.openOrReveal(path, 'Notebook', undefined, {}, {
+        shouldStart: false
+      });
+      if (widget) {
+        return;
+      }
+    }
     await this.app.commands.execute('docmanager:open', {
       path,
-      factory: path.endsWith('.ipynb') ? 'Notebook' : undefined
+      factory: notebook ? 'Notebook' : undefined
     });
   }
 

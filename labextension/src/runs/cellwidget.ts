@@ -39,7 +39,7 @@ export class CellWidget extends Panel {
       this.digestButton,
       button('Copy code', 'Copy the code', () => Clipboard.copyToSystem(this.item.code), 'jp-agent-copy'),
       button('Insert as cell', 'Insert the code as a new cell in the open notebook', () => {
-        this.ctx.insertCell(this.item.code);
+        void this.ctx.insertCell(this.item.code);
       }, 'jp-agent-insert')
     );
     this.header.node.append(this.toggle, this.titleEl, this.statusEl, actions);

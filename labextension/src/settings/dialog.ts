@@ -11,12 +11,14 @@ import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
 import type { AgentApi } from '../api/client';
-import type { IAgentSettings, ITierSettings } from '../api/types';
+import type { IAgentSettings, IModelProfile, ITierSettings } from '../api/types';
 import {
   boundUrl,
   effectiveUrl,
   keyChoices,
   mayTypeLoopback,
+  profileFields,
+  profileText,
   readinessText,
   urlChoices
 } from './tierchoices';
@@ -96,10 +98,39 @@ class SettingsForm extends Widget {
       line.className = 'jp-agent-tier-readiness';
       line.dataset.ready = String(readiness.ready);
       line.setAttribute('role', 'status');
-      line.textContent = readinessText(readiness, tier?.api_key_ref || null);
+      line.textContent = readinessText(readiness, tier?.api_key_ref || null, tier?.provider ?? (name === 'codegen' ? 'set' : ''));
       fs.appendChild(line);
     }
+    if (readiness?.profile) {
+      fs.appendChild(this.profileRow(tier, readiness.profile));
+    }
     return fs;
+  }
+
+  /** What runs assume of the tier's model, and the fields the person may set. */
+  private profileRow(tier: ITierSettings | undefined, assumed: IModelProfile): HTMLDivElement {
+    const row = document.createElement('div');
+    row.className = 'jp-agent-profile';
+    const line = document.createElement('div');
+    line.className = 'jp-agent-profile-line';
+    line.dataset.assumed = String(assumed.assumed);
+    line.textContent = profileText(assumed);
+    row.appendChild(line);
+    const said = tier?.profile ?? {};
+    const number = (label: string, field: 'context_window' | 'max_output'): HTMLLabelElement => {
+      const l = document.createElement('label');
+      l.textContent = label;
+      const input = document.createElement('input');
+      input.type = 'number';
+      input.name = `profile_${field}`;
+      input.value = said[field] !== undefined ? String(said[field]) : '';
+      input.placeholder = String(assumed[field]);
+      l.appendChild(input);
+      return l;
+    };
+    row.append(number('Context window (tokens)', 'context_window'), number('Output cap (tokens)', 'max_output'));
+    row.appendChild(this.select('Tool mode', 'profile_tool_mode', ['native', 'fenced', 'xml'], said.tool_mode ?? '', true));
+    return row;
   }
 
   /**
@@ -169,6 +200,14 @@ class SettingsForm extends Widget {
       } else {
         delete tier.api_key_ref;
       }
+      const profile = profileFields({
+        context_window: get('profile_context_window'),
+        max_output: get('profile_max_output'),
+        tool_mode: get('profile_tool_mode')
+      });
+      if (profile) {
+        tier.profile = profile;
+      }
       // Only what the person changed: the admin's tiers may use values outside the
       // allow-lists, which the server would (rightly) refuse from the browser.
       const before = this.settings.tiers?.[fs.dataset.tier!];
@@ -177,7 +216,8 @@ class SettingsForm extends Widget {
         a.provider === b.provider &&
         a.model === b.model &&
         effectiveUrl(a) === effectiveUrl(b) &&
-        (a.api_key_ref ?? '') === (b.api_key_ref ?? '');
+        (a.api_key_ref ?? '') === (b.api_key_ref ?? '') &&
+        JSON.stringify(a.profile ?? {}) === JSON.stringify(b.profile ?? {});
       if (!same(before, tier)) {
         tiers[fs.dataset.tier!] = tier;
       }

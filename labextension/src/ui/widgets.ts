@@ -13,7 +13,7 @@ export interface IItemContext {
   rendermime: IRenderMimeRegistry;
   languages: IEditorLanguageRegistry | null;
   /** Insert code as a new cell below the active cell of the open notebook. */
-  insertCell: (code: string) => boolean;
+  insertCell: (code: string) => Promise<boolean>;
 }
 
 /** A small button with a label, an accessible name and a click handler. */

@@ -5,7 +5,10 @@ import {
   isLoopbackUrl,
   keyChoices,
   mayTypeLoopback,
+  profileFields,
+  profileText,
   readinessText,
+  unreadySummary,
   urlChoices
 } from '../../settings/tierchoices';
 
@@ -78,5 +81,51 @@ describe('tier choices', () => {
       )
     ).toBe('Not ready: env:OPENAI_API_KEY is not set on the server');
     expect(readinessText(undefined, null)).toBe('');
+  });
+});
+
+describe('the tiers that cannot run', () => {
+  it('names one missing key once, for every tier it stops', () => {
+    const reason = 'env:ANTHROPIC_API_KEY is not set on the server';
+    const tier = { provider: 'anthropic', model: 'claude-sonnet-4-5', ready: false, key_set: false, reason };
+    expect(unreadySummary({ codegen: tier, classify: tier, vision: tier })).toBe(
+      `codegen, classify and vision (anthropic claude-sonnet-4-5): ${reason}`
+    );
+    const other = { ...tier, provider: 'openai', model: 'gpt-4o', reason: 'env:OPENAI_API_KEY is not set on the server' };
+    expect(unreadySummary({ codegen: tier, vision: other })).toBe(
+      `codegen (anthropic claude-sonnet-4-5): ${reason}; vision (openai gpt-4o): ${other.reason}`
+    );
+    expect(unreadySummary({ codegen: { ...tier, ready: true } })).toBe('');
+  });
+
+  it('says a tier with no provider uses the codegen tier, not its reason', () => {
+    const readiness = { ready: false, key_set: false, reason: 'env:ANTHROPIC_API_KEY is not set on the server' };
+    expect(readinessText(readiness, null, '')).toBe('Not set: the codegen tier answers for it');
+    expect(readinessText(readiness, null, 'anthropic')).toBe(`Not ready: ${readiness.reason}`);
+  });
+});
+
+describe('the model profile a tier assumes', () => {
+  it('says when it is assumed, and what it is', () => {
+    const assumed = { context_window: 8192, max_output: 2048, tool_mode: 'fenced' as const, assumed: true };
+    expect(profileText(assumed)).toBe(
+      'Assumed (the model is not known): 8k context · 2k output · fenced tools. Set its window and tool mode below.'
+    );
+    expect(profileText({ ...assumed, context_window: 32768, tool_mode: 'native', assumed: false })).toBe(
+      'Profile: 32k context · 2k output · native tools'
+    );
+    expect(profileText(undefined)).toBe('');
+  });
+
+  it('sends only the fields the person set', () => {
+    expect(profileFields({ context_window: '', max_output: ' ', tool_mode: '' })).toBeUndefined();
+    expect(profileFields({ context_window: '32768', max_output: '', tool_mode: 'native' })).toEqual({
+      context_window: 32768,
+      tool_mode: 'native'
+    });
+    // Not a number: sent as typed, so the server's refusal names the field.
+    expect(profileFields({ context_window: 'lots', max_output: '', tool_mode: 'json' })).toEqual({
+      context_window: 'lots'
+    });
   });
 });
