@@ -227,11 +227,11 @@ def test_insert_as_cell_never_writes_into_a_record(page: Page, fake: FakeProvide
         "() => (window.jupyterapp.shell.currentWidget?.context?.path || '').startsWith('Untitled')",
         timeout=30000,
     )
-    sources = page.evaluate(
-        "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells"
-        ".map(c => c.getSource())"
+    page.wait_for_function(
+        "() => (window.jupyterapp.shell.currentWidget?.content?.model?.sharedModel?.cells || [])"
+        ".some(c => c.getSource() === 'y = 2\\nprint(y + 40)')",
+        timeout=30000,
     )
-    assert "y = 2\nprint(y + 40)" in sources
     trace = page.evaluate(
         """() => {
             for (const w of window.jupyterapp.shell.widgets('main')) {

@@ -113,16 +113,22 @@ export class DocumentsService implements IAgentDocuments {
 
   /** The notebook a cell goes into (see `insertCell`), or null when the person declined. */
   private async insertTarget(): Promise<NotebookPanel | null> {
-    const current = this.notebooks?.currentWidget ?? null;
-    if (current && !isAgentNotebook(current.model?.getMetadata('jupyter_agent'))) {
-      return current;
-    }
-    const open: NotebookPanel[] = [];
+    // A notebook's metadata is known once its file is loaded (a record just opened may
+    // not be yet): wait, then look.
+    const panels: NotebookPanel[] = [];
     this.notebooks?.forEach(p => {
-      if (!p.isDisposed && !isAgentNotebook(p.model?.getMetadata('jupyter_agent'))) {
-        open.push(p);
+      if (!p.isDisposed) {
+        panels.push(p);
       }
     });
+    await Promise.all(panels.map(p => p.context.ready));
+    const mine = (p: NotebookPanel): boolean =>
+      !p.isDisposed && !isAgentNotebook(p.model?.getMetadata('jupyter_agent'));
+    const current = this.notebooks?.currentWidget ?? null;
+    if (current && mine(current)) {
+      return current;
+    }
+    const open = panels.filter(mine);
     const choice = await InputDialog.getItem({
       title: 'Insert the cell into',
       label: current
