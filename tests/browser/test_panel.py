@@ -227,6 +227,8 @@ def test_insert_as_cell_never_writes_into_a_record(page: Page, fake: FakeProvide
         "() => (window.jupyterapp.shell.currentWidget?.context?.path || '').startsWith('Untitled')",
         timeout=30000,
     )
+    # The person's default kernel, no kernel picker left open.
+    expect(page.locator(".jp-Dialog")).to_have_count(0)
     page.wait_for_function(
         "() => (window.jupyterapp.shell.currentWidget?.content?.model?.sharedModel?.cells || [])"
         ".some(c => c.getSource() === 'y = 2\\nprint(y + 40)')",

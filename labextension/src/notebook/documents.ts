@@ -143,7 +143,12 @@ export class DocumentsService implements IAgentDocuments {
     if (choice.value !== NEW_NOTEBOOK) {
       return open.find(p => p.context.path === choice.value) ?? null;
     }
-    const created = (await this.app.commands.execute('notebook:create-new', {})) as NotebookPanel;
+    // The server's default kernel (the person's Python), so no kernel picker pops up.
+    const kernelName = this.app.serviceManager.kernelspecs.specs?.default;
+    const created = (await this.app.commands.execute(
+      'notebook:create-new',
+      kernelName ? { kernelName } : {}
+    )) as NotebookPanel;
     await created.context.ready;
     return created;
   }
