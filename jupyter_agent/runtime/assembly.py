@@ -144,13 +144,9 @@ class Parts:
             store, legacy_path=self.data_dir / "settings.json", legacy_owner=admin.server_owner
         )
         self.tier_settings = TierSettings(
-            admin_tiers=admin.tiers,
-            policy=admin.key_policy,
-            user=self.user_settings,
-            environ=lambda: self.environ,
-            version=admin.version,
-            profiles=admin.profiles,
-        )
+            admin_tiers=admin.tiers, policy=admin.key_policy, user=self.user_settings,
+            environ=lambda: self.environ, version=admin.version, profiles=admin.profiles,
+        )  # fmt: skip
         self.contents = Contents(
             contents_manager, root_dir=self.root_dir, max_bytes=admin.max_attachment_bytes
         )

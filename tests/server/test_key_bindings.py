@@ -62,6 +62,10 @@ def test_readiness_detail_per_tier(fetch: Any, keys: str) -> None:
     response = fetch("agent", "settings")
     assert keys not in response.body.decode()
     readiness = json.loads(response.body)["readiness"]
+    profiles = {name: tier.pop("profile", None) for name, tier in readiness.items()}
+    # What runs assume of each configured tier's model (none for a tier with no model).
+    assert profiles["codegen"]["assumed"] is False
+    assert profiles["vision"] is None
     assert readiness == {
         "codegen": {"ready": True, "key_set": True, "reason": None},
         "classify": {
@@ -95,6 +99,13 @@ def test_loopback_openai_compatible_url_accepted_by_default(fetch: Any) -> None:
             "ready": True,
             "key_set": False,
             "reason": None,
+            # "qwen" matches no built-in profile: runs assume a conservative one.
+            "profile": {
+                "context_window": 8192,
+                "max_output": 2048,
+                "tool_mode": "fenced",
+                "assumed": True,
+            },
         }
     # Not loopback: refused, nothing stored.
     for url in ("http://127.0.0.1@evil.example/v1", "http://10.1.2.3:8000/v1"):

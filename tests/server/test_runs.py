@@ -118,7 +118,7 @@ def test_message_to_reply_and_run_routes(
     assert code == 201
     # Into the trace folder, named from the chat's title and the turn's number.
     assert written == {
-        "path": "agent-traces/what is six times seven, please … - turn 1.ipynb",
+        "path": "agent-traces/what is six times seven, please tell me - turn 1.ipynb",
         "created": True,
     }
     on_disk = nbformat.read(jp_root_dir / written["path"], as_version=4)

@@ -25,10 +25,10 @@ from typing import Any
 
 from jupyter_agent.exceptions import BadRequest, NotFound
 from jupyter_agent.runtime.events import EventBus
+from jupyter_agent.runtime.loop.live_detail import overlay_live
 from jupyter_agent.runtime.notebook.contents import shown
 from jupyter_agent.runtime.notebook.exports import NotebookWriter, trace_stem
 from jupyter_agent.runtime.runs.approvals import ApprovalWaits
-from jupyter_agent.runtime.runs.live_detail import overlay_live
 from jupyter_agent.runtime.runs.manager import RunManager
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
 from jupyter_agent.store.repo import Store
