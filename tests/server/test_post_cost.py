@@ -111,7 +111,8 @@ def test_a_message_costs_one_commit_and_no_file_sync_before_its_202(
     assert turn["userText"] == "name me please"
     assert agent_service.store.get_chat(untitled).title == "name me please"
     summary = agent_service.store.get_run(answer["run_id"])
-    assert summary is not None and summary.status == "done"
+    assert summary is not None
+    assert summary.status == "done"
     # The log was created after the 202 (and synced under ``effect``).
     assert manager.log_path(answer["run_id"]).exists()
     if log_sync == "effect":
