@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.exceptions import NotFound, StoreError
+from jupyter_agent.exceptions import NotFound, StoreError, StoreUnavailable
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.runs.mailbox import MessageItem
 from jupyter_agent.runtime.runs.opening import MessageWrites, open_run
 from jupyter_agent.store.repo import MessageWrite
 from jupyter_agent.trace.log import EffectLog
 from tests.runtime.harness import Harness, close_harness, final_text, make_harness
-from tests.runtime.test_durability import restarted
+from tests.runtime.test_durability import hold_write_lock, restarted
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -159,3 +159,20 @@ async def test_a_log_that_cannot_be_created_ends_its_run_holding_its_messages(
     assert not agent.manager.log_path(answer["run_id"]).exists()
     agent.fake.load([{"text": "back"}])
     assert final_text(await agent.ask(chat, "and now")) == "back"
+
+
+async def test_a_locked_store_fails_a_group_at_once(agent: Harness) -> None:
+    """Unavailable is no one write's fault: every sender gets it after one try, not one
+    busy timeout each."""
+    chats = [agent.new_chat() for _ in range(3)]
+    writes = MessageWrites(agent.store)
+    holder = hold_write_lock(agent.root / "agent.sqlite")
+    try:
+        group = [MessageWrite(chat_id=c, item=_item("locked out")) for c in chats]
+        answers = await asyncio.gather(*(writes.write(w) for w in group), return_exceptions=True)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert all(isinstance(a, StoreUnavailable) for a in answers), answers
+    assert writes.commits == 1
+    assert agent.store.queued_mail() == []

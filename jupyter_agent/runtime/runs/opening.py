@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_agent.core.turns import RunSummary
-from jupyter_agent.exceptions import NotFound
+from jupyter_agent.exceptions import NotFound, StoreUnavailable
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.programs.guard import DEFAULT_STEP_TIMEOUT_S
 from jupyter_agent.runtime.programs.resolve import RunProgram, resolve_run_program
@@ -52,8 +52,10 @@ class MessageWrites:
     (:meth:`Store.store_messages <jupyter_agent.store.repo.Store.store_messages>`: one
     worker-thread call, one transaction). Each caller gets its own answer: a group the
     database refuses is tried again one write per transaction, so one bad write (a
-    duplicate id, ...) fails its own sender only. Order: a chat's messages are sent under
-    its lock (one write of a chat in flight at a time), so they commit in the order sent.
+    duplicate id, ...) fails its own sender only; a store that is unavailable (locked,
+    unreachable) fails the whole group at once, each sender with its StoreUnavailable.
+    Order: a chat's messages are sent under its lock (one write of a chat in flight at a
+    time), so they commit in the order sent.
     ``commits`` counts the group transactions (for tests and benchmarks).
     """
 
@@ -88,16 +90,17 @@ class MessageWrites:
         try:
             self.commits += 1
             answers = await asyncio.to_thread(self._store.store_messages, writes)
+        except StoreUnavailable as exc:  # locked, unreachable: no write would pass now
+            answers = [exc] * len(group)
         except Exception as exc:
             if len(group) == 1:
                 answers = [exc]
             else:  # whose write was it? Each in its own transaction.
                 log.warning("a group of %d messages failed (%s): one by one", len(group), exc)
                 answers = await asyncio.to_thread(self._one_by_one, writes)
-        except BaseException as exc:  # cancelled: no sender may wait forever
+        except BaseException:  # cancelled (a stop): no sender may wait forever
             for _, done in group:
-                if not done.done():
-                    done.set_exception(exc)
+                done.cancel()
             raise
         for (_, done), answer in zip(group, answers, strict=True):
             if done.done():  # the sender gave up waiting
