@@ -7,7 +7,9 @@ their recall docs and its queued messages; its run summaries stay (traces outliv
 and memories saved in it stay, with their docs. It locks the chat row before anything
 else, the order ``append_turn`` and ``add_chunk`` lock in: no deadlock on PostgreSQL.
 The mailbox: ``accept_message`` stores a user message before the server acknowledges it;
-``open_run`` stores the message opening a run with that run (one transaction).
+``open_run`` stores the message opening a run with that run (one transaction);
+``store_messages`` stores several such writes (of different chats) in one transaction, the
+group commit of messages sent at the same time (one commit, one sync of the database).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import delete, update
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.dml import Insert
     from sqlmodel import Session
 
-__all__ = ["ChatMethods"]
+__all__ = ["ChatMethods", "MessageWrite"]
 
 _CHATS: Final = ChatRow.metadata.tables["chats"]
 _MAIL: Final = AgentMailRow.metadata.tables["agent_mail"]
@@ -40,6 +43,21 @@ _MAIL: Final = AgentMailRow.metadata.tables["agent_mail"]
 def _chat_exists(conn: Any, chat_id: str) -> bool:
     query = core_select(_CHATS.c.id).where(_CHATS.c.id == chat_id)
     return conn.execute(query).first() is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageWrite:
+    """What one message writes before it is acknowledged (:meth:`ChatMethods.store_messages`):
+    its mailbox ``item`` (``id`` and ``at`` set; None: a run opened with mail already
+    stored), the ``run`` it opens (its ``running`` summary, made the chat's active run,
+    chat ``updated`` = ``run.started``), and the chat's ``title`` to set if it has none yet
+    (its first message names it; ``updated`` = ``now``)."""
+
+    chat_id: str
+    item: Mapping[str, Any] | None = None
+    run: RunSummary | None = None
+    title: str | None = None
+    now: str = ""
 
 
 class ChatMethods:
@@ -124,31 +142,44 @@ class ChatMethods:
         """Store a user message (a mailbox item with ``id`` and ``at``) before it is
         acknowledged; False (nothing stored) when the chat does not exist. A duplicate id
         is a StoreError."""
-        with self._write("cannot queue the message") as session:
-            conn = session.connection()
-            if not _chat_exists(conn, chat_id):
-                return False
-            conn.execute(_MAIL.insert(), mail_row(chat_id, item))
-            return True
+        return self.store_messages([MessageWrite(chat_id=chat_id, item=item)])[0]
 
     def open_run(self, run: RunSummary, *, message: Mapping[str, Any] | None = None) -> bool:
         """Store the summary of a run that starts and make it its chat's active run (chat
         ``updated`` = ``run.started``); with ``message``, the user message opening it is
         stored too (see :meth:`accept_message`). One transaction: all of it or nothing;
         False (nothing stored) when the chat does not exist."""
-        with self._write("cannot start the run") as session:
+        return self.store_messages([MessageWrite(chat_id=run.chat_id, item=message, run=run)])[0]
+
+    def store_messages(self, writes: Sequence[MessageWrite]) -> list[bool]:
+        """Store every write (see :class:`MessageWrite`) in ONE transaction, in order; one
+        answer per write: False for one whose chat does not exist (nothing of it stored),
+        True for the others. A database error (a duplicate id, a lock) stores none of
+        them: the caller may try them one by one to tell whose it was."""
+        with self._write("cannot store the message") as session:
             conn = session.connection()
-            if not _chat_exists(conn, run.chat_id):
-                return False
-            if message is not None:
-                conn.execute(_MAIL.insert(), mail_row(run.chat_id, message))
-            conn.execute(self._upsert_run_sql, run_values(run))
+            return [self._store_message(conn, write) for write in writes]
+
+    def _store_message(self, conn: Any, write: MessageWrite) -> bool:
+        chat_id = write.chat_id
+        if not _chat_exists(conn, chat_id):
+            return False
+        if write.item is not None:
+            conn.execute(_MAIL.insert(), mail_row(chat_id, write.item))
+        if write.title:
             conn.execute(
                 update(_CHATS)
-                .where(_CHATS.c.id == run.chat_id)
-                .values(updated=run.started, active_run_id=run.run_id)
+                .where(_CHATS.c.id == chat_id, _CHATS.c.title == "")
+                .values(title=valid(write.title, "chat title"), updated=write.now)
             )
-            return True
+        if write.run is not None:
+            conn.execute(self._upsert_run_sql, run_values(write.run))
+            conn.execute(
+                update(_CHATS)
+                .where(_CHATS.c.id == chat_id)
+                .values(updated=write.run.started, active_run_id=write.run.run_id)
+            )
+        return True
 
     def queued_mail(self, chat_id: str | None = None) -> list[dict[str, Any]]:
         """The stored messages no stored turn holds yet, oldest first (ids are ULIDs), as

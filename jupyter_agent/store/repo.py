@@ -53,7 +53,7 @@ from sqlmodel import Session
 
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import StoreError, StoreUnavailable
-from jupyter_agent.store.chat_store import ChatMethods
+from jupyter_agent.store.chat_store import ChatMethods, MessageWrite
 from jupyter_agent.store.engine import (
     WRITE_OPTION,
     create_store_engine,
@@ -73,7 +73,7 @@ from jupyter_agent.store.run_store import MAX_PAGE, RunMethods
 from jupyter_agent.store.settings_store import SettingsMethods
 from jupyter_agent.store.tables import AgentMailRow, AgentRunRow, AgentTurnRow, ChatRow
 
-__all__ = ["MAX_PAGE", "Chat", "Store"]
+__all__ = ["MAX_PAGE", "Chat", "MessageWrite", "Store"]
 
 log = logging.getLogger(__name__)
 

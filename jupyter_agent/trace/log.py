@@ -158,10 +158,11 @@ def _check_no_credential(effect: Effect) -> None:
 class EffectLog:
     """An append-only JSONL effect log, open for writing. Make one with :meth:`create`."""
 
-    def __init__(self, path: Path, fd: int, syncer: GroupSyncer | None = None) -> None:
-        """Internal: use :meth:`create`."""
+    def __init__(self, path: Path, fd: int | None, syncer: GroupSyncer | None = None) -> None:
+        """Internal: use :meth:`create` (or :meth:`later`)."""
         self._path = path
         self._fd: int | None = fd
+        self._header: bytes | None = None  # a log made by later(): its header line
         self._syncer = syncer
         self._lock = threading.Lock()  # writes; never held by a background sync
         self._sync_lock = threading.Lock()  # syncs and close; taken before _lock, never after
@@ -189,27 +190,42 @@ class EffectLog:
         ``syncer``: the ``run`` sync policy, synced by that syncer's thread; None: the
         ``effect`` policy (module docstring).
         """
-        target = Path(path)
+        log = cls.later(path, header, syncer=syncer)
+        log.open()
+        return log
+
+    @classmethod
+    def later(
+        cls, path: Path | str, header: Mapping[str, Any], *, syncer: GroupSyncer | None = None
+    ) -> EffectLog:
+        """A log :meth:`open` creates later (its run acknowledged first); closed until then."""
+        log = cls(Path(path), None, syncer)
         line = {"kind": "header", "version": LOG_VERSION}
         line.update({k: v for k, v in header.items() if k not in ("kind", "version")})
-        data = _dumps(line)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        log = cls(target, fd, syncer)
+        log._header = _dumps(line)
+        return log
+
+    def open(self) -> None:
+        """Create the file of a :meth:`later` log, as :meth:`create` does (ValueError: twice)."""
+        data, self._header = self._header, None
+        if data is None:
+            raise ValueError(f"effect log {self._path.name} was opened before")
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        self._fd = fd  # nothing else writes it before this returns: no lock (as in create)
         try:
             if hasattr(os, "fchmod"):
                 os.fchmod(fd, 0o600)  # exactly: the umask may only have narrowed it
-            if syncer is None:
-                log._write(data)
+            if self._syncer is None:
+                self._write(data)
                 os.fsync(fd)
-                _fsync_dir(target.parent)
+                _fsync_dir(self._path.parent)
             else:
-                log._dir_pending = True
-                log._append(data)  # synced off the run's path, with its folder entry
+                self._dir_pending = True
+                self._append(data)  # synced off the run's path, with its folder entry
         except BaseException:
-            log.close()
+            self.close()
             raise
-        return log
 
     @property
     def path(self) -> Path:

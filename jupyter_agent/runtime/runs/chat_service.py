@@ -287,10 +287,12 @@ class ChatService:
                 answer = {"run_id": run_id, "routed": "break", "state": state or "ended"}
             if not text.strip():
                 return answer
-        if not chat.title:
-            title = chat_title(text)
-            await asyncio.to_thread(lambda: self._store.rename_chat(chat_id, title, now=now_iso()))
-        return await self._manager.send(chat_id, text=text, view=view_json, attachments=files)
+        # The title is stored with the message (one transaction, one commit).
+        title = None if chat.title else chat_title(text)
+        self._manager.slots.know(chat_id, agent=chat.agent, owner=chat.owner)
+        return await self._manager.send(
+            chat_id, text=text, view=view_json, attachments=files, title=title
+        )
 
     def _view(self, view: View | None) -> dict[str, Any] | None:
         if view is None:

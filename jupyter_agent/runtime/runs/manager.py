@@ -17,7 +17,8 @@ The chats' runs are kept in :mod:`.slots` (one slot per chat, its lock, its run 
 run reserved after it) and started and handed over by :mod:`.starts`.
 
 Durability (the order every path keeps): a message is stored in the durable mailbox
-(``agent_mail``) before it is acknowledged, and a store that cannot take it refuses it
+(``agent_mail``) before it is acknowledged, with the run it opens (one commit, shared with
+other chats': :class:`~.opening.MessageWrites`), and a store that cannot take it refuses it
 (:class:`~jupyter_agent.exceptions.StoreUnavailable`, 503) with nothing left behind; it
 leaves the mailbox in the transaction that stores the turn holding it. A run's turn and
 summary are written with :func:`~jupyter_agent.runtime.runs.records.durable_call`
@@ -52,10 +53,12 @@ from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.runs import log_sync as logsync
 from jupyter_agent.runtime.runs.mailbox import BreakItem, MessageItem, NoticeItem, items_from_json
+from jupyter_agent.runtime.runs.opening import MessageWrites
 from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
 from jupyter_agent.runtime.runs.recovery import queued_by_chat, recover_runs
 from jupyter_agent.runtime.runs.slots import ActiveRun, ChatSlot, ChatSlots
 from jupyter_agent.runtime.runs.starts import RunStarts
+from jupyter_agent.store.repo import MessageWrite
 
 __all__ = ["ActiveRun", "BreakState", "RunManager"]
 
@@ -216,9 +219,11 @@ class RunManager(LoggingConfigurable):
         self.slots = ChatSlots()  # one per chat: its lock, agent, owner, run, next run
         self._stopping = False
         self._syncer = logsync.ServerSyncer()
+        self.writes = MessageWrites(services.store)
         self._starts = RunStarts(
             services,
             self.slots,
+            writes=self.writes,
             run_config=run_config,
             log_path=self.log_path,
             new_syncer=lambda: self._syncer.for_new_log(self.log_sync, self.log_sync_interval_ms),
@@ -256,9 +261,11 @@ class RunManager(LoggingConfigurable):
         text: str,
         view: dict[str, Any] | None = None,
         attachments: Sequence[dict[str, Any]] = (),
+        title: str | None = None,
     ) -> dict[str, Any]:
         """Store a user message, then route it: start a run now (the chat has none), queue
         it in the open run's mailbox, or reserve the next run (the chat's run is closed).
+        ``title``: the chat's, stored with the message if the chat has none yet.
 
         ``{run_id, routed, message_id}``: the message's id travels with it (its mailbox item's
         ``id``, the ``message_id`` of its ``run_start`` or ``steering`` event and step).
@@ -275,9 +282,9 @@ class RunManager(LoggingConfigurable):
         slot = self.slots.slot(chat_id)
         async with slot.lock:
             if slot.active is None:
-                run_id, routed = await self._start_now(slot, item), "run"
+                run_id, routed = await self._start_now(slot, item, title), "run"
             else:
-                await self._accept(chat_id, item)
+                await self._accept(chat_id, item, title)
                 # The run cannot have ended meanwhile (its end takes this lock), but it may
                 # have closed: decided now, with no await until the message is placed.
                 if not slot.active.closed:
@@ -286,16 +293,16 @@ class RunManager(LoggingConfigurable):
                     run_id, routed = self._reserve_next(slot, item), "run"
         return {"run_id": run_id, "routed": routed, "message_id": item.id}
 
-    async def _start_now(self, slot: ChatSlot, item: MessageItem) -> str:
+    async def _start_now(self, slot: ChatSlot, item: MessageItem, title: str | None) -> str:
         """The chat has no run: ``item`` starts one (stored with it). Mail a failed start
         left behind goes first, as it came first, and the run it was promised to, if any,
         is the one that starts."""
         mailbox = self.services.mailbox
         left = [i for i in mailbox.drain(slot.chat_id) if not isinstance(i, BreakItem)]
         nxt = slot.next
-        earlier = [*left, *(nxt.items if nxt else ())]
+        items = [*left, *(nxt.items if nxt else ()), item]
         try:
-            return await self._starts.start(slot, [*earlier, item], new=item, reserved=nxt)
+            return await self._starts.start(slot, items, new=item, reserved=nxt, title=title)
         except BaseException:
             for leftover in left:
                 mailbox.put(slot.chat_id, leftover)
@@ -313,12 +320,12 @@ class RunManager(LoggingConfigurable):
         nxt.items.append(item)
         return nxt.run_id
 
-    async def _accept(self, chat_id: str, item: MessageItem | NoticeItem) -> None:
+    async def _accept(
+        self, chat_id: str, item: MessageItem | NoticeItem, title: str | None
+    ) -> None:
         """Store ``item`` in the durable mailbox (NotFound: no such chat)."""
-        stored = await asyncio.to_thread(
-            self.services.store.accept_message, chat_id, item.to_json()
-        )
-        if not stored:
+        write = MessageWrite(chat_id=chat_id, item=item.to_json(), title=title, now=item.at)
+        if not await self.writes.write(write):
             raise NotFound(f"no chat {chat_id[:120]}")
 
     async def break_run(self, run_id: str, *, hard: bool) -> BreakState | None:
@@ -353,7 +360,7 @@ class RunManager(LoggingConfigurable):
         item = NoticeItem(text=text, at=now_iso(), id=new_id("ntc"))
         slot = self.slots.slot(chat_id)
         async with slot.lock:
-            await self._accept(chat_id, item)
+            await self._accept(chat_id, item, None)
             active, nxt = slot.active, slot.next
             if active is not None and active.closed and nxt is not None:
                 nxt.items.append(item)  # after the messages that open the next run

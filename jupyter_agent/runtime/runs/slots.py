@@ -87,6 +87,13 @@ class ChatSlots:
             found = self._slots[chat_id] = ChatSlot(chat_id=chat_id)
         return found
 
+    def know(self, chat_id: str, *, agent: str, owner: str) -> None:
+        """The chat's agent and owner as a caller just read them (they never change): its
+        next run's start need not read the chat again."""
+        slot = self.slot(chat_id)
+        if slot.agent is None:
+            slot.agent, slot.owner = agent, owner
+
     def get(self, chat_id: str) -> ChatSlot | None:
         """The chat's slot, if it has one."""
         return self._slots.get(chat_id)

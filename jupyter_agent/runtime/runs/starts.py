@@ -2,7 +2,9 @@
 
 :meth:`RunStarts.start` opens a run (:func:`~jupyter_agent.runtime.runs.opening.open_run`),
 launches its driver as a task and queues its mail; :meth:`RunStarts.finish` (the task)
-runs the driver to its end, and whatever happens the run gets a turn, a summary and a
+creates the run's effect log (after the message's acknowledgement: a log that cannot be
+created ends the run ``error`` with a turn holding its messages) and runs the driver to
+its end, and whatever happens the run gets a turn, a summary and a
 successor: its turn and end summary are written in one store write
 (:func:`~jupyter_agent.runtime.runs.records.durable_call`, unless its ``turn.append``
 stored them), its end is published, and the run reserved after it (if any) starts, with
@@ -23,10 +25,11 @@ from jupyter_agent.exceptions import RunCancelled
 from jupyter_agent.runtime.ids import now_iso
 from jupyter_agent.runtime.loop.driver import RunDriver
 from jupyter_agent.runtime.loop.phase import RunLifecycle, RunPhase
-from jupyter_agent.runtime.runs.mailbox import MailItem, MessageItem, NoticeItem
-from jupyter_agent.runtime.runs.opening import Opening, open_run, unstart
+from jupyter_agent.runtime.runs.mailbox import MailItem, MessageItem, NoticeItem, item_from_json
+from jupyter_agent.runtime.runs.opening import MessageWrites, Opening, open_run, unstart
 from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
 from jupyter_agent.runtime.runs.records import (
+    LogFacts,
     durable_call,
     ended_by,
     log_facts,
@@ -49,6 +52,7 @@ class RunStarts:
         services: RunServices,
         slots: ChatSlots,
         *,
+        writes: MessageWrites,
         run_config: Callable[..., RunConfig],
         log_path: Callable[[str], Path],
         new_syncer: Callable[[], GroupSyncer | None],
@@ -58,6 +62,7 @@ class RunStarts:
         """The callables read the manager's settings at each start (they may change)."""
         self.services = services
         self.slots = slots
+        self.writes = writes
         self._config = run_config
         self._log_path = log_path
         self._new_syncer = new_syncer
@@ -72,10 +77,12 @@ class RunStarts:
         *,
         new: MessageItem | None = None,
         reserved: NextRun | None = None,
+        title: str | None = None,
     ) -> str:
         """Start a run with ``items`` (its first message opens it); under the chat's lock.
 
-        ``new``: the one item not stored yet (see :func:`open_run`). ``reserved``: the run
+        ``new``: the one item not stored yet, ``title``: the chat's title to store with it
+        if it has none (see :func:`open_run`). ``reserved``: the run
         reserved for these items, which starts now (with its id; broken at once if a break
         was asked for it). Returns the run's id.
         """
@@ -86,8 +93,10 @@ class RunStarts:
             self._log_path,
             slot.chat_id,
             items,
+            writes=self.writes,
             run_id=reserved.run_id if reserved else None,
             new=new,
+            title=title,
             syncer=self._new_syncer(),
             step_timeout_s=self._step_timeout_s(),
             owner=slot.owner,
@@ -162,11 +171,19 @@ class RunStarts:
         turn: TurnRecord | None = None
         ended_at = summary.started
         written = False
+        unlogged: list[str] | None = None
         try:
             try:
-                turn = await driver.run()
-            except (Exception, RunCancelled):  # a bug must not wedge the chat: end the run
-                log.exception("run %s failed", summary.run_id)
+                # After the message's acknowledgement, before the run's first effect.
+                await asyncio.to_thread(driver.log.open)
+            except Exception:
+                log.exception("run %s could not create its effect log", summary.run_id)
+                turn, unlogged = self._unlogged(summary, driver)
+            else:
+                try:
+                    turn = await driver.run()
+                except (Exception, RunCancelled):  # a bug must not wedge the chat: end the run
+                    log.exception("run %s failed", summary.run_id)
             stored = driver.stored
             if turn is None and stored is not None:
                 turn = stored.turn  # stored, then the run failed (its log's close)
@@ -174,7 +191,7 @@ class RunStarts:
                 facts = await asyncio.to_thread(log_facts, self._log_path(summary.run_id))
                 turn = minimal_turn(summary, "error", "error", facts)
             driver.take_deferred()
-            delivered, left = driver.held_by(turn)
+            delivered, left = (unlogged, []) if unlogged is not None else driver.held_by(turn)
             if left:
                 # Mail this run took that its turn does not hold (a hard break took it
                 # after the loop's last read, or the run failed): the next run starts with it.
@@ -197,6 +214,21 @@ class RunStarts:
                 written, ended_at = True, ended.ended or ended_at
         finally:
             await self._hand_over(summary, turn, ended_at, cleared=written)
+
+    def _unlogged(self, summary: RunSummary, driver: RunDriver) -> tuple[TurnRecord, list[str]]:
+        """A run whose effect log could not be created ran nothing: it ends ``error`` with
+        a turn holding every message answered with its id (those it opened with, those
+        queued for it since), and their ids, so no acknowledged message is lost or starts
+        run after failing run. Notices stay queued for the next run."""
+        driver.inbox.close()  # from here a message is for the next run
+        mailbox, chat_id = self.services.mailbox, summary.chat_id
+        taken = [*driver.take_deferred(), *(i.to_json() for i in mailbox.drain(chat_id))]
+        messages = [m for m in taken if m.get("kind") == "message"]
+        for notice in (m for m in taken if m.get("kind") == "notice"):
+            if (item := item_from_json(notice)) is not None:
+                mailbox.put(chat_id, item)
+        turn = minimal_turn(summary, "error", "error", LogFacts(messages=messages))
+        return turn, [str(m["id"]) for m in messages if m.get("id")]
 
     async def _hand_over(
         self, summary: RunSummary, turn: TurnRecord | None, at: str, *, cleared: bool

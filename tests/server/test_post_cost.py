@@ -1,0 +1,162 @@
+"""What ``POST agent/chats/{id}/messages`` costs before its 202, through a real server: one
+write transaction (the message, the run it opens, the chat's title) and no sync of a file
+of its own (the effect log is created by the run, after the acknowledgement); concurrent
+messages of several chats share their commit.
+
+Counted with SQLAlchemy's ``commit`` event on the store's engine and counting wrappers of
+``os.fsync`` / ``os.fdatasync``, read the moment the send returns (what the 202 answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from jupyter_agent.runtime.runs.chat_service import ChatService
+from tests.server.helpers import new_chat, wait_turn
+
+
+@dataclass
+class Counts:
+    commits: int = 0
+    fsyncs: int = 0
+
+
+@pytest.fixture
+def fake(fake_provider: Any) -> Any:
+    return fake_provider({"steps": [{"text": "ok"}], "repeat": True})
+
+
+@pytest.fixture
+def agent_config(fake: Any) -> dict[str, Any]:
+    tier = {"provider": "fake", "model": "claude-sonnet-4-5", "base_url": fake.base_url}
+    return {"pool_size": 0, "tiers": {"codegen": tier}}
+
+
+@pytest.fixture
+def counts(agent_service: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Counts]:
+    """Counts of commits and Python-level fsyncs from here on (every thread)."""
+    found = Counts()
+    lock = threading.Lock()
+
+    def committed(_conn: Any) -> None:
+        with lock:
+            found.commits += 1
+
+    def counting(real: Any) -> Any:
+        def wrapper(fd: int) -> None:
+            with lock:
+                found.fsyncs += 1
+            real(fd)
+
+        return wrapper
+
+    monkeypatch.setattr(os, "fsync", counting(os.fsync))
+    monkeypatch.setattr(os, "fdatasync", counting(os.fdatasync))
+    engine = agent_service.store._engine
+    event.listen(engine, "commit", committed)
+    yield found
+    event.remove(engine, "commit", committed)
+
+
+@pytest.fixture
+def at_202(counts: Counts, monkeypatch: pytest.MonkeyPatch) -> list[Counts]:
+    """The counts as each send returned (what its 202 answers), in the order they did."""
+    seen: list[Counts] = []
+    real = ChatService.send
+
+    async def send(self: ChatService, *args: Any, **kw: Any) -> dict[str, Any]:
+        answer = await real(self, *args, **kw)
+        seen.append(Counts(counts.commits, counts.fsyncs))
+        return answer
+
+    monkeypatch.setattr(ChatService, "send", send)
+    return seen
+
+
+def _post(chat_id: str, text: str) -> dict[str, Any]:
+    return {"method": "POST", "body": json.dumps({"text": text})}
+
+
+@pytest.mark.parametrize("log_sync", ["run", "effect"])
+def test_a_message_costs_one_commit_and_no_file_sync_before_its_202(
+    fetch: Any,
+    spin: Any,
+    agent_service: Any,
+    fake: Any,
+    log_sync: str,
+    counts: Counts,
+    at_202: list[Counts],
+) -> None:
+    manager = agent_service.manager
+    manager.log_sync = log_sync  # the effect policy fsyncs a new log: after the 202 now
+    untitled = new_chat(fetch)  # its first message names it: in the same transaction
+    base = Counts(counts.commits, counts.fsyncs)
+    response = fetch("agent", "chats", untitled, "messages", **_post(untitled, "name me please"))
+    assert response.code == 202
+    answer = json.loads(response.body)
+    assert answer["routed"] == "run"
+    assert at_202[0].commits - base.commits == 1
+    assert at_202[0].fsyncs - base.fsyncs == 0
+    # Durable at the 202: the message, the run and the title are stored.
+    turn = wait_turn(fetch, spin, untitled, answer["run_id"])
+    assert turn["userText"] == "name me please"
+    assert agent_service.store.get_chat(untitled).title == "name me please"
+    summary = agent_service.store.get_run(answer["run_id"])
+    assert summary is not None
+    assert summary.status == "done"
+    # The log was created after the 202 (and synced under ``effect``).
+    assert manager.log_path(answer["run_id"]).exists()
+    if log_sync == "effect":
+        assert counts.fsyncs - at_202[0].fsyncs >= 2  # the log and its folder entry
+    # A message into an open run's mailbox: one commit too, no file synced.
+    fake.load({"steps": [{"text": "slow", "delay_s": 1.0}], "repeat": True})
+    chat = new_chat(fetch, "titled")
+    first = json.loads(fetch("agent", "chats", chat, "messages", **_post(chat, "one")).body)
+    spin(0.3)
+    before = Counts(counts.commits, counts.fsyncs)
+    steer = json.loads(fetch("agent", "chats", chat, "messages", **_post(chat, "two")).body)
+    assert steer["routed"] == "mailbox"
+    assert at_202[-1].commits - before.commits == 1
+    assert at_202[-1].fsyncs - before.fsyncs == 0
+    wait_turn(fetch, spin, chat, first["run_id"])
+
+
+def test_concurrent_messages_of_eight_chats_share_their_commits(
+    fetch: Any,
+    spin: Any,
+    jp_fetch: Any,
+    jp_asyncio_loop: Any,
+    agent_service: Any,
+    fake: Any,
+    counts: Counts,
+    at_202: list[Counts],
+) -> None:
+    chats = [new_chat(fetch, f"c{i}") for i in range(8)]
+    base = counts.commits
+
+    async def burst() -> list[Any]:
+        calls = [
+            jp_fetch("agent", "chats", c, "messages", **_post(c, f"hello {i}"))
+            for i, c in enumerate(chats)
+        ]
+        return list(await asyncio.gather(*calls))
+
+    responses = jp_asyncio_loop.run_until_complete(burst())
+    assert [r.code for r in responses] == [202] * 8
+    answers = [json.loads(r.body) for r in responses]
+    assert len({a["run_id"] for a in answers}) == 8
+    # Every 202 came after its commit; the eight took fewer than eight.
+    assert max(c.commits for c in at_202) - base < 8
+    for i, (chat, answer) in enumerate(zip(chats, answers, strict=True)):
+        turn = wait_turn(fetch, spin, chat, answer["run_id"])
+        assert turn["userText"] == f"hello {i}"
+    assert agent_service.store.queued_mail() == []
