@@ -12,7 +12,6 @@ import pytest
 from jupyter_agent.cli.render import render_show
 from jupyter_agent.core.loop.drive import drive
 from jupyter_agent.core.loop.machine import program
-
 from jupyter_agent.core.memory.recall import HEADER, recall_code
 from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import EffectLog, read_log
