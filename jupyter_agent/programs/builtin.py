@@ -1,7 +1,7 @@
 """The base layer: the programs the package ships, with their content hashes.
 
 :data:`BUILTIN` maps ``name@vN`` to a :class:`BuiltinProgram`: the chat loop's versions
-(``toolcaller@v1..v6``, run programs), the history program ``history@v1`` (a run
+(``toolcaller@v1..v7``, run programs), the history program ``history@v1`` (a run
 program), and the sub-programs the loop is made of, ``llm@v1`` (the adapters: request
 building and reply parsing) and ``autorecall@v1`` (the recall step of ``toolcaller@v4``
 and later).
@@ -48,7 +48,7 @@ RUN_FAMILIES: Final = ("toolcaller", "history")
 #: Families that run inside a run program (shipped by the package only).
 SUB_FAMILIES: Final = ("llm", "autorecall")
 #: The version a new run of each run family uses when nothing is deployed.
-DEFAULTS: Final = {"toolcaller": "toolcaller@v6", "history": "history@v1"}
+DEFAULTS: Final = {"toolcaller": "toolcaller@v7", "history": "history@v1"}
 
 _LOOP: Final = (
     "core/loop/machine.py",
@@ -70,6 +70,8 @@ _LOOP: Final = (
     "tools.py",
     "effects.py",
 )
+#: v7's modules: its set-up's too (the start read, the opening steps).
+_LOOP_V7: Final = (*_LOOP, "core/loop/opening.py", "core/loop/start.py")
 _LLM: Final = (
     "llm/chat.py",
     "llm/anthropic.py",
@@ -126,7 +128,7 @@ def _toolcaller(version: int, uses: tuple[str, ...], description: str) -> Builti
     return BuiltinProgram(
         key=f"toolcaller@v{version}",
         kind="run",
-        modules=_LOOP,
+        modules=_LOOP_V7 if version >= 7 else _LOOP,
         uses=uses,
         description=description,
     )
@@ -150,6 +152,11 @@ BUILTIN: Final[dict[str, BuiltinProgram]] = {
             6,
             ("llm@v1", "history@v1", "autorecall@v1"),
             "tools of the configured MCP servers (the mcp app)",
+        ),
+        _toolcaller(
+            7,
+            ("llm@v1", "history@v1", "autorecall@v1"),
+            "one config read at the start; recall only when something is findable",
         ),
         BuiltinProgram(
             key="history@v1",

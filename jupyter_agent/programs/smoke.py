@@ -4,7 +4,9 @@ The scenario is a real run's effect log the package ships
 (``jupyter_agent/programs/scenarios/<family>.jsonl``: a ``toolcaller@v6`` run with a cell
 and a done reply; a ``history@v1`` summary run). :class:`SmokeWorld` answers each effect
 by name from the scenario's results of that name, in order (``config.get`` by its
-``key``); when a name's queue runs out its last result repeats; a name the scenario never
+``key``; ``toolcaller@v7``'s ``config.get start`` and an older version's separate keys
+answer one another: :meth:`SmokeWorld._bridge_start`); when a name's queue runs out its
+last result repeats; a name the scenario never
 had gets an error result ``{"type": "SmokeWorld", "message": ...}`` (an unknown
 ``config.get`` key answers None, as the driver does).
 
@@ -27,9 +29,20 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+from jupyter_agent.core.history.answer import HistoryWindow
 from jupyter_agent.core.history.program import HistoryOutcome
+from jupyter_agent.core.loop.start import START_KEY, Findable, StartAnswer
+from jupyter_agent.core.mcp.catalogue import McpCatalogue
+from jupyter_agent.core.memory.program import MemoryConfig
 from jupyter_agent.core.turns import TurnRecord
-from jupyter_agent.effects import EFFECT_NAMES, TURN_APPEND, Effect, EffectGen, Result
+from jupyter_agent.effects import (
+    EFFECT_NAMES,
+    RECALL_SEARCH,
+    TURN_APPEND,
+    Effect,
+    EffectGen,
+    Result,
+)
 from jupyter_agent.exceptions import ProgramRefused, ProgramStuck
 from jupyter_agent.programs.watchdog import call_with_deadline
 from jupyter_agent.trace.log import TraceFile, pair_effects, read_log
@@ -61,8 +74,42 @@ class SmokeWorld:
                 continue
             key = self._key(effect.name, effect.data)
             self._queues[key].append((effect.result.data, effect.result.error))
+        self._bridge_start()
         self._used: dict[str, int] = defaultdict(int)
         self.seq = 0
+
+    def _first(self, key: str) -> Any:
+        queue = self._queues.get(key)
+        return queue[0][0] if queue else None
+
+    def _bridge_start(self) -> None:
+        """One scenario for every version: ``toolcaller@v7``'s one ``config.get start``
+        answered from an older scenario's separate keys (and what it searched: findable
+        when it did), and an older program's keys from a v7 scenario's start answer."""
+        start_key = f"config.get:{START_KEY}"
+        if start_key in self._queues:
+            view = StartAnswer.from_json(self._first(start_key)).config_view()
+            for key, value in view.items():
+                self._queues.setdefault(f"config.get:{key}", [(value, None)])
+            return
+        tier = self._first("config.get:llm.tier.codegen")
+        if not isinstance(tier, dict):
+            return  # not a toolcaller scenario
+        model = tier.get("model")
+        memory = MemoryConfig.from_json(self._first("config.get:memory"))
+        searched = 1 if self._queues.get(RECALL_SEARCH) else 0
+        history = self._first("config.get:history")
+        answer = StartAnswer(
+            ceilings=dict(self._first("config.get:ceilings") or {}),
+            spaces=dict(self._first("config.get:spaces") or {}),
+            tier=tier,
+            profile=self._first(f"config.get:llm.profile.{model}"),
+            history=HistoryWindow.from_json(history) if isinstance(history, dict) else None,
+            memory=memory,
+            mcp=McpCatalogue.from_json(self._first("config.get:mcp")),
+            findable=Findable(memories=searched, turns=searched),
+        )
+        self._queues[start_key] = [(answer.to_json(), None)]
 
     @staticmethod
     def _key(name: str, data: Any) -> str:

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import delete, update
+from sqlalchemy import delete, func, update
 from sqlalchemy import select as core_select
 from sqlmodel import col, select
 
@@ -86,6 +86,18 @@ class ChatMethods:
         with self._read("cannot read the chat") as session:
             row = session.get(ChatRow, chat_id)
             return chat(row) if row is not None else None
+
+    def owner_turn_count(self, owner: str) -> int:
+        """How many turns ``owner``'s chats hold, all chats together (one query: what the
+        runtime's recall counters start from, :mod:`jupyter_agent.runtime.memory.counts`)."""
+        turns = AgentTurnRow.metadata.tables["agent_turns"]
+        query = (
+            core_select(func.count())
+            .select_from(turns.join(_CHATS, turns.c.chat_id == _CHATS.c.id))
+            .where(_CHATS.c.owner == owner)
+        )
+        with self._read("cannot count the turns") as session:
+            return int(session.connection().execute(query).scalar() or 0)
 
     def list_chats(self, *, owner: str | None = None) -> list[Chat]:
         """The chats of ``owner`` (None: every owner's), the most recently updated first

@@ -37,6 +37,9 @@ History:
 9. owners: ``owner`` (TEXT, default "" = the server's user) on ``chats`` and
    ``agent_runs`` with the indexes ``(owner, updated, id)`` / ``(owner, started, run_id)``
    its listings use; ``agent_settings`` (a user's tier overrides, one row per owner).
+10. a data step only: ``toolcaller@v7`` is built in now (one config read at a turn's
+   start), so a deployed ``toolcaller@v7`` moves to the next free number
+   (``renumber_shadowed`` again).
 """
 
 from __future__ import annotations
@@ -374,3 +377,11 @@ _V9_SQL: Final = (
 def v9(conn: Connection) -> None:
     for statement in _V9_SQL:
         conn.execute(text(statement))
+
+
+def v10(conn: Connection) -> None:
+    # Only the data step: the built-in toolcaller@v7 shadows a deployed v7 (see v7).
+    from jupyter_agent.programs.builtin import BUILTIN
+    from jupyter_agent.store.program_renumber import renumber_shadowed
+
+    renumber_shadowed(conn, BUILTIN)

@@ -55,6 +55,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(7, "agent_proposals: notebook edits the agent proposed", steps.v7),
     Migration(8, "deployed versions the built-in toolcaller@v6 shadows, renumbered", steps.v8),
     Migration(9, "owner on chats and runs (indexed); agent_settings: tiers per owner", steps.v9),
+    Migration(10, "deployed versions the built-in toolcaller@v7 shadows, renumbered", steps.v10),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -72,6 +72,7 @@ from jupyter_agent.core.events.steps import (
     SteeringStep,
     UserStep,
 )
+from jupyter_agent.core.loop.start import START_KEY, StartAnswer
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import (
     APPROVAL_WAIT,
@@ -226,6 +227,9 @@ def build_view(trace: TraceFile) -> RunView:
     for effect in top:
         if effect.name == CONFIG_GET and effect.result is not None:
             key = effect.data.get("key") if isinstance(effect.data, dict) else None
+            if key == START_KEY:  # v7's one read: its parts under v6's keys
+                for part, value in StartAnswer.from_json(effect.result.data).config_view().items():
+                    config.setdefault(part, value)
             config.setdefault(str(key), effect.result.data)
     options = _options(config)
     used_ids = {

@@ -14,8 +14,9 @@ Contracts:
 
 - ``tier`` is the name of the closest preceding ``config.get llm.tier.<name>`` result in
   the same parent scope (the top level, or the same ``app.call``); the model's profile
-  overrides come from the ``llm.profile.<model>`` result of that scope. Nothing is read
-  from today's config: only the log.
+  overrides come from the ``llm.profile.<model>`` result of that scope (``toolcaller@v7``:
+  both from its ``config.get start`` answer's ``tier_name``, ``tier`` and ``profile``).
+  Nothing is read from today's config: only the log.
 - Usage is parsed from the recorded reply body by the adapter that spoke the call's wire
   (the tier's provider, else the intent's ``wire``), so cached tokens are normalised the
   same way the loop saw them: ``in`` excludes cached input, ``out`` includes reasoning.
@@ -36,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_agent.core.loop.start import START_KEY, StartAnswer
 from jupyter_agent.effects import CONFIG_GET, HTTP_POST
 from jupyter_agent.llm import anthropic, openai
 from jupyter_agent.llm.chat import ADAPTERS, Adapter
@@ -196,7 +198,13 @@ def run_stats(trace: TraceFile) -> dict[str, Any]:
         scope = scopes.setdefault(effect.parent, _Scope())
         if effect.name == CONFIG_GET and isinstance(effect.data, Mapping):
             key = str(effect.data.get("key") or "")
-            if key.startswith(_TIER_PREFIX) and effect.result.error is None:
+            if key == START_KEY and effect.result.error is None:  # v7: one read
+                answer = StartAnswer.from_json(effect.result.data)
+                scope.tier_name, scope.tier_data = answer.tier_name, answer.tier
+                model = (answer.tier or {}).get("model")
+                if isinstance(model, str):
+                    scope.profiles[model] = answer.profile
+            elif key.startswith(_TIER_PREFIX) and effect.result.error is None:
                 scope.tier_name = key[len(_TIER_PREFIX) :]
                 scope.tier_data = effect.result.data
             elif key.startswith(_PROFILE_PREFIX) and effect.result.error is None:

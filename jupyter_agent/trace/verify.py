@@ -135,14 +135,19 @@ def builtin_loader(ref: ProgramRef, notes: list[str] | None = None) -> Any:
 
 def _ceilings(trace: TraceFile) -> Any:
     """The ceilings the run's guard counted with: the header's (deployed runs), else what
-    the run read (``config.get ceilings``), else the defaults (None)."""
+    the run read (``config.get ceilings``, or v7's ``config.get start``), else the
+    defaults (None)."""
     if isinstance(trace.header.get("ceilings"), dict):
         return trace.header["ceilings"]
-    asked = None
+    asked, start = None, False
     for line in trace.lines:
-        if line.phase == "intent" and line.name == "config.get":
-            asked = line.seq if line.data == {"key": "ceilings"} else asked
+        if line.phase == "intent" and line.name == "config.get" and isinstance(line.data, dict):
+            key = line.data.get("key")
+            if key in ("ceilings", "start"):
+                asked, start = line.seq, key == "start"
         elif line.phase == "result" and line.seq == asked:
+            if start:  # toolcaller@v7's one read: its ceilings
+                return line.data.get("ceilings") if isinstance(line.data, dict) else None
             return line.data
     return None
 

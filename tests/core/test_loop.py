@@ -26,7 +26,7 @@ def drive(
         data, error = answer(effect, len(asked))
         return Result(seq=len(asked), name=effect.name, data=data, error=error)
 
-    return run_gen(toolcaller("run_1", "chat_1"), perform), asked
+    return run_gen(toolcaller("run_1", "chat_1", version=6), perform), asked
 
 
 def world(overrides: dict[str, Callable[[Effect], Any]]) -> Callable[[Effect, int], Any]:

@@ -13,7 +13,13 @@ import pytest
 
 from jupyter_agent.core.loop import programs as registry
 from jupyter_agent.core.loop.features import FEATURES, PROGRAM, PROGRAMS, Features
-from jupyter_agent.core.loop.machine import V4_PROGRAMS, V5_PROGRAMS, V6_PROGRAMS, setup
+from jupyter_agent.core.loop.machine import (
+    V4_PROGRAMS,
+    V5_PROGRAMS,
+    V6_PROGRAMS,
+    V7_PROGRAMS,
+    setup,
+)
 from tests.core.test_loop_step import HELLO, Stepper, configured
 
 FLAGS = ("failed_calls_count", "window", "recall", "writes", "approvals", "notices", "cell_ids")
@@ -36,6 +42,11 @@ EXPECTED: dict[int, dict[str, Any]] = {
         "programs": ("toolcaller@v6", "autorecall@v1"),
         "on": {*FLAGS, "mcp"},
     },
+    7: {
+        "apps": ["chat", "llm", "memory", "notebook"],
+        "programs": ("toolcaller@v7", "autorecall@v1"),
+        "on": {*FLAGS, "mcp", "start"},
+    },
 }
 
 
@@ -47,7 +58,7 @@ def test_each_versions_record_is_as_declared(version: int) -> None:
     assert features.version == version
     assert [app.name for app in features.apps] == want["apps"]
     assert features.programs == want["programs"]
-    on = {flag for flag in (*FLAGS, "mcp") if getattr(features, flag)}
+    on = {flag for flag in (*FLAGS, "mcp", "start") if getattr(features, flag)}
     assert on == want["on"]
     assert Features.of_version(version) is features
 
@@ -55,12 +66,13 @@ def test_each_versions_record_is_as_declared(version: int) -> None:
 def test_every_version_is_registered_and_the_newest_is_the_default() -> None:
     assert list(FEATURES) == [f"toolcaller@v{n}" for n in sorted(EXPECTED)]
     assert {f"toolcaller@v{n}": n for n in sorted(EXPECTED)} == PROGRAMS
-    assert PROGRAM == "toolcaller@v6"
+    assert PROGRAM == "toolcaller@v7"
     assert set(PROGRAMS) <= set(registry.PROGRAMS)
-    assert tuple(FEATURES[f"toolcaller@v{n}"].programs for n in (4, 5, 6)) == (
+    assert tuple(FEATURES[f"toolcaller@v{n}"].programs for n in (4, 5, 6, 7)) == (
         V4_PROGRAMS,
         V5_PROGRAMS,
         V6_PROGRAMS,
+        V7_PROGRAMS,
     )
 
 
@@ -69,8 +81,8 @@ def test_a_version_this_code_does_not_have_is_refused() -> None:
         Features.of("toolcaller@v9")
     with pytest.raises(ValueError, match="toolcaller@v0"):
         Features.of_version(0)
-    with pytest.raises(ValueError, match="toolcaller@v7"):
-        Stepper(setup("run_1", "chat_1", version=7))
+    with pytest.raises(ValueError, match="toolcaller@v8"):
+        Stepper(setup("run_1", "chat_1", version=8))
 
 
 @pytest.mark.parametrize("version", [3, 5])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from jupyter_agent.core.history.answer import HistoryWindow
-from jupyter_agent.core.loop.machine import PROGRAM, PROGRAMS, V6_PROGRAMS, Turn, setup
+from jupyter_agent.core.loop.machine import PROGRAMS, V6_PROGRAMS, Turn, setup
 from jupyter_agent.core.mcp.catalogue import McpCatalogue, McpServerTools, McpTool
 from tests.core.test_loop_step import NOW, TIER, Stepper
 
@@ -76,9 +76,8 @@ def open_turn(
     return s.value, [dict(a) for a in asked]
 
 
-def test_v6_is_the_default_and_records_its_programs() -> None:
-    assert PROGRAM == "toolcaller@v6"
-    assert PROGRAMS[PROGRAM] == 6
+def test_v6_records_its_programs() -> None:
+    assert PROGRAMS["toolcaller@v6"] == 6
     turn, asked = open_turn(6)
     assert asked[-2:] == [{"key": "memory"}, {"key": "mcp"}]
     assert turn.state.programs == V6_PROGRAMS == ("toolcaller@v6", "autorecall@v1")

@@ -18,7 +18,7 @@ import pytest
 
 from jupyter_agent.core.history.window import ChunkSummary, HistoryWindow, render_turn
 from jupyter_agent.core.loop.drive import drive
-from jupyter_agent.core.loop.machine import NEW_CHAT_LEAD, PROGRAM, V6_PROGRAMS, program
+from jupyter_agent.core.loop.machine import NEW_CHAT_LEAD, V6_PROGRAMS, program
 from jupyter_agent.core.memory.recall import CALL_ID, HEADER, recall_code
 from jupyter_agent.core.memory.records import RecallHit
 from jupyter_agent.core.turns import TurnRecord
@@ -29,6 +29,8 @@ from jupyter_agent.trace.verify import verify_run
 from tests.core.test_loop_history import earlier
 from tests.core.test_loop_step import NOW, TIER, Stepper, configured, reply, text
 
+#: The version these tests drive (v7's one start read: test_loop_start.py).
+V6 = "toolcaller@v6"
 LAYOUT = {"chunk_turns": 10, "l2_chunks": 5}
 QUESTION = "What colour should the sales chart use?"
 ASK = {"kind": "message", "text": QUESTION, "at": NOW}
@@ -67,7 +69,7 @@ class Run:
         profile: Any = None,
         tier: Any = TIER,
     ) -> None:
-        self.s = Stepper(program(PROGRAM, "run_1", "chat_b"))
+        self.s = Stepper(program(V6, "run_1", "chat_b"))
         self.s.answer("clock.now", NOW)
         self.s.answer("config.get", {"history_budget_tokens": 2000})
         self.s.answer("config.get", {})  # spaces
@@ -274,7 +276,7 @@ def test_an_unreadable_answer_is_no_recall(answer: Any) -> None:
 
 
 def test_a_failed_memory_read_is_no_categories_and_no_recall() -> None:
-    s = Stepper(program(PROGRAM, "run_1", "chat_b"))
+    s = Stepper(program(V6, "run_1", "chat_b"))
     configured(s)
     s.answer("config.get", window(0))
     s.answer("mailbox.drain", [ASK])
@@ -365,14 +367,14 @@ def test_v3_asks_no_memory_and_records_no_programs() -> None:
 
 def record(path: Path, answer: Callable[[Effect], Any]) -> TurnRecord:
     """Run v4 against ``answer`` (the world), writing its effect log at ``path``."""
-    header = {"run_id": "run_1", "chat_id": "chat_b", "program": PROGRAM, "created": NOW}
+    header = {"run_id": "run_1", "chat_id": "chat_b", "program": V6, "created": NOW}
     with EffectLog.create(path, header) as log:
 
         def perform(effect: Effect) -> Result:
             seq = log.intent(effect)
             return log.result(seq, effect.name, answer(effect))
 
-        turn = drive(program(PROGRAM, "run_1", "chat_b"), perform)
+        turn = drive(program(V6, "run_1", "chat_b"), perform)
     assert isinstance(turn, TurnRecord)
     return turn
 

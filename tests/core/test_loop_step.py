@@ -137,7 +137,7 @@ def test_setup_digest_options_come_from_ceilings_spaces_and_profile() -> None:
 
 
 def test_setup_with_a_bad_tier_says_so_and_ends() -> None:
-    s = Stepper(setup("run_1", "chat_1"))
+    s = Stepper(setup("run_1", "chat_1", version=6))
     configured(s, tier={"provider": "no-such-provider", "model": "m"})
     s.answer("mailbox.drain", [HELLO])
     post = s.answer("chat.post", "msg_1")
@@ -157,7 +157,7 @@ def test_setup_with_a_bad_tier_says_so_and_ends() -> None:
 def test_setup_ends_at_once_with_nothing_to_answer_or_a_hard_break(
     drained: list[Any], stop: str, user_text: str
 ) -> None:
-    s = Stepper(setup("run_1", "chat_1"))
+    s = Stepper(setup("run_1", "chat_1", version=6))
     configured(s)
     s.answer("config.get", [])
     s.answer("mailbox.drain", drained)

@@ -22,12 +22,12 @@ def _row(digest: str, name: str = "toolcaller", **kw: object) -> ProgramRow:
 
 def test_versions_follow_the_builtin_ones(store: Store) -> None:
     first = store.add_program(_row("a1b2c3d4", uses=("llm@v1",), created_by="ann"))
-    assert first.version == 7  # toolcaller v1..v6 are built in
+    assert first.version == 8  # toolcaller v1..v7 are built in
     assert first.created
     assert first.created_by == "ann"
     assert store.add_program(_row("00000000", name="history")).version == 2
     second = store.add_program(_row("ffffeeee", description="plans first"))
-    assert second.version == 8
+    assert second.version == 9
     again = store.add_program(_row("a1b2c3d4", description="ignored"))
     assert again == first  # an equal hash is that version, nothing new
     got = store.program("toolcaller", 7)
@@ -114,7 +114,7 @@ def test_two_deploys_at_once_get_distinct_versions(db_url: str) -> None:
         for t in threads:
             t.join(60)
         assert errors == []
-        assert sorted(got) == [7, 8, 9, 10]  # after the built-in v1..v6
+        assert sorted(got) == [8, 9, 10, 11]  # after the built-in v1..v7
         # The same files deployed at once from both: one version.
         barrier2 = threading.Barrier(2)
         same: list[int] = []

@@ -11,7 +11,7 @@ import pytest
 
 from jupyter_agent.cli.render import render_show
 from jupyter_agent.core.loop.drive import drive
-from jupyter_agent.core.loop.machine import PROGRAM, program
+from jupyter_agent.core.loop.machine import program
 from jupyter_agent.core.memory.recall import HEADER, recall_code
 from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import EffectLog, read_log
@@ -20,6 +20,8 @@ from jupyter_agent.trace.notebook_recall import TITLE
 from jupyter_agent.trace.show import show_run
 from tests.core.test_loop_recall import QUESTION, fact, record, world
 from tests.core.test_loop_step import NOW
+
+PROGRAM = "toolcaller@v6"  # the recall steps of these logs (v7: tests/core/test_loop_start.py)
 
 
 def recorded(folder: Path, hits: list[dict[str, Any]]) -> Path:

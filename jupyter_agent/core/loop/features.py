@@ -33,6 +33,12 @@ later version is the one before it plus what it adds (:func:`_then`). The versio
   :class:`~jupyter_agent.core.mcp.catalogue.McpCatalogue`; with a server in it the prompt
   lists the ``mcp`` app (a line per tool) and names it among the installed apps, else the
   prompt is v5's.
+- ``toolcaller@v7`` (``start``): ONE ``config.get {key: "start", tier: "codegen"}`` reads
+  everything the set-up reads (:mod:`jupyter_agent.core.loop.start`: ceilings, spaces, the
+  tier and its profile, the window, memory, the MCP catalogue, what recall could find),
+  then the opening drain; ``recall.search`` only when recall is on and something is
+  findable beyond the window (the answer's ``findable`` counts). Prompt and steps are
+  v6's.
 
 Pure: data only.
 """
@@ -78,6 +84,8 @@ class Features:
     cell_ids: bool = False
     #: ``config.get mcp`` is read; a configured server adds the ``mcp`` app to the prompt.
     mcp: bool = False
+    #: One ``config.get start`` read; recall only when something is findable.
+    start: bool = False
 
     @classmethod
     def of(cls, name: str) -> Features:
@@ -111,10 +119,11 @@ _V3: Final = _then(_V2, window=True)
 _V4: Final = _then(_V3, recall=True, programs=("toolcaller@v4", AUTORECALL_PROGRAM))
 _V5: Final = _then(_V4, writes=True, approvals=True, notices=True, cell_ids=True)
 _V6: Final = _then(_V5, mcp=True)
+_V7: Final = _then(_V6, start=True)
 
 #: Every version this code runs and replays, by its recorded name.
-FEATURES: Final[dict[str, Features]] = {f.name: f for f in (_V1, _V2, _V3, _V4, _V5, _V6)}
+FEATURES: Final[dict[str, Features]] = {f.name: f for f in (_V1, _V2, _V3, _V4, _V5, _V6, _V7)}
 #: The version new runs use.
-PROGRAM: Final = _V6.name
+PROGRAM: Final = _V7.name
 #: Every version's number, by its recorded name.
 PROGRAMS: Final[dict[str, int]] = {name: f.version for name, f in FEATURES.items()}

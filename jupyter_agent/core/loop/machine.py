@@ -32,7 +32,9 @@ The cycle (the seed's "The tools: run_cell and bash")::
 - Everything the loop depends on arrives through effects: ``config.get`` keys ``ceilings``,
   ``spaces``, ``history`` (the previous turn records, or with ``Features.window`` the
   window), ``llm.tier.*``, ``llm.profile.*``, ``memory`` (``Features.recall``) and ``mcp``
-  (``Features.mcp``); ``recall.search`` (``Features.recall``); ``clock.now``; ``id.new``;
+  (``Features.mcp``), or with ``Features.start`` the one key ``start`` for all of them
+  (:mod:`jupyter_agent.core.loop.start`); ``recall.search`` (``Features.recall``; with
+  ``Features.start`` only when something is findable); ``clock.now``; ``id.new``;
   ``mailbox.drain`` (the first drain holds the message that started the run).
 """
 
@@ -46,9 +48,16 @@ from jupyter_agent.core.digest.options import DigestOptions
 from jupyter_agent.core.loop.approval import Approvals
 from jupyter_agent.core.loop.features import FEATURES, PROGRAM, PROGRAMS, Features
 from jupyter_agent.core.loop.inbox import read_items
-from jupyter_agent.core.loop.opening import NEW_CHAT_LEAD, read_past, recall, say_and_end
+from jupyter_agent.core.loop.opening import (
+    NEW_CHAT_LEAD,
+    read_past,
+    recall,
+    recall_planned,
+    say_and_end,
+)
 from jupyter_agent.core.loop.prompt import RuntimeContext, build_system, user_message
 from jupyter_agent.core.loop.runstate import RunState
+from jupyter_agent.core.loop.start import history_budget, read_start, recall_plan
 from jupyter_agent.core.loop.steps import (
     WRAPUP_PROMPTS,
     add_user,
@@ -69,7 +78,7 @@ from jupyter_agent.core.loop.steps import (
     wrap_up,
 )
 from jupyter_agent.core.mcp.catalogue import McpCatalogue
-from jupyter_agent.core.memory.program import read_memory
+from jupyter_agent.core.memory.program import MemoryConfig, read_memory
 from jupyter_agent.core.turns import EndCause, StopReason, TurnRecord, TurnWindow
 from jupyter_agent.effects import EffectGen
 from jupyter_agent.exceptions import ConfigError, ProviderError, RunCancelled
@@ -85,6 +94,7 @@ __all__ = [
     "V4_PROGRAMS",
     "V5_PROGRAMS",
     "V6_PROGRAMS",
+    "V7_PROGRAMS",
     "WRAPUP_PROMPTS",
     "Features",
     "Turn",
@@ -97,10 +107,11 @@ __all__ = [
 ]
 
 #: The programs a ``toolcaller@v4`` turn runs (its record's and its log header's
-#: ``programs``); likewise for v5 and v6 (:attr:`Features.programs`).
+#: ``programs``); likewise for v5, v6 and v7 (:attr:`Features.programs`).
 V4_PROGRAMS: Final = FEATURES["toolcaller@v4"].programs
 V5_PROGRAMS: Final = FEATURES["toolcaller@v5"].programs
 V6_PROGRAMS: Final = FEATURES["toolcaller@v6"].programs
+V7_PROGRAMS: Final = FEATURES["toolcaller@v7"].programs
 
 
 @dataclass(kw_only=True)
@@ -196,11 +207,15 @@ def setup(
     """
     features = Features.of_version(version)
     started = yield from now()
-    ceilings = Ceilings.from_json((yield from config("ceilings")))
-    spaces = (yield from config("spaces")) or {}
+    start = (yield from read_start("codegen")) if features.start else None
+    if start is not None:
+        ceilings, spaces = start.limits, start.spaces
+    else:
+        ceilings = Ceilings.from_json((yield from config("ceilings")))
+        spaces = (yield from config("spaces")) or {}
     state = RunState(started=started, programs=features.programs)
     try:
-        tier = yield from resolve_tier("codegen")
+        tier = start.resolve_tier() if start is not None else (yield from resolve_tier("codegen"))
     except ConfigError as err:
         # A bad tier is the person's to fix: say so in the chat, not only in a log. Only the
         # first message is kept here (a bad tier becomes the demo model before a run starts,
@@ -211,8 +226,8 @@ def setup(
         say = f"The agent is not configured correctly: {err}"
         return (yield from say_and_end(run_id, chat_id, state, spaces, text, say))
     state.model = tier.model
-    budget = min(ceilings.history_budget_tokens, tier.profile.context_window // 4)
-    past = yield from read_past(features, budget)
+    budget = history_budget(ceilings, tier)
+    past = start.past() if start is not None else (yield from read_past(features, budget))
     if past is None:
         # Answering without the chat's context would mislead: say so and end.
         inbox = read_items((yield from drain(notices=features.notices)))
@@ -230,11 +245,17 @@ def setup(
         first_text = inbox.messages[0].text if inbox.messages else ""
         return (yield from finish(run_id, chat_id, state, spaces, first_text, stop, cause))
     opening = inbox.messages[0]
-    memory = (yield from read_memory()) if features.recall else None
+    if start is not None:
+        memory: MemoryConfig | None = start.memory
+    else:
+        memory = (yield from read_memory()) if features.recall else None
     tools = tools_for(bash_enabled=ceilings.bash_enabled, writes=features.writes)
     apps = features.apps
     if features.mcp:
-        mcp_app = McpCatalogue.from_json((yield from config("mcp"))).app_spec()
+        catalogue = (
+            start.mcp if start is not None else McpCatalogue.from_json((yield from config("mcp")))
+        )
+        mcp_app = catalogue.app_spec()
         apps += (mcp_app,) if mcp_app is not None else ()  # none configured: v5's prompt
     system = build_system(
         spaces,
@@ -264,7 +285,11 @@ def setup(
             tokens=shown.tokens,
         )
     messages: list[Message] = list(shown.messages)
-    if memory is not None:
+    if start is not None and memory is not None:  # only when something is findable
+        plan = recall_plan(past, shown, memory.recall, start.findable, opening.text, chat_id)
+        if plan is not None:
+            yield from recall_planned(state, messages, plan)
+    elif memory is not None:
         yield from recall(state, messages, memory, opening.text, chat_id, past.turns, shown)
     for notice in inbox.notices:  # what the host said before the message came
         add_user(messages, Message(role="user", parts=(Text(text=notice.line),)))

@@ -6,8 +6,9 @@ each yields effects (see :mod:`jupyter_agent.core.loop.machine`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from jupyter_agent.core.history.pick import ChunkSummary
 from jupyter_agent.core.history.window import Window, boot_window
@@ -20,13 +21,22 @@ from jupyter_agent.core.loop.steps import (
     read_history,
     take_cancel_detail,
 )
-from jupyter_agent.core.memory.program import MemoryConfig, autorecall
+from jupyter_agent.core.memory.program import MemoryConfig, Recalled, autorecall, search
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import EffectGen
 from jupyter_agent.exceptions import RunCancelled
 from jupyter_agent.messages import Message, Text
 
-__all__ = ["NEW_CHAT_LEAD", "Past", "read_past", "recall", "say_and_end"]
+__all__ = [
+    "NEW_CHAT_LEAD",
+    "Past",
+    "exclusions",
+    "read_past",
+    "recall",
+    "recall_planned",
+    "say_and_end",
+    "show",
+]
 
 #: The user message that opens a request whose recall call nothing precedes (a new chat,
 #: or an empty window): providers (Anthropic's Messages API, strict chat templates) want
@@ -90,6 +100,15 @@ def say_and_end(
     return (yield from finish(run_id, chat_id, state, spaces, text, "error", "error"))
 
 
+def exclusions(
+    history: Sequence[TurnRecord], shown: Window
+) -> tuple[str | None, list[tuple[int, int]]]:
+    """What a recall leaves out because the window ``shown`` of ``history`` holds it: the
+    chat's turns from the first one shown whole (its ``created``), and the summaries shown."""
+    raw = history[len(history) - shown.turns_included :] if shown.turns_included else []
+    return (raw[0].created if raw else None), [(c.level, c.first_turn) for c in shown.summaries]
+
+
 def recall(
     state: RunState,
     messages: list[Message],
@@ -103,14 +122,23 @@ def recall(
     synthetic call and result join ``messages`` (after the window) and the turn's record.
     When nothing precedes the call, :data:`NEW_CHAT_LEAD` (a user message) does, so the
     request's first message is the user's on every provider."""
-    raw = history[len(history) - shown.turns_included :] if shown.turns_included else []
+    since, chunks = exclusions(history, shown)
     recalled = yield from autorecall(
-        text,
-        memory.recall,
-        chat_id=chat_id,
-        exclude_since=raw[0].created if raw else None,
-        exclude_chunks=[(c.level, c.first_turn) for c in shown.summaries],
+        text, memory.recall, chat_id=chat_id, exclude_since=since, exclude_chunks=chunks
     )
+    show(state, messages, recalled)
+
+
+def recall_planned(
+    state: RunState, messages: list[Message], data: dict[str, Any]
+) -> EffectGen[None]:
+    """``toolcaller@v7``'s recall: the search of the planned intent ``data``
+    (:func:`~jupyter_agent.core.loop.start.recall_plan`), shown as :func:`recall` shows it."""
+    show(state, messages, (yield from search(data)))
+
+
+def show(state: RunState, messages: list[Message], recalled: Recalled | None) -> None:
+    """What a recall found joins the messages and the turn's record (nothing: nothing)."""
     if recalled is not None:
         if not messages:
             messages.append(Message(role="user", parts=(Text(text=NEW_CHAT_LEAD),)))

@@ -1,7 +1,7 @@
 """Every program this code runs and replays, by its recorded name (pure).
 
 :data:`PROGRAMS` maps a recorded ``name@vN`` to what it is: the chat loop's versions
-(``toolcaller@v1..v6``, from :data:`jupyter_agent.core.loop.machine.PROGRAMS`) and the history
+(``toolcaller@v1..v7``, from :data:`jupyter_agent.core.loop.machine.PROGRAMS`) and the history
 program ``history@v1`` (:mod:`jupyter_agent.core.history.program`). :data:`SUB_PROGRAMS`
 are the programs that run inside another, never as a run of their own: ``autorecall@v1``
 (:mod:`jupyter_agent.core.memory.program`, a step of ``toolcaller@v4`` and later), named by a turn
@@ -43,7 +43,7 @@ PROGRAMS: Final[dict[str, Factory]] = {
 
 
 #: Programs run as a part of another (see the module docstring): sub-program -> its host.
-SUB_PROGRAMS: Final[dict[str, str]] = {AUTORECALL_PROGRAM: "toolcaller@v6"}
+SUB_PROGRAMS: Final[dict[str, str]] = {AUTORECALL_PROGRAM: "toolcaller@v7"}
 
 
 def family(name: str) -> str:

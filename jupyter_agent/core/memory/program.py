@@ -49,7 +49,9 @@ __all__ = [
     "Recalled",
     "autorecall",
     "read_memory",
+    "recall_request",
     "recalled",
+    "search",
 ]
 
 #: The sub-program's recorded name (the turn record's ``recall.program``).
@@ -199,10 +201,34 @@ def autorecall(
     exclude_chunks: Sequence[tuple[int, int]],
 ) -> EffectGen[Recalled | None]:
     """Recall for the message ``query`` (see the module docstring); None: inject nothing."""
+    data = recall_request(
+        query,
+        settings,
+        chat_id=chat_id,
+        exclude_since=exclude_since,
+        exclude_chunks=exclude_chunks,
+    )
+    if data is None:
+        return None
+    return (yield from search(data))
+
+
+def recall_request(
+    query: str,
+    settings: RecallSettings,
+    *,
+    chat_id: str,
+    exclude_since: str | None,
+    exclude_chunks: Sequence[tuple[int, int]],
+) -> dict[str, Any] | None:
+    """The ``recall.search`` intent :func:`autorecall` yields for the message ``query``
+    (None: it yields none: recall off, ``k`` 0, no query terms). Pure and total: a host
+    that knows the same inputs computes the same intent (``toolcaller@v7`` starts the
+    search before the program asks, and answers with it only when the intents are equal)."""
     query = query[:QUERY_MAX_CHARS]
     if not settings.enabled or settings.k <= 0 or not query_terms(query):
         return None
-    data = {
+    return {
         "query": query,
         "k": settings.k,
         "threshold": settings.threshold,
@@ -211,6 +237,11 @@ def autorecall(
         "exclude_since": exclude_since,
         "exclude_chunks": [[level, first] for level, first in exclude_chunks],
     }
+
+
+def search(data: dict[str, Any]) -> EffectGen[Recalled | None]:
+    """ONE ``recall.search`` with the intent ``data`` (:func:`recall_request`'s); what it
+    shows the model (:func:`recalled`), None for a failed search or nothing found."""
     result = yield Effect(name=RECALL_SEARCH, data=data)
     return recalled(data, result.data) if result.ok else None
 

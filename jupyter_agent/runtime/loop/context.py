@@ -13,6 +13,7 @@ from jupyter_agent.core.events.types import Event
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.runtime.loop.phase import RunLifecycle
 from jupyter_agent.runtime.mcp.app import McpRunState
+from jupyter_agent.runtime.memory.search import Prefetch
 from jupyter_agent.runtime.programs.resolve import RunProgram
 from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
 
@@ -46,6 +47,8 @@ class RunContext:
     lifecycle: RunLifecycle
     #: The run's MCP catalogue (its config.get mcp answer) and the person's approvals.
     mcp: McpRunState = field(default_factory=McpRunState)
+    #: The recall search started at the run's start (``toolcaller@v7``), until taken.
+    prefetch: Prefetch | None = None
     #: The run's turn, once stored.
     stored: StoredTurn | None = None
 

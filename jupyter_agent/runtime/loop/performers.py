@@ -4,14 +4,17 @@ Each ``*_group`` function returns the performers of one concern of a run; :func:
 puts the groups together (an effect two groups claim is a bug: ValueError):
 
 - :func:`config_group`: ``config.get`` (``history`` and ``memory`` read from the store,
-  ``mcp`` the hub's catalogue, kept for the run's ``mcp.*`` calls), ``clock.now``, ``id.new``;
+  ``mcp`` the hub's catalogue, kept for the run's ``mcp.*`` calls; v7's ``start``, all
+  of them at once: :mod:`.start_answer`, which may start the run's recall early),
+  ``clock.now``, ``id.new``;
 - :func:`mail_group`: ``mailbox.drain`` and ``chat.post`` (:class:`~.run_inbox.RunInbox`);
 - :func:`model_group`: ``http.post`` (the configured deadline caps the adapter's; deltas
   go live for the loop's own calls, not for a cell's);
 - :func:`tool_group`: ``cell.run`` and ``bash.run`` (:class:`~.tools.CellRunner`);
 - :func:`turn_group`: ``turn.append`` (the turn stored with the run's end summary);
-- :func:`recall_group`: ``recall.search`` (a search that found something is published as
-  a ``recall`` event: the hits the model is shown);
+- :func:`recall_group`: ``recall.search`` (the search the start answer began when the
+  intent is the one it planned, else a new one; a search that found something is
+  published as a ``recall`` event: the hits the model is shown);
 - :func:`approval_group`: ``approval.wait``
   (:func:`~jupyter_agent.runtime.runs.approvals.perform_wait`; cancellable).
 """
@@ -23,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from jupyter_agent.core.events.types import Delta, RecallEvent, Retry
+from jupyter_agent.core.loop.start import START_KEY
 from jupyter_agent.core.mcp.catalogue import McpCatalogue
 from jupyter_agent.core.memory.program import AUTORECALL_PROGRAM
 from jupyter_agent.core.memory.recall import recall_tokens
@@ -46,10 +50,11 @@ from jupyter_agent.runtime.loop.context import RunContext, StoredTurn
 from jupyter_agent.runtime.loop.effects import EffectError, Outcome, Performer
 from jupyter_agent.runtime.loop.model_calls import perform
 from jupyter_agent.runtime.loop.run_inbox import RunInbox
+from jupyter_agent.runtime.loop.start_answer import recall_hits, start_answer
 from jupyter_agent.runtime.loop.tools import CellRunner
 from jupyter_agent.runtime.mcp.app import mcp_answer
-from jupyter_agent.runtime.memory.hybrid import hybrid_rank
-from jupyter_agent.runtime.memory.search import memory_answer, search
+from jupyter_agent.runtime.memory.counts import counts_of
+from jupyter_agent.runtime.memory.search import memory_answer
 from jupyter_agent.runtime.runs.approvals import perform_wait
 from jupyter_agent.runtime.runs.parts import read_history
 from jupyter_agent.runtime.runs.records import ended_by
@@ -90,6 +95,8 @@ def config_group(run: RunContext) -> Group:
             return await read_history(services.store, run.chat_id, budget, layout), None
         if key == "memory":
             return await memory_answer(services.store, run.config.recall, owner=run.owner), None
+        if key == START_KEY:  # v7: everything its set-up reads, in one answer
+            return await start_answer(run, effect.data), None
         if key == "mcp":  # recorded: this run's calls use it
             answer = await mcp_answer(services.mcp)
             run.mcp.catalogue = McpCatalogue.from_json(answer)
@@ -172,6 +179,7 @@ def turn_group(run: RunContext, inbox: RunInbox) -> Group:
         await asyncio.to_thread(
             run.services.store.append_turn, turn, delivered=delivered, ended=ended
         )
+        counts_of(run.services.store).turn_stored(run.owner)  # what recall could find
         run.lifecycle.move("store")
         run.stored = StoredTurn(turn, ended)
         return {"ok": True}, None
@@ -183,15 +191,10 @@ def recall_group(run: RunContext) -> Group:
     """``recall.search``: memory and earlier chats searched for the message."""
 
     async def recall_search(effect: Effect, seq: int) -> Outcome:
-        services = run.services
-        hits = await search(
-            services.store,
-            effect.data,
-            owner=run.owner,
-            rank=hybrid_rank(services.embedder, run.owner),  # None: lexical
-            known=services.scrubber.spans,
-            timeout_s=run.config.recall_timeout_ms / 1000,
-        )
+        prefetch, run.prefetch = run.prefetch, None
+        early = prefetch.take(effect.data) if prefetch is not None else None
+        # The search started at the run's start answers only the very intent it planned.
+        hits = await early if early is not None else await recall_hits(run, effect.data)
         if hits:  # what the model is shown, as it is shown, before its first call
             shown = tuple(h.to_json() for h in hits)
             tokens = recall_tokens(hits, run.chat_id)

@@ -37,7 +37,14 @@ from jupyter_agent.runtime.ids import new_id
 if TYPE_CHECKING:
     from jupyter_agent.runtime.loop.apphost import AppCall, AppDriver
 
-__all__ = ["MCP_IN_CELL", "McpRunState", "mcp_answer", "mcp_mutating", "perform_mcp_call"]
+__all__ = [
+    "MCP_IN_CELL",
+    "McpRunState",
+    "mcp_answer",
+    "mcp_current",
+    "mcp_mutating",
+    "perform_mcp_call",
+]
 
 _CODE_ARG_MAX: Final = 200  # the length of one argument's repr in the approval's code
 _WAIT_FALLBACK_S: Final = 600.0  # an approval wait's timeout when the run has no wall time
@@ -49,6 +56,16 @@ async def mcp_answer(hub: Any) -> dict[str, Any]:
         return {"servers": []}
     catalogue: McpCatalogue = await hub.catalogue()
     return catalogue.to_json()
+
+
+async def mcp_current(hub: Any) -> McpCatalogue:
+    """The catalogue a ``toolcaller@v7`` start answer holds: the hub's cached one
+    (:meth:`~jupyter_agent.runtime.mcp.hub.McpHub.current`: never a re-list on a turn's
+    path but the very first); none without a hub."""
+    if hub is None:
+        return McpCatalogue()
+    catalogue: McpCatalogue = await hub.current()
+    return catalogue
 
 
 @dataclass(kw_only=True)

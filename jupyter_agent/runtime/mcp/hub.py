@@ -88,6 +88,7 @@ class McpHub:
         self.retry_after_s = retry_after_s
         self._clock = clock
         self._closed = False
+        self._refresh: asyncio.Future[McpCatalogue] | None = None  # current()'s re-list
 
     def __bool__(self) -> bool:
         return bool(self._servers or self._problems)
@@ -112,6 +113,32 @@ class McpHub:
             return McpCatalogue()
         await asyncio.gather(*(self._ensure(s) for s in self._servers))
         return self.cached
+
+    async def current(self) -> McpCatalogue:
+        """The catalogue a turn's start reads, without re-listing on its path: the first
+        time (a server never listed nor failed) it waits for :meth:`catalogue`; after that
+        it answers the cached one at once, and a server due again (its tools changed, its
+        connection died, or its failure is older than ``retry_after_s``) is listed again
+        in the background, for the next turns."""
+        if not self:
+            return McpCatalogue()
+        if any(s.tools is None and s.error is None for s in self._servers):
+            return await self.catalogue()
+        if self._refresh is None and any(self._due(s) for s in self._servers):
+            self._refresh = asyncio.ensure_future(self.catalogue())
+            self._refresh.add_done_callback(self._refreshed)
+        return self.cached
+
+    def _due(self, server: _Server) -> bool:
+        conn = server.conn
+        if server.error is not None:
+            return self._clock() - server.failed_at >= self.retry_after_s
+        return server.stale or conn is None or not conn.alive
+
+    def _refreshed(self, task: asyncio.Future[McpCatalogue]) -> None:
+        self._refresh = None
+        if not task.cancelled():
+            task.exception()  # catalogue() never raises; retrieved all the same
 
     async def _ensure(self, server: _Server) -> None:
         """Connect and list ``server`` unless it is connected and listed (or failed less than
@@ -261,6 +288,8 @@ class McpHub:
     async def aclose(self) -> None:
         """Stop every connection (no server process is left); later calls fail clearly."""
         self._closed = True
+        if self._refresh is not None:
+            self._refresh.cancel()
         conns = [s.conn for s in self._servers if s.conn is not None]
         await asyncio.gather(*(c.stop() for c in conns), return_exceptions=True)
         for server in self._servers:

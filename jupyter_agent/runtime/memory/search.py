@@ -29,13 +29,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from jupyter_agent.core.memory.recall import pack_hits, without_secrets
 from jupyter_agent.core.memory.records import RecallHit
 from jupyter_agent.store.memory.recall_queries import DEFAULT_CANDIDATES
 
-__all__ = ["VECTOR_SHARE", "Rank", "RecallTimeout", "memory_answer", "search", "search_args"]
+__all__ = [
+    "VECTOR_SHARE",
+    "Prefetch",
+    "Rank",
+    "RecallTimeout",
+    "memory_answer",
+    "search",
+    "search_args",
+]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +56,31 @@ ranking."""
 #: The share of a search's deadline the hybrid ranking's query vector may take (the rest
 #: is the lexical recall's and the merge's).
 VECTOR_SHARE: Final = 0.6
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    """A ``recall.search`` started before the program asked (``toolcaller@v7``): the
+    intent the host planned and its search. :meth:`take` hands the search over only for an
+    equal intent; a search not taken is cancelled (its failure never reported)."""
+
+    data: Mapping[str, Any]
+    task: asyncio.Future[list[RecallHit]]
+
+    def __post_init__(self) -> None:
+        self.task.add_done_callback(_retrieved)
+
+    def take(self, data: Mapping[str, Any]) -> asyncio.Future[list[RecallHit]] | None:
+        """The search, when ``data`` is the planned intent; else None (and it is cancelled)."""
+        if dict(data) == dict(self.data):
+            return self.task
+        self.task.cancel()
+        return None
+
+
+def _retrieved(task: asyncio.Future[list[RecallHit]]) -> None:
+    if not task.cancelled():
+        task.exception()  # a search nobody took: its failure is not "never retrieved"
 
 
 class RecallTimeout(Exception):

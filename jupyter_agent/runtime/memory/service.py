@@ -18,6 +18,8 @@ checks the input and keeps secrets out. Contracts:
 - A category is stripped and lower-cased: 1 to
   :data:`~jupyter_agent.core.memory.records.MAX_CATEGORY_CHARS` characters of ``a-z``, ``0-9``,
   space, ``_`` and ``-``. A text is stripped.
+- Every write tells the owner's recall counts (:mod:`.counts`): a turn's start reads the
+  categories and what recall could find from there, never from the store.
 - ``owner`` scopes every call (``""``: the server's user); another owner's fact is
   ``NotFound``, never shown.
 - ``embedder`` (optional, section E of the issue): an async callable given each saved or
@@ -48,6 +50,7 @@ from jupyter_agent.core.memory.records import (
 )
 from jupyter_agent.exceptions import AgentError, BadRequest, NotFound
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.memory.counts import counts_of
 from jupyter_agent.runtime.memory.hybrid import recall_hits
 from jupyter_agent.runtime.notebook.contents import shown
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
@@ -199,6 +202,7 @@ class MemoryService:
             owner=owner,
         )
         saved: Memory = await asyncio.to_thread(self.store.add_memory, memory)
+        counts_of(self.store).memory_saved(owner, saved.category)
         await self._embed(saved)
         return saved
 
@@ -231,6 +235,8 @@ class MemoryService:
         )
         if memory is None:
             raise _no_memory(memory_id)
+        if cat is not None:  # its category's count moved: read again when next needed
+            counts_of(self.store).forget(owner)
         if clean is not None:
             await self._embed(memory)
         return memory
@@ -240,6 +246,7 @@ class MemoryService:
         ``NotFound``."""
         if not await asyncio.to_thread(lambda: self.store.delete_memory(memory_id, owner=owner)):
             raise _no_memory(memory_id)
+        counts_of(self.store).forget(owner)
         if self.vectors is not None:  # its vector leaves the in-memory index now
             self.vectors.on_deleted(memory_id, owner=owner)
 

@@ -28,6 +28,7 @@ from typing import Any
 from jupyter_agent.exceptions import BadRequest, Forbidden, NotFound
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.memory.counts import counts_of
 from jupyter_agent.runtime.notebook.contents import Contents, shown
 from jupyter_agent.runtime.notebook.exports import NotebookWriter, safe_stem
 from jupyter_agent.runtime.notebook.proposals import ProposalService
@@ -217,6 +218,7 @@ class ChatService:
         self._mailbox.drain(chat_id)
         if not await asyncio.to_thread(self._store.delete_chat, chat_id):
             raise _no_chat(chat_id)
+        counts_of(self._store).forget(owner)  # its turns are gone: recall counts read again
         self.events.forget(chat_id)  # catch-up of a deleted chat is a 404, never its events
 
     async def notebook(self, chat_id: str, *, owner: str) -> dict[str, Any]:
