@@ -53,21 +53,77 @@ class SSEEvent:
 
 
 class SSEParser:
-    """Incremental SSE parser: feed it lines (without their line ending), get events."""
+    """Incremental SSE parser: feed it lines (without their line ending), get events; or
+    feed it the raw bytes as they arrive (:meth:`feed_bytes`, then :meth:`close`).
+
+    Byte feeding is linear in the stream's size whatever the chunking: a chunk is split
+    once at its line ends (CRLF, LF or a lone CR, as the SSE spec says, a CRLF split over
+    two chunks included), and an unfinished line is kept as a list of pieces joined once
+    when its end arrives, never re-joined or re-split as it grows. Each whole line is
+    decoded as UTF-8 (invalid bytes become U+FFFD); a line end is an ASCII byte, so no
+    character is ever cut in two and the result is the same as decoding the whole stream
+    first, for every way of chunking it.
+    """
 
     def __init__(self) -> None:
         self._event: str | None = None
         self._data: list[str] = []
         self._id: str | None = None
         self._has_field = False
+        self._partial: list[bytes] = []  # the unfinished line's pieces
+        self._after_cr = False  # the last chunk ended in CR: a leading LF ends no line
+
+    def feed_bytes(self, chunk: bytes) -> list[SSEEvent]:
+        """Take the next bytes of the stream; return the events they complete."""
+        if self._after_cr:
+            self._after_cr = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if b"\r" in chunk:
+            self._after_cr = chunk.endswith(b"\r")
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n" not in chunk:
+            if chunk:
+                self._partial.append(chunk)
+            return []
+        lines = chunk.split(b"\n")
+        if self._partial:
+            self._partial.append(lines[0])
+            lines[0] = b"".join(self._partial)
+            self._partial = []
+        tail = lines.pop()
+        if tail:
+            self._partial.append(tail)
+        out: list[SSEEvent] = []
+        for raw in lines:
+            if raw:
+                self._line(raw.decode("utf-8", "replace"))
+            else:
+                event = self._dispatch()
+                if event is not None:
+                    out.append(event)
+        return out
+
+    def close(self) -> list[SSEEvent]:
+        """End of the byte stream: its unfinished line, then :meth:`flush`."""
+        if self._partial:
+            raw, self._partial = b"".join(self._partial), []
+            self._line(raw.decode("utf-8", "replace"))
+        last = self.flush()
+        return [] if last is None else [last]
 
     def feed(self, line: str) -> SSEEvent | None:
         """Take one line; return the event a blank line completes, else None."""
         line = line.rstrip("\r\n")
         if not line:
             return self._dispatch()
-        if line.startswith(":"):
-            return None  # a comment (keep-alive)
+        self._line(line)
+        return None
+
+    def _line(self, line: str) -> None:
+        """One non-empty line: a field of the event being read, or a comment."""
+        if line[0] == ":":
+            return  # a comment (keep-alive)
         name, sep, value = line.partition(":")
         if sep and value.startswith(" "):
             value = value[1:]
@@ -78,19 +134,21 @@ class SSEParser:
         elif name == "id":
             self._id = value
         else:
-            return None  # "retry" and unknown fields are ignored, as the spec says
+            return  # "retry" and unknown fields are ignored, as the spec says
         self._has_field = True
-        return None
 
     def flush(self) -> SSEEvent | None:
         """End of stream: an event not closed by a blank line is still delivered."""
         return self._dispatch()
 
     def _dispatch(self) -> SSEEvent | None:
-        if not self._has_field or not self._data:
-            self._event, self._data, self._has_field = None, [], False
+        data = self._data
+        if not data:  # a data line sets _has_field: nothing else to reset
+            self._event, self._has_field = None, False
             return None
-        event = SSEEvent(event=self._event, data="\n".join(self._data), id=self._id)
+        event = SSEEvent(
+            event=self._event, data=data[0] if len(data) == 1 else "\n".join(data), id=self._id
+        )
         self._event, self._data, self._has_field = None, [], False
         return event
 

@@ -41,7 +41,9 @@ per-call deadline is the request's own (``spec.deadline_s``, capped by the run's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
+import functools
 import ipaddress
 import json
 import logging
@@ -66,19 +68,29 @@ from jupyter_agent.exceptions import (
     ProviderTimeout,
     RetryAfterTooLong,
 )
-from jupyter_agent.llm.spec import HttpReply, RequestSpec
-from jupyter_agent.llm.streams import SSEParser, StreamErrorEvent, make_assembler
+from jupyter_agent.llm.spec import HttpReply, RequestSpec, encode_body
+from jupyter_agent.llm.streams import SSEEvent, SSEParser, StreamErrorEvent, make_assembler
 from jupyter_agent.text import repair, repair_json
 
 __all__ = ["RetryInfo", "Transport", "resolve_credential"]
 
 logger = logging.getLogger("jupyter_agent.llm.transport")
 
+# asyncio.timeout (3.11+) bounds the call in the caller's task; wait_for needs a task more.
+_timeout: Callable[[float | None], contextlib.AbstractAsyncContextManager[None]] | None = getattr(
+    asyncio, "timeout", None
+)
+
 RETRY_STATUSES = frozenset({408, 409, 429})
 RETRY_STREAM_ERRORS = frozenset(
     {"overloaded_error", "rate_limit_error", "rate_limit_exceeded", "overloaded"}
 )
 BODY_CAP = 4096
+# Per provider origin: more concurrent calls than runs a server holds open, kept alive
+# longer than a person takes to answer (a pool's connections are reused across runs).
+POOL_MAX_CONNECTIONS = 100
+POOL_KEEPALIVE = 20
+POOL_KEEPALIVE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -120,6 +132,16 @@ def _is_loopback(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+@functools.lru_cache(maxsize=256)
+def _origin(url: str) -> tuple[str, bool]:
+    """``(scheme://host:port, is loopback)`` of a request URL: which pool serves it.
+    Cached: a server calls a handful of URLs, each thousands of times."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or (443 if scheme == "https" else 80)
+    return f"{scheme}://{(parts.hostname or '').lower()}:{port}", _is_loopback(url)
 
 
 @dataclass
@@ -194,6 +216,7 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 class _Call:
     spec: RequestSpec
     headers: dict[str, str]
+    content: bytes
     redact: _Redactor
     on_delta: Callable[[str], None] | None
     on_retry: Callable[[RetryInfo], None] | None
@@ -246,25 +269,42 @@ class Transport(LoggingConfigurable):
     def __init__(self, *, env: Mapping[str, str] | None = None, **traits: Any) -> None:
         super().__init__(**traits)
         self._env = env
-        # an AsyncClient belongs to the loop it was first used on: one set per running loop
+        # One long-lived client (its own connection pool) per provider origin, built at its
+        # first call and kept until aclose: every run's calls to that provider reuse its
+        # kept-alive connections. An AsyncClient belongs to the loop it was first used on:
+        # one set per running loop.
         self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[bool, httpx.AsyncClient]
+            asyncio.AbstractEventLoop, dict[str, httpx.AsyncClient]
         ] = weakref.WeakKeyDictionary()
 
     def _client(self, url: str) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
-        clients = self._clients.setdefault(loop, {})
-        loopback = _is_loopback(url)
-        client = clients.get(loopback)
+        clients = self._clients.get(loop)
+        if clients is None:
+            clients = self._clients[loop] = {}
+        origin, loopback = _origin(url)
+        client = clients.get(origin)
         if client is None or client.is_closed:
             client = httpx.AsyncClient(
                 trust_env=not loopback,
                 timeout=httpx.Timeout(None, connect=self.connect_timeout_s),
-                limits=httpx.Limits(max_keepalive_connections=20, keepalive_expiry=60.0),
+                limits=httpx.Limits(
+                    max_connections=POOL_MAX_CONNECTIONS,
+                    max_keepalive_connections=POOL_KEEPALIVE,
+                    keepalive_expiry=POOL_KEEPALIVE_S,
+                ),
                 follow_redirects=False,
             )
-            clients[loopback] = client
+            clients[origin] = client
         return client
+
+    def pools(self) -> tuple[str, ...]:
+        """The origins (``scheme://host:port``) this loop holds an open client for."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return ()
+        return tuple(o for o, c in self._clients.get(loop, {}).items() if not c.is_closed)
 
     async def aclose(self) -> None:
         """Close the clients of the running loop (others are dropped with their loop)."""
@@ -285,15 +325,24 @@ class Transport(LoggingConfigurable):
         *,
         on_delta: Callable[[str], None] | None = None,
         on_retry: Callable[[RetryInfo], None] | None = None,
+        content: bytes | None = None,
     ) -> HttpReply:
-        """Perform the call described by ``spec``; see the module docstring for the contract."""
+        """Perform the call described by ``spec``; see the module docstring for the contract.
+
+        ``content``: ``spec.json`` already encoded by :func:`encode_body` (a caller that
+        encoded it to look at it), else it is encoded here, once for every attempt.
+        """
         env = os.environ if self._env is None else self._env
         key = resolve_credential(spec.credential_ref, env)
         headers = {"content-type": "application/json", **spec.headers}
         if key is not None:
             headers[spec.credential_header] = spec.credential_prefix + key
-        call = _Call(spec, headers, _Redactor(key), on_delta, on_retry)
+        body = encode_body(spec.json) if content is None else content
+        call = _Call(spec, headers, body, _Redactor(key), on_delta, on_retry)
         try:
+            if _timeout is not None:  # no task of its own for the call (Python >= 3.11)
+                async with _timeout(spec.deadline_s):
+                    return await self._run(call)
             return await asyncio.wait_for(self._run(call), timeout=spec.deadline_s)
         except asyncio.TimeoutError:
             call.attempts.append({"status": None, "error": "deadline", "wait_s": 0.0})
@@ -361,10 +410,9 @@ class Transport(LoggingConfigurable):
     async def _attempt(self, call: _Call) -> _Outcome:
         spec = call.spec
         client = self._client(spec.url)
-        content = json.dumps(spec.json).encode()
         try:
             async with client.stream(
-                "POST", spec.url, content=content, headers=call.headers
+                "POST", spec.url, content=call.content, headers=call.headers
             ) as response:
                 if response.status_code >= 300:
                     return self._status_failure(call, response, await response.aread())
@@ -417,31 +465,37 @@ class Transport(LoggingConfigurable):
     async def _read_stream(self, call: _Call, response: httpx.Response) -> _Outcome:
         assembler = make_assembler(call.spec.wire)
         parser = SSEParser()
+        on_delta = call.on_delta
+        loads = json.loads
 
-        def handle(event: str | None, data: str) -> None:
-            if data == "[DONE]":
-                assembler.mark_done()
-                return
-            try:
-                decoded = json.loads(data)
-            except (json.JSONDecodeError, RecursionError):
-                raise ProviderProtocolError(
-                    "stream event is not valid JSON", body=call.redact.text(data[:BODY_CAP])
-                ) from None
-            if not isinstance(decoded, dict):
-                raise ProviderProtocolError("stream event is not a JSON object")
-            for delta in assembler.feed(event, decoded):
-                call.forwarded = True
-                if call.on_delta is not None:
-                    call.on_delta(delta)
+        def handle(events: list[SSEEvent]) -> None:
+            for sse in events:
+                data = sse.data
+                if data == "[DONE]":
+                    assembler.mark_done()
+                    continue
+                try:
+                    decoded = loads(data)
+                except (json.JSONDecodeError, RecursionError):
+                    raise ProviderProtocolError(
+                        "stream event is not valid JSON", body=call.redact.text(data[:BODY_CAP])
+                    ) from None
+                if not isinstance(decoded, dict):
+                    raise ProviderProtocolError("stream event is not a JSON object")
+                deltas = assembler.feed(sse.event, decoded)
+                if deltas:
+                    call.forwarded = True
+                    if on_delta is not None:
+                        for delta in deltas:
+                            on_delta(delta)
 
-        async for line in response.aiter_lines():
-            sse = parser.feed(line)
-            if sse is not None:
-                handle(sse.event, sse.data)
-        last = parser.flush()
-        if last is not None:
-            handle(last.event, last.data)
+        # The raw bytes (content-encoding undone) straight into the byte-level parser:
+        # no line or text decoding layer between the socket and the events.
+        async for chunk in response.aiter_bytes():
+            events = parser.feed_bytes(chunk)
+            if events:
+                handle(events)
+        handle(parser.close())
         if not assembler.done:
             raise ProviderProtocolError("stream ended before the reply was complete")
         return _Outcome(body=assembler.result(), status=200, ok=True)
