@@ -17,7 +17,8 @@ Contract of :meth:`Transport.post`:
   (:class:`~jupyter_agent.exceptions.ProviderTimeout`). Cancelling the awaiting task aborts
   the request in flight and lets ``CancelledError`` propagate.
 - ``spec.stream``: the SSE reply is assembled (:mod:`jupyter_agent.llm.streams`) into the
-  body the provider returns without streaming; text deltas go to ``on_delta``. An error
+  body the provider returns without streaming (:class:`~jupyter_agent.llm.sse.StreamReader`,
+  linear in the stream's size); text deltas go to ``on_delta``. An error
   event before any delta was forwarded is retried when it means overload or a rate limit;
   after a delta was forwarded any failure is final (never a half reply).
 - The reply's text is valid Unicode: a lone surrogate in the body (JSON's ``"\\ud83d"``,
@@ -27,10 +28,9 @@ Contract of :meth:`Transport.post`:
 - Errors carry the status and a redacted, size-capped body; no error, attempt entry or log
   line ever holds the key or a request header.
 
-Proxies: provider calls honour the usual ``HTTP(S)_PROXY``/``NO_PROXY`` environment
-(``trust_env``), which real users behind a proxy need; calls to a loopback host (a local
-model server, the fake provider) use a second client with ``trust_env=False``, so loopback
-never goes through a proxy whatever the environment says.
+Connections: one long-lived client (connection pool) per provider origin, shared by every
+run and closed by :meth:`Transport.aclose` (:mod:`jupyter_agent.llm.pools`; a loopback
+origin never goes through a proxy).
 
 :class:`Transport` is configurable (``c.Transport.retry_after_cap_s = 30`` in a
 ``jupyter_server_config.py``); the extension app passes it the server's config. The
@@ -43,14 +43,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
-import functools
-import ipaddress
 import json
 import logging
 import os
 import random
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,8 +65,15 @@ from jupyter_agent.exceptions import (
     ProviderTimeout,
     RetryAfterTooLong,
 )
+from jupyter_agent.llm.pools import (
+    POOL_KEEPALIVE,
+    POOL_KEEPALIVE_S,
+    POOL_MAX_CONNECTIONS,
+    ClientPools,
+)
 from jupyter_agent.llm.spec import HttpReply, RequestSpec, encode_body
-from jupyter_agent.llm.streams import SSEEvent, SSEParser, StreamErrorEvent, make_assembler
+from jupyter_agent.llm.sse import StreamReader
+from jupyter_agent.llm.streams import StreamErrorEvent
 from jupyter_agent.text import repair, repair_json
 
 __all__ = ["RetryInfo", "Transport", "resolve_credential"]
@@ -86,11 +90,6 @@ RETRY_STREAM_ERRORS = frozenset(
     {"overloaded_error", "rate_limit_error", "rate_limit_exceeded", "overloaded"}
 )
 BODY_CAP = 4096
-# Per provider origin: more concurrent calls than runs a server holds open, kept alive
-# longer than a person takes to answer (a pool's connections are reused across runs).
-POOL_MAX_CONNECTIONS = 100
-POOL_KEEPALIVE = 20
-POOL_KEEPALIVE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -122,26 +121,6 @@ def resolve_credential(ref: str | None, env: Mapping[str, str]) -> str | None:
         # redaction would match it) in its error: refuse it here, naming only the ref.
         raise CredentialError(f"credential {ref!r} contains whitespace or control characters")
     return value
-
-
-def _is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-@functools.lru_cache(maxsize=256)
-def _origin(url: str) -> tuple[str, bool]:
-    """``(scheme://host:port, is loopback)`` of a request URL: which pool serves it.
-    Cached: a server calls a handful of URLs, each thousands of times."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    port = parts.port or (443 if scheme == "https" else 80)
-    return f"{scheme}://{(parts.hostname or '').lower()}:{port}", _is_loopback(url)
 
 
 @dataclass
@@ -269,51 +248,27 @@ class Transport(LoggingConfigurable):
     def __init__(self, *, env: Mapping[str, str] | None = None, **traits: Any) -> None:
         super().__init__(**traits)
         self._env = env
-        # One long-lived client (its own connection pool) per provider origin, built at its
-        # first call and kept until aclose: every run's calls to that provider reuse its
-        # kept-alive connections. An AsyncClient belongs to the loop it was first used on:
-        # one set per running loop.
-        self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[str, httpx.AsyncClient]
-        ] = weakref.WeakKeyDictionary()
+        self._pools: ClientPools[httpx.AsyncClient] = ClientPools(self._new_client)
 
-    def _client(self, url: str) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        clients = self._clients.get(loop)
-        if clients is None:
-            clients = self._clients[loop] = {}
-        origin, loopback = _origin(url)
-        client = clients.get(origin)
-        if client is None or client.is_closed:
-            client = httpx.AsyncClient(
-                trust_env=not loopback,
-                timeout=httpx.Timeout(None, connect=self.connect_timeout_s),
-                limits=httpx.Limits(
-                    max_connections=POOL_MAX_CONNECTIONS,
-                    max_keepalive_connections=POOL_KEEPALIVE,
-                    keepalive_expiry=POOL_KEEPALIVE_S,
-                ),
-                follow_redirects=False,
-            )
-            clients[origin] = client
-        return client
+    def _new_client(self, loopback: bool) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            trust_env=not loopback,  # loopback never goes through a proxy
+            timeout=httpx.Timeout(None, connect=self.connect_timeout_s),
+            limits=httpx.Limits(
+                max_connections=POOL_MAX_CONNECTIONS,
+                max_keepalive_connections=POOL_KEEPALIVE,
+                keepalive_expiry=POOL_KEEPALIVE_S,
+            ),
+            follow_redirects=False,
+        )
 
     def pools(self) -> tuple[str, ...]:
-        """The origins (``scheme://host:port``) this loop holds an open client for."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return ()
-        return tuple(o for o, c in self._clients.get(loop, {}).items() if not c.is_closed)
+        """The provider origins this loop holds an open connection pool for."""
+        return self._pools.origins()
 
     async def aclose(self) -> None:
-        """Close the clients of the running loop (others are dropped with their loop)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        for client in self._clients.pop(loop, {}).values():
-            await client.aclose()
+        """Close the pools of the running loop (others are dropped with their loop)."""
+        await self._pools.aclose()
 
     def _backoff(self, attempt: int) -> float:
         ceiling = min(self.backoff_max_s, self.backoff_base_s * 2.0 ** (attempt - 1))
@@ -409,7 +364,7 @@ class Transport(LoggingConfigurable):
 
     async def _attempt(self, call: _Call) -> _Outcome:
         spec = call.spec
-        client = self._client(spec.url)
+        client = self._pools.client(spec.url)
         try:
             async with client.stream(
                 "POST", spec.url, content=call.content, headers=call.headers
@@ -463,39 +418,13 @@ class Transport(LoggingConfigurable):
         return _Outcome(body=repair_json(body), status=200, ok=True)
 
     async def _read_stream(self, call: _Call, response: httpx.Response) -> _Outcome:
-        assembler = make_assembler(call.spec.wire)
-        parser = SSEParser()
-        on_delta = call.on_delta
-        loads = json.loads
-
-        def handle(events: list[SSEEvent]) -> None:
-            for sse in events:
-                data = sse.data
-                if data == "[DONE]":
-                    assembler.mark_done()
-                    continue
-                try:
-                    decoded = loads(data)
-                except (json.JSONDecodeError, RecursionError):
-                    raise ProviderProtocolError(
-                        "stream event is not valid JSON", body=call.redact.text(data[:BODY_CAP])
-                    ) from None
-                if not isinstance(decoded, dict):
-                    raise ProviderProtocolError("stream event is not a JSON object")
-                deltas = assembler.feed(sse.event, decoded)
-                if deltas:
-                    call.forwarded = True
-                    if on_delta is not None:
-                        for delta in deltas:
-                            on_delta(delta)
-
-        # The raw bytes (content-encoding undone) straight into the byte-level parser:
-        # no line or text decoding layer between the socket and the events.
-        async for chunk in response.aiter_bytes():
-            events = parser.feed_bytes(chunk)
-            if events:
-                handle(events)
-        handle(parser.close())
-        if not assembler.done:
-            raise ProviderProtocolError("stream ended before the reply was complete")
-        return _Outcome(body=assembler.result(), status=200, ok=True)
+        reader = StreamReader(call.spec.wire, on_delta=call.on_delta, redact=call.redact.text)
+        try:
+            # The raw bytes (content-encoding undone) straight into the byte-level parser:
+            # no line or text decoding layer between the socket and the events.
+            async for chunk in response.aiter_bytes():
+                reader.feed(chunk)
+            body = reader.close()
+        finally:
+            call.forwarded = reader.forwarded
+        return _Outcome(body=body, status=200, ok=True)
