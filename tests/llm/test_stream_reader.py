@@ -34,10 +34,12 @@ def record(base_url: str, wire: str) -> bytes:
     request = {**body, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
     if wire == "openai-responses":
         request.pop("messages")
-    with httpx.Client(trust_env=False) as client:
-        with client.stream("POST", base_url + path, json=request) as reply:
-            assert reply.status_code == 200
-            return b"".join(reply.iter_raw())
+    with (
+        httpx.Client(trust_env=False) as client,
+        client.stream("POST", base_url + path, json=request) as reply,
+    ):
+        assert reply.status_code == 200
+        return b"".join(reply.iter_raw())
 
 
 def read(wire: str, chunks: list[bytes]) -> tuple[dict[str, Any], list[str]]:
