@@ -239,10 +239,15 @@ class ChatAssembler:
 
     def _choice(self, chunk: dict[str, Any]) -> list[str]:
         index = int(chunk.get("index", 0))
-        state = self._choices.setdefault(
-            index,
-            {"content": None, "reasoning": None, "refusal": None, "tools": {}, "finish": None},
-        )
+        state = self._choices.get(index)
+        if state is None:
+            state = self._choices[index] = {
+                "content": None,
+                "reasoning": None,
+                "refusal": None,
+                "tools": {},
+                "finish": None,
+            }
         delta = chunk.get("delta") or {}
         out: list[str] = []
         # Text fields and tool-call pieces are lists of what arrived, joined by result():

@@ -420,9 +420,11 @@ class Transport(LoggingConfigurable):
     async def _read_stream(self, call: _Call, response: httpx.Response) -> _Outcome:
         reader = StreamReader(call.spec.wire, on_delta=call.on_delta, redact=call.redact.text)
         try:
-            # The raw bytes (content-encoding undone) straight into the byte-level parser:
-            # no line or text decoding layer between the socket and the events.
-            async for chunk in response.aiter_bytes():
+            # The bytes straight into the byte-level parser: no line or text decoding layer
+            # between the socket and the events (nor a content decoder when none is needed).
+            encoded = response.headers.get("content-encoding", "identity") != "identity"
+            chunks = response.aiter_bytes() if encoded else response.aiter_raw()
+            async for chunk in chunks:
                 reader.feed(chunk)
             body = reader.close()
         finally:

@@ -159,3 +159,18 @@ def test_invalid_utf8_is_replaced_wherever_the_chunks_split() -> None:
         parser = SSEParser()
         events = parser.feed_bytes(raw[:cut]) + parser.feed_bytes(raw[cut:]) + parser.close()
         assert [e.data for e in events] == [expected], cut
+
+
+def test_event_data_is_decoded_as_json_loads_decodes_it() -> None:
+    def read_one(data: str) -> list[str]:
+        deltas: list[str] = []
+        reader = StreamReader("openai-responses", on_delta=deltas.append)
+        reader.feed(f"data:{data}\n\n".encode())
+        return deltas
+
+    event = '{"type": "response.output_text.delta", "delta": "x\\ud83d\\ude00"}'
+    for data in (event, "  " + event, event + "  ", " \t" + event + "\t"):
+        assert read_one(data) == ["x😀"], data
+    for bad in ("\ufeff" + event, event + " x", event[:-1], '"a string"', "[1]", "{"):
+        with pytest.raises(ProviderProtocolError):
+            read_one(bad)
