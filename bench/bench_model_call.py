@@ -7,6 +7,7 @@ both alike:
 
 - **floor**: a bare ``httpx.AsyncClient`` (reused, no proxy) streaming POST of the very
   bytes the production path sends, reading every byte and assembling nothing;
+- **transport**: ``Transport.post`` of the same request alone (no guard, no effect);
 - **perform**: :func:`jupyter_agent.runtime.loop.model_calls.perform` of the ``http.post``
   effect an adapter built (``chat.build_request`` of a short chat, streamed, native tools),
   through the production stack: the server's :class:`~jupyter_agent.llm.transport.Transport`
@@ -35,7 +36,7 @@ import httpx
 from jupyter_agent.effects import HTTP_POST, Effect
 from jupyter_agent.llm.chat import build_request
 from jupyter_agent.llm.fake.server import FakeProvider
-from jupyter_agent.llm.spec import RequestParams
+from jupyter_agent.llm.spec import RequestParams, RequestSpec
 from jupyter_agent.llm.tiers import tier_from_config
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.messages import Message, Text, ToolCall, ToolResult
@@ -139,7 +140,13 @@ async def run(n: int, profile: bool) -> None:
                 )
                 assert error is None, error
 
+            request = RequestSpec.from_intent(effect.data)
+
+            async def bare(spec: RequestSpec = request) -> None:
+                await inner.post(spec, on_delta=lambda _d: None)
+
             calls[f"{label}|floor"] = floor
+            calls[f"{label}|transport"] = bare
             calls[f"{label}|perform"] = production
         for _ in range(20):  # warm up connections and code paths
             for call in calls.values():
@@ -167,14 +174,18 @@ async def run(n: int, profile: bool) -> None:
         await inner.aclose()
 
     print(f"N={n} per kind, loopback fake provider, streamed, times in ms")
-    print(f"{'wire':<20}{'floor med':>10}{'p99':>8}{'perform med':>13}{'p99':>8}{'over':>8}")
+    print(
+        f"{'wire':<20}{'floor med':>10}{'p99':>8}{'transport':>10}{'perform med':>13}{'p99':>8}"
+        f"{'over':>8}"
+    )
     for label, *_ in CASES:
-        f, p = times[f"{label}|floor"], times[f"{label}|perform"]
+        f, t, p = (times[f"{label}|{kind}"] for kind in ("floor", "transport", "perform"))
         over = statistics.median(p) - statistics.median(f)
         print(
-            f"{label:<20}{statistics.median(f):>10.3f}{p99(f):>8.3f}"
+            f"{label:<20}{statistics.median(f):>10.3f}{p99(f):>8.3f}{statistics.median(t):>10.3f}"
             f"{statistics.median(p):>13.3f}{p99(p):>8.3f}{over:>8.3f}"
         )
+    print("transport: Transport.post alone (no secret guard, no effect); over: perform - floor")
     if stats is not None:
         print(f"\ncProfile of {n} production calls per wire ({n * len(CASES)} in all):")
         print(stream.getvalue())
