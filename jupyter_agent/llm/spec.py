@@ -18,6 +18,7 @@ types every wire carries as images (other files go as documents or text).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -29,7 +30,15 @@ if TYPE_CHECKING:
     from jupyter_agent.messages import Message
     from jupyter_agent.tools import ToolSpec
 
-__all__ = ["IMAGE_TYPES", "WIRES", "HttpReply", "RequestParams", "RequestSpec", "Wire"]
+__all__ = [
+    "IMAGE_TYPES",
+    "WIRES",
+    "HttpReply",
+    "RequestParams",
+    "RequestSpec",
+    "Wire",
+    "encode_body",
+]
 
 IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
@@ -107,3 +116,9 @@ class HttpReply:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> HttpReply:
         return load(cls, data)
+
+
+def encode_body(body: Any) -> bytes:
+    """The bytes a request's JSON body is sent as: ``json.dumps`` (ASCII) as UTF-8. Encoded
+    once per call and shared by whoever must read it before it is sent (the secret check)."""
+    return json.dumps(body).encode()

@@ -1,11 +1,9 @@
 """Server-sent events, and assembling a streamed model reply into its non-streamed body.
 
-Pure code (no I/O): the transport feeds it lines read from the wire.
+Pure code (no I/O): the transport feeds it the events read from the wire.
 
-- :class:`SSEParser`: an incremental parser of the SSE format (``event``,
-  ``data`` (multi-line), ``id`` fields; ``:`` comment lines; a blank line ends an event).
-  The ``[DONE]`` sentinel of OpenAI's Chat Completions arrives as an event whose ``data``
-  is the string ``"[DONE]"``.
+- The SSE format itself is parsed by :mod:`jupyter_agent.llm.sse`, whose
+  :class:`~jupyter_agent.llm.sse.StreamReader` feeds the events to these assemblers.
 - :func:`make_assembler` gives one :class:`StreamAssembler` per wire. ``feed(event, data)``
   takes one decoded event and returns the text deltas to forward to the person;
   ``result()`` returns the assembled body in the exact shape the provider answers without
@@ -27,72 +25,17 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jupyter_agent.exceptions import ProviderProtocolError
 from jupyter_agent.text import StreamRepair, repair_json
 
 __all__ = [
-    "SSEEvent",
-    "SSEParser",
     "StreamAssembler",
     "StreamErrorEvent",
     "RepairingAssembler",
     "make_assembler",
 ]
-
-
-@dataclass(frozen=True)
-class SSEEvent:
-    """One server-sent event: ``event`` is None when the stream named no event type."""
-
-    event: str | None
-    data: str
-    id: str | None = None
-
-
-class SSEParser:
-    """Incremental SSE parser: feed it lines (without their line ending), get events."""
-
-    def __init__(self) -> None:
-        self._event: str | None = None
-        self._data: list[str] = []
-        self._id: str | None = None
-        self._has_field = False
-
-    def feed(self, line: str) -> SSEEvent | None:
-        """Take one line; return the event a blank line completes, else None."""
-        line = line.rstrip("\r\n")
-        if not line:
-            return self._dispatch()
-        if line.startswith(":"):
-            return None  # a comment (keep-alive)
-        name, sep, value = line.partition(":")
-        if sep and value.startswith(" "):
-            value = value[1:]
-        if name == "event":
-            self._event = value
-        elif name == "data":
-            self._data.append(value)
-        elif name == "id":
-            self._id = value
-        else:
-            return None  # "retry" and unknown fields are ignored, as the spec says
-        self._has_field = True
-        return None
-
-    def flush(self) -> SSEEvent | None:
-        """End of stream: an event not closed by a blank line is still delivered."""
-        return self._dispatch()
-
-    def _dispatch(self) -> SSEEvent | None:
-        if not self._has_field or not self._data:
-            self._event, self._data, self._has_field = None, [], False
-            return None
-        event = SSEEvent(event=self._event, data="\n".join(self._data), id=self._id)
-        self._event, self._data, self._has_field = None, [], False
-        return event
 
 
 class StreamErrorEvent(ProviderProtocolError):
@@ -139,15 +82,26 @@ class RepairingAssembler:
     def __init__(self, inner: StreamAssembler) -> None:
         self.inner = inner
         self._deltas = StreamRepair()
+        self._held = False  # whether _deltas may hold a high surrogate
 
     @property
     def done(self) -> bool:
         return self.inner.done
 
     def feed(self, event: str | None, data: dict[str, Any]) -> list[str]:
-        out = [self._deltas.feed(piece) for piece in self.inner.feed(event, data)]
+        pieces = self.inner.feed(event, data)
+        if not self._held and (not pieces or all(p.isascii() for p in pieces)):
+            # The common path: ASCII holds no surrogate and nothing is held back, so
+            # repairing would give the pieces themselves.
+            return [p for p in pieces if p] if "" in pieces else pieces
+        out = []
+        for piece in pieces:
+            out.append(self._deltas.feed(piece))
+            if piece:
+                self._held = "\ud800" <= piece[-1] <= "\udbff"
         if self.inner.done:  # the last delta: nothing is left to complete a held half
             out.append(self._deltas.flush())
+            self._held = False
         return [piece for piece in out if piece]
 
     def mark_done(self) -> None:
@@ -176,6 +130,9 @@ class AnthropicAssembler:
         self._message: dict[str, Any] | None = None
         self._blocks: dict[int, dict[str, Any]] = {}
         self._json: dict[int, list[str]] = {}
+        # A block's text, thinking and signature as the pieces received, joined once at
+        # its content_block_stop (or the result): never a growing string re-copied.
+        self._parts: dict[tuple[int, str], list[str]] = {}
         self.done = False
 
     def feed(self, event: str | None, data: dict[str, Any]) -> list[str]:
@@ -191,6 +148,7 @@ class AnthropicAssembler:
             return self._delta(int(data["index"]), data["delta"])
         elif kind == "content_block_stop":
             index = int(data["index"])
+            self._join(index)
             if index in self._json:
                 raw = "".join(self._json.pop(index))
                 try:
@@ -210,17 +168,31 @@ class AnthropicAssembler:
         block = self._blocks[index]
         kind = delta.get("type")
         if kind == "text_delta":
-            block["text"] = block.get("text", "") + delta["text"]
-            return [delta["text"]] if delta["text"] else []
+            text = delta["text"]
+            self._append(block, index, "text", text)
+            return [text] if text else []
         if kind == "input_json_delta":
             self._json.setdefault(index, []).append(delta.get("partial_json", ""))
         elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta["thinking"]
+            self._append(block, index, "thinking", delta["thinking"])
         elif kind == "signature_delta":
-            block["signature"] = block.get("signature", "") + delta["signature"]
+            self._append(block, index, "signature", delta["signature"])
         elif kind == "citations_delta":
             block.setdefault("citations", []).append(delta["citation"])
         return []
+
+    def _append(self, block: dict[str, Any], index: int, field: str, piece: str) -> None:
+        if not isinstance(piece, str):
+            raise TypeError(f"{field} delta is not a string")
+        parts = self._parts.get((index, field))
+        if parts is None:
+            # The field keeps its place among the block's keys (set at its first delta).
+            parts = self._parts[index, field] = [block.setdefault(field, "")]
+        parts.append(piece)
+
+    def _join(self, index: int | None = None) -> None:
+        for key in [k for k in self._parts if index is None or k[0] == index]:
+            self._blocks[key[0]][key[1]] = "".join(self._parts.pop(key))
 
     def mark_done(self) -> None:
         """Not part of this wire; the end is ``message_stop``."""
@@ -231,6 +203,7 @@ class AnthropicAssembler:
         return self._message
 
     def result(self) -> dict[str, Any]:
+        self._join()
         message = copy.deepcopy(self._require_message())
         message["content"] = [self._blocks[i] for i in sorted(self._blocks)]
         return message
@@ -266,29 +239,36 @@ class ChatAssembler:
 
     def _choice(self, chunk: dict[str, Any]) -> list[str]:
         index = int(chunk.get("index", 0))
-        state = self._choices.setdefault(
-            index,
-            {"content": None, "reasoning": None, "refusal": None, "tools": {}, "finish": None},
-        )
+        state = self._choices.get(index)
+        if state is None:
+            state = self._choices[index] = {
+                "content": None,
+                "reasoning": None,
+                "refusal": None,
+                "tools": {},
+                "finish": None,
+            }
         delta = chunk.get("delta") or {}
         out: list[str] = []
-        if delta.get("content") is not None:
-            state["content"] = (state["content"] or "") + delta["content"]
-            if delta["content"]:
-                out.append(delta["content"])
+        # Text fields and tool-call pieces are lists of what arrived, joined by result():
+        # never a growing string re-copied at each delta.
+        content = delta.get("content")
+        if content is not None:
+            _add(state, "content", content)
+            if content:
+                out.append(content)
         for key, name in (("reasoning", "reasoning_content"), ("refusal", "refusal")):
             if delta.get(name) is not None:
-                state[key] = (state[key] or "") + delta[name]
+                _add(state, key, delta[name])
         for call in delta.get("tool_calls") or []:
             slot = state["tools"].setdefault(
-                int(call.get("index", 0)),
-                {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+                int(call.get("index", 0)), {"id": None, "name": [], "arguments": []}
             )
             if call.get("id"):
                 slot["id"] = call["id"]
             function = call.get("function") or {}
-            slot["function"]["name"] += function.get("name") or ""
-            slot["function"]["arguments"] += function.get("arguments") or ""
+            _add(slot, "name", function.get("name") or "")
+            _add(slot, "arguments", function.get("arguments") or "")
         if chunk.get("finish_reason"):
             state["finish"] = chunk["finish_reason"]
             self.done = True
@@ -306,13 +286,23 @@ class ChatAssembler:
             state = self._choices[index]
             message: dict[str, Any] = {
                 "role": "assistant",
-                "content": state["content"],
-                "refusal": state["refusal"],
+                "content": _joined(state["content"]),
+                "refusal": _joined(state["refusal"]),
             }
             if state["reasoning"] is not None:
-                message["reasoning_content"] = state["reasoning"]
+                message["reasoning_content"] = _joined(state["reasoning"])
             if state["tools"]:
-                message["tool_calls"] = [state["tools"][i] for i in sorted(state["tools"])]
+                message["tool_calls"] = [
+                    {
+                        "id": slot["id"],
+                        "type": "function",
+                        "function": {
+                            "name": "".join(slot["name"]),
+                            "arguments": "".join(slot["arguments"]),
+                        },
+                    }
+                    for slot in (state["tools"][i] for i in sorted(state["tools"]))
+                ]
             choices.append(
                 {
                     "index": index,
@@ -325,6 +315,20 @@ class ChatAssembler:
         body["choices"] = choices
         body["usage"] = self._usage
         return body
+
+
+def _add(state: dict[str, Any], key: str, piece: str) -> None:
+    if not isinstance(piece, str):
+        raise TypeError(f"{key} delta is not a string")
+    parts = state[key]
+    if parts is None:
+        state[key] = [piece]
+    else:
+        parts.append(piece)
+
+
+def _joined(parts: list[str] | None) -> str | None:
+    return None if parts is None else "".join(parts)
 
 
 class ResponsesAssembler:

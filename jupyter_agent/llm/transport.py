@@ -17,7 +17,8 @@ Contract of :meth:`Transport.post`:
   (:class:`~jupyter_agent.exceptions.ProviderTimeout`). Cancelling the awaiting task aborts
   the request in flight and lets ``CancelledError`` propagate.
 - ``spec.stream``: the SSE reply is assembled (:mod:`jupyter_agent.llm.streams`) into the
-  body the provider returns without streaming; text deltas go to ``on_delta``. An error
+  body the provider returns without streaming (:class:`~jupyter_agent.llm.sse.StreamReader`,
+  linear in the stream's size); text deltas go to ``on_delta``. An error
   event before any delta was forwarded is retried when it means overload or a rate limit;
   after a delta was forwarded any failure is final (never a half reply).
 - The reply's text is valid Unicode: a lone surrogate in the body (JSON's ``"\\ud83d"``,
@@ -27,10 +28,9 @@ Contract of :meth:`Transport.post`:
 - Errors carry the status and a redacted, size-capped body; no error, attempt entry or log
   line ever holds the key or a request header.
 
-Proxies: provider calls honour the usual ``HTTP(S)_PROXY``/``NO_PROXY`` environment
-(``trust_env``), which real users behind a proxy need; calls to a loopback host (a local
-model server, the fake provider) use a second client with ``trust_env=False``, so loopback
-never goes through a proxy whatever the environment says.
+Connections: one long-lived client (connection pool) per provider origin, shared by every
+run and closed by :meth:`Transport.aclose` (:mod:`jupyter_agent.llm.pools`; a loopback
+origin never goes through a proxy).
 
 :class:`Transport` is configurable (``c.Transport.retry_after_cap_s = 30`` in a
 ``jupyter_server_config.py``); the extension app passes it the server's config. The
@@ -41,14 +41,13 @@ per-call deadline is the request's own (``spec.deadline_s``, capped by the run's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
-import ipaddress
 import json
 import logging
 import os
 import random
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,13 +65,25 @@ from jupyter_agent.exceptions import (
     ProviderTimeout,
     RetryAfterTooLong,
 )
-from jupyter_agent.llm.spec import HttpReply, RequestSpec
-from jupyter_agent.llm.streams import SSEParser, StreamErrorEvent, make_assembler
+from jupyter_agent.llm.pools import (
+    POOL_KEEPALIVE,
+    POOL_KEEPALIVE_S,
+    POOL_MAX_CONNECTIONS,
+    ClientPools,
+)
+from jupyter_agent.llm.spec import HttpReply, RequestSpec, encode_body
+from jupyter_agent.llm.sse import StreamReader
+from jupyter_agent.llm.streams import StreamErrorEvent
 from jupyter_agent.text import repair, repair_json
 
 __all__ = ["RetryInfo", "Transport", "resolve_credential"]
 
 logger = logging.getLogger("jupyter_agent.llm.transport")
+
+# asyncio.timeout (3.11+) bounds the call in the caller's task; wait_for needs a task more.
+_timeout: Callable[[float | None], contextlib.AbstractAsyncContextManager[None]] | None = getattr(
+    asyncio, "timeout", None
+)
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 RETRY_STREAM_ERRORS = frozenset(
@@ -110,16 +121,6 @@ def resolve_credential(ref: str | None, env: Mapping[str, str]) -> str | None:
         # redaction would match it) in its error: refuse it here, naming only the ref.
         raise CredentialError(f"credential {ref!r} contains whitespace or control characters")
     return value
-
-
-def _is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass
@@ -194,6 +195,7 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 class _Call:
     spec: RequestSpec
     headers: dict[str, str]
+    content: bytes
     redact: _Redactor
     on_delta: Callable[[str], None] | None
     on_retry: Callable[[RetryInfo], None] | None
@@ -246,34 +248,27 @@ class Transport(LoggingConfigurable):
     def __init__(self, *, env: Mapping[str, str] | None = None, **traits: Any) -> None:
         super().__init__(**traits)
         self._env = env
-        # an AsyncClient belongs to the loop it was first used on: one set per running loop
-        self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[bool, httpx.AsyncClient]
-        ] = weakref.WeakKeyDictionary()
+        self._pools: ClientPools[httpx.AsyncClient] = ClientPools(self._new_client)
 
-    def _client(self, url: str) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        clients = self._clients.setdefault(loop, {})
-        loopback = _is_loopback(url)
-        client = clients.get(loopback)
-        if client is None or client.is_closed:
-            client = httpx.AsyncClient(
-                trust_env=not loopback,
-                timeout=httpx.Timeout(None, connect=self.connect_timeout_s),
-                limits=httpx.Limits(max_keepalive_connections=20, keepalive_expiry=60.0),
-                follow_redirects=False,
-            )
-            clients[loopback] = client
-        return client
+    def _new_client(self, loopback: bool) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            trust_env=not loopback,  # loopback never goes through a proxy
+            timeout=httpx.Timeout(None, connect=self.connect_timeout_s),
+            limits=httpx.Limits(
+                max_connections=POOL_MAX_CONNECTIONS,
+                max_keepalive_connections=POOL_KEEPALIVE,
+                keepalive_expiry=POOL_KEEPALIVE_S,
+            ),
+            follow_redirects=False,
+        )
+
+    def pools(self) -> tuple[str, ...]:
+        """The provider origins this loop holds an open connection pool for."""
+        return self._pools.origins()
 
     async def aclose(self) -> None:
-        """Close the clients of the running loop (others are dropped with their loop)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        for client in self._clients.pop(loop, {}).values():
-            await client.aclose()
+        """Close the pools of the running loop (others are dropped with their loop)."""
+        await self._pools.aclose()
 
     def _backoff(self, attempt: int) -> float:
         ceiling = min(self.backoff_max_s, self.backoff_base_s * 2.0 ** (attempt - 1))
@@ -285,15 +280,24 @@ class Transport(LoggingConfigurable):
         *,
         on_delta: Callable[[str], None] | None = None,
         on_retry: Callable[[RetryInfo], None] | None = None,
+        content: bytes | None = None,
     ) -> HttpReply:
-        """Perform the call described by ``spec``; see the module docstring for the contract."""
+        """Perform the call described by ``spec``; see the module docstring for the contract.
+
+        ``content``: ``spec.json`` already encoded by :func:`encode_body` (a caller that
+        encoded it to look at it), else it is encoded here, once for every attempt.
+        """
         env = os.environ if self._env is None else self._env
         key = resolve_credential(spec.credential_ref, env)
         headers = {"content-type": "application/json", **spec.headers}
         if key is not None:
             headers[spec.credential_header] = spec.credential_prefix + key
-        call = _Call(spec, headers, _Redactor(key), on_delta, on_retry)
+        body = encode_body(spec.json) if content is None else content
+        call = _Call(spec, headers, body, _Redactor(key), on_delta, on_retry)
         try:
+            if _timeout is not None:  # no task of its own for the call (Python >= 3.11)
+                async with _timeout(spec.deadline_s):
+                    return await self._run(call)
             return await asyncio.wait_for(self._run(call), timeout=spec.deadline_s)
         except asyncio.TimeoutError:
             call.attempts.append({"status": None, "error": "deadline", "wait_s": 0.0})
@@ -360,11 +364,10 @@ class Transport(LoggingConfigurable):
 
     async def _attempt(self, call: _Call) -> _Outcome:
         spec = call.spec
-        client = self._client(spec.url)
-        content = json.dumps(spec.json).encode()
+        client = self._pools.client(spec.url)
         try:
             async with client.stream(
-                "POST", spec.url, content=content, headers=call.headers
+                "POST", spec.url, content=call.content, headers=call.headers
             ) as response:
                 if response.status_code >= 300:
                     return self._status_failure(call, response, await response.aread())
@@ -415,33 +418,15 @@ class Transport(LoggingConfigurable):
         return _Outcome(body=repair_json(body), status=200, ok=True)
 
     async def _read_stream(self, call: _Call, response: httpx.Response) -> _Outcome:
-        assembler = make_assembler(call.spec.wire)
-        parser = SSEParser()
-
-        def handle(event: str | None, data: str) -> None:
-            if data == "[DONE]":
-                assembler.mark_done()
-                return
-            try:
-                decoded = json.loads(data)
-            except (json.JSONDecodeError, RecursionError):
-                raise ProviderProtocolError(
-                    "stream event is not valid JSON", body=call.redact.text(data[:BODY_CAP])
-                ) from None
-            if not isinstance(decoded, dict):
-                raise ProviderProtocolError("stream event is not a JSON object")
-            for delta in assembler.feed(event, decoded):
-                call.forwarded = True
-                if call.on_delta is not None:
-                    call.on_delta(delta)
-
-        async for line in response.aiter_lines():
-            sse = parser.feed(line)
-            if sse is not None:
-                handle(sse.event, sse.data)
-        last = parser.flush()
-        if last is not None:
-            handle(last.event, last.data)
-        if not assembler.done:
-            raise ProviderProtocolError("stream ended before the reply was complete")
-        return _Outcome(body=assembler.result(), status=200, ok=True)
+        reader = StreamReader(call.spec.wire, on_delta=call.on_delta, redact=call.redact.text)
+        try:
+            # The bytes straight into the byte-level parser: no line or text decoding layer
+            # between the socket and the events (nor a content decoder when none is needed).
+            encoded = response.headers.get("content-encoding", "identity") != "identity"
+            chunks = response.aiter_bytes() if encoded else response.aiter_raw()
+            async for chunk in chunks:
+                reader.feed(chunk)
+            body = reader.close()
+        finally:
+            call.forwarded = reader.forwarded
+        return _Outcome(body=body, status=200, ok=True)

@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from jupyter_agent.exceptions import ProviderError, SecretInRequest
-from jupyter_agent.llm.spec import HttpReply, RequestSpec
+from jupyter_agent.llm.spec import HttpReply, RequestSpec, encode_body
 from jupyter_agent.runtime.secrets import Scrubber
 
 __all__ = ["ScrubbingTransport", "clean_file", "clean_message"]
@@ -53,28 +53,39 @@ class ScrubbingTransport:
         on_retry: Callable[[Any], None] | None = None,
     ) -> HttpReply:
         """The wrapped ``post``, refused when ``spec`` holds a known secret, its reply
-        (and any ProviderError) scrubbed."""
+        (and any ProviderError) scrubbed.
+
+        The body is encoded once, here, and handed to the wrapped transport as sent; the
+        secret check searches that text (:meth:`~.secrets.Scrubber.may_hold`) and walks the
+        request's strings only when it may hold one."""
         scrubber = self.scrubber
-        found = scrubber.found([spec.url, spec.json])
-        if found:
-            raise SecretInRequest(
-                f"the request was not sent: it holds a known secret ({', '.join(found)}); "
-                "find where it entered the conversation and remove it"
-            )
+        content = encode_body(spec.json)
+        if scrubber and (scrubber.may_hold(content.decode("ascii")) or scrubber.may_hold(spec.url)):
+            found = scrubber.found([spec.url, spec.json])
+            if found:
+                raise SecretInRequest(
+                    f"the request was not sent: it holds a known secret ({', '.join(found)}); "
+                    "find where it entered the conversation and remove it"
+                )
         if not scrubber:
-            plain: HttpReply = await self.transport.post(spec, on_delta=on_delta, on_retry=on_retry)
+            plain: HttpReply = await self.transport.post(
+                spec, on_delta=on_delta, on_retry=on_retry, content=content
+            )
             return plain
         live = scrubber.live()
         forward = on_delta
 
         def delta(text: str) -> None:
-            for out in live.feed({"output_type": "stream", "name": "delta", "text": text}):
-                if forward is not None and out.get("text"):
-                    forward(str(out["text"]))
+            out = live.text("delta", text)
+            if out and forward is not None:
+                forward(out)
 
         try:
             reply: HttpReply = await self.transport.post(
-                spec, on_delta=delta if on_delta is not None else None, on_retry=on_retry
+                spec,
+                on_delta=delta if on_delta is not None else None,
+                on_retry=on_retry,
+                content=content,
             )
         except ProviderError as err:
             err.args = tuple(scrubber.clean(a) if isinstance(a, str) else a for a in err.args)

@@ -112,6 +112,14 @@ class Scrubber:
         self._base64 = frozenset(v for v, label in labels.items() if label.endswith(_BASE64))
         self._secret_names = tuple(sorted(names))
         self._count = count
+        # For held_tail: the needles by their first character, and the longest one.
+        by_first: dict[str, list[str]] = {}
+        for value in self._values:
+            by_first.setdefault(value[0], []).append(value)
+        self._by_first = {ch: tuple(group) for ch, group in by_first.items()}
+        self._longest = len(self._values[0]) if self._values else 0
+        # Every needle is written by json.dumps (ASCII) as itself: see may_hold.
+        self._json_plain = all(_json_plain(v) for v in self._values)
 
     def _only(self, needles: Iterable[str]) -> Scrubber:
         """A scrubber that looks for ``needles`` (some of this one's) alone."""
@@ -177,6 +185,19 @@ class Scrubber:
             names.extend(name for name in found if name not in names)
         return names
 
+    def may_hold(self, encoded: str) -> bool:
+        """Whether the JSON value whose ``json.dumps`` text (ASCII, the default) is
+        ``encoded`` may hold a known secret: False is sure (no string of it holds one);
+        True means :meth:`found` must tell. One C-speed search per needle over the text
+        a request is sent as, instead of a walk of its strings: a needle that json.dumps
+        writes as itself (printable ASCII, no quote or backslash) is in the text wherever
+        it is in a string; with a needle it would escape the answer is always True."""
+        if not self._values:
+            return False
+        if not self._json_plain:
+            return True
+        return any(value in encoded for value in self._values)
+
     def live(self) -> LiveScrubber:
         """A scrubber for one request's outputs as they arrive (see :class:`LiveScrubber`)."""
         return LiveScrubber(self)
@@ -228,17 +249,19 @@ class Scrubber:
     def held_tail(self, text: str) -> int:
         """The length of the longest end of ``text`` that could begin a secret (a proper
         prefix of one): what a stream must hold back until its next chunk."""
-        longest = 0
         size = len(text)
-        for value in self._values:
-            # Only the last len(value) - 1 characters can begin an unfinished occurrence.
-            at = text.find(value[0], max(size - len(value) + 1, 0))
-            while at >= 0 and size - at > longest:
-                if value.startswith(text[at:]):
-                    longest = size - at
-                    break
-                at = text.find(value[0], at + 1)
-        return longest
+        by_first = self._by_first
+        # Only the last (longest needle - 1) characters can begin an unfinished occurrence;
+        # the first position that begins one gives the longest end.
+        for at in range(max(size - self._longest + 1, 0), size):
+            needles = by_first.get(text[at])
+            if needles is None:
+                continue
+            rest = text[at:]
+            for value in needles:
+                if len(value) > size - at and value.startswith(rest):
+                    return size - at
+        return 0
 
     def _walk(self, value: Any) -> tuple[Any, bool]:
         if isinstance(value, str):
@@ -274,6 +297,11 @@ def _strings(value: Any) -> Iterator[str]:
             if isinstance(key, str):
                 yield key
             yield from _strings(item)
+
+
+def _json_plain(value: str) -> bool:
+    """Whether json.dumps (ASCII) writes every character of ``value`` as itself."""
+    return value.isascii() and value.isprintable() and '"' not in value and "\\" not in value
 
 
 def _repaired(text: str) -> str:
@@ -312,7 +340,14 @@ class LiveScrubber:
         if output.get("output_type") != "stream":
             return [*self.close(), self._scrubber.clean_json(output)]
         name = str(output.get("name") or "stdout")
-        text = self._held.pop(name, "") + _repaired(str(output.get("text") or ""))
+        text = self.text(name, str(output.get("text") or ""))
+        return [{**output, "text": text}] if text else []
+
+    def text(self, name: str, chunk: str) -> str:
+        """The cleaned text to pass on now for the next ``chunk`` of stream ``name`` (maybe
+        empty: all of it held back); :meth:`feed` of one stream output, without the dicts."""
+        held = self._held.pop(name, None)
+        text = _repaired(chunk) if held is None else held + _repaired(chunk)
         scrubber = self._scrubber
         cut = len(text) - scrubber.held_tail(text)
         spans = scrubber.spans(text)
@@ -323,9 +358,11 @@ class LiveScrubber:
         if cut < len(text):
             self._held[name] = text[cut:]
         if cut == 0:
-            return []
+            return ""
+        if not spans:
+            return text if cut == len(text) else text[:cut]
         done = [span for span in spans if span[1] <= cut]
-        return [{**output, "text": scrubber.render(text[:cut], done)}]
+        return scrubber.render(text[:cut], done)
 
     def close(self) -> list[dict[str, Any]]:
         """What the streams still hold, cleaned (one stream output per name)."""

@@ -11,12 +11,8 @@ from typing import Any
 import pytest
 
 from jupyter_agent.exceptions import ProviderProtocolError
-from jupyter_agent.llm.streams import (
-    SSEEvent,
-    SSEParser,
-    StreamErrorEvent,
-    make_assembler,
-)
+from jupyter_agent.llm.sse import SSEEvent, SSEParser
+from jupyter_agent.llm.streams import StreamErrorEvent, make_assembler
 
 
 def parse_sse(lines: Iterable[str]) -> Iterator[SSEEvent]:

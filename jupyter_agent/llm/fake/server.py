@@ -17,7 +17,8 @@ with ``expect_key``, a missing or wrong key (``x-api-key`` for Anthropic, ``Auth
 Bearer`` for OpenAI) gets 401; a thinking block / reasoning item sent back altered, and an
 Anthropic request whose first message is not the user's, get 400
 ``invalid_request_error``. None of them consumes a step. Every request is recorded in
-``requests`` (path, headers as received, JSON body, wire, step index).
+``requests`` (path, headers as received, JSON body, wire, step index); ``accepted``
+counts the connections accepted (``open_connections`` those still open).
 
 ``POST /v1/embeddings`` (OpenAI's wire) answers every request with deterministic vectors
 (:mod:`jupyter_agent.llm.fake.embed`: a hashed bag of terms, 64 dims, L2-normalised; the
@@ -170,6 +171,8 @@ class FakeProvider:
         self._thread: threading.Thread | None = None
         self.signer = wire_fmt.Signer()
         self.requests: list[RecordedRequest] = []
+        #: Connections accepted so far (a client that reuses its connections opens one).
+        self.accepted = 0
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -236,6 +239,12 @@ class FakeProvider:
             self._script, self._next = parsed, 0
 
     @property
+    def open_connections(self) -> int:
+        """How many accepted connections are still open."""
+        with self._lock:
+            return len(self._connections)
+
+    @property
     def remaining(self) -> int:
         """Steps not answered yet (a repeating script never runs out: its length)."""
         with self._lock:
@@ -260,6 +269,7 @@ class FakeProvider:
         with self._lock:
             if add:
                 self._connections.add(conn)
+                self.accepted += 1
             else:
                 self._connections.discard(conn)
 
