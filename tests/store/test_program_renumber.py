@@ -75,7 +75,8 @@ def _old_database(
         store = Store(db_url)
         # Today's Store writes the owner columns (v9): there for these writes, dropped
         # after, so the upgrade meets the old schema.
-        _owner_columns(db_url, "ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+        if schema < 9:
+            _owner_columns(db_url, "ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
         try:
             low = _deploy(store, "low", after=first - 1)
             high = _deploy(store, "high", after=first - 1)
@@ -94,7 +95,8 @@ def _old_database(
             )
         finally:
             store.close()
-            _owner_columns(db_url, "DROP COLUMN owner")
+            if schema < 9:
+                _owner_columns(db_url, "DROP COLUMN owner")
     return low, high
 
 
@@ -131,15 +133,17 @@ class Upgrade:
 
 UPGRADES = [
     # v6 -> today: v7's data step renumbers both (today's built-ins are v1..v6).
-    pytest.param(Upgrade(schema=6, first=5, low=7, high=8), id="v6-db"),
+    pytest.param(Upgrade(schema=6, first=5, low=8, high=9), id="v6-db"),
     # v7 -> today: v8's data step renumbers the deployed v6; the deployed v7 stays.
-    pytest.param(Upgrade(schema=7, first=6, low=8, high=7), id="v7-db"),
+    pytest.param(Upgrade(schema=7, first=6, low=8, high=9), id="v7-db"),
+    # v9 -> today: v10's data step renumbers the deployed v7 (issue 27 made it built in).
+    pytest.param(Upgrade(schema=9, first=7, low=9, high=8), id="v9-db"),
 ]
 
 
-def test_the_built_ins_are_v1_to_v6() -> None:
-    assert builtin_module.latest_builtin("toolcaller") == 6
-    assert migrations.LATEST_VERSION == 9  # v9 (owners) adds no data step
+def test_the_built_ins_are_v1_to_v7() -> None:
+    assert builtin_module.latest_builtin("toolcaller") == 7
+    assert migrations.LATEST_VERSION == 10
 
 
 @pytest.mark.parametrize("case", UPGRADES)
@@ -168,6 +172,7 @@ def test_migration_renumbers_the_shadowed_deployed_versions(
         named = store.named_programs()
         assert "toolcaller@v5" not in named
         assert "toolcaller@v6" not in named
+        assert "toolcaller@v7" not in named
 
         # The layers run the same code as before the upgrade; v6 itself is the built-in.
         registry = ProgramRegistry(store, tmp_path / "programs")
@@ -179,7 +184,7 @@ def test_migration_renumbers_the_shadowed_deployed_versions(
         assert registry.load(f"toolcaller@v6#{builtin_hash('toolcaller@v6')[:12]}").builtin
 
         # The next deploy takes the next free number.
-        assert _deploy(store, "nine").version == 9
+        assert _deploy(store, "ten").version == 10
     finally:
         store.close()
 
@@ -259,13 +264,14 @@ def test_renumbering_is_idempotent_and_spares_runs_of_the_builtin(
             assert renumber_shadowed(conn, shadowing) == []
     finally:
         engine.dispose()
-    top = 8  # an activation still names v8: taken
+    top = max(case.low, case.high)  # an activation still names it: taken
     assert moved == [
         Renumbered(name="toolcaller", old=case.first, new=top + 1, hash=low.hash, runs=1),
         Renumbered(name="toolcaller", old=case.first + 1, new=top + 2, hash=high.hash, runs=1),
     ]
     after = _raw_runs(db_url)
     assert after["run_000004"] == before["run_000004"] == (builtin_key, [mine])
-    assert after["run_000001"] == ("toolcaller@v9", [f"toolcaller@v9#{low.hash[:12]}"])
-    assert after["run_000002"] == ("toolcaller@v10", [f"toolcaller@v10#{high.hash[:12]}"])
+    one, two = f"toolcaller@v{top + 1}", f"toolcaller@v{top + 2}"
+    assert after["run_000001"] == (one, [f"{one}#{low.hash[:12]}"])
+    assert after["run_000002"] == (two, [f"{two}#{high.hash[:12]}"])
     assert after["run_000003"] == before["run_000003"]

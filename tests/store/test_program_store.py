@@ -30,27 +30,27 @@ def test_versions_follow_the_builtin_ones(store: Store) -> None:
     assert second.version == 9
     again = store.add_program(_row("a1b2c3d4", description="ignored"))
     assert again == first  # an equal hash is that version, nothing new
-    got = store.program("toolcaller", 7)
+    got = store.program("toolcaller", 8)
     assert got == first
     assert got is not None
     assert got.files == {"program.py": "# a1b2c3d4\n", "lib/util.py": "X = 1\n"}
     assert got.uses == ("llm@v1",)
-    assert store.program("toolcaller", 10) is None
+    assert store.program("toolcaller", 11) is None
     listed = store.programs()
     assert [(p.name, p.version) for p in listed] == [
         ("history", 2),
-        ("toolcaller", 7),
         ("toolcaller", 8),
+        ("toolcaller", 9),
     ]
     assert all(p.files == {} for p in listed)
-    assert [p.version for p in store.programs("toolcaller", files=True)] == [7, 8]
+    assert [p.version for p in store.programs("toolcaller", files=True)] == [8, 9]
     assert store.programs("toolcaller", files=True)[0].files == first.files
-    assert store.delete_program("toolcaller", 8)
-    assert not store.delete_program("toolcaller", 8)
-    assert store.add_program(_row("12121212")).version == 8  # never activated: free again
-    store.activate("", "toolcaller", 8, "ann")
-    assert store.delete_program("toolcaller", 8)
-    assert store.add_program(_row("34343434")).version == 9  # an activated number stays taken
+    assert store.delete_program("toolcaller", 9)
+    assert not store.delete_program("toolcaller", 9)
+    assert store.add_program(_row("12121212")).version == 9  # never activated: free again
+    store.activate("", "toolcaller", 9, "ann")
+    assert store.delete_program("toolcaller", 9)
+    assert store.add_program(_row("34343434")).version == 10  # an activated number stays taken
 
 
 def test_activations_and_mark(store: Store) -> None:
@@ -128,7 +128,7 @@ def test_two_deploys_at_once_get_distinct_versions(db_url: str) -> None:
             t.start()
         for t in pair:
             t.join(60)
-        assert same == [11, 11]
+        assert same == [12, 12]
     finally:
         for s in stores:
             s.close()
