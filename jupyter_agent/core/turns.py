@@ -65,6 +65,7 @@ EndCause = Literal[
     "break_hard",
     "error",
     "restart",
+    "repeating",
 ]
 END_CAUSES: Final = frozenset(
     {
@@ -78,6 +79,7 @@ END_CAUSES: Final = frozenset(
         "break_hard",
         "error",
         "restart",
+        "repeating",
     }
 )
 RunStatus = Literal["running", "done", "interrupted", "error"]

@@ -86,6 +86,12 @@ class Features:
     mcp: bool = False
     #: One ``config.get start`` read; recall only when something is findable.
     start: bool = False
+    #: A message taken after the last model call is not this turn's: the host starts the
+    #: next turn with it (the turn's ``steering`` holds only what a model call read).
+    unread_next: bool = False
+    #: The same failing cell or command (same code, same error) three times ends the turn
+    #: (end cause ``repeating``, a reply saying so) instead of running to a ceiling.
+    repeat_stop: bool = False
 
     @classmethod
     def of(cls, name: str) -> Features:
@@ -119,7 +125,7 @@ _V3: Final = _then(_V2, window=True)
 _V4: Final = _then(_V3, recall=True, programs=("toolcaller@v4", AUTORECALL_PROGRAM))
 _V5: Final = _then(_V4, writes=True, approvals=True, notices=True, cell_ids=True)
 _V6: Final = _then(_V5, mcp=True)
-_V7: Final = _then(_V6, start=True)
+_V7: Final = _then(_V6, start=True, unread_next=True, repeat_stop=True)
 
 #: Every version this code runs and replays, by its recorded name.
 FEATURES: Final[dict[str, Features]] = {f.name: f for f in (_V1, _V2, _V3, _V4, _V5, _V6, _V7)}

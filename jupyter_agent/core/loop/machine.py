@@ -71,6 +71,7 @@ from jupyter_agent.core.loop.steps import (
     post,
     post_final,
     provider_failure_text,
+    repeating_text,
     run_tools,
     take_cancel_detail,
     take_steering,
@@ -214,6 +215,10 @@ def setup(
         ceilings = Ceilings.from_json((yield from config("ceilings")))
         spaces = (yield from config("spaces")) or {}
     state = RunState(started=started, programs=features.programs)
+    if features.unread_next:
+        state.steering_read = 0
+    if features.repeat_stop:
+        state.failures = {}
     try:
         tier = start.resolve_tier() if start is not None else (yield from resolve_tier("codegen"))
     except ConfigError as err:
@@ -334,6 +339,7 @@ def step(turn: Turn, *, drain_first: bool) -> EffectGen[EndCause | None]:
     ceiling = state.ceiling_hit(turn.ceilings, (yield from now()))
     if ceiling is not None:
         return ceiling
+    state.read_steering()
     result = yield from chat(
         messages, system=turn.system, tier=turn.tier, tools=turn.tools, history=turn.history_len
     )
@@ -369,6 +375,9 @@ def end(turn: Turn, cause: EndCause) -> EffectGen[TurnRecord]:
     """Finish a turn: as ``done`` when the final reply is out, else through the wrap-up."""
     if cause == "done":
         return (yield from turn.finish("done", "done"))
+    if cause == "repeating":  # a summary call would likely repeat it once more: say it
+        yield from post_final(turn.state, repeating_text(turn.state))
+        return (yield from turn.finish("wrapup", cause))
     wrap = yield from wrap_up(turn.messages, turn.system, turn.tier, cause, turn.state)
     yield from post_final(turn.state, wrap)
     return (yield from turn.finish("wrapup", cause))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from jupyter_agent.core.ceilings import Ceilings
+from jupyter_agent.core.loop.inbox import NOTICE_PREFIX as NOTICE
 from jupyter_agent.core.turns import EndCause, Reply, Steering, TurnRecall, TurnWindow
 from jupyter_agent.messages import Usage
 
@@ -48,6 +49,14 @@ class RunState:
     recall: TurnRecall | None = None
     #: The programs the turn runs (``toolcaller@v4`` on; None in older versions' records).
     programs: tuple[str, ...] | None = None
+    #: ``toolcaller@v7``: how many of :attr:`steering` a model call has read (None: the
+    #: version does not count; every message taken is the turn's).
+    steering_read: int | None = None
+    #: ``toolcaller@v7``: each failing cell or command (its code and its error) and how
+    #: many times it failed the same way (None: the version does not count).
+    failures: dict[tuple[str, str], int] | None = None
+    #: The last failure :func:`run_tool` saw (its code and error), for :attr:`failures`.
+    last_failure: tuple[str, str] | None = None
 
     def add_call(self, usage: Usage, cost: float | None, model: str | None) -> None:
         """Count one model call; cost becomes unknown (None) once any call's price is."""
@@ -56,6 +65,28 @@ class RunState:
         self.cost = None if cost is None or self.cost is None else self.cost + cost
         if model:
             self.model = model
+
+    def read_steering(self) -> None:
+        """A model call is about to read the messages taken so far (v7 counts them)."""
+        if self.steering_read is not None:
+            self.steering_read = len(self.steering)
+
+    def read_part(self) -> tuple[Steering, ...]:
+        """The steering the turn holds: in v7 only the messages a model call read, and the
+        host's notices (a message taken after the last call is left for the next turn)."""
+        if self.steering_read is None:
+            return tuple(self.steering)
+        read = self.steering[: self.steering_read]
+        late = [s for s in self.steering[self.steering_read :] if s.text.startswith(NOTICE)]
+        return (*read, *late)
+
+    def count_failure(self) -> int:
+        """Count :attr:`last_failure` (v7); how many times it has happened (0: none)."""
+        failure, self.last_failure = self.last_failure, None
+        if self.failures is None or failure is None:
+            return 0
+        self.failures[failure] = self.failures.get(failure, 0) + 1
+        return self.failures[failure]
 
     def ceiling_hit(self, ceilings: Ceilings, now: str) -> EndCause | None:
         """The first ceiling the run has reached, if any (checked before each model call)."""

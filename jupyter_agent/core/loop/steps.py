@@ -58,6 +58,7 @@ from jupyter_agent.messages import Message, Text, ToolCall, ToolResult, usage_fr
 from jupyter_agent.tools import ToolSpec
 
 __all__ = [
+    "REPEATS",
     "WRAPUP_PROMPTS",
     "add_user",
     "close_open_calls",
@@ -71,6 +72,7 @@ __all__ = [
     "post",
     "post_final",
     "provider_failure_text",
+    "repeating_text",
     "inbox_steering",
     "read_history",
     "run_tool",
@@ -260,6 +262,8 @@ def run_tool(
         if read is None:
             digest = digest_cell(cell, options)
             read = digest.content, digest.is_error
+        if cell.error is not None:
+            state.last_failure = (code, f"{cell.error.ename}: {cell.error.evalue}"[:300])
     elif call.name == "bash" and ceilings.bash_enabled:
         command = call.args.get("command")
         if not isinstance(command, str) or not command.strip():
@@ -279,6 +283,11 @@ def run_tool(
         if read is None:
             digest = digest_bash(BashResult.from_json(result.data), options)
             read = digest.content, digest.is_error
+        if read[1]:
+            ran = BashResult.from_json(result.data)
+            said = ran.stderr.text.strip() or ran.stdout.text.strip()
+            last = said.splitlines()[-1:] or [""]
+            state.last_failure = (command, f"exit {ran.returncode}: {last[0]}"[:300])
     else:
         return error_result(call, f"Unknown tool {call.name!r}: use run_cell.")
     content, is_error = read
@@ -303,8 +312,12 @@ def run_tools(
             outcomes.append(error_result(call, "Not run: the cell ceiling was reached."))
         elif approvals is not None and state.soft_break:
             outcomes.append(error_result(call, refusal(Decision(approve=False, by="break"))))
+        elif cause == "repeating":
+            outcomes.append(error_result(call, "Not run: the same failure came three times."))
         else:
             outcomes.append((yield from run_tool(call, state, ceilings, options, approvals)))
+            if state.count_failure() >= REPEATS:
+                cause = "repeating"
     return outcomes, cause
 
 
@@ -325,10 +338,27 @@ def wrap_up(
     close_open_calls(messages)
     prompt = WRAPUP_PROMPTS.get(cause, "This turn must end now.") + _WRAPUP_TAIL
     add_user(messages, Message(role="user", parts=(Text(text=prompt),)))
+    if cause != "break_soft":  # stopping on request answers nothing asked meanwhile
+        state.read_steering()
     result = yield from chat(messages, system=system, tier=tier, tools=())
     count(state, result)
     text = result.reply.text.strip()
     return text or f"I stopped before finishing ({cause}) and have no summary to give."
+
+
+#: How many times the same failure (same code, same error) ends a ``repeat_stop`` turn.
+REPEATS = 3
+
+
+def repeating_text(state: RunState) -> str:
+    """The final reply of a turn ended for repeating one failure (``toolcaller@v7``)."""
+    worst = max((state.failures or {}).items(), key=lambda kv: kv[1], default=None)
+    error = worst[0][1] if worst is not None else "the same error"
+    return (
+        f"I stopped: the same code failed {REPEATS} times with the same error "
+        f"(`{error}`), so running it again would not help. Tell me how you want to go on, "
+        "or fix what it needs (a file, a package, a setting) and ask again."
+    )
 
 
 def provider_failure_text(err: ProviderError, *, attempts: bool = False) -> str:
@@ -357,7 +387,7 @@ def finish(
         run_id=run_id,
         user_text=user_text,
         created=state.started,
-        steering=tuple(state.steering),
+        steering=state.read_part(),
         replies=tuple(state.replies),
         from_agent=str(spaces.get("agent_name", "agent")),
         interrupted=stop in ("break_hard", "error"),
