@@ -168,6 +168,27 @@ def test_steering_message_mid_run(page: Page, fake: FakeProvider) -> None:
     shot(page, "steering-done")
 
 
+def test_a_message_sent_before_a_stop_opens_the_next_turn(page: Page, fake: FakeProvider) -> None:
+    fake.load(
+        [
+            {"text": "Counting.", "cells": ["import time\ntime.sleep(3)\nprint('counted')"]},
+            {"text": "Stopped as you asked."},
+            {"expect": {"last_user_contains": "also the minimum"}, "text": "The minimum is 0."},
+        ]
+    )
+    view = new_chat(page)
+    send_message(view, "Count slowly")
+    expect(view.locator(".jp-agent-cell.jp-mod-running")).to_have_count(1, timeout=60000)
+    send_message(view, "also the minimum")
+    view.locator(".jp-agent-stop").click()  # soft: after the cell
+    # The stopped turn does not keep the message; the next turn opens with it, answered.
+    expect(view.locator(".jp-agent-end").first).to_have_text("Stopped", timeout=60000)
+    expect(view.locator(".jp-agent-user").last).to_contain_text("also the minimum", timeout=60000)
+    expect(view.locator(".jp-agent-reply").last).to_contain_text("The minimum is 0.", timeout=60000)
+    expect(view.locator(".jp-agent-steering")).to_have_count(0)
+    shot(page, "steering-after-stop")
+
+
 def test_open_trace_as_notebook(page: Page, fake: FakeProvider) -> None:
     fake.load(
         [

@@ -10,6 +10,8 @@
  *   `message_id` the POST answered and the `steering` event repeats, approvals by
  *   `approval_id`; the reply comes from `reply` only (`run_end` brings the turn for the
  *   footer).
+ * - A `run_start` whose message an earlier run showed as steering (taken with a stop,
+ *   never answered there) moves it: that run no longer shows it.
  * - A run shown from its record or steps (it ended before the view opened) ignores its
  *   events, except a `proposal`: a proposal outlives its run.
  * - `proposal` places the proposal (by id) in its run; the proposal itself, and its
@@ -68,7 +70,20 @@ export function reduceEvent(state: IChatRuns, event: IAgentEvent): IChatRuns {
   } else if (next.ended && activeRunId === next.runId) {
     activeRunId = null;
   }
-  return { ...seen, runs: putRun(state.runs, next), activeRunId };
+  let runs = putRun(state.runs, next);
+  const opened = event.type === 'run_start' ? next.userMessageId : null;
+  if (opened) {
+    // A message an earlier run took but did not answer (it came with a stop) opens this
+    // run: shown here as its message, no longer as that run's steering.
+    runs = runs.map(r => (r.runId === next.runId ? r : withoutSteering(r, opened)));
+  }
+  return { ...seen, runs, activeRunId };
+}
+
+/** `run` without its steering item `messageId` (the same run when it has none). */
+function withoutSteering(run: IRunState, messageId: string): IRunState {
+  const items = run.items.filter(i => !(i.kind === 'steering' && i.messageId === messageId));
+  return items.length === run.items.length ? run : { ...run, items };
 }
 
 /**

@@ -87,6 +87,8 @@ export function describeEnd(endCause: string | null, stopReason?: string | null)
       return 'Ended with an error';
     case 'restart':
       return 'Interrupted: the server restarted during this run';
+    case 'repeating':
+      return 'Stopped: the same cell kept failing the same way';
     default:
       if (endCause.startsWith('ceiling:')) {
         const what = endCause.slice('ceiling:'.length).replace(/_/g, ' ');

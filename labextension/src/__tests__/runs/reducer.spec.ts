@@ -103,6 +103,21 @@ describe('reduceEvent', () => {
     expect(ended.activeRunId).toBeNull();
     expect(started.activeRunId).toBe('r');
   });
+
+  it('moves a message taken with a stop to the run it opens', () => {
+    const first = fold([
+      ev('run_start', 'r1', { text: 'count', message_id: 'msg_1' }),
+      ev('steering', 'r1', { text: 'also the minimum', message_id: 'msg_2' }),
+      ev('run_end', 'r1', { stop_reason: 'wrapup', end_cause: 'break_soft', turn: turn('r1') })
+    ]);
+    expect(first.runs[0].items.map(i => i.kind)).toEqual(['steering']);
+    const next = fold([ev('run_start', 'r2', { text: 'also the minimum', message_id: 'msg_2' })], first);
+    expect(next.runs[0].items).toEqual([]);
+    expect(next.runs[1]).toMatchObject({ userText: 'also the minimum', userMessageId: 'msg_2' });
+    // Another run's start leaves steering it did not take where it is.
+    const other = fold([ev('run_start', 'r3', { text: 'new', message_id: 'msg_9' })], first);
+    expect(other.runs[0]).toBe(first.runs[0]);
+  });
 });
 
 describe('reduceRun', () => {
