@@ -1,0 +1,257 @@
+"""The turn budget (issue 27): where a turn's time goes, per phase and per effect, as ratios
+to the floor, measured side by side in one run. ``python bench/bench_turn_budget.py [N]
+[--json]`` (default N=20: medians of N turns).
+
+One fake provider on loopback answers at once, on the OpenAI-compatible wire (Chat
+Completions, streamed). The floors are hand-made clients doing the same calls: the chat
+floor one streamed POST, the code floor two streamed POSTs and one execute in a warm
+ipykernel (jupyter_client). The agent runs in a real ``jupyter server``; a turn is the
+REST POST of the message and the events WebSocket until ``run_end``.
+
+Per turn, from the client's clock and the run's own effect log (its ``t`` stamps):
+
+- ``POST``: the message's POST until its 202;
+- ``set-up``: the 202 until the log's first effect;
+- each effect kind (``config.get``, ``mailbox.drain``, ``recall.search``, ``http.post``,
+  ``cell.run``, ``turn.append``, ...): the sum of intent-to-result spans in the turn;
+- ``between effects``: the log's first intent to its last result, less the effects (the
+  loop, the log writes, the driver);
+- ``after the reply``: the final ``reply`` event until ``run_end`` (what the person does
+  not wait for, but the next message does).
+
+Each line is a median, in ms and as a ratio of the turn's floor, with the phase's budget
+(:data:`BUDGET`) and whether it is met. Nothing is asserted: exit status 0 whatever the
+figures (a wide machine-to-machine noise); the README's performance section states the
+same budget.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from jupyter_client.manager import start_new_kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_server import Server
+
+from jupyter_agent.llm.fake.server import FakeProvider
+
+MODEL = "gpt-4o"
+CELL = "x = sum(range(1000))\nprint(x)"
+CHAT = [{"text": "Hello."}]
+CODE = [{"text": "Running it.", "cells": [CELL]}, {"text": "Done."}]
+BODY = {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "go"}]}
+
+#: The budget of each phase, as a ratio of the turn's floor (the issue's goals: a chat
+#: turn <= 3x its floor, a code turn <= 1.3x). A phase not listed has none of its own.
+BUDGET: dict[str, dict[str, float]] = {
+    "chat": {
+        "total (to the reply)": 3.0,
+        "POST": 0.5,
+        "set-up": 0.3,
+        "config.get": 0.2,
+        "mailbox.drain": 0.1,
+        "recall.search": 0.2,
+        "http.post": 1.3,
+        "between effects": 0.5,
+        "after the reply": 1.0,
+    },
+    "code": {
+        "total (to the reply)": 1.3,
+        "POST": 0.05,
+        "set-up": 0.05,
+        "config.get": 0.02,
+        "http.post": 0.3,
+        "cell.run": 1.0,
+        "between effects": 0.1,
+        "after the reply": 0.2,
+    },
+}
+
+
+def _med(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def _t(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+class Agent:
+    """A server with the agent on the fake's OpenAI-compatible wire."""
+
+    def __init__(self, base: Path, fake: FakeProvider) -> None:
+        tier = {"provider": "openai-compatible", "model": MODEL, "base_url": fake.base_url + "/v1"}
+        self.server = Server(base, {"tiers": {"codegen": tier}})
+        path = base / "config" / "jupyter_server_config.json"
+        config = json.loads(path.read_text())
+        config["KernelPool"] = {"size": 2}
+        path.write_text(json.dumps(config))
+        self.fake = fake
+        self.client: httpx.Client | None = None
+
+    def start(self) -> None:
+        self.server.start()
+        self.client = self.server.client()
+        self.server.wait_ready(self.client)
+
+    def chat(self) -> str:
+        assert self.client is not None
+        return str(self.client.post("agent/chats", json={"title": "bench"}).json()["id"])
+
+    def turn(self, chat_id: str, text: str = "go") -> dict[str, Any]:
+        """One message to its ``run_end``: the client's wall-clock marks and the run id."""
+        assert self.client is not None
+        ws = self.server.events(chat_id)
+        try:
+            sent = time.time()
+            answer = self.client.post(f"agent/chats/{chat_id}/messages", json={"text": text})
+            accepted = time.time()
+            run_id = str(answer.json()["run_id"])
+            reply = None
+            while True:
+                event = json.loads(ws.recv())
+                if event["run_id"] != run_id:
+                    continue
+                if event["type"] == "reply" and event.get("done"):
+                    reply = time.time()
+                if event["type"] == "run_end":
+                    ended = time.time()
+                    break
+        finally:
+            ws.close()
+        return {"run_id": run_id, "sent": sent, "accepted": accepted, "reply": reply or ended,
+                "ended": ended}  # fmt: skip
+
+    def log_of(self, run_id: str) -> Path:
+        return next(self.server.base.glob(f"data/**/runs/{run_id}.jsonl"))
+
+    def stop(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        self.server.stop()
+
+
+def _stream(http: httpx.Client, url: str) -> None:
+    with http.stream("POST", url, json=BODY) as response:
+        response.raise_for_status()
+        for _ in response.iter_bytes():
+            pass
+
+
+def floors(fake: FakeProvider, n: int) -> tuple[float, float]:
+    """The chat floor (one streamed post) and the code floor (two and an execute)."""
+    km, kc = start_new_kernel(kernel_name="python3")
+    chat, code = [], []
+    url = fake.base_url + "/v1/chat/completions"
+    try:
+        with httpx.Client(trust_env=False) as http:
+            for _ in range(n):
+                fake.load(CHAT)
+                start = time.perf_counter()
+                _stream(http, url)
+                chat.append(time.perf_counter() - start)
+                fake.load(CODE)
+                start = time.perf_counter()
+                _stream(http, url)
+                kc.execute_interactive(CELL, output_hook=lambda m: None)
+                _stream(http, url)
+                code.append(time.perf_counter() - start)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    return _med(chat), _med(code)
+
+
+def phases(marks: dict[str, Any], log: Path) -> dict[str, float]:
+    """Seconds per phase and per effect kind of one turn (see the module docstring)."""
+    lines = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    intents = {ln["seq"]: ln for ln in lines if ln["phase"] == "intent"}
+    out: dict[str, float] = defaultdict(float)
+    busy = 0.0
+    for line in lines:
+        intent = intents.get(line["seq"])
+        if line["phase"] != "result" or intent is None or intent.get("parent") is not None:
+            continue
+        took = _t(line["t"]) - _t(intent["t"])
+        out[intent["name"]] += took
+        busy += took
+    stamped = [_t(ln["t"]) for ln in lines if "t" in ln]
+    first, last = (min(stamped), max(stamped)) if stamped else (marks["accepted"],) * 2
+    out["POST"] = marks["accepted"] - marks["sent"]
+    out["set-up"] = max(0.0, first - marks["accepted"])
+    out["between effects"] = max(0.0, (last - first) - busy)
+    out["after the reply"] = marks["ended"] - marks["reply"]
+    out["total (to the reply)"] = marks["reply"] - marks["sent"]
+    out["total (to run_end)"] = marks["ended"] - marks["sent"]
+    return dict(out)
+
+
+def measure(agent: Agent, steps: list[dict[str, Any]], n: int, pause_s: float) -> dict[str, float]:
+    agent.fake.load({"steps": steps, "repeat": True})
+    per: dict[str, list[float]] = defaultdict(list)
+    for _ in range(n):
+        time.sleep(pause_s)  # a warm pool and an idle machine, as a person typing leaves them
+        marks = agent.turn(agent.chat())
+        for name, value in phases(marks, agent.log_of(marks["run_id"])).items():
+            per[name].append(value)
+    return {name: _med(values) for name, values in per.items()}
+
+
+def report(kind: str, floor: float, figures: dict[str, float]) -> list[dict[str, Any]]:
+    budget = BUDGET[kind]
+    order = ["total (to the reply)", "total (to run_end)", "POST", "set-up"]
+    effects = sorted(
+        (k for k in figures if k not in order and k not in ("between effects", "after the reply")),
+        key=lambda k: -figures[k],
+    )
+    rows = []
+    print(f"\n{kind} turn (floor {floor * 1e3:.2f} ms)")
+    print(f"  {'phase':<22} {'ms':>8} {'x floor':>8} {'budget':>8}")
+    for name in [*order, *effects, "between effects", "after the reply"]:
+        if name not in figures:
+            continue
+        ms, ratio = figures[name] * 1e3, figures[name] / floor if floor else 0.0
+        goal = budget.get(name)
+        verdict = "" if goal is None else ("met" if ratio <= goal else "NOT MET")
+        shown = "" if goal is None else f"{goal:.2f}x"
+        print(f"  {name:<22} {ms:8.2f} {ratio:8.2f} {shown:>8}  {verdict}")
+        rows.append({"phase": name, "ms": ms, "x_floor": ratio, "budget": goal, "met": verdict})
+    return rows
+
+
+def main(n: int = 20, as_json: bool = False) -> None:
+    base = Path(tempfile.mkdtemp(prefix="bench-budget-"))
+    fake = FakeProvider({"steps": CHAT, "repeat": True}).start()
+    agent = Agent(base / "a", fake)
+    try:
+        agent.start()
+        agent.fake.load({"steps": CHAT, "repeat": True})
+        for _ in range(3):  # warm-up: imports on first use, the pool's first kernels
+            agent.turn(agent.chat())
+        chat_floor, code_floor = floors(fake, n)
+        chat = measure(agent, CHAT, n, 0.05)
+        code = measure(agent, CODE, n, 1.5)
+    finally:
+        agent.stop()
+        fake.stop()
+    print(f"floors by hand: chat {chat_floor * 1e3:.2f} ms, code {code_floor * 1e3:.2f} ms")
+    rows = {"chat": report("chat", chat_floor, chat), "code": report("code", code_floor, code)}
+    if as_json:
+        figures = {"floors_ms": {"chat": chat_floor * 1e3, "code": code_floor * 1e3}, **rows}
+        print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--json"]
+    main(int(args[0]) if args else 20, as_json="--json" in sys.argv)
