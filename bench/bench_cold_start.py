@@ -1,0 +1,137 @@
+"""Cold start (issue 27): a ``jupyter server`` with the agent against a bare one of the same
+venv, alternating, K of each (``python bench/bench_cold_start.py [K]``, default 5).
+
+For each start, from the spawn: ready (the agent's ``GET agent/status`` 200; the bare
+server's ``GET api/status`` 200), and for the agent the first reply (a message in a new chat
+until its ``run_end``: the fake provider answers at once) and the first reply after ready.
+Then the import profile: ``import jupyter_agent.server.app`` beyond what
+``import jupyter_server.serverapp`` imports alone, its top modules by cumulative time.
+
+Goals (the issue's): ready <= 1.1x the bare server; first reply after ready <= 0.5 s; cold
+start to the first reply <= the bare server's ready + 0.5 s. Printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_server import Server
+
+from jupyter_agent.llm.fake.server import FakeProvider
+
+
+def _wait(client: httpx.Client, path: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if client.get(path).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError("the server exited")
+        time.sleep(0.01)
+    raise RuntimeError(f"{path} never answered")
+
+
+def agent_start(base: Path, fake: FakeProvider) -> tuple[float, float]:
+    """(ready, first reply) seconds from the spawn of a server with the agent."""
+    tier = {"provider": "fake", "model": "claude-sonnet-4-5", "base_url": fake.base_url}
+    server = Server(base, {"tiers": {"codegen": tier}})
+    started = time.perf_counter()
+    server.start()
+    assert server.proc is not None
+    client = server.client()
+    try:
+        _wait(client, "agent/status", server.proc)
+        ready = time.perf_counter() - started
+        chat = client.post("agent/chats", json={"title": "cold"}).json()["id"]
+        ws = server.events(chat)
+        run_id = client.post(f"agent/chats/{chat}/messages", json={"text": "hi"}).json()["run_id"]
+        while True:
+            event = json.loads(ws.recv())
+            if event["type"] == "run_end" and event["run_id"] == run_id:
+                break
+        ws.close()
+        return ready, time.perf_counter() - started
+    finally:
+        client.close()
+        server.stop()
+
+
+def bare_start(base: Path) -> float:
+    """Seconds from the spawn of a bare ``jupyter server`` (no agent) to ``api/status``."""
+    server = Server(base, {})
+    path = base / "config" / "jupyter_server_config.json"
+    config = json.loads(path.read_text())
+    config["ServerApp"]["jpserver_extensions"] = {"jupyter_agent": False}
+    path.write_text(json.dumps(config))
+    started = time.perf_counter()
+    server.start()
+    assert server.proc is not None
+    client = server.client()
+    try:
+        _wait(client, "api/status", server.proc)
+        return time.perf_counter() - started
+    finally:
+        client.close()
+        server.stop()
+
+
+def import_profile(top: int = 15) -> list[tuple[str, float]]:
+    """The modules ``jupyter_agent.server.app`` adds to ``jupyter_server.serverapp``'s
+    imports, by cumulative import time (ms), slowest first."""
+
+    def times(code: str) -> dict[str, float]:
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
+        )
+        out: dict[str, float] = {}
+        for line in done.stderr.splitlines():
+            parts = line.split("|")
+            if len(parts) == 3 and parts[1].strip().isdigit():
+                out[parts[2].strip()] = int(parts[1]) / 1000
+        return out
+
+    base = times("import jupyter_server.serverapp")
+    full = times("import jupyter_server.serverapp; import jupyter_agent.server.app")
+    extra = {name: ms for name, ms in full.items() if name not in base}
+    return sorted(extra.items(), key=lambda kv: -kv[1])[:top]
+
+
+def main(k: int = 5) -> None:
+    root = Path(tempfile.mkdtemp(prefix="bench-cold-"))
+    fake = FakeProvider({"steps": [{"text": "Hello."}], "repeat": True}).start()
+    ready, first, bare = [], [], []
+    try:
+        for i in range(k):
+            bare.append(bare_start(root / f"bare{i}"))
+            r, f = agent_start(root / f"agent{i}", fake)
+            ready.append(r)
+            first.append(f)
+    finally:
+        fake.stop()
+    med = statistics.median
+    b, r, f = med(bare), med(ready), med(first)
+    after = med([x - y for x, y in zip(first, ready, strict=True)])
+    print(f"bare jupyter server ready: {b:.2f} s (median of {k})")
+    print(f"agent server ready:        {r:.2f} s = {r / b:.2f}x bare (goal <= 1.1x)")
+    print(f"first reply after ready:   {after:.2f} s (goal <= 0.5 s)")
+    print(f"cold start to first reply: {f:.2f} s = bare + {f - b:.2f} s (goal <= bare + 0.5 s)")
+    print("what the agent's import adds (cumulative ms, top modules):")
+    for name, ms in import_profile():
+        print(f"  {ms:8.1f}  {name}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
