@@ -29,7 +29,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, validate
@@ -53,9 +53,11 @@ from jupyter_agent.server.auth.isolation import checked_pool
 from jupyter_agent.server.auth.owners import owners_mode
 from jupyter_agent.server.base import one_line_refusals
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
-from jupyter_agent.server.mcp.endpoint import McpEndpoint
 from jupyter_agent.server.routes import default_handlers
 from jupyter_agent.store.repo import Store
+
+if TYPE_CHECKING:
+    from jupyter_agent.server.mcp.endpoint import McpEndpoint
 
 __all__ = ["DEFAULT_TIERS", "JupyterAgent"]
 
@@ -168,8 +170,19 @@ class JupyterAgent(ExtensionApp, AppSettings):
     services: Services | None = None
     """The parts' services, one per concern, that the handlers call (None without parts)."""
 
-    mcp_endpoint: McpEndpoint | None = None
-    """``agent/mcp``: started and stopped with the extension."""
+    _mcp_endpoint: McpEndpoint | None = None
+    _mcp_open = False  # the parts are built: the endpoint may be made
+    _mcp_stopped = False
+
+    @property
+    def mcp_endpoint(self) -> McpEndpoint | None:
+        """``agent/mcp``'s endpoint, made (importing the ``mcp`` SDK) at its first request,
+        started then, stopped with the extension; None before the parts or after the stop."""
+        if self._mcp_endpoint is None and self._mcp_open and not self._mcp_stopped:
+            from jupyter_agent.server.mcp.endpoint import McpEndpoint
+
+            self._mcp_endpoint = McpEndpoint(lambda: self.services, version=__version__)
+        return self._mcp_endpoint
 
     async def status(self, *, owner: str) -> dict[str, Any]:
         """The answer of ``GET agent/status`` for ``owner`` (no key values): the admin's
@@ -260,19 +273,19 @@ class JupyterAgent(ExtensionApp, AppSettings):
             live_docs=LiveDocs(lambda: collaboration_app(serverapp)),
         )
         self.parts, self.services = parts, parts.services
-        self.mcp_endpoint = McpEndpoint(lambda: self.services, version=__version__)
+        self._mcp_open = True
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the pool and recover runs left running, once the loop runs."""
         if self.parts is not None:
             await self.parts.start()
-        if self.mcp_endpoint is not None:
-            await self.mcp_endpoint.start()
+        # agent/mcp starts at its first request: the mcp SDK is not loaded before.
 
     async def stop_extension(self) -> None:
         """Break the runs, stop the pool, close the transport, the store and the demo."""
-        if self.mcp_endpoint is not None:  # its sessions first: their waits end
-            await self.mcp_endpoint.stop()
+        self._mcp_stopped = True
+        if self._mcp_endpoint is not None:  # its sessions first: their waits end
+            await self._mcp_endpoint.stop()
         if self.parts is not None:
             await self.parts.stop()
 

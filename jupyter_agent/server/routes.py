@@ -26,7 +26,7 @@ from jupyter_agent.server.chats import (
     MessagesHandler,
 )
 from jupyter_agent.server.events import EventsSocket
-from jupyter_agent.server.mcp.endpoint import MCP_ROUTE, McpHandler
+from jupyter_agent.server.mcp.handler import MCP_ROUTE, McpHandler
 from jupyter_agent.server.memory import MemoriesHandler, MemoryHandler
 from jupyter_agent.server.programs import (
     ProgramHandler,

@@ -291,7 +291,7 @@ async def test_the_index_gives_the_same_cosines_with_and_without_numpy(
     await embedder.drain()
     query = embed_text(QUERY, terms=terms, synonyms=SYNONYMS)
     with_numpy = await embedder.index("", "fake-embed").cosines(query)
-    monkeypatch.setattr(vector_index, "np", None)
+    monkeypatch.setattr(vector_index, "_NUMPY", [None])
     plain = await vector_index.VectorIndex(store, owner="", model="fake-embed").cosines(query)
     assert set(plain) == {m.id for m in facts}
     assert plain == pytest.approx(with_numpy, abs=1e-5)  # float32 both ways
@@ -311,7 +311,7 @@ async def test_the_index_follows_puts_and_drops_between_loads(
     store: Store, monkeypatch: pytest.MonkeyPatch, numpy: bool
 ) -> None:
     if not numpy:
-        monkeypatch.setattr(vector_index, "np", None)
+        monkeypatch.setattr(vector_index, "_NUMPY", [None])
     a, b, c = (save(store, "x", t) for t in ("alpha one", "beta two", "gamma three"))
     vec = {m.id: embed_text(m.text, terms=terms) for m in (a, b, c)}
     store.put_vector(a.id, MODEL, vec[a.id])

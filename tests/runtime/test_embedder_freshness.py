@@ -180,7 +180,7 @@ async def test_many_changes_are_folded_and_score_as_a_fresh_load(
     store: Store, monkeypatch: pytest.MonkeyPatch, numpy: bool
 ) -> None:
     if not numpy:
-        monkeypatch.setattr(vector_index, "np", None)
+        monkeypatch.setattr(vector_index, "_NUMPY", [None])
     facts = [save(store, "x", f"fact number {n} about topic{n % 7}") for n in range(150)]
     for memory in facts[:50]:
         store.put_vector(memory.id, MODEL, vec(memory.text))

@@ -44,10 +44,21 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Final
 
-try:  # optional: a matrix product is ~100x faster than Python loops at 10,000 facts
-    import numpy as np
-except ImportError:  # pragma: no cover - numpy ships with the test environment
-    np = None  # type: ignore[assignment]
+_NUMPY: list[Any] = []  # numpy (or None without it), imported once vectors exist
+
+
+def _numpy() -> Any:
+    """numpy, imported at the first index that holds vectors (a matrix product is ~100x
+    faster than Python loops at 10,000 facts), or None when it is not installed: a server
+    with no embed tier never imports it."""
+    if not _NUMPY:
+        try:
+            import numpy
+        except ImportError:  # pragma: no cover - numpy ships with the default install
+            _NUMPY.append(None)
+        else:
+            _NUMPY.append(numpy)
+    return _NUMPY[0]
 
 __all__ = ["FOLD_AT", "VectorIndex"]
 
@@ -71,6 +82,7 @@ class _Snapshot:
         self.row: dict[str, int] = {i: n for n, i in enumerate(self.ids)}
         self.vectors: tuple[array[float], ...] = ()
         self.matrix: Any = None
+        np = _numpy() if self.ids else None
         if np is None:
             self.vectors = tuple(vectors)
         elif self.ids:
@@ -78,7 +90,7 @@ class _Snapshot:
             self.matrix = np.frombuffer(flat, dtype=np.float32).reshape(len(self.ids), dim)
 
     def items(self) -> list[tuple[str, array[float]]]:
-        if np is None:
+        if self.matrix is None:
             return list(zip(self.ids, self.vectors, strict=True))
         return [(i, array("f", self.matrix[n].tobytes())) for n, i in enumerate(self.ids)]
 
@@ -261,7 +273,8 @@ def _score(
     ]
     asked = set(ids)
     wanted = {i for i in asked if i in snap.row and i not in overlay}
-    if np is not None and snap.matrix is not None:
+    np = _numpy() if snap.matrix is not None else None
+    if np is not None:
         scores = snap.matrix @ np.frombuffer(unit.tobytes(), dtype=np.float32)
         for i in overlay:
             if i in snap.row:

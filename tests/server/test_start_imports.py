@@ -1,0 +1,85 @@
+"""What a start loads (issue 27, item 6): a real ``jupyter server`` with the agent, the
+default config (no ``mcp_servers``, no embed tier), answers ``GET agent/status`` without
+having imported the ``mcp`` SDK, numpy, pandas or matplotlib; the first request to
+``agent/mcp`` loads the SDK (the endpoint is made then) and is answered."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.plugins.jupyter_dirs import jupyter_dirs, jupyter_env
+from tests.rest_stub import free_port
+
+pytestmark = pytest.mark.timeout(180)
+
+REPO = Path(__file__).resolve().parents[2]
+LAZY = ("mcp", "mcp_types", "numpy", "pandas", "matplotlib", "starlette", "uvicorn")
+
+
+def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(tmp_path: Path) -> None:
+    dirs = jupyter_dirs(tmp_path)
+    config = {
+        "ServerApp": {
+            "jpserver_extensions": {"jupyter_agent": True, "tests.plugins.modules_ext": True}
+        },
+        "JupyterAgent": {"pool_size": 0},
+    }
+    (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
+    env = jupyter_env(dirs)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    port, token = free_port(), secrets.token_hex(16)
+    argv = [
+        sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={dirs['root']}", f"--IdentityProvider.token={token}",
+    ]  # fmt: skip
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-root")
+    log = (tmp_path / "server.log").open("wb")
+    proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url, headers = f"http://127.0.0.1:{port}/", {"Authorization": f"token {token}"}
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(url + "agent/status", headers=headers).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, (tmp_path / "server.log").read_text()
+            assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            time.sleep(0.1)
+        loaded = set(httpx.get(url + "test/modules", headers=headers).json())
+        assert sorted(m for m in LAZY if m in loaded) == []
+        answer = httpx.post(
+            url + "agent/mcp",
+            headers={**headers, "Accept": "application/json, text/event-stream"},
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            },
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.headers.get("mcp-session-id")
+        loaded = set(httpx.get(url + "test/modules", headers=headers).json())
+        assert "mcp" in loaded
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
