@@ -117,9 +117,10 @@ def test_the_prompt_lists_the_tool_and_the_digest_holds_its_result(
 
 def test_the_log_records_the_catalogue_and_the_call(server: Server, added: dict[str, Any]) -> None:
     effects = pair_effects(read_log(effect_log(server, added["run_id"])))
-    [catalogue] = [e for e in effects if e.name == "config.get" and e.data == {"key": "mcp"}]
-    assert catalogue.result is not None
-    answer = catalogue.result.data
+    # toolcaller@v7: the catalogue is part of the one start answer.
+    [start] = [e for e in effects if e.name == "config.get" and e.data.get("key") == "start"]
+    assert start.result is not None
+    answer = start.result.data["mcp"]
     assert [s["name"] for s in answer["servers"]] == ["demo"]
     assert [t["name"] for t in answer["servers"][0]["tools"]] == [
         "add",

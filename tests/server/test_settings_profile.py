@@ -57,23 +57,20 @@ def test_the_assumed_profile_is_shown_and_the_persons_is_used(
     sent = jp_asyncio_loop.run_until_complete(agent_service.manager.send(chat.id, text="hi"))
     jp_asyncio_loop.run_until_complete(agent_service.manager.wait(sent["run_id"]))
     trace = read_log(agent_service.manager.log_path(sent["run_id"]))
-    answers = {
-        line.name: line.data
-        for line in trace.lines
-        if line.phase == "result" and line.name == "config.get"
-    }
-    intents = [
-        (line.seq, line.data.get("key"))
+    intents = {
+        line.seq: line.data
         for line in trace.lines
         if line.phase == "intent" and line.name == "config.get"
-    ]
+    }
     results = {line.seq: line.data for line in trace.lines if line.phase == "result"}
-    profile = next(results[seq] for seq, key in intents if key == "llm.profile.my-local-llm")
+    # toolcaller@v7: the tier and its model's profile come in the one start answer.
+    start = next(results[seq] for seq, data in intents.items() if data.get("key") == "start")
+    profile = start["profile"]
     assert (profile["context_window"], profile["max_output"], profile["tool_mode"]) == (
         32768,
         4096,
         "native",
     )
-    assert answers  # the run read its config
-    tier = next(results[seq] for seq, key in intents if key == "llm.tier.codegen")
-    assert "profile" not in tier  # the tier as the loop reads it: the profile went to its model
+    assert (
+        "profile" not in start["tier"]
+    )  # the tier as the loop reads it: the profile went to its model
