@@ -12,7 +12,7 @@ from typing import Any
 
 from jupyter_agent.core.digest.cells import CellResult, LastValue, Value
 from jupyter_agent.core.loop.drive import drive
-from jupyter_agent.core.loop.machine import PROGRAM, toolcaller
+from jupyter_agent.core.loop.machine import toolcaller
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import EffectLog
@@ -106,6 +106,11 @@ class World:
         return {"ok": True}
 
 
+#: The version the recorded runs are of: a v6 log (its world answers v6's config keys), as
+#: runs recorded before v7 are; the CLI reads, shows, replays and exports it as such.
+RECORDED = "toolcaller@v6"
+
+
 def record_run(
     path: Path,
     run_id: str = "run_01CLI",
@@ -119,13 +124,13 @@ def record_run(
     header = {
         "run_id": run_id,
         "chat_id": chat_id,
-        "program": PROGRAM,
+        "program": RECORDED,
         "profile": {},
         "tiers": {"codegen": {"provider": "anthropic", "model": MODEL}},
         "created": "2025-03-01T10:00:00.000Z",
     }
     world = World(question, retries)
-    gen = toolcaller(run_id, chat_id)
+    gen = toolcaller(run_id, chat_id, version=6)
     with EffectLog.create(path, header) as log:
         return drive(
             gen, lambda effect: log.result(log.intent(effect), effect.name, world.answer(effect))

@@ -32,11 +32,17 @@ async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> Asyn
 
 
 def history_result(trace: TraceFile) -> tuple[dict[str, Any], Any]:
-    """The history effect of a run: (its intent, its result)."""
+    """The history a run read: (what it asked, the window). v3..v6 read it with
+    ``config.get history``; v7 in its start answer (its budget there too)."""
     for effect in pair_effects(trace):
-        if effect.name == "config.get" and effect.intent.data.get("key") == "history":
+        key = effect.intent.data.get("key") if effect.name == "config.get" else None
+        if key == "history":
             assert effect.result is not None
             return effect.intent.data, effect.result.data
+        if key == "start":
+            assert effect.result is not None
+            answer = effect.result.data
+            return {"key": "history", "budget_tokens": answer["budget_tokens"]}, answer["history"]
     raise AssertionError("the run read no history")
 
 
@@ -59,7 +65,7 @@ async def test_a_long_chats_logs_stay_bounded_and_v2_still_replays(
     assert sizes[100] <= sizes[10] * 1.02, sizes
     assert sizes[10] > sizes[1]  # the history is in the log, up to the budget
     trace = agent.trace(run_ids[100])
-    assert trace.header["program"] == PROGRAM == "toolcaller@v6"
+    assert trace.header["program"] == PROGRAM == "toolcaller@v7"
     asked, window = history_result(trace)
     assert asked == {"key": "history", "budget_tokens": BUDGET}
     assert 1 < len(window["turns"]) < 10

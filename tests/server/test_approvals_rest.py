@@ -93,8 +93,8 @@ def test_rest_approval_lets_the_waiting_cell_run(
     # The trait reached the run through its recorded ceilings.
     _, detail = call(fetch, "agent", "runs", run_id, params={"full": "1"})
     asked = [e for e in detail["effects"] if e["name"] == "config.get"]
-    ceilings = next(e for e in asked if (e.get("intent") or {}).get("key") == "ceilings")
-    assert ceilings["result"]["approval"] == "every_cell"
+    start = next(e for e in asked if (e.get("intent") or {}).get("key") == "start")
+    assert start["result"]["ceilings"]["approval"] == "every_cell"
     # The view's cell id is in the header the model read.
     first = fake.requests[0].json["messages"][-1]["content"][0]["text"]
     assert first.splitlines()[0].endswith(

@@ -51,7 +51,8 @@ def test_a_run_reads_the_admin_profile(fetch: Any, spin: Any, agent_service: Any
     turn = wait_turn(fetch, spin, chat_id, answer["run_id"])
     assert turn["llm"]["stopReason"] == "done"
     gets = config_gets(agent_service.manager.log_path(answer["run_id"]))
-    _, profile = gets[f"llm.profile.{MODEL}"]
+    _, start = gets["start"]  # toolcaller@v7: one start answer
+    profile = start["profile"]
     assert profile == {
         "context_window": 4000,
         "max_output": 512,
@@ -61,8 +62,7 @@ def test_a_run_reads_the_admin_profile(fetch: Any, spin: Any, agent_service: Any
         "price_cache_read": None,
     }
     # The history budget is a quarter of the overridden window, not the default 50,000.
-    asked, _ = gets["history"]
-    assert asked["budget_tokens"] == 1000
+    assert start["budget_tokens"] == 1000
 
 
 @pytest.mark.parametrize(

@@ -39,8 +39,8 @@ from tests.server.test_e2e import (
 
 pytestmark = pytest.mark.timeout(300)
 
-#: What a toolcaller@v6 run records (issue 16): every program it used, hashed, its own first.
-RUN_PROGRAMS = [ref.text for ref in run_refs("toolcaller@v6")]
+#: What a toolcaller@v7 run records (issue 16): every program it used, hashed, its own first.
+RUN_PROGRAMS = [ref.text for ref in run_refs("toolcaller@v7")]
 
 FACT = "The person's favourite chart colour is teal."
 SAVE = f"""
@@ -163,7 +163,7 @@ def test_a_fact_saved_in_chat_a_is_recalled_in_chat_b_before_the_message(
 def test_the_categories_reach_the_system_prompt(recalled: dict[str, Any]) -> None:
     system = recalled["request"]["system"][0]["text"]
     assert "# Memory categories in use\n\n- preferences (1)\n" in system
-    assert "memory.save(" in system  # the memory app is listed for toolcaller@v6
+    assert "memory.save(" in system  # the memory app is listed for toolcaller@v7
     assert "memory.search(" in system
 
 
@@ -186,7 +186,7 @@ def test_a_recalled_run_replays_identically(
     run_id = recalled["turn"]["run_id"]
     path = effect_log(server, run_id)
     header = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
-    assert header["program"] == "toolcaller@v6"
+    assert header["program"] == "toolcaller@v7"
     assert header["programs"] == RUN_PROGRAMS
     # The CLI fetches the log from the server and replays it: no model, no store, no kernel.
     addr = ["--addr", server.url, "--token", server.token]

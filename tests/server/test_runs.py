@@ -232,18 +232,27 @@ def test_mailbox_routing_and_hard_break(
     assert broke == {"run_id": first["run_id"], "routed": "break", "state": "breaking"}
     turn = wait_turn(fetch, spin, chat_id, first["run_id"], timeout_s=20)
     assert turn["llm"]["stopReason"] == "break_hard"
-    # The queued message was not dropped: it is in the broken turn (its answer named it).
-    assert [s["text"] for s in turn["steering"]] == ["and also this"]
-    # A message after the stop opens the next run, whose id its answer names; break it too.
+    # The queued message was not dropped, nor kept unanswered in the broken turn
+    # (toolcaller@v7): no model call read it, so it opens the next run.
+    assert turn["steering"] == []
+    _, chat = call(fetch, "agent", "chats", chat_id)
+    next_run = chat["active_run_id"]
+    assert next_run not in (None, first["run_id"])
+    # A message now steers that run, whose id its answer names; break it too.
     after = send(fetch, chat_id, {"text": "after the stop"})
-    next_run = after["run_id"]
-    assert after["routed"] == "run"
-    assert next_run != first["run_id"]
+    assert after == {"run_id": next_run, "routed": "mailbox", "message_id": after["message_id"]}
     code, answer = call(fetch, "agent", "break", next_run, method="POST", body={"hard": True})
     assert code == 202
     assert answer == {"run_id": next_run, "state": "breaking"}
     turn = wait_turn(fetch, spin, chat_id, next_run, timeout_s=20)
     assert turn["llm"]["stopReason"] == "break_hard"
+    assert turn["userText"] == "and also this"
+    # Its steering was read by no call either: it opens the run after, stopped too.
+    _, chat = call(fetch, "agent", "chats", chat_id)
+    last = chat["active_run_id"]
+    assert last not in (None, next_run)
+    call(fetch, "agent", "break", last, method="POST", body={"hard": True})
+    assert wait_turn(fetch, spin, chat_id, last, timeout_s=20)["userText"] == "after the stop"
 
 
 @pytest.mark.usefixtures("server_kernelspec")

@@ -59,7 +59,8 @@ class MessageWrites:
     ``commits`` counts the group transactions (for tests and benchmarks).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store | Any) -> None:
+        """``store``: the Store (anything else only in a test's manager that stores none)."""
         self._store = store
         self._queued: list[_Pending] = []
         self._flushing: asyncio.Task[None] | None = None
