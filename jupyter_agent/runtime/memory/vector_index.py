@@ -60,6 +60,7 @@ def _numpy() -> Any:
             _NUMPY.append(numpy)
     return _NUMPY[0]
 
+
 __all__ = ["FOLD_AT", "VectorIndex"]
 
 #: Changes held beside the snapshot before they are folded into a new one.
