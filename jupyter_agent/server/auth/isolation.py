@@ -36,7 +36,6 @@ __all__ = [
     "ALLOW_HELP",
     "ALLOW_TRAIT",
     "OwnersNotIsolated",
-    "agent_kernel_manager",
     "check_isolation",
     "checked_pool",
     "sandbox_hidden",
@@ -129,34 +128,15 @@ def sandbox_hidden(db_url: str, config_dirs: list[str], config_file: str = "") -
     return hidden
 
 
-def agent_kernel_manager(serverapp: Any, gateway: bool) -> Any:
-    """The kernel manager the agent's kernels start in: on this machine, one of the agent's
-    own (jupyter_client's ``AsyncMultiKernelManager`` over the server's kernelspecs and
-    runtime dir), so they are never the person's: not in ``GET /api/kernels``, JupyterLab's
-    Running panel or its "Shut Down All" (which would break a running turn); the pool shuts
-    them down at the extension's stop. On a gateway, the server's (the gateway's kernels
-    are started, named and owned there)."""
-    if gateway:
-        return serverapp.kernel_manager
-    from jupyter_client.multikernelmanager import AsyncMultiKernelManager
-
-    return AsyncMultiKernelManager(
-        parent=serverapp,
-        kernel_spec_manager=serverapp.kernel_spec_manager,
-        connection_dir=serverapp.runtime_dir,
-    )
-
-
 def checked_pool(app: Any, config: Config) -> KernelPool:
-    """The kernel pool of the extension ``app`` (:func:`agent_kernel_manager`, its
-    ``serverapp``'s dirs and identity provider), sandbox and isolation checked:
-    ``SystemExit`` with the message when either is refused; the warning of an allowed
-    unisolated start logged."""
+    """The kernel pool of the extension ``app`` (its ``serverapp``'s kernel manager,
+    dirs and identity provider), sandbox and isolation checked: ``SystemExit`` with the
+    message when either is refused; the warning of an allowed unisolated start logged."""
     serverapp = app.serverapp
     remote, provider = gateway_kernels(serverapp.kernel_manager), serverapp.identity_provider
     try:
         pool = KernelPool(
-            agent_kernel_manager(serverapp, remote is not None),
+            serverapp.kernel_manager,
             parent=app,
             config=config,
             root_dir=serverapp.root_dir,
