@@ -4,6 +4,7 @@ routes (list, detail, raw log, stats, notebooks, break) and their refusals."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import nbformat
@@ -211,6 +212,17 @@ def test_unknown_runs_and_bad_pages(fetch: Any, agent_service: Any, jp_serverapp
 SLOW = [{"text": "Thinking slowly.", "delay_s": 30}]
 
 
+def active_after(fetch: Any, spin: Any, chat_id: str, ended: str) -> str:
+    """The chat's run that started after ``ended`` (its hand-over starts it: wait)."""
+    deadline = time.monotonic() + 20
+    while True:
+        _, chat = call(fetch, "agent", "chats", chat_id)
+        if chat["active_run_id"] not in (None, ended):
+            return str(chat["active_run_id"])
+        assert time.monotonic() < deadline, "no run started after the stopped one"
+        spin(0.05)
+
+
 @pytest.mark.usefixtures("server_kernelspec")
 def test_mailbox_routing_and_hard_break(
     fetch: Any, spin: Any, fake: Any, agent_service: Any
@@ -219,6 +231,10 @@ def test_mailbox_routing_and_hard_break(
     chat_id = new_chat(fetch)
     first = send(fetch, chat_id, {"text": "start something slow"})
     assert first["routed"] == "run"
+    deadline = time.monotonic() + 20
+    while not fake.requests:  # the model call is in flight: the opening drain is done
+        assert time.monotonic() < deadline, "the run made no model call"
+        spin(0.02)
     second = send(fetch, chat_id, {"text": "and also this"})
     assert second == {
         "run_id": first["run_id"],
@@ -235,9 +251,7 @@ def test_mailbox_routing_and_hard_break(
     # The queued message was not dropped, nor kept unanswered in the broken turn
     # (toolcaller@v7): no model call read it, so it opens the next run.
     assert turn["steering"] == []
-    _, chat = call(fetch, "agent", "chats", chat_id)
-    next_run = chat["active_run_id"]
-    assert next_run not in (None, first["run_id"])
+    next_run = active_after(fetch, spin, chat_id, first["run_id"])
     # A message now steers that run, whose id its answer names; break it too.
     after = send(fetch, chat_id, {"text": "after the stop"})
     assert after == {"run_id": next_run, "routed": "mailbox", "message_id": after["message_id"]}
@@ -248,9 +262,7 @@ def test_mailbox_routing_and_hard_break(
     assert turn["llm"]["stopReason"] == "break_hard"
     assert turn["userText"] == "and also this"
     # Its steering was read by no call either: it opens the run after, stopped too.
-    _, chat = call(fetch, "agent", "chats", chat_id)
-    last = chat["active_run_id"]
-    assert last not in (None, next_run)
+    last = active_after(fetch, spin, chat_id, next_run)
     call(fetch, "agent", "break", last, method="POST", body={"hard": True})
     assert wait_turn(fetch, spin, chat_id, last, timeout_s=20)["userText"] == "after the stop"
 
