@@ -68,13 +68,17 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, AgentBase):
         queue = stack.enter_context(events.subscribe(self._chat_id))
         self._subscription = stack
         gap = events.gap(self._chat_id, self._since)
-        if gap is not None:
-            self.write_message(json.dumps(gap))
         missed = events.since(self._chat_id, self._since)
         last = self._since
-        for event in missed:
-            self.write_message(json.dumps(event))
-            last = event["seq"]
+        try:
+            if gap is not None:
+                self.write_message(json.dumps(gap))
+            for event in missed:
+                self.write_message(json.dumps(event))
+                last = event["seq"]
+        except WebSocketClosedError:  # the client went away while catching up (a reload)
+            self.on_close()
+            return
         self._pump = asyncio.ensure_future(self._forward(queue, last))
 
     async def _forward(self, queue: asyncio.Queue[dict[str, Any]], last: int) -> None:
