@@ -43,6 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from jupyter_agent.llm.fake.server import FakeProvider  # noqa: E402
+from tests.plugins.fresh_venv import copy_work_tree, venv_env  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
@@ -64,38 +65,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def copy_clone(dest: Path) -> None:
-    """What a fresh clone holds: the files git tracks, plus new files it would track."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    ).stdout.decode()
-    for rel in filter(None, listed.split("\0")):
-        src = REPO / rel
-        if "node_modules" in Path(rel).parts or not src.is_file():
-            continue
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, dest / rel)
-
-
-def venv_env(venv: Path, home: Path) -> dict[str, str]:
-    """An activated ``venv``'s environment: Jupyter's folders under ``home``, no key."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"}
-        and not k.startswith(("ANTHROPIC", "OPENAI", "JUPYTER_"))
-    }
-    env.update(VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
-        env[name] = str(home / name.lower())
-    env.update(JUPYTER_PLATFORM_DIRS="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
-    env["PIP_ROOT_USER_ACTION"] = "ignore"
-    return env
 
 
 class Steps:
@@ -124,7 +93,7 @@ def wait_restored(page: Page) -> None:
 def run(base: Path, steps: Steps) -> None:
     clone, venv, home = base / "clone", base / "venv", base / "home"
     with steps.step("a fresh clone and venv"):
-        copy_clone(clone)
+        copy_work_tree(clone)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = venv_env(venv, home)
     with steps.step("the README's first command: pip install -e ."):

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from jupyter_agent.core.history.answer import HistoryWindow
 from jupyter_agent.core.history.pick import ChunkSummary
 from jupyter_agent.core.history.window import Window, boot_window
 from jupyter_agent.core.loop.features import Features
@@ -57,6 +58,17 @@ class Past:
     layout: dict[str, int] | None = None
     anchor_at: int | None = None
 
+    @classmethod
+    def of_window(cls, window: HistoryWindow) -> Past:
+        """The turns a history window holds (v3's ``config.get history``, v7's start)."""
+        return cls(
+            turns=list(window.turns),
+            older=window.omitted,
+            chunks=window.chunks,
+            layout=window.layout,
+            anchor_at=window.anchor,
+        )
+
     def boot(self, budget: int) -> Window:
         """The boot window the model reads of these turns."""
         return boot_window(
@@ -77,15 +89,7 @@ def read_past(features: Features, budget: int) -> EffectGen[Past | None]:
         records = (yield from config("history")) or []
         return Past(turns=[TurnRecord.from_json(t) for t in records])
     window = yield from read_history(budget)
-    if window is None:
-        return None
-    return Past(
-        turns=list(window.turns),
-        older=window.omitted,
-        chunks=window.chunks,
-        layout=window.layout,
-        anchor_at=window.anchor,
-    )
+    return None if window is None else Past.of_window(window)
 
 
 def say_and_end(

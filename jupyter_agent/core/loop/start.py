@@ -137,16 +137,7 @@ class StartAnswer:
 
     def past(self) -> Past | None:
         """The chat's earlier turns as the window holds them (None: not read)."""
-        window = self.history
-        if window is None:
-            return None
-        return Past(
-            turns=list(window.turns),
-            older=window.omitted,
-            chunks=window.chunks,
-            layout=window.layout,
-            anchor_at=window.anchor,
-        )
+        return None if self.history is None else Past.of_window(self.history)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
