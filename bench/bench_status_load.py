@@ -200,7 +200,9 @@ def _ms(value: float) -> str:
 
 
 def _kernel_count(client: httpx.Client) -> int:
-    return len(client.get("api/kernels").json())
+    # The agent's kernels are in no Jupyter listing: its status counts them.
+    kernels = client.get("agent/status").json()["kernels"]
+    return int(kernels["warm"] + kernels["starting"] + kernels["in_use"])
 
 
 def _settle(client: httpx.Client, pool: int, timeout_s: float = 300) -> None:

@@ -268,6 +268,7 @@ class Parts:
             agents=self.agent_settings,
             ceilings=lambda: self.manager.ceilings,
             history_status=self.history.status,
+            kernels=getattr(self.pool, "counts", None),
         )
         chats = ChatService(
             store=self.store,

@@ -91,18 +91,15 @@ class StatusPoller(threading.Thread):
 
 
 def kernel_count(server: FaultServer) -> int:
-    """How many kernels the server's kernel manager has (warm pool ones included).
-
-    -1 while a kernel is starting and jupyter_server cannot list it.
-    """
+    """How many agent kernels the server has (warm, starting, held by runs), from
+    ``GET agent/status`` (they are in no Jupyter listing); -1 while one is starting."""
     headers = {"Authorization": f"token {server.token}"}
-    answer = httpx.get(f"{server.addr}api/kernels", headers=headers, timeout=30)
-    if answer.status_code == 500:
-        # jupyter_server's listing raises for a kernel still starting (its manager has no
-        # last_activity yet: enterprise_gateway#1395): the pool is not settled then.
-        return -1
+    answer = httpx.get(f"{server.addr}agent/status", headers=headers, timeout=30)
     answer.raise_for_status()
-    return len(answer.json())
+    kernels = answer.json()["kernels"]
+    if kernels["starting"]:
+        return -1
+    return int(kernels["warm"] + kernels["in_use"])
 
 
 def settle_pool(server: FaultServer, size: int, timeout_s: float = 300) -> None:

@@ -19,7 +19,7 @@ SMALL = {"pool_size": 0, "max_body_bytes": 4096}
 def assert_nothing_started(service: Any, jp_serverapp: Any, chat_id: str | None = None) -> None:
     runs, _ = service.store.list_runs()
     assert runs == []
-    assert list(jp_serverapp.kernel_manager.list_kernel_ids()) == []
+    assert service.pool.counts() == {"warm": 0, "starting": 0, "in_use": 0}
     assert active_runs(service.manager) == []
     if chat_id is not None:
         assert service.mailbox.pending(chat_id) == 0

@@ -206,7 +206,7 @@ def test_unknown_runs_and_bad_pages(fetch: Any, agent_service: Any, jp_serverapp
         refused(fetch, "agent", "runs", params=params, status=400)
     _code, page = call(fetch, "agent", "runs")
     assert page == {"runs": [], "next": None}
-    assert list(jp_serverapp.kernel_manager.list_kernel_ids()) == []
+    assert agent_service.pool.counts() == {"warm": 0, "starting": 0, "in_use": 0}
 
 
 SLOW = [{"text": "Thinking slowly.", "delay_s": 30}]

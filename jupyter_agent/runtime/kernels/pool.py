@@ -236,6 +236,12 @@ class KernelPool(LoggingConfigurable):
         """How many kernels the pool keeps warm now: ``size``, more after a burst."""
         return self._demand.target
 
+    def counts(self) -> dict[str, int]:
+        """``{warm, starting, in_use}``: the pool's kernels ready for a run, starting, and
+        held by runs (or shutting down). No I/O."""
+        warm, known = len(self._warm), len(self._starts.handles)
+        return {"warm": warm, "starting": len(self._starting), "in_use": max(known - warm, 0)}
+
     async def start(self) -> None:
         """End what a crashed earlier run of this server left, then start filling the pool
         in the background and keeping its kernels fresh."""

@@ -26,7 +26,8 @@ class SettingsService:
     """Each owner's settings of one server's agent (see the module docstring).
 
     ``ceilings`` gives the run ceilings new runs get (shown in the settings);
-    ``history_status`` the chunk summaries' ``{pending, failing, last_error}``.
+    ``history_status`` the chunk summaries' ``{pending, failing, last_error}``;
+    ``kernels`` the agent kernels' ``{warm, starting, in_use}`` (None: not reported).
     """
 
     def __init__(
@@ -37,12 +38,14 @@ class SettingsService:
         agents: AgentSettings,
         ceilings: Callable[[], Mapping[str, Any]],
         history_status: Callable[[], dict[str, Any]],
+        kernels: Callable[[], dict[str, int]] | None = None,
     ) -> None:
         self._user = user
         self._tiers = tiers
         self._agents = agents
         self._ceilings = ceilings
         self._history_status = history_status
+        self._kernels = kernels
 
     async def know_owner(self, owner: str) -> None:
         """Read ``owner``'s settings once, off the event loop (a no-op once they are
@@ -51,13 +54,17 @@ class SettingsService:
             await asyncio.to_thread(self._user.warm, owner)
 
     async def status(self, *, owner: str) -> dict[str, Any]:
-        """``GET agent/status`` for ``owner``: ``{version, tiers, demo, history}``; each tier
-        ``{provider, model, ready, key_set, reason}``; ``history``: ``{pending, failing,
-        last_error}`` of the chunk summaries (:meth:`HistoryScheduler.status
-        <jupyter_agent.runtime.history.jobs.HistoryScheduler.status>`). Reads the owner's
-        settings (the store, at most every few seconds) in a thread."""
+        """``GET agent/status`` for ``owner``: ``{version, tiers, demo, history, kernels}``;
+        each tier ``{provider, model, ready, key_set, reason}``; ``history``: ``{pending,
+        failing, last_error}`` of the chunk summaries (:meth:`HistoryScheduler.status
+        <jupyter_agent.runtime.history.jobs.HistoryScheduler.status>`); ``kernels``: the
+        agent kernels' ``{warm, starting, in_use}`` (they are in no Jupyter listing). Reads
+        the owner's settings (the store, at most every few seconds) in a thread."""
         tiers = await asyncio.to_thread(self._tiers.status, owner)
-        return {**tiers, "history": self._history_status()}
+        answer = {**tiers, "history": self._history_status()}
+        if self._kernels is not None:
+            answer["kernels"] = self._kernels()
+        return answer
 
     def is_demo(self, *, owner: str) -> bool:
         """True when ``owner``'s codegen cannot run, so their runs use the demo model."""

@@ -36,6 +36,7 @@ __all__ = [
     "ALLOW_HELP",
     "ALLOW_TRAIT",
     "OwnersNotIsolated",
+    "agent_kernel_manager",
     "check_isolation",
     "checked_pool",
     "sandbox_hidden",
@@ -128,15 +129,37 @@ def sandbox_hidden(db_url: str, config_dirs: list[str], config_file: str = "") -
     return hidden
 
 
+def agent_kernel_manager(serverapp: Any, gateway: bool) -> Any:
+    """The kernel manager the agent's kernels start in.
+
+    On this machine: a second instance of the server's own kernel manager class (the same
+    start, restart, interrupt and shutdown the server's kernels get, over the server's
+    kernelspecs and runtime dir), so the agent's kernels are never the person's: not in
+    ``GET /api/kernels``, JupyterLab's Running panel or its "Shut Down All" (which would
+    break a running turn). The pool shuts them down at the extension's stop. On a gateway:
+    the server's (the gateway's kernels are started, named and owned there).
+    """
+    server_km = serverapp.kernel_manager
+    if gateway:
+        return server_km
+    return type(server_km)(
+        parent=serverapp,
+        log=serverapp.log,
+        connection_dir=serverapp.runtime_dir,
+        kernel_spec_manager=serverapp.kernel_spec_manager,
+    )
+
+
 def checked_pool(app: Any, config: Config) -> KernelPool:
-    """The kernel pool of the extension ``app`` (its ``serverapp``'s kernel manager,
-    dirs and identity provider), sandbox and isolation checked: ``SystemExit`` with the
-    message when either is refused; the warning of an allowed unisolated start logged."""
+    """The kernel pool of the extension ``app`` (in :func:`agent_kernel_manager`, with its
+    ``serverapp``'s dirs and identity provider), sandbox and isolation checked:
+    ``SystemExit`` with the message when either is refused; the warning of an allowed
+    unisolated start logged."""
     serverapp = app.serverapp
     remote, provider = gateway_kernels(serverapp.kernel_manager), serverapp.identity_provider
     try:
         pool = KernelPool(
-            serverapp.kernel_manager,
+            agent_kernel_manager(serverapp, remote is not None),
             parent=app,
             config=config,
             root_dir=serverapp.root_dir,
