@@ -21,6 +21,9 @@ The catalogue (DESIGN section 3), as ``name: intent data -> result data``:
 - ``chunk.store``: ``{level, first_turn, last_turn, text, model}`` -> ``{"stored": bool}``
   (``history@v1``: a summary of the run's chat; idempotent, the first write of a span
   wins and a later one answers ``stored: false``)
+- ``chat.retitle``: ``{title, expected}`` -> ``{"retitled": bool}`` (``title@v1``: the run's
+  chat is named ``title`` only while its title is still ``expected``, the one its first
+  message gave it; a rename by the person wins)
 - ``recall.search``: ``{query, k, threshold, budget_tokens, chat_id, exclude_since,
   exclude_chunks}`` -> ``{hits: [RecallHit JSON]}`` (``autorecall@v1``: memory and the
   user's earlier chats searched for the message, the hits packed within the budget; a
@@ -45,6 +48,7 @@ __all__ = [
     "BASH_RUN",
     "CELL_RUN",
     "CHAT_POST",
+    "CHAT_RETITLE",
     "CHUNK_STORE",
     "CLOCK_NOW",
     "CONFIG_GET",
@@ -71,6 +75,7 @@ APP_CALL: Final = "app.call"
 CHAT_POST: Final = "chat.post"
 TURN_APPEND: Final = "turn.append"
 CHUNK_STORE: Final = "chunk.store"
+CHAT_RETITLE: Final = "chat.retitle"
 RECALL_SEARCH: Final = "recall.search"
 APPROVAL_WAIT: Final = "approval.wait"
 
@@ -87,6 +92,7 @@ EFFECT_NAMES: Final = frozenset(
         CHAT_POST,
         TURN_APPEND,
         CHUNK_STORE,
+        CHAT_RETITLE,
         RECALL_SEARCH,
         APPROVAL_WAIT,
     }
@@ -94,7 +100,17 @@ EFFECT_NAMES: Final = frozenset(
 
 # Effects that reach outside the process: the log is fsynced before each of them.
 OUTSIDE_EFFECTS: Final = frozenset(
-    {HTTP_POST, CELL_RUN, BASH_RUN, APP_CALL, CHAT_POST, TURN_APPEND, CHUNK_STORE, APPROVAL_WAIT}
+    {
+        HTTP_POST,
+        CELL_RUN,
+        BASH_RUN,
+        APP_CALL,
+        CHAT_POST,
+        TURN_APPEND,
+        CHUNK_STORE,
+        CHAT_RETITLE,
+        APPROVAL_WAIT,
+    }
 )
 
 

@@ -2,9 +2,9 @@
 
 :data:`BUILTIN` maps ``name@vN`` to a :class:`BuiltinProgram`: the chat loop's versions
 (``toolcaller@v1..v7``, run programs), the history program ``history@v1`` (a run
-program), and the sub-programs the loop is made of, ``llm@v1`` (the adapters: request
-building and reply parsing) and ``autorecall@v1`` (the recall step of ``toolcaller@v4``
-and later).
+program), the naming program ``title@v1`` (a run program of no deployable family), and
+the sub-programs the loop is made of, ``llm@v1`` (the adapters: request building and reply
+parsing) and ``autorecall@v1`` (the recall step of ``toolcaller@v4`` and later).
 A run program's ``uses`` are the sub-programs its runs record after it.
 
 A built-in's hash covers its name and the text of the package modules that make it
@@ -164,6 +164,13 @@ BUILTIN: Final[dict[str, BuiltinProgram]] = {
             modules=_HISTORY,
             uses=("llm@v1",),
             description="turns, chunk summaries and the boot window",
+        ),
+        BuiltinProgram(
+            key="title@v1",
+            kind="run",
+            modules=("core/history/naming.py",),
+            uses=("llm@v1",),
+            description="a chat's name after its first turn (built in only, not deployable)",
         ),
         BuiltinProgram(key="llm@v1", kind="sub", modules=_LLM, description="the adapters"),
         BuiltinProgram(

@@ -12,11 +12,11 @@ spaces and tiers), and over them the services, one per concern (:class:`~.servic
 chats, runs, memory, proposals, programs, settings, cells), each built once. Nothing here
 answers a request: the services do.
 
-Construction is synchronous (the server's loop may not run yet); :meth:`Parts.start`
-(idempotent, shielded) logs the admin's warnings and which tiers are ready, starts the
-pool, recovers runs left running and resumes the summaries left pending; :meth:`Parts.stop`
-(idempotent) ends everything, in the order that loses nothing: embeddings, summaries, runs,
-MCP servers (:mod:`.mcp.hub`), pool, transport, store, demo.
+Construction is synchronous (the loop may not run yet); :meth:`Parts.start` (idempotent,
+shielded) logs the admin's warnings and ready tiers, starts the pool, recovers runs left
+running, resumes pending summaries; :meth:`Parts.stop` (idempotent) ends everything in
+the order that loses nothing: embeddings, summaries and names, runs, MCP servers, pool,
+transport, store, demo.
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ class AdminConfig:
     server_owner: str = ""
     #: ``program_check_timeout_s``: the deadline of a deploy's check process.
     program_check_timeout_s: float = 20.0
+    name_chats: bool = True  #: name chats after their first turn (``title@v1``)
 
 
 class Parts:
@@ -243,8 +244,7 @@ class Parts:
             runs_dir=self.data_dir / "runs",
             config=config,
         )
-        # Summaries of closed chunks, kicked after each turn; their layout is the run
-        # config's ``history_layout``, the one the chat's window reads.
+        # Summaries of closed chunks and chat names, kicked after each turn.
         self.history = HistoryScheduler(
             store=store,
             transport=transport,
@@ -252,6 +252,7 @@ class Parts:
             runs_dir=self.manager.runs_dir,
             events=self.events,
             programs=self.programs,
+            name_chats=admin.name_chats,
         )
         services.after_turn = self.history.kick
         self.proposals.notify = self.manager.notify  # the outcome, at the next drain

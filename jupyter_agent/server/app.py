@@ -219,6 +219,7 @@ class JupyterAgent(ExtensionApp, AppSettings):
             mcp_servers={str(name): entry for name, entry in self.mcp_servers.items()},
             server_owner=self.server_owner(),
             program_check_timeout_s=self.program_check_timeout_s,
+            name_chats=bool(self.name_chats),
         )
 
     def server_owner(self) -> str:

@@ -69,6 +69,16 @@ class ModelTraits(HasTraits):
         ),
     ).tag(config=True)
 
+    name_chats = Bool(
+        True,
+        help=(
+            "Name each chat after its first turn with the classify tier, when the chat's "
+            "agent configures one (not its codegen fallback): a short name in place of "
+            "the first message's first line. A chat the person titled or renamed keeps "
+            "its name. False: chats keep their first line."
+        ),
+    ).tag(config=True)
+
     profiles = Dict(
         {},
         help=(

@@ -120,6 +120,18 @@ class ChatMethods:
             session.flush()
             return chat(row)
 
+    def retitle_chat_if(self, chat_id: str, expected: str, title: str, *, now: str) -> bool:
+        """Set the title only while it is still ``expected`` (one conditional write: a
+        rename by the person that lands first wins); True when it was set."""
+        title = valid(title, "chat title")
+        with self._write("cannot retitle the chat") as session:
+            done = session.connection().execute(
+                update(_CHATS)
+                .where(_CHATS.c.id == chat_id, _CHATS.c.title == expected)
+                .values(title=title, updated=now)
+            )
+            return bool(done.rowcount)
+
     def delete_chat(self, chat_id: str) -> bool:
         """Delete the chat, its turns and chunks and their recall docs (runs stay, and so do
         memories saved in it); False when it did not exist."""

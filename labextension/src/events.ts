@@ -152,6 +152,12 @@ export interface ISummaryEvent extends IEventEnvelope {
   chunk: { [key: string]: any };
 }
 
+/** The chat was named: a `title@v1` run gave it `title` after its first turn (`run_id` is the naming run's). */
+export interface ITitleEvent extends IEventEnvelope {
+  type: "title";
+  title: string;
+}
+
 /** Any event. */
 export type AgentEvent =
   | IRunStartEvent
@@ -169,10 +175,11 @@ export type AgentEvent =
   | IRetryEvent
   | IReplyEvent
   | IRunEndEvent
-  | ISummaryEvent;
+  | ISummaryEvent
+  | ITitleEvent;
 
 /** The event types, in the order a run emits them. */
-export const EVENT_TYPES = ["run_start", "recall", "delta", "bubble", "cell_start", "cell_output", "cell_end", "approval", "approval_end", "proposal", "proposal_end", "steering", "retry", "reply", "run_end", "summary"] as const;
+export const EVENT_TYPES = ["run_start", "recall", "delta", "bubble", "cell_start", "cell_output", "cell_end", "approval", "approval_end", "proposal", "proposal_end", "steering", "retry", "reply", "run_end", "summary", "title"] as const;
 
 /** The types delivered live only, never kept for `?since=` catch-up. */
 export const LIVE_ONLY: ReadonlyArray<string> = ["delta", "retry"];

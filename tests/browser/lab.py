@@ -60,7 +60,9 @@ def _free_port() -> int:
 class LabServer:
     """One ``jupyter lab`` subprocess (see the module docstring); ``stop()`` ends it."""
 
-    def __init__(self, base: Path, *, codegen_base_url: str | None) -> None:
+    def __init__(
+        self, base: Path, *, codegen_base_url: str | None, classify_base_url: str | None = None
+    ) -> None:
         self.base = base
         self.token = secrets.token_hex(16)
         self.port = _free_port()
@@ -83,6 +85,12 @@ class LabServer:
                     "model": "claude-sonnet-4-5",
                     "base_url": codegen_base_url,
                 }
+            }
+        if classify_base_url is not None:
+            agent.setdefault("tiers", {})["classify"] = {
+                "provider": "fake",
+                "model": "claude-haiku-4-5",
+                "base_url": classify_base_url,
             }
         (dirs["config"] / "jupyter_server_config.json").write_text(
             json.dumps({"JupyterAgent": agent})

@@ -58,8 +58,11 @@ def test_a_closed_chunk_gets_a_listed_history_run(
     assert run["model"] == CLASSIFY
     _, toolcallers = call(fetch, "agent", "runs", params={"program": "toolcaller"})
     assert "history@v1" not in {r["program"] for r in toolcallers["runs"]}
-    assert [r.json["model"] for r in fake.requests] == [CODEGEN, CODEGEN, CLASSIFY]
-    summary_prompt = str(fake.requests[-1].json["messages"])
+    # Two turns, the chat's naming after the first (title@v1), then the summary.
+    models = sorted(r.json["model"] for r in fake.requests)
+    assert models == sorted([CODEGEN, CODEGEN, CLASSIFY, CLASSIFY])
+    (summary_request,) = [r for r in fake.requests if '<turn n="1">' in str(r.json)]
+    summary_prompt = str(summary_request.json["messages"])
     assert "4,200 EUR" in summary_prompt
     assert "plan.xlsx" in summary_prompt
     _, detail = call(fetch, "agent", "runs", run["run_id"])

@@ -79,6 +79,9 @@ def jp_server_config(chat_fake: Any, summary_fake: Any) -> dict[str, Any]:
             },
             # A small window: a quarter of 2,400 tokens for the history.
             "profiles": {CODEGEN: {"context_window": 2400}},
+            # The classify script answers the summaries, in order: no naming call between
+            # (naming has its own tests: tests/server/test_chat_naming.py).
+            "name_chats": False,
         },
         "RunManager": {"chunk_turns": CHUNK_TURNS, "l2_chunks": L2_CHUNKS},
     }

@@ -120,6 +120,7 @@ def test_fsync_before_each_outside_intent(tmp_path, monkeypatch):
         Effect(name="chat.post", data={"text": "hi", "done": True}),
         Effect(name="turn.append", data={"id": "t"}),
         Effect(name="chunk.store", data={"level": 1, "first_turn": 1, "last_turn": 10}),
+        Effect(name="chat.retitle", data={"title": "Sales", "expected": "sales?"}),
         Effect(
             name="approval.wait",
             data={"approval_id": "a1", "kind": "cell", "code": "x", "summary": "", "timeout_s": 1},

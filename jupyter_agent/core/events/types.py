@@ -50,6 +50,7 @@ __all__ = [
     "RunStart",
     "SteeringEvent",
     "SummaryEvent",
+    "TitleEvent",
     "event_type",
 ]
 
@@ -240,6 +241,15 @@ class SummaryEvent:
     chunk: JsonObject
 
 
+@dataclass(frozen=True, kw_only=True)
+class TitleEvent:
+    """The chat was named: a ``title@v1`` run gave it ``title`` after its first turn
+    (``run_id`` is the naming run's)."""
+
+    type: Literal["title"] = field(default="title", init=False)
+    title: str
+
+
 #: Every event type, in the order a run emits them (a summary run: ``summary`` alone).
 EVENTS: Final = (
     RunStart,
@@ -258,6 +268,7 @@ EVENTS: Final = (
     ReplyEvent,
     RunEnd,
     SummaryEvent,
+    TitleEvent,
 )
 
 Event = Annotated[
@@ -276,7 +287,8 @@ Event = Annotated[
     | Retry
     | ReplyEvent
     | RunEnd
-    | SummaryEvent,
+    | SummaryEvent
+    | TitleEvent,
     tagged("type"),
 ]
 """Any event, read by its ``type`` tag (``codec.load(Event, data)``)."""

@@ -2,7 +2,8 @@
 
 :data:`PROGRAMS` maps a recorded ``name@vN`` to what it is: the chat loop's versions
 (``toolcaller@v1..v7``, from :data:`jupyter_agent.core.loop.machine.PROGRAMS`) and the history
-program ``history@v1`` (:mod:`jupyter_agent.core.history.program`). :data:`SUB_PROGRAMS`
+program ``history@v1`` (:mod:`jupyter_agent.core.history.program`) and the naming program
+``title@v1`` (:mod:`jupyter_agent.core.history.naming`). :data:`SUB_PROGRAMS`
 are the programs that run inside another, never as a run of their own: ``autorecall@v1``
 (:mod:`jupyter_agent.core.memory.program`, a step of ``toolcaller@v4`` and later), named by a turn
 record's and a log header's ``programs``. :func:`make` builds
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from jupyter_agent.core.history.naming import TITLE_PROGRAM, title
 from jupyter_agent.core.history.program import HISTORY_PROGRAM, history
 from jupyter_agent.core.loop import machine as loop
 from jupyter_agent.core.memory.program import AUTORECALL_PROGRAM
@@ -39,6 +41,7 @@ def _toolcaller(name: str) -> Factory:
 PROGRAMS: Final[dict[str, Factory]] = {
     **{name: _toolcaller(name) for name in loop.PROGRAMS},
     HISTORY_PROGRAM: history,
+    TITLE_PROGRAM: title,
 }
 
 

@@ -35,7 +35,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from jupyter_agent.core.history.chunks import StoredChunk
 from jupyter_agent.core.history.program import (
@@ -66,7 +66,7 @@ from jupyter_agent.runtime.runs.parts import RunConfig
 from jupyter_agent.runtime.runs.records import store_call
 from jupyter_agent.trace.log import EffectLog
 
-__all__ = ["HistoryRun", "run_history"]
+__all__ = ["HistoryRun", "Performer", "drive_logged", "run_history", "run_row"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,37 @@ class HistoryRun:
 
     summary: RunSummary
     outcome: HistoryOutcome
+
+
+class Performer(Protocol):
+    """What performs a background run's effects: ``(data, error)`` of each; its ``config``
+    holds the run's ceilings."""
+
+    config: RunConfig
+
+    async def __call__(self, effect: Effect) -> tuple[Any, dict[str, Any] | None]: ...
+
+
+async def perform_shared(
+    effect: Effect, config: RunConfig, transport: Any
+) -> tuple[Any, dict[str, Any] | None] | None:
+    """The effects every background run performs alike (``config.get`` of the snapshot,
+    ``clock.now``, ``id.new``, ``http.post`` under the model deadline); None for another."""
+    name = effect.name
+    if name == CONFIG_GET:
+        return config.get(str(effect.data.get("key"))), None
+    if name == CLOCK_NOW:
+        return now_iso(), None
+    if name == ID_NEW:
+        return new_id(str(effect.data.get("kind") or "id")), None
+    if name == HTTP_POST:
+        deadline = float(config.ceilings.get("model_deadline_s") or 0)
+        if deadline > 0 and float(effect.data.get("deadline_s") or 0) > deadline:
+            effect = Effect(
+                name=name, data={**effect.data, "deadline_s": deadline}, parent=effect.parent
+            )
+        return await perform(effect, config={}, transport=transport)
+    return None
 
 
 class _Performer:
@@ -101,22 +132,11 @@ class _Performer:
 
     async def __call__(self, effect: Effect) -> tuple[Any, dict[str, Any] | None]:
         name = effect.name
-        if name == CONFIG_GET:
-            key = str(effect.data.get("key"))
-            if key == "history_job":
-                return self.job.to_json(), None
-            return self.config.get(key), None
-        if name == CLOCK_NOW:
-            return now_iso(), None
-        if name == ID_NEW:
-            return new_id(str(effect.data.get("kind") or "id")), None
-        if name == HTTP_POST:
-            deadline = float(self.config.ceilings.get("model_deadline_s") or 0)
-            if deadline > 0 and float(effect.data.get("deadline_s") or 0) > deadline:
-                effect = Effect(
-                    name=name, data={**effect.data, "deadline_s": deadline}, parent=effect.parent
-                )
-            return await perform(effect, config={}, transport=self.transport)
+        if name == CONFIG_GET and effect.data.get("key") == "history_job":
+            return self.job.to_json(), None
+        shared = await perform_shared(effect, self.config, self.transport)
+        if shared is not None:
+            return shared
         if name == CHUNK_STORE:
             return await self._store(effect.data), None
         return None, {"type": "UnknownEffect", "message": f"a summary run cannot {name}"}
@@ -138,8 +158,8 @@ class _Performer:
         return {"stored": bool(stored)}
 
 
-async def _drive(
-    log_: EffectLog, performer: _Performer, program: RunProgram, run_id: str, chat_id: str
+async def drive_logged(
+    log_: EffectLog, performer: Performer, program: RunProgram, run_id: str, chat_id: str
 ) -> Any:
     async def step(effect: Effect) -> Result:
         seq = log_.intent(effect, durable=False)
@@ -231,7 +251,7 @@ async def run_history(
         on_stored=on_stored,
     )
     try:
-        outcome = await _drive(effect_log, performer, program, run_id, job.chat_id)
+        outcome = await drive_logged(effect_log, performer, program, run_id, job.chat_id)
     except asyncio.CancelledError:
         raise
     except Exception as err:  # a bug must not stop the scheduler: the run is an error
@@ -239,10 +259,36 @@ async def run_history(
         outcome = HistoryOutcome(error=f"{type(err).__name__}: {err}")
     finally:
         await asyncio.to_thread(effect_log.close)
-    ok = outcome.ok
-    summary = RunSummary(
+    summary = run_row(
         run_id=run_id,
         chat_id=job.chat_id,
+        owner=owner,
+        program=program,
+        agent=agent,
+        started=started,
+        outcome=outcome,
+        model=str(model) if model else None,
+    )
+    await store_call(store.upsert_run, summary, attempts=3)
+    return HistoryRun(summary=summary, outcome=outcome)
+
+
+def run_row(
+    *,
+    run_id: str,
+    chat_id: str,
+    owner: str,
+    program: RunProgram,
+    agent: str,
+    started: str,
+    outcome: HistoryOutcome,
+    model: str | None,
+) -> RunSummary:
+    """The ``agent_runs`` row of a finished background run (``done`` or ``error``)."""
+    ok = outcome.ok
+    return RunSummary(
+        run_id=run_id,
+        chat_id=chat_id,
         owner=owner,
         program=program.ref.key,
         programs=program.programs,
@@ -250,12 +296,10 @@ async def run_history(
         status="done" if ok else "error",
         started=started,
         ended=now_iso(),
-        model=outcome.model or (str(model) if model else None),
+        model=outcome.model or model,
         model_calls=outcome.model_calls,
         usage=outcome.usage,
         cost=outcome.cost,
         stop_reason="done" if ok else "error",
         end_cause="done" if ok else "error",
     )
-    await store_call(store.upsert_run, summary, attempts=3)
-    return HistoryRun(summary=summary, outcome=outcome)

@@ -42,6 +42,7 @@ from jupyter_agent.core.history.window import render_turn
 from jupyter_agent.core.tokens import chars_for_tokens, count_tokens
 from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.history.driver import run_history
+from jupyter_agent.runtime.history.naming import ChatNamer
 from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.runtime.runs.parts import RunConfig
 from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
@@ -135,6 +136,7 @@ class HistoryScheduler:
         max_backoff_s: float = 300.0,
         events: Any = None,
         programs: Any = None,
+        name_chats: bool = True,
     ) -> None:
         if min(chunk_turns or 1, l2_chunks or 1, max_concurrent) < 1:
             raise ValueError("chunk_turns, l2_chunks and max_concurrent must be >= 1")
@@ -158,6 +160,15 @@ class HistoryScheduler:
         self._tries: dict[tuple[str, int, int], int] = {}  # (chat, level, first) -> failures
         self._last_error: str | None = None
         self._stopping = False
+        # Kicked with the summaries: names a chat after its first turn (title@v1).
+        self.namer = ChatNamer(
+            store=store,
+            transport=transport,
+            chat_config=self.chat_config,
+            runs_dir=self.runs_dir,
+            events=events,
+            enabled=name_chats,
+        )
 
     # --- commands --------------------------------------------------------------------
 
@@ -169,6 +180,7 @@ class HistoryScheduler:
         """
         if self._stopping:
             return
+        self.namer.kick(chat_id)
         task = self._workers.get(chat_id)
         if task is not None and not task.done():
             self._again.add(chat_id)
@@ -188,13 +200,15 @@ class HistoryScheduler:
     async def stop(self) -> None:
         """Cancel every worker and wait for them (a cut run is made again at the next start)."""
         self._stopping = True
+        await self.namer.stop()
         tasks = [t for t in self._workers.values() if not t.done()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def idle(self) -> None:
-        """Wait until no worker is busy (tests and benchmarks)."""
+        """Wait until no worker (or naming run) is busy (tests and benchmarks)."""
+        await self.namer.idle()
         while True:
             tasks = [t for t in self._workers.values() if not t.done()]
             if not tasks:
@@ -231,7 +245,7 @@ class HistoryScheduler:
         chunks = self.l2_chunks or int(layout.get("l2_chunks") or 5)
         return turns, chunks
 
-    def _chat_config(self, chat_id: str) -> RunConfig:
+    def chat_config(self, chat_id: str) -> RunConfig:
         """The run config of a summary of ``chat_id``: its agent's (the default agent's
         when the chat is gone or the store predates agents)."""
         agent, owner = DEFAULT_AGENT, ""
@@ -281,7 +295,7 @@ class HistoryScheduler:
                 error: str | None
                 try:
                     # The config (read from disk: off the loop) of this pass's run, if any.
-                    config = await asyncio.to_thread(self._chat_config, chat_id)
+                    config = await asyncio.to_thread(self.chat_config, chat_id)
                     chunk_turns, l2_chunks = self._layout(config)
                     spans = await asyncio.to_thread(
                         self.store.pending_spans, chat_id, chunk_turns, l2_chunks

@@ -242,6 +242,11 @@ export class ChatView extends Panel {
   }
 
   private onEvent(event: IAgentEvent): void {
+    if (event.type === 'title') {
+      // Named after its first turn: the server's title now (a later rename wins, so the
+      // event's own title is not taken as is: a catch-up replays it).
+      this.options.service.notifyChanged();
+    }
     if (this.state.applyEvent(event)) {
       if (event.type === 'run_end' || event.type === 'run_start') {
         this.stopStage = 0;

@@ -51,6 +51,9 @@ export function reduceEvent(state: IChatRuns, event: IAgentEvent): IChatRuns {
     // History made by a summary run (not a turn of this chat): counted, not shown.
     return { ...seen, summaries: state.summaries + 1 };
   }
+  if (event.type === 'title') {
+    return seen; // the chat was named by a naming run: the view re-reads the title
+  }
   const known = findRun(state, event.run_id);
   if (event.type === 'proposal') {
     return proposalPlaced(seen, known, event.run_id, event.proposal_id);

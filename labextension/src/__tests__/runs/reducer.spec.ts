@@ -76,6 +76,14 @@ describe('reduceEvent', () => {
     expect(unknown.runs).toBe(start.runs);
   });
 
+  it('takes a title event as seen, with no run of its own', () => {
+    const start = frozen(fold([ev('run_start', 'r')]));
+    const named = reduceEvent(start, ev('title', 'run_t', { title: 'Sine wave maximum' }));
+    expect(named.lastSeq).toBe(2);
+    expect(named.runs).toBe(start.runs);
+    expect(named.summaries).toBe(start.summaries);
+  });
+
   it('leaves a run shown from its record or steps to them, but places its proposals', () => {
     const recorded = withTurns(emptyChat(CHAT), [turn('r')], null);
     const stepped = frozen(withSteps(recorded, 'r', runSteps(), () => null));
