@@ -69,27 +69,26 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, AgentBase):
         self._subscription = stack
         gap = events.gap(self._chat_id, self._since)
         missed = events.since(self._chat_id, self._since)
+        catch_up = ([gap] if gap is not None else []) + list(missed)
+        self._pump = asyncio.ensure_future(self._forward(queue, catch_up))
+
+    async def _forward(
+        self, queue: asyncio.Queue[dict[str, Any]], catch_up: list[dict[str, Any]]
+    ) -> None:
+        """Send the missed events, then the live ones; each write awaited, so a client
+        that goes away (a reload) ends the pump, never an unretrieved task error."""
         last = self._since
         try:
-            if gap is not None:
-                self.write_message(json.dumps(gap))
-            for event in missed:
-                self.write_message(json.dumps(event))
-                last = event["seq"]
-        except WebSocketClosedError:  # the client went away while catching up (a reload)
-            self.on_close()
-            return
-        self._pump = asyncio.ensure_future(self._forward(queue, last))
-
-    async def _forward(self, queue: asyncio.Queue[dict[str, Any]], last: int) -> None:
-        while True:
-            event = await queue.get()
-            if event["seq"] <= last:  # already sent from the history
-                continue
-            try:
+            for event in catch_up:
                 await self.write_message(json.dumps(event))
-            except WebSocketClosedError:
-                return
+                last = max(last, int(event.get("seq") or last))
+            while True:
+                event = await queue.get()
+                if event["seq"] <= last:  # already sent from the history
+                    continue
+                await self.write_message(json.dumps(event))
+        except WebSocketClosedError:
+            return
 
     def on_message(self, message: str | bytes) -> None:
         """Ignored: the socket only carries events to the client."""
