@@ -385,3 +385,12 @@ def v10(conn: Connection) -> None:
     from jupyter_agent.store.program_renumber import renumber_shadowed
 
     renumber_shadowed(conn, BUILTIN)
+
+
+def v11(conn: Connection) -> None:
+    # Only data: turns the demo model answered leave the recall index (its scripted text
+    # was recalled into other chats as if a model had said it); new ones are never added.
+    from jupyter_agent.core.demo import DEMO_MODEL
+    from jupyter_agent.store.memory.recall_index import delete_turn_docs_of_model
+
+    delete_turn_docs_of_model(conn, DEMO_MODEL)

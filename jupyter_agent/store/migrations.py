@@ -56,6 +56,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(8, "deployed versions the built-in toolcaller@v6 shadows, renumbered", steps.v8),
     Migration(9, "owner on chats and runs (indexed); agent_settings: tiers per owner", steps.v9),
     Migration(10, "deployed versions the built-in toolcaller@v7 shadows, renumbered", steps.v10),
+    Migration(11, "the recall docs of turns the demo model answered, removed", steps.v11),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

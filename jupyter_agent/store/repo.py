@@ -51,6 +51,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlmodel import Session
 
+from jupyter_agent.core.demo import is_demo_model
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.exceptions import StoreError, StoreUnavailable
 from jupyter_agent.store.chat_store import ChatMethods, MessageWrite
@@ -234,7 +235,8 @@ class Store(
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
         wins) and False is returned. A turn for an unknown chat is a StoreError. A stored
         turn's recall doc is written in the same transaction (none when a memory its run
-        saved was deleted meanwhile: :func:`.memory.recall_index.run_suppressed`).
+        saved was deleted meanwhile: :func:`.memory.recall_index.run_suppressed`; none for
+        a turn the demo model answered: its scripted text is no one's words).
         """
         with self._write("cannot append the turn") as session:
             # RETURNING, not rowcount: rowcount is unreliable here through psycopg.
@@ -243,7 +245,9 @@ class Store(
             inserted = found is not None
             if inserted:
                 conn.execute(_BUMP_CHAT, {"b_chat": turn.chat_id, "b_at": turn.created})
-                if not recall_index.run_suppressed(conn, turn.run_id):
+                if not is_demo_model(turn.model) and not recall_index.run_suppressed(
+                    conn, turn.run_id
+                ):
                     # The chat's owner's doc: recall never finds another owner's turns.
                     owner = turn_queries.chat_owner(conn, turn.chat_id)
                     recall_index.put_docs(conn, [recall_index.turn_doc(turn, owner)])

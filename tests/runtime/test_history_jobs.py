@@ -366,3 +366,36 @@ def test_a_huge_turn_is_summarised_from_its_head_and_tail(store: Store) -> None:
     assert "HEAD" in job.items[2]
     assert "TAIL" in job.items[2]
     assert "left out" in job.items[2]
+
+
+def test_a_demo_turn_is_summarised_as_the_demo_not_as_the_models_words(store: Store) -> None:
+    from dataclasses import replace
+
+    from jupyter_agent.core.demo import DEMO_MODEL, DEMO_STAND_IN
+    from jupyter_agent.core.history.chunks import ChunkSpan
+    from jupyter_agent.runtime.history.jobs import build_job
+
+    chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso()).id
+    add_turns(store, chat_id, 1, 3)
+    turns = store.list_turns(chat_id)
+    store.delete_chat(chat_id)
+    chat_id = store.create_chat(chat_id=new_id("chat"), title="t", now=now_iso()).id
+    for n, t in enumerate(turns):
+        demo = n == 1
+        store.append_turn(
+            replace(
+                t,
+                id=new_id("turn"),
+                run_id=new_id("run"),
+                chat_id=chat_id,
+                model=DEMO_MODEL if demo else t.model,
+                replies=(Reply(text="This was the offline demo model.", done=True),)
+                if demo
+                else t.replies,
+            )
+        )
+    job = build_job(store, chat_id, ChunkSpan(1, 1, 3))
+    assert DEMO_STAND_IN in job.items[1]
+    assert "message 2" in job.items[1]  # the person's words stay
+    assert "offline demo model." not in " ".join(job.items)
+    assert "reply 1: noted 111" in job.items[0]

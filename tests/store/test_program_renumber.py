@@ -143,7 +143,7 @@ UPGRADES = [
 
 def test_the_built_ins_are_v1_to_v7() -> None:
     assert builtin_module.latest_builtin("toolcaller") == 7
-    assert migrations.LATEST_VERSION == 10
+    assert migrations.LATEST_VERSION == 11
 
 
 @pytest.mark.parametrize("case", UPGRADES)

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from jupyter_agent.core.demo import DEMO_STAND_IN, is_demo_model
 from jupyter_agent.core.events.types import SummaryEvent
 from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk
 from jupyter_agent.core.history.program import HistoryJob
@@ -87,6 +88,8 @@ def build_job(store: Any, chat_id: str, span: ChunkSpan) -> HistoryJob:
         items = []
         for turn in turns:
             user, assistant = render_turn(turn)
+            if is_demo_model(turn.model):  # the demo's script is not the chat's history
+                assistant = DEMO_STAND_IN
             items.append(_clip_item(f"User: {user}\n\nAgent: {assistant}"))
     else:
         parts = sorted(

@@ -19,12 +19,10 @@ import threading
 from importlib import resources
 from typing import Any, Final
 
+from jupyter_agent.core.demo import DEMO_MODEL
 from jupyter_agent.llm.fake.server import FakeProvider
 
 __all__ = ["DEMO_MODEL", "DEMO_PROFILE", "DemoModel", "demo_script"]
-
-#: The model name of the demo tier.
-DEMO_MODEL: Final = "jupyter-agent-demo"
 
 #: The demo model's profile (``llm.profile.jupyter-agent-demo``): native tools, free.
 DEMO_PROFILE: Final[dict[str, Any]] = {

@@ -276,6 +276,12 @@ def run_suppressed(conn: Any, run_id: str) -> bool:
     return found is not None
 
 
+def delete_turn_docs_of_model(conn: Any, model: str) -> int:
+    """Delete the docs of every turn ``model`` answered (migration v11: the demo's)."""
+    where = "kind = 'turn' AND ref_id IN (SELECT id FROM agent_turns WHERE model = :model)"
+    return _delete_where(conn, where, {"model": model})
+
+
 def delete_chat_docs(conn: Any, chat_id: str) -> int:
     """Delete the docs of the chat's turns and chunks (not of memories saved in it)."""
     return _delete_where(conn, "chat_id = :chat AND kind IN ('turn', 'chunk')", {"chat": chat_id})
