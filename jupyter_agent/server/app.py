@@ -25,6 +25,7 @@ the store) do the work and handlers only translate HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -46,6 +47,7 @@ from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.runs.manager import RunManager
 from jupyter_agent.runtime.services import Services
 from jupyter_agent.runtime.settings.keypolicy import KeyPolicy
+from jupyter_agent.runtime.settings.packages import warm_kernel_packages
 from jupyter_agent.runtime.settings.profiles import admin_profiles
 from jupyter_agent.runtime.settings.readiness import build_status
 from jupyter_agent.server.app_settings import DEFAULT_TIERS, AppSettings
@@ -278,6 +280,9 @@ class JupyterAgent(ExtensionApp, AppSettings):
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start the pool and recover runs left running, once the loop runs."""
+        # The prompt names the kernel's data packages: their metadata read once, in a
+        # thread beside the start (tens of ms a turn's loop must not pay).
+        self._warming = asyncio.ensure_future(asyncio.to_thread(warm_kernel_packages))
         if self.parts is not None:
             await self.parts.start()
         # agent/mcp starts at its first request: the mcp SDK is not loaded before.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -212,3 +213,17 @@ def test_user_message_header_view_and_attachments():
 def test_user_message_minimal():
     msg = user_message("hi", at="2025-01-02T03:04:05.678Z")
     assert msg.parts == (Text(text="[sent 2025-01-02T03:04:05.678Z]\n\nhi"),)
+
+
+def test_the_runtime_context_names_the_kernels_data_packages() -> None:
+    from jupyter_agent.core.loop.prompt import RuntimeContext, build_system, kernel_packages_of
+
+    spaces = {"files": {}, "kernel_packages": [["numpy", "2.4.6"], ["pandas", "3.1.1"], "bad"]}
+    packages = kernel_packages_of(spaces)
+    assert packages == (("numpy", "2.4.6"), ("pandas", "3.1.1"))
+    base = RuntimeContext(agent_space="", chat_id="c", agent_name="agent", installed_apps=())
+    with_them = build_system(spaces, tools=(), apps=(), context=replace(base, packages=packages))
+    without = build_system(spaces, tools=(), apps=(), context=base)
+    assert "- Data packages the kernel can import: numpy 2.4.6, pandas 3.1.1" in with_them.text
+    assert "Data packages" not in without.text  # a log recorded before: the prompt as it was
+    assert kernel_packages_of({"files": {}}) == ()

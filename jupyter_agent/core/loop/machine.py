@@ -55,7 +55,12 @@ from jupyter_agent.core.loop.opening import (
     recall_planned,
     say_and_end,
 )
-from jupyter_agent.core.loop.prompt import RuntimeContext, build_system, user_message
+from jupyter_agent.core.loop.prompt import (
+    RuntimeContext,
+    build_system,
+    kernel_packages_of,
+    user_message,
+)
 from jupyter_agent.core.loop.runstate import RunState
 from jupyter_agent.core.loop.start import history_budget, read_start, recall_plan
 from jupyter_agent.core.loop.steps import (
@@ -272,6 +277,7 @@ def setup(
             agent_name=str(spaces.get("agent_name", "agent")),
             installed_apps=tuple(app.name for app in apps),
             cwd=opening.cwd,
+            packages=kernel_packages_of(spaces),
         ),
         tool_prompt=tool_prompt(tier, tools),
         memory=memory.categories if memory is not None else None,

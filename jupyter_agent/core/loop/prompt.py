@@ -47,6 +47,7 @@ __all__ = [
     "RuntimeContext",
     "SystemPrompt",
     "build_system",
+    "kernel_packages_of",
     "skill_summary",
     "user_message",
 ]
@@ -67,6 +68,19 @@ class RuntimeContext:
     agent_name: str
     installed_apps: tuple[str, ...]
     cwd: str | None = None
+    #: ``(name, version)`` of the data packages the kernel can import (none: not known,
+    #: the line is left out: logs recorded before it render as they did).
+    packages: tuple[tuple[str, str], ...] = ()
+
+
+def kernel_packages_of(spaces: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The spaces snapshot's ``kernel_packages`` (``[[name, version], ...]``) as pairs;
+    ``()`` when absent (a log recorded before the host sent them) or malformed."""
+    raw = spaces.get("kernel_packages")
+    if not isinstance(raw, list):
+        return ()
+    pairs = [p for p in raw if isinstance(p, (list, tuple)) and len(p) == 2]
+    return tuple((str(name), str(version)) for name, version in pairs)
 
 
 @dataclass(frozen=True)
@@ -218,6 +232,14 @@ def _context_section(context: RuntimeContext, home: str) -> str:
             f"- Agent name: {context.agent_name}",
             f"- Installed apps: {apps}",
             f"- Working folder of the kernel: `{cwd}`",
+            *(
+                [
+                    "- Data packages the kernel can import: "
+                    + ", ".join(f"{name} {version}" for name, version in context.packages)
+                ]
+                if context.packages
+                else []
+            ),
         ]
     )
 

@@ -17,7 +17,8 @@ with a logged warning; loading never fails because of one bad file.
 The snapshot (the value of ``config.get {"key": "spaces"}``, see core.prompt)::
 
     {"agent_name", "agent_space", "files": {key: text}, "paths": {key: path},
-     "repos": [...], "memory_categories": [...], "env_prefix", "home"}
+     "repos": [...], "memory_categories": [...], "env_prefix", "home",
+     "kernel_packages": [[name, version], ...]}
 
 ``agent_name`` is the agent's name (the prompt's runtime context; turns record it as
 ``fromAgent``). ``agent_space`` is the folder where the agent's own notes belong: the
@@ -41,6 +42,8 @@ from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from jupyter_agent.runtime.settings.packages import kernel_packages
 
 if TYPE_CHECKING:
     if sys.version_info >= (3, 11):
@@ -192,6 +195,7 @@ def load_spaces(
         "memory_categories": sorted(set(memory_categories)),
         "env_prefix": sys.prefix,
         "home": str(Path.home()),
+        "kernel_packages": [list(p) for p in kernel_packages()],
     }
 
 
