@@ -163,11 +163,10 @@ class HistoryScheduler:
         self._tries: dict[tuple[str, int, int], int] = {}  # (chat, level, first) -> failures
         self._last_error: str | None = None
         self._stopping = False
-        # Kicked with the summaries: names a chat after its first turn (title@v1).
+        # Offered each chat's config by the worker: names a chat after its first turn.
         self.namer = ChatNamer(
             store=store,
             transport=transport,
-            chat_config=self.chat_config,
             runs_dir=self.runs_dir,
             events=events,
             enabled=name_chats,
@@ -183,7 +182,6 @@ class HistoryScheduler:
         """
         if self._stopping:
             return
-        self.namer.kick(chat_id)
         task = self._workers.get(chat_id)
         if task is not None and not task.done():
             self._again.add(chat_id)
@@ -299,6 +297,7 @@ class HistoryScheduler:
                 try:
                     # The config (read from disk: off the loop) of this pass's run, if any.
                     config = await asyncio.to_thread(self.chat_config, chat_id)
+                    self.namer.offer(chat_id, config)  # named after its first turn?
                     chunk_turns, l2_chunks = self._layout(config)
                     spans = await asyncio.to_thread(
                         self.store.pending_spans, chat_id, chunk_turns, l2_chunks

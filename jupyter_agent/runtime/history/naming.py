@@ -1,7 +1,8 @@
 """Naming chats after their first turn, in the background (the host of ``title@v1``).
 
-:class:`ChatNamer` is told of every stored turn (:meth:`~ChatNamer.kick`, with the history
-scheduler's, never blocking). It starts one naming run for a chat when all of these hold:
+:class:`ChatNamer` is offered every chat the history scheduler looks at after a stored
+turn, with the run config it read (:meth:`~ChatNamer.offer`: no I/O, never blocking). It
+starts one naming run for a chat when all of these hold:
 
 - naming is on (``JupyterAgent.name_chats``, default true);
 - the chat's agent has a ready ``classify`` tier of its own (the codegen fallback does not
@@ -137,8 +138,7 @@ async def run_title(
 class ChatNamer:
     """Names chats after their first turn (see the module docstring).
 
-    ``chat_config(chat_id)`` gives the run config of the chat's agent and owner
-    (blocking: called in a worker thread); ``events`` is the chats' event bus.
+    ``events`` is the chats' event bus.
     """
 
     def __init__(
@@ -146,28 +146,27 @@ class ChatNamer:
         *,
         store: Any,
         transport: Any,
-        chat_config: Callable[[str], RunConfig],
         runs_dir: Path,
         events: Any = None,
         enabled: bool = True,
     ) -> None:
         self.store, self.transport, self.events = store, transport, events
         self.runs_dir = Path(runs_dir)
-        self._chat_config = chat_config
         self._enabled = enabled
         self._tasks: dict[str, asyncio.Task[None]] = {}
         # Chats looked at with a turn stored: never due again (bounded: cleared when big).
         self._seen: set[str] = set()
         self._stopping = False
 
-    def kick(self, chat_id: str) -> None:
-        """A turn of ``chat_id`` was stored: name the chat soon if it is due (see the
-        module docstring). Call it on the event loop; never blocks."""
-        if self._stopping or chat_id in self._tasks or chat_id in self._seen:
+    def offer(self, chat_id: str, config: RunConfig) -> None:
+        """A turn of ``chat_id`` was stored and ``config`` is its agent's and owner's run
+        config now: name the chat soon if it is due (see the module docstring). Call it
+        on the event loop; no I/O (the store is read in the naming task)."""
+        if self._stopping or not self._enabled or not config.tiers.get("classify"):
             return
-        if not self._enabled:
+        if chat_id in self._tasks or chat_id in self._seen:
             return
-        task = asyncio.get_running_loop().create_task(self._name(chat_id))
+        task = asyncio.get_running_loop().create_task(self._name(chat_id, config))
         self._tasks[chat_id] = task
         task.add_done_callback(lambda _t: self._tasks.pop(chat_id, None))
 
@@ -184,11 +183,8 @@ class ChatNamer:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _due(self, chat_id: str) -> tuple[TitleJob, RunConfig, str, str] | None:
-        """The chat's naming job, when it is due (blocking: store reads)."""
-        config = self._chat_config(chat_id)
-        if not config.tiers.get("classify"):
-            return None
+    def _due(self, chat_id: str) -> tuple[TitleJob, str] | None:
+        """The chat's naming job and owner, when it is due (blocking: store reads)."""
         chat = self.store.get_chat(chat_id)
         if chat is None or not chat.title:
             return None
@@ -204,14 +200,14 @@ class ChatNamer:
             return None  # titled or renamed by the person: theirs
         reply = "\n\n".join(r.text.strip() for r in turn.replies if r.text.strip())
         job = TitleJob(chat_id=chat_id, title=chat.title, user=turn.user_text, reply=reply)
-        return job, config, config.agent, str(chat.owner or "")
+        return job, str(chat.owner or "")
 
-    async def _name(self, chat_id: str) -> None:
+    async def _name(self, chat_id: str, config: RunConfig) -> None:
         try:
             due = await asyncio.to_thread(self._due, chat_id)
             if due is None:
                 return
-            job, config, agent, owner = due
+            job, owner = due
             run_id = new_id("run")
             await run_title(
                 job=job,
@@ -219,7 +215,7 @@ class ChatNamer:
                 transport=self.transport,
                 config=config,
                 runs_dir=self.runs_dir,
-                agent=agent,
+                agent=config.agent,
                 owner=owner,
                 on_retitled=lambda title: self._named(chat_id, run_id, title),
                 run_id=run_id,
