@@ -1,12 +1,16 @@
 /**
  * The composer of a chat view: the message box (Enter sends, Shift+Enter breaks the
  * line), the attachments (contents paths, each removable), Attach / Stop / Send (Steer
- * while a run goes; Stop, then Stop now), and the line where errors show.
+ * while a run goes; Stop, then Stop now), the line where errors show and the one where
+ * notes show (what `/help` and `/model` answer), and the slash commands' popup (`slash.ts`:
+ * typing `/` lists the commands; Up/Down pick, Tab completes, Enter completes or, on a
+ * whole command name, runs it; Escape closes).
  */
 import { linkIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { button } from '../ui/widgets';
+import { type ISlashCommand, slashMatches } from './slash';
 
 /** What the composer asks of its chat view. */
 export interface IComposerOptions {
@@ -47,8 +51,27 @@ export class Composer extends Widget {
     this.input.className = 'jp-agent-input';
     this.input.rows = 3;
     this.input.setAttribute('aria-label', 'Message to the agent');
+    this.note = document.createElement('div');
+    this.note.className = 'jp-agent-note';
+    this.note.setAttribute('role', 'status');
+    this.note.hidden = true;
+
+    this.popup = document.createElement('div');
+    this.popup.className = 'jp-agent-slash';
+    this.popup.setAttribute('role', 'listbox');
+    this.popup.setAttribute('aria-label', 'Commands');
+    this.popup.hidden = true;
+
     this.input.addEventListener('keydown', ev => {
-      if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+      if (ev.isComposing) {
+        return;
+      }
+      if (!this.popup.hidden && this.onPopupKey(ev)) {
+        ev.preventDefault();
+        ev.stopPropagation();
+        return;
+      }
+      if (ev.key === 'Enter' && !ev.shiftKey) {
         ev.preventDefault();
         ev.stopPropagation();
         options.send();
@@ -56,6 +79,8 @@ export class Composer extends Widget {
     });
     this.input.addEventListener('input', () => {
       this.error.hidden = true;
+      this.note.hidden = true;
+      this.renderPopup();
     });
 
     const row = document.createElement('div');
@@ -72,7 +97,32 @@ export class Composer extends Widget {
     this.stopButton = button('Stop', 'Stop the run', () => options.stop(), 'jp-agent-stop jp-mod-warn');
     this.stopButton.hidden = true;
     row.append(clip, this.stopButton, this.sendButton);
-    this.node.append(this.stopping, this.error, this.attachList, this.input, row);
+    this.node.append(
+      this.stopping,
+      this.error,
+      this.note,
+      this.attachList,
+      this.popup,
+      this.input,
+      row
+    );
+  }
+
+  /** The box's text as written (nothing taken). */
+  get text(): string {
+    return this.input.value;
+  }
+
+  /** Empty the box (a command ran); the attachments stay. */
+  clearText(): void {
+    this.input.value = '';
+    this.renderPopup();
+  }
+
+  /** Show a note above the box (what a command answered); it hides when the person types. */
+  showNote(text: string): void {
+    this.note.textContent = text;
+    this.note.hidden = false;
   }
 
   /** Add a contents path to the message being written. */
@@ -96,6 +146,7 @@ export class Composer extends Widget {
     }
     const draft = { text, attachments: [...this.attachments] };
     this.input.value = '';
+    this.popup.hidden = true;
     this.attachments = [];
     this.renderAttachments();
     return draft;
@@ -137,6 +188,68 @@ export class Composer extends Widget {
       : 'Ask the agent (Enter sends, Shift+Enter breaks the line)';
   }
 
+  /** Handle a key while the popup shows; true when the popup took it. */
+  private onPopupKey(ev: KeyboardEvent): boolean {
+    const count = this.matches.length;
+    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+      this.picked = (this.picked + (ev.key === 'ArrowDown' ? 1 : count - 1)) % count;
+      this.renderPopup(false);
+      return true;
+    }
+    if (ev.key === 'Escape') {
+      this.popup.hidden = true;
+      return true;
+    }
+    if (ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey)) {
+      const typed = this.input.value.slice(1).toLowerCase();
+      if (ev.key === 'Enter' && this.matches.some(c => c.name === typed)) {
+        return false; // a whole command: Enter runs it
+      }
+      this.complete(this.matches[this.picked]);
+      return true;
+    }
+    return false;
+  }
+
+  private complete(command: ISlashCommand | undefined): void {
+    if (!command) {
+      return;
+    }
+    this.input.value = `/${command.name}`;
+    this.popup.hidden = true;
+    this.input.focus();
+  }
+
+  /** Show the commands the text can complete to (`fresh`: the pick goes back to the first). */
+  private renderPopup(fresh = true): void {
+    const matches = slashMatches(this.input.value);
+    if (fresh) {
+      this.picked = 0;
+    }
+    this.matches = matches;
+    this.popup.textContent = '';
+    this.popup.hidden = matches.length === 0;
+    matches.forEach((command, index) => {
+      const item = document.createElement('div');
+      item.className = 'jp-agent-slash-item';
+      item.setAttribute('role', 'option');
+      item.setAttribute('aria-selected', String(index === this.picked));
+      item.classList.toggle('jp-mod-selected', index === this.picked);
+      const name = document.createElement('span');
+      name.className = 'jp-agent-slash-name';
+      name.textContent = `/${command.name}`;
+      const help = document.createElement('span');
+      help.className = 'jp-agent-slash-help';
+      help.textContent = command.help;
+      item.append(name, help);
+      item.addEventListener('mousedown', ev => {
+        ev.preventDefault(); // the box keeps the focus
+        this.complete(command);
+      });
+      this.popup.appendChild(item);
+    });
+  }
+
   private renderAttachments(): void {
     this.attachList.textContent = '';
     for (const path of this.attachments) {
@@ -155,6 +268,10 @@ export class Composer extends Widget {
 
   private readonly stopping: HTMLDivElement;
   private readonly error: HTMLDivElement;
+  private readonly note: HTMLDivElement;
+  private readonly popup: HTMLDivElement;
+  private matches: ISlashCommand[] = [];
+  private picked = 0;
   private readonly attachList: HTMLDivElement;
   private readonly input: HTMLTextAreaElement;
   private readonly sendButton: HTMLButtonElement;

@@ -21,6 +21,7 @@ import { ChatDecisions } from './decisions';
 import { FollowScroller } from './follow';
 import { ChatHydration } from './hydration';
 import type { IChatsService } from './service';
+import { parseSlash, slashHelp, unknownSlash } from './slash';
 import { ChatState } from './state';
 import { runningCell, stopNote } from './stopping';
 import type { EventStream, StreamState } from './stream';
@@ -40,6 +41,8 @@ export interface IChatViewOptions {
   openPath: (path: string) => Promise<void>;
   /** Open the Memory view (the header's "Memory" button shows when given). */
   openMemory?: () => void;
+  /** Start a new chat (the `/new` command). */
+  newChat?: () => Promise<unknown>;
   /**
    * A proposal was applied to (or undone in) the notebook at `path`: show the change where
    * the notebook is open (with RTC the shared model has it already). Returns a remark for
@@ -136,13 +139,27 @@ export class ChatView extends Panel {
     }
   }
 
-  /** Send the composer's text (and attachments, and the person's view). */
+  /**
+   * Send the composer's text (and attachments, and the person's view); a slash command
+   * runs here instead, and an unknown one sends nothing (`slash.ts`).
+   */
   async send(): Promise<void> {
+    const parsed = parseSlash(this.composer.text);
+    if (parsed.kind === 'unknown') {
+      this.composer.showError(unknownSlash(parsed.name));
+      return;
+    }
+    if (parsed.kind === 'command') {
+      this.composer.clearText();
+      await this.runSlash(parsed.command.name);
+      return;
+    }
     const draft = this.composer.take();
     if (!draft) {
       return;
     }
-    const { text, attachments } = draft;
+    const { attachments } = draft;
+    const text = parsed.text || draft.text;
     try {
       const view = this.options.getView();
       const result = await this.options.service.send(this.chatId, text, view, attachments);
@@ -152,6 +169,56 @@ export class ChatView extends Panel {
     } catch (err) {
       this.composer.restore(text);
       this.composer.showError(`Could not send: ${errorText(err)}`);
+    }
+  }
+
+  /** Run the slash command `name` (a known one: `SLASH_COMMANDS`). */
+  private async runSlash(name: string): Promise<void> {
+    switch (name) {
+      case 'new':
+        await this.options.newChat?.();
+        return;
+      case 'stop':
+      case 'stop!':
+        if (!this.state.activeRunId) {
+          this.composer.showNote('No turn is running: nothing to stop.');
+          return;
+        }
+        await this.stop(name === 'stop!');
+        return;
+      case 'export':
+        await this.exportChat();
+        return;
+      case 'memory':
+        if (this.options.openMemory) {
+          this.options.openMemory();
+        } else {
+          this.composer.showNote('The memory view is not available here.');
+        }
+        return;
+      case 'model':
+        this.composer.showNote(await this.modelNote());
+        return;
+      default:
+        this.composer.showNote(slashHelp());
+    }
+  }
+
+  /** What `/model` says: the chat's agent's codegen tier, and whether the demo answers. */
+  private async modelNote(): Promise<string> {
+    const { api, status } = this.options.service;
+    try {
+      const [chat, agents] = await Promise.all([api.getChat(this.chatId), api.listAgents()]);
+      const agent = agents.find(a => a.name === (chat.agent || 'agent')) ?? agents[0];
+      const tier = agent?.tiers?.codegen;
+      if (status?.demo) {
+        return 'This chat is answered by the demo model (no model is configured): set one in Agent settings.';
+      }
+      return tier
+        ? `This chat is answered by ${tier.model} (${tier.provider}, the codegen tier of the agent ${agent.name}). Change it in Agent settings.`
+        : 'No codegen tier is configured: set one in Agent settings.';
+    } catch (err) {
+      return `Could not read the model: ${errorText(err)}`;
     }
   }
 

@@ -104,6 +104,7 @@ export class ChatViews implements IChatViews {
       getView: () => documents.getView(),
       currentPath: () => documents.docPath(),
       openMemory,
+      newChat: () => this.create(),
       refreshNotebook: path => documents.refreshNotebook(path),
       openPath: path => documents.openPath(path)
     });
