@@ -26,6 +26,7 @@ the store) do the work and handlers only translate HTTP.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -50,6 +51,7 @@ from jupyter_agent.runtime.settings.keypolicy import KeyPolicy
 from jupyter_agent.runtime.settings.packages import warm_kernel_packages
 from jupyter_agent.runtime.settings.profiles import admin_profiles
 from jupyter_agent.runtime.settings.readiness import build_status
+from jupyter_agent.server.activity import AgentActivity, close_kernel_manager
 from jupyter_agent.server.app_settings import DEFAULT_TIERS, AppSettings
 from jupyter_agent.server.auth.isolation import checked_pool
 from jupyter_agent.server.auth.owners import owners_mode
@@ -60,6 +62,8 @@ from jupyter_agent.store.repo import Store
 
 if TYPE_CHECKING:
     from jupyter_agent.server.mcp.endpoint import McpEndpoint
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_TIERS", "JupyterAgent"]
 
@@ -175,6 +179,8 @@ class JupyterAgent(ExtensionApp, AppSettings):
     _mcp_endpoint: McpEndpoint | None = None
     _mcp_open = False  # the parts are built: the endpoint may be made
     _mcp_stopped = False
+    #: The agent's own kernel manager (None on a gateway): set by ``checked_pool``.
+    agent_kernel_manager: Any = None
 
     @property
     def mcp_endpoint(self) -> McpEndpoint | None:
@@ -282,7 +288,9 @@ class JupyterAgent(ExtensionApp, AppSettings):
         """Start the pool and recover runs left running, once the loop runs."""
         # The prompt names the kernel's data packages: their metadata read once, in a
         # thread beside the start (tens of ms a turn's loop must not pay).
-        self._warming = asyncio.ensure_future(asyncio.to_thread(warm_kernel_packages))
+        warming = asyncio.ensure_future(asyncio.to_thread(warm_kernel_packages))
+        warming.add_done_callback(_log_failure)
+        self._activity.start(getattr(serverapp, "web_app", None))
         if self.parts is not None:
             await self.parts.start()
         # agent/mcp starts at its first request: the mcp SDK is not loaded before.
@@ -290,10 +298,23 @@ class JupyterAgent(ExtensionApp, AppSettings):
     async def stop_extension(self) -> None:
         """Break the runs, stop the pool, close the transport, the store and the demo."""
         self._mcp_stopped = True
+        self._activity.stop()
         if self._mcp_endpoint is not None:  # its sessions first: their waits end
             await self._mcp_endpoint.stop()
         if self.parts is not None:
             await self.parts.stop()
+        close_kernel_manager(self.agent_kernel_manager)  # its kernels are down by now
+
+    def current_activity(self) -> bool:
+        """True while an agent turn goes (Jupyter's idle shutdown waits for it)."""
+        return self._activity.busy()
+
+    @property
+    def _activity(self) -> AgentActivity:
+        if self.__dict__.get("_agent_activity") is None:
+            self.__dict__["_agent_activity"] = AgentActivity(lambda: self.parts)
+        activity: AgentActivity = self.__dict__["_agent_activity"]
+        return activity
 
     def initialize_handlers(self) -> None:
         """Register the REST routes under ``{base_url}agent/``; a refused agent request
@@ -331,3 +352,9 @@ main = launch_new_instance = JupyterAgent.launch_instance
 
 if __name__ == "__main__":  # python -m jupyter_agent.server.app --help-all
     main()  # type: ignore[no-untyped-call]
+
+
+def _log_failure(task: asyncio.Future[None]) -> None:
+    """Log what a background start task raised (never an unretrieved task error)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("jupyter-agent: reading the kernel's packages failed: %s", task.exception())

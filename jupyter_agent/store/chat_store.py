@@ -120,15 +120,16 @@ class ChatMethods:
             session.flush()
             return chat(row)
 
-    def retitle_chat_if(self, chat_id: str, expected: str, title: str, *, now: str) -> bool:
+    def retitle_chat_if(self, chat_id: str, expected: str, title: str) -> bool:
         """Set the title only while it is still ``expected`` (one conditional write: a
-        rename by the person that lands first wins); True when it was set."""
+        rename by the person that lands first wins); True when it was set. ``updated``
+        stays (a name given in the background does not move the chat in the list)."""
         title = valid(title, "chat title")
         with self._write("cannot retitle the chat") as session:
             done = session.connection().execute(
                 update(_CHATS)
                 .where(_CHATS.c.id == chat_id, _CHATS.c.title == expected)
-                .values(title=title, updated=now)
+                .values(title=title)
             )
             return bool(done.rowcount)
 

@@ -227,3 +227,20 @@ def test_the_runtime_context_names_the_kernels_data_packages() -> None:
     assert "- Data packages the kernel can import: numpy 2.4.6, pandas 3.1.1" in with_them.text
     assert "Data packages" not in without.text  # a log recorded before: the prompt as it was
     assert kernel_packages_of({"files": {}}) == ()
+
+
+def test_kernel_packages_skip_what_metadata_cannot_tell(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib import metadata
+
+    from jupyter_agent.runtime.settings import packages
+
+    answers = {"numpy": "2.4.6", "pandas": None, "scipy": ValueError("broken metadata")}
+
+    def version(name: str) -> Any:
+        answer = answers.get(name, metadata.PackageNotFoundError(name))
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(packages.metadata, "version", version)
+    assert packages.kernel_packages.__wrapped__() == (("numpy", "2.4.6"),)

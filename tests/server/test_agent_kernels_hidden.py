@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.server.conftest import agent_app
 from tests.server.helpers import call, new_chat
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("server_kernelspec")]
@@ -41,7 +42,7 @@ def _kernels(fetch: Any) -> list[dict[str, Any]]:
 
 
 def test_pool_kernels_are_not_the_persons_and_shut_down_all_spares_a_turn(
-    fetch: Any, spin: Any, agent_service: Any, jp_asyncio_loop: Any
+    fetch: Any, spin: Any, agent_service: Any, jp_asyncio_loop: Any, jp_serverapp: Any
 ) -> None:
     jp_asyncio_loop.run_until_complete(agent_service.start())  # as the server's start does
     pool = agent_service.pool
@@ -67,6 +68,13 @@ def test_pool_kernels_are_not_the_persons_and_shut_down_all_spares_a_turn(
     while not any(e["type"] == "cell_start" for e in events.since(chat_id, 0)):
         assert time.monotonic() < deadline, "no cell started"
         spin(0.05)
+    # The agent's turn is the server's activity: idle shutdown and a Hub's culler wait.
+    app = agent_app(jp_serverapp)
+    assert app.current_activity() is True
+    assert jp_serverapp.extension_manager.any_activity()
+    app._activity.start(jp_serverapp.web_app)  # as the extension's start does
+    app._activity.touch()
+    assert "jupyter_agent" in jp_serverapp.web_app.settings["last_activity_times"]
     for kernel in _kernels(fetch):
         fetch("api", "kernels", kernel["id"], method="DELETE")
     assert _kernels(fetch) == []
@@ -76,3 +84,5 @@ def test_pool_kernels_are_not_the_persons_and_shut_down_all_spares_a_turn(
     assert turn.replies[-1].text == "Done."
     ends = [e for e in events.since(chat_id, 0) if e["type"] == "cell_end"]
     assert ends[-1]["status"] == "ok"
+    assert app.current_activity() is False  # the turn ended, its kernel went back
+    app._activity.stop()

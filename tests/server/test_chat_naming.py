@@ -43,7 +43,7 @@ def _tiers(fake: Any, namer: Any | None) -> dict[str, Any]:
 @pytest.fixture
 def case(request: pytest.FixtureRequest) -> str:
     """How the server is configured: ``named`` (a classify tier), ``no classify tier``,
-    ``name_chats off``."""
+    ``name_chats off``, ``demo`` (the demo answers the chat, a classify tier is ready)."""
     return str(getattr(request, "param", "named"))
 
 
@@ -54,6 +54,10 @@ def agent_config(fake: Any, namer: Any, case: str) -> dict[str, Any]:
         config["tiers"] = _tiers(fake, None)
     elif case == "name_chats off":
         config["name_chats"] = False
+    elif case == "demo":  # codegen has no key: the demo answers; classify is ready
+        tiers = _tiers(fake, namer)
+        tiers["codegen"] = {"provider": "anthropic", "model": CODEGEN}
+        config["tiers"] = tiers
     return config
 
 
@@ -163,4 +167,23 @@ def test_no_naming_without_a_classify_tier_or_when_off(
     assert _title(fetch, chat_id) == FIRST
     assert namer.requests == []
     assert [r.json["model"] for r in fake.requests] == [CODEGEN]
+    assert _title_runs(fetch) == []
+
+
+@pytest.fixture
+def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.usefixtures("no_keys", "server_kernelspec")
+@pytest.mark.parametrize("case", ["demo"], indirect=True)
+def test_a_chat_the_demo_answered_is_not_named(
+    case: str, fetch: Any, spin: Any, agent_service: Any, namer: Any, jp_asyncio_loop: Any
+) -> None:
+    chat_id = new_chat(fetch)
+    _send(fetch, spin, chat_id, FIRST)
+    _settle(agent_service, jp_asyncio_loop)
+    assert _title(fetch, chat_id) == FIRST
+    assert namer.requests == []  # the classify tier is ready, but a demo is no one's words
     assert _title_runs(fetch) == []

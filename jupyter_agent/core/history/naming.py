@@ -44,7 +44,8 @@ SYSTEM: Final = (
     "given: what the person is working on, in their language. No quotes, no final "
     "punctuation, nothing else."
 )
-_MAX_TOKENS: Final = 32
+# A name is a few words; the room is for reasoning models, whose thinking counts in it.
+_MAX_TOKENS: Final = 1024
 # Quotes and markdown emphasis a model puts around a name (typographic ones too).
 _QUOTES: Final = "*_`\"' \u201c\u201d\u2018\u2019"
 _PREFIX = re.compile(r"^(title|name|chat name)\s*:\s*", re.IGNORECASE)

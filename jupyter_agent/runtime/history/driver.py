@@ -170,7 +170,7 @@ async def drive_logged(
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as err:  # a failed effect, reported to the program
-            log.warning("summary run %s: %s failed: %s", run_id, effect.name, err)
+            log.warning("background run %s: %s failed: %s", run_id, effect.name, err)
             data, error = None, {"type": type(err).__name__, "message": str(err)}
         return log_.result(seq, effect.name, data, error=error)
 
@@ -180,7 +180,7 @@ async def drive_logged(
             program.factory(run_id, chat_id), step, guard, threaded=not program.builtin
         )
     except ProgramFailed as failed:  # recorded in the log; the run is an error, visibly
-        log.error("summary run %s: %s", run_id, failed, exc_info=failed)
+        log.error("background run %s: %s", run_id, failed, exc_info=failed)
         log_.program_error(failed.program, failed.error)
         return HistoryOutcome(error=failed.reply)
 

@@ -208,13 +208,16 @@ class HistoryScheduler:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def idle(self) -> None:
-        """Wait until no worker (or naming run) is busy (tests and benchmarks)."""
-        await self.namer.idle()
+        """Wait until no worker and no naming run is busy (tests and benchmarks): a
+        worker may start a naming run, so both are waited for until neither is left."""
         while True:
             tasks = [t for t in self._workers.values() if not t.done()]
-            if not tasks:
+            if tasks:
+                await asyncio.wait(tasks)
+                continue
+            if not self.namer.busy:
                 return
-            await asyncio.wait(tasks)
+            await self.namer.idle()
 
     # --- queries ---------------------------------------------------------------------
 

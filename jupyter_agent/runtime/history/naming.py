@@ -7,8 +7,8 @@ starts one naming run for a chat when all of these hold:
 - naming is on (``JupyterAgent.name_chats``, default true);
 - the chat's agent has a ready ``classify`` tier of its own (the codegen fallback does not
   count: naming then spends no call of the chat's model);
-- the chat holds exactly one turn, and its title is still the one its first message gave
-  it (a chat the person titled or renamed keeps its name).
+- the chat holds exactly one turn, not the demo model's, and its title is still the one
+  its first message gave it (a chat the person titled or renamed keeps its name).
 
 The run (:func:`run_title`) is logged like a summary run (``{runs_dir}/{run_id}.jsonl``,
 header program ``title@v1``, its row in ``agent_runs``); its ``chat.retitle`` effect sets
@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jupyter_agent.core.demo import is_demo_model
 from jupyter_agent.core.events.types import TitleEvent
 from jupyter_agent.core.history.naming import TITLE_PROGRAM, TitleJob
 from jupyter_agent.core.history.program import HistoryOutcome
@@ -67,7 +68,7 @@ class _TitlePerformer:
             title = str(effect.data.get("title") or "")
             expected = str(effect.data.get("expected") or "")
             done = await asyncio.to_thread(
-                self.store.retitle_chat_if, self.job.chat_id, expected, title, now=now_iso()
+                self.store.retitle_chat_if, self.job.chat_id, expected, title
             )
             if done and self.on_retitled is not None:
                 self.on_retitled(title)
@@ -170,6 +171,11 @@ class ChatNamer:
         self._tasks[chat_id] = task
         task.add_done_callback(lambda _t: self._tasks.pop(chat_id, None))
 
+    @property
+    def busy(self) -> bool:
+        """Whether a naming run is going."""
+        return bool(self._tasks)
+
     async def idle(self) -> None:
         """Wait until no naming run is going (tests and benchmarks)."""
         while self._tasks:
@@ -183,28 +189,31 @@ class ChatNamer:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _due(self, chat_id: str) -> tuple[TitleJob, str] | None:
-        """The chat's naming job and owner, when it is due (blocking: store reads)."""
+    def _due(self, chat_id: str) -> tuple[bool, tuple[TitleJob, str] | None]:
+        """``(seen, due)``: whether the chat has a turn stored (it is never due again),
+        and its naming job and owner when it is due now (blocking: store reads)."""
         chat = self.store.get_chat(chat_id)
         if chat is None or not chat.title:
-            return None
+            return False, None
         turns = self.store.turns_at(chat_id, 1, 2)
-        if turns:
-            if len(self._seen) > 10_000:
-                self._seen.clear()
-            self._seen.add(chat_id)
         if len(turns) != 1:  # named after the first turn only
-            return None
+            return bool(turns), None
         turn = turns[0]
         if chat.title != chat_title(turn.user_text):
-            return None  # titled or renamed by the person: theirs
+            return True, None  # titled or renamed by the person: theirs
+        if is_demo_model(turn.model):
+            return True, None  # the demo's script is not a conversation to name
         reply = "\n\n".join(r.text.strip() for r in turn.replies if r.text.strip())
         job = TitleJob(chat_id=chat_id, title=chat.title, user=turn.user_text, reply=reply)
-        return job, str(chat.owner or "")
+        return True, (job, str(chat.owner or ""))
 
     async def _name(self, chat_id: str, config: RunConfig) -> None:
         try:
-            due = await asyncio.to_thread(self._due, chat_id)
+            seen, due = await asyncio.to_thread(self._due, chat_id)
+            if seen:  # on the loop: offer() reads the set there
+                if len(self._seen) > 100_000:
+                    self._seen.clear()  # bounded; a chat seen again is looked at again
+                self._seen.add(chat_id)
             if due is None:
                 return
             job, owner = due

@@ -45,9 +45,11 @@ def kernel_packages() -> tuple[tuple[str, str], ...]:
     found = []
     for name in DATA_PACKAGES:
         try:
-            found.append((name, metadata.version(name)))
-        except metadata.PackageNotFoundError:
+            version = metadata.version(name)
+        except Exception:  # not installed, or broken metadata: not named
             continue
+        if isinstance(version, str) and version:
+            found.append((name, version))
     return tuple(found)
 
 

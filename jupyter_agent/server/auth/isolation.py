@@ -157,9 +157,11 @@ def checked_pool(app: Any, config: Config) -> KernelPool:
     unisolated start logged."""
     serverapp = app.serverapp
     remote, provider = gateway_kernels(serverapp.kernel_manager), serverapp.identity_provider
+    km = agent_kernel_manager(serverapp, remote is not None)
+    app.agent_kernel_manager = None if remote is not None else km  # closed at the stop
     try:
         pool = KernelPool(
-            agent_kernel_manager(serverapp, remote is not None),
+            km,
             parent=app,
             config=config,
             root_dir=serverapp.root_dir,
