@@ -65,7 +65,7 @@ from jupyter_agent.store.history import turn_queries
 from jupyter_agent.store.history.chunk_store import ChunkMethods
 from jupyter_agent.store.memory import recall_index
 from jupyter_agent.store.memory.store import MemoryMethods
-from jupyter_agent.store.migrations import migrate
+from jupyter_agent.store.migrations import is_current, migrate
 from jupyter_agent.store.program_store import ProgramMethods
 from jupyter_agent.store.proposal_store import ProposalMethods
 from jupyter_agent.store.rows import Chat, run_values, turn_values
@@ -138,8 +138,9 @@ class Store(
             set_={c.name: run_insert.excluded[c.name] for c in _RUNS.c if c.name != "run_id"},
         )
         try:
-            with self._locked():
-                migrate(self._writer)
+            if not is_current(self._engine):  # one query when up to date
+                with self._locked():
+                    migrate(self._writer)
         except SQLAlchemyError as exc:
             self._engine.dispose()
             raise self._error("cannot open the database", exc) from None
