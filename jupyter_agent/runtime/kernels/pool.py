@@ -8,7 +8,7 @@ shrinks back to ``size`` after ``pool_idle_s`` without a run taking one
 (:mod:`jupyter_agent.runtime.kernels.growth`); a run waiting for a kernel takes the first that
 becomes ready. Pool kernels keep
 their ``last_activity`` fresh so the server's culler leaves them alone, and a dead or culled
-one is replaced. The kernel manager is received as an object (see
+one is replaced (:mod:`.keepalive`). The kernel manager is received as an object (see
 :mod:`jupyter_agent.runtime.kernels.handle`); kernels start with the filtered environment of
 :mod:`jupyter_agent.runtime.kernels.envfilter`.
 
@@ -38,7 +38,6 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +49,8 @@ from jupyter_agent.exceptions import KernelError
 from jupyter_agent.runtime.kernels.envfilter import filter_env
 from jupyter_agent.runtime.kernels.growth import Demand, Waiters
 from jupyter_agent.runtime.kernels.handle import AgentKernelHandle, AppHost
+from jupyter_agent.runtime.kernels.keepalive import KEEPALIVE_INTERVALS, sweep_warm
+from jupyter_agent.runtime.kernels.keepalive import touch as touch_kernel
 from jupyter_agent.runtime.kernels.remote import RemoteKernels
 from jupyter_agent.runtime.kernels.sandbox import Sandbox, parse_sandbox
 from jupyter_agent.runtime.kernels.starts import KernelStarts, start_slots
@@ -59,9 +60,6 @@ from jupyter_agent.runtime.start_backoff import StartBackoff, start_error
 __all__ = ["AgentKernelHandle", "AppHost", "KernelPool"]
 
 log = logging.getLogger(__name__)
-
-# last_activity is refreshed every this many liveness intervals (5 s by default)
-_KEEPALIVE_INTERVALS = 10
 
 
 class KernelPool(LoggingConfigurable):
@@ -310,18 +308,11 @@ class KernelPool(LoggingConfigurable):
         last_touch = 0.0
         while self._running:
             await asyncio.sleep(self.liveness_interval_s)
-            touch = time.monotonic() - last_touch >= _KEEPALIVE_INTERVALS * self.liveness_interval_s
+            touch = time.monotonic() - last_touch >= KEEPALIVE_INTERVALS * self.liveness_interval_s
             try:
-                for handle in list(self._warm):
-                    alive = await handle.is_alive()
-                    if handle not in self._warm:
-                        continue  # taken by a run meanwhile: the run checks it itself
-                    if not alive:
-                        self._warm.remove(handle)
-                        await self._shutdown(handle)
-                        continue
-                    if touch:
-                        self._touch(handle.kernel_id)
+                await sweep_warm(
+                    self._warm, kernel_manager=self._km, refresh=touch, shutdown=self._shutdown
+                )
             except Exception:  # a failed tick must not end refills and shrinking for good
                 log.warning("the kernel pool's keepalive tick failed", exc_info=True)
             if touch:
@@ -333,13 +324,6 @@ class KernelPool(LoggingConfigurable):
                     self._shutdown_soon(handle)
             self._kick_fill()
 
-    def _touch(self, kernel_id: str) -> None:
-        # jupyter_server culls idle kernels by last_activity: a waiting pool kernel is not idle
-        with contextlib.suppress(Exception):
-            km = self._km.get_kernel(kernel_id)
-            if hasattr(km, "last_activity"):
-                km.last_activity = datetime.now(timezone.utc)
-
     async def acquire(self, *, cwd: str | None) -> AgentKernelHandle:
         """A warm kernel (else the first that becomes ready), moved to ``cwd``.
 
@@ -350,7 +334,7 @@ class KernelPool(LoggingConfigurable):
         a core for a second, which would land on the run's first cell (and a burst's).
         """
         handle = await self._take()
-        self._touch(handle.kernel_id)
+        touch_kernel(self._km, handle.kernel_id)
         if cwd is not None and handle.cwd != os.path.abspath(cwd):
             try:
                 await handle.chdir(cwd)
