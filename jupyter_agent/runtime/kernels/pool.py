@@ -1,23 +1,23 @@
 """The warm pool of agent kernels: started ahead through the server's kernel manager.
 
-``size`` kernels wait ready; a run takes one at its first cell (moved to its working
-folder first: :mod:`jupyter_agent.runtime.kernels.run_kernel`) and the pool refills in the
+``size`` kernels wait ready; a run takes one at its first cell (moved to its working folder
+first: :mod:`jupyter_agent.runtime.kernels.run_kernel`) and the pool refills in the
 background, several starts at once (one per core); a run's kernel is never reused. Under a
 burst (runs find the pool empty) the pool grows, up to ``pool_max`` warm kernels, and
 shrinks back to ``size`` after ``pool_idle_s`` without a run taking one
-(:mod:`jupyter_agent.runtime.kernels.growth`); a run waiting for a kernel takes the first that
-becomes ready. Pool kernels keep
-their ``last_activity`` fresh so the server's culler leaves them alone, and a dead or culled
-one is replaced (:mod:`.keepalive`). The kernel manager is received as an object (see
-:mod:`jupyter_agent.runtime.kernels.handle`); kernels start with the filtered environment of
-:mod:`jupyter_agent.runtime.kernels.envfilter`.
+(:mod:`jupyter_agent.runtime.kernels.growth`); a run waiting for a kernel takes the first
+that becomes ready. Pool kernels keep their ``last_activity`` fresh so the server's culler
+leaves them alone, and a dead or culled one is replaced (:mod:`.keepalive`). The kernel
+manager is received as an object (see :mod:`jupyter_agent.runtime.kernels.handle`); kernels
+start with the filtered environment of :mod:`jupyter_agent.runtime.kernels.envfilter`.
 
 Each kernel has private dirs (its connection file and ``JUPYTER_RUNTIME_DIR``, a scratch
-dir; :mod:`jupyter_agent.runtime.kernels.sandbox`), is launched through the agent kernelspec's
-provisioner (:mod:`jupyter_agent.runtime.kernels.provisioner`), optionally in a sandbox
-(``kernel_sandbox``), and carries a tag every descendant inherits: discarding a kernel
-ends all of them (:mod:`jupyter_agent.runtime.kernels.reaper`), a pool stop ends every process of
-this server's kernels, and a pool start ends those a crashed earlier run left behind.
+dir; :mod:`jupyter_agent.runtime.kernels.sandbox`), is launched through the agent
+kernelspec's provisioner (:mod:`jupyter_agent.runtime.kernels.provisioner`), optionally in a
+sandbox (``kernel_sandbox``), and carries a tag every descendant inherits: discarding a
+kernel ends all of them (:mod:`jupyter_agent.runtime.kernels.reaper`), a pool stop ends
+every process of this server's kernels, and a pool start ends those a crashed earlier run
+left behind.
 
 :class:`KernelPool` is configurable (``c.KernelPool.size = 3`` in a
 ``jupyter_server_config.py``); the extension app passes it the server's config. Launching
@@ -139,6 +139,15 @@ class KernelPool(LoggingConfigurable):
         ),
     ).tag(config=True)
 
+    start_delay_s = Float(
+        1.0,
+        min=0.0,
+        help=(
+            "Seconds after the agent's start before the pool fills (not during the server's "
+            "start and first requests); a run needing a kernel sooner starts its own."
+        ),
+    ).tag(config=True)
+
     @validate("kernel_sandbox")
     def _validate_kernel_sandbox(self, proposal: Mapping[str, Any]) -> str:
         """``none``, ``bwrap`` or ``user:NAME``."""
@@ -197,6 +206,8 @@ class KernelPool(LoggingConfigurable):
         self.env_drop: set[str] = set()
         """Names credential references (``env:NAME``) point at: kept out of the kernel."""
         self._keepalive_task: asyncio.Task[None] | None = None
+        # Until the first warm start: the warm fill yields to runs waiting for a kernel.
+        self._first_fill = True
         self._running = False
         self._closing: set[asyncio.Task[None]] = set()
         self._cwd_warned = False  # a gateway kernel that could not chdir: said once
@@ -242,7 +253,10 @@ class KernelPool(LoggingConfigurable):
 
     async def start(self) -> None:
         """End what a crashed earlier run of this server left, then start filling the pool
-        in the background and keeping its kernels fresh."""
+        in the background and keeping its kernels fresh (once). The first warm fill yields
+        to runs already waiting for a kernel: their starts go first."""
+        if self._running or self._stopped:
+            return
         await asyncio.to_thread(self._starts.reap_leftovers)
         self._running = True
         self._kick_fill()
@@ -263,7 +277,10 @@ class KernelPool(LoggingConfigurable):
         )
         if self._stopped:
             return  # nothing starts after stop(): a start now would outlive the pool
-        if warm and self._running and due and self._backoff.ready(now):
+        # The first fill yields to the runs that came before it (their starts go first).
+        yielding = self._first_fill and want > 0
+        if warm and self._running and due and self._backoff.ready(now) and not yielding:
+            self._first_fill = False
             self._demand.refilling()
             want += max(0, self._demand.target - len(self._warm))
         while len(self._starting) < min(want, self._slots):
@@ -386,10 +403,8 @@ class KernelPool(LoggingConfigurable):
         await self._shutdown(handle)
 
     def discard_soon(self, handle: AgentKernelHandle) -> None:
-        """Shut the run's kernel down in the background (a run need not wait for it).
-
-        :meth:`stop` waits for these shutdowns, so no kernel outlives the pool.
-        """
+        """Shut the run's kernel down in the background (a run need not wait for it);
+        :meth:`stop` waits for these shutdowns, so no kernel outlives the pool."""
         self._shutdown_soon(handle)
 
     def _shutdown_soon(self, handle: AgentKernelHandle) -> None:
@@ -401,10 +416,8 @@ class KernelPool(LoggingConfigurable):
         await self._starts.shutdown(handle)
 
     async def stop(self) -> None:
-        """Stop filling and shut every kernel down (warm, starting, or still held by a run).
-
-        Runs still waiting for a kernel get :class:`KernelError`.
-        """
+        """Stop filling and shut every kernel down (warm, starting, or still held by a run);
+        runs still waiting for a kernel get :class:`KernelError`."""
         self._running = False
         self._stopped = True
         while self._waiters.fail(KernelError("the kernel pool stopped")):
