@@ -47,7 +47,6 @@ from contextlib import contextmanager
 from typing import Final
 
 from sqlalchemy import Engine, bindparam, delete, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlmodel import Session
 
@@ -57,6 +56,7 @@ from jupyter_agent.store.chat_store import ChatMethods, MessageWrite
 from jupyter_agent.store.engine import (
     WRITE_OPTION,
     create_store_engine,
+    dialect_module,
     mask_url,
     normalise_url,
     scrub,
@@ -129,7 +129,7 @@ class Store(
                 key = self._url.database or ""
                 self._lock = _SQLITE_LOCKS.setdefault(key, threading.Lock())
         # Built once: a statement compiled per call cost more than the SQLite write itself.
-        dialect = sqlite if self._sqlite else postgresql
+        dialect = dialect_module(self.dialect)
         turn_insert = dialect.insert(_TURNS)
         self._append_turn_sql = turn_insert.on_conflict_do_nothing().returning(_TURNS.c.id)
         run_insert = dialect.insert(_RUNS)

@@ -1,10 +1,10 @@
 """What a start loads (issue 27, item 6): a real ``jupyter server`` with the agent, the
 default config (no ``mcp_servers``, no embed tier) and no other extension, answers ``GET
-agent/status`` without having imported the ``mcp`` SDK, numpy, pandas, matplotlib or
-IPython (the agent's kernelspec is read at the first kernel start), and with no agent
-kernel started yet (the warm pool fills ``KernelPool.start_delay_s`` after the start); the
-pool then fills; the first request to ``agent/mcp`` loads the SDK (the endpoint is made
-then) and is answered."""
+agent/status`` without having imported the ``mcp`` SDK, numpy, pandas, matplotlib,
+SQLAlchemy's PostgreSQL dialect or IPython (the agent's kernelspec is read at the first
+kernel start), and with no agent kernel started yet (the warm pool fills
+``KernelPool.start_delay_s`` after the start); the pool then fills; the first request to
+``agent/mcp`` loads the SDK (the endpoint is made then) and is answered."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ LAZY = (
     "sse_starlette",
     "jupyter_agent.server.mcp.endpoint",
     "jupyter_agent.server.mcp.tools",
+    "sqlalchemy.dialects.postgresql",  # the default database is SQLite
     # reading the agent's kernelspec imports it: at the first kernel start, not at start
     "IPython",
 )
