@@ -12,20 +12,21 @@ spaces and tiers), and over them the services, one per concern (:class:`~.servic
 chats, runs, memory, proposals, programs, settings, cells), each built once. Nothing here
 answers a request: the services do.
 
-Construction is synchronous (the loop may not run yet); :meth:`Parts.start` (idempotent,
-shielded) logs the admin's warnings and ready tiers, starts the pool, recovers runs left
-running, resumes pending summaries; :meth:`Parts.stop` (idempotent) ends everything in
-the order that loses nothing: embeddings, summaries and names, runs, MCP servers, pool,
-transport, store, demo.
+Construction is synchronous (the server's loop may not run yet); :meth:`Parts.start`
+(idempotent, shielded; every service awaits it) logs the admin's warnings and which tiers
+are ready, recovers runs left running and resumes the summaries left pending, and
+schedules the warm pool's start (``KernelPool.start_delay_s`` later, not awaited);
+:meth:`Parts.stop` (idempotent) ends everything, in the order that loses nothing:
+embeddings, summaries and names, runs, MCP servers (:mod:`.mcp.hub`), pool, transport, store, demo.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from jupyter_agent.llm.transport import Transport
 from jupyter_agent.programs.check_process import CheckProcess
 from jupyter_agent.programs.registry import ProgramRegistry
 from jupyter_agent.programs.service import ProgramService
+from jupyter_agent.runtime.admin import AdminConfig
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.history.jobs import HistoryScheduler
 from jupyter_agent.runtime.kernels.cell_service import CellService
@@ -46,7 +48,7 @@ from jupyter_agent.runtime.memory.embedder import Embedder
 from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.runtime.notebook.app import NotebookReader
 from jupyter_agent.runtime.notebook.contents import Contents
-from jupyter_agent.runtime.notebook.exports import DEFAULT_FOLDER, NotebookWriter
+from jupyter_agent.runtime.notebook.exports import NotebookWriter
 from jupyter_agent.runtime.notebook.live_docs import LiveDocs
 from jupyter_agent.runtime.notebook.proposals import ProposalService
 from jupyter_agent.runtime.paths import default_db_url
@@ -63,7 +65,6 @@ from jupyter_agent.runtime.services import Services
 from jupyter_agent.runtime.settings.agent_settings import AgentSettings
 from jupyter_agent.runtime.settings.agents import AgentRegistry
 from jupyter_agent.runtime.settings.demo import DemoModel
-from jupyter_agent.runtime.settings.keypolicy import KeyPolicy
 from jupyter_agent.runtime.settings.overrides import OwnerSettings
 from jupyter_agent.runtime.settings.service import SettingsService
 from jupyter_agent.runtime.settings.tiers import TierSettings
@@ -72,43 +73,6 @@ from jupyter_agent.store.repo import Store
 __all__ = ["AdminConfig", "Parts", "assemble"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class AdminConfig:
-    """What the admin configured (the ``JupyterAgent`` traits): trusted as given."""
-
-    tiers: dict[str, dict[str, Any]]
-    key_policy: KeyPolicy = field(default_factory=KeyPolicy)
-    #: What to warn the admin about once at start (legacy traits; never a key value).
-    policy_warnings: tuple[str, ...] = ()
-    max_attachment_bytes: int = 10 * 1024 * 1024
-    version: str = ""
-    trace_dir: str = DEFAULT_FOLDER
-    #: SQLAlchemy URL of the agent database ("": the default SQLite file).
-    db_url: str = ""
-    #: For :func:`assemble` without a pool or transport given (the server passes its
-    #: configurable parts, which read ``c.KernelPool.*`` / ``c.Transport.*``).
-    pool_size: int = 2
-    kernel_env_keep: tuple[str, ...] = ()
-    retry_after_cap_s: float = 60.0
-    #: Per-model profile overrides, as profile fields (:mod:`.settings.profiles`).
-    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The ``agents`` trait: ``{name: {space?, tiers?, description?}}`` (:mod:`.settings.agents`).
-    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The ``approval`` trait: which cells wait for the person; new runs read it
-    #: as ``ceilings.approval`` (``none``, ``writes``, ``every_cell``).
-    approval: str = "writes"
-    #: The ``mcp_servers`` trait: ``{name: server config}`` as the admin wrote
-    #: it (:mod:`.mcp.config` validates it; a bad entry is logged and shown, not fatal).
-    mcp_servers: dict[str, Any] = field(default_factory=dict)
-    #: The owner of the server's own user: ``""`` in single-user mode, the Hub
-    #: user's name under JupyterHub. Its settings get the old ``settings.json``; the
-    #: start-up readiness line is about its tiers.
-    server_owner: str = ""
-    #: ``program_check_timeout_s``: the deadline of a deploy's check process.
-    program_check_timeout_s: float = 20.0
-    name_chats: bool = True  #: name chats after their first turn (``title@v1``)
 
 
 class Parts:
@@ -257,7 +221,7 @@ class Parts:
         services.after_turn = self.history.kick
         self.proposals.notify = self.manager.notify  # the outcome, at the next drain
         self._started: asyncio.Task[None] | None = None
-        self._pool_started = False
+        self._pool_task: asyncio.Future[None] | None = None
         self._stopped = False
         self.services = self._services(services.pool)
 
@@ -343,8 +307,9 @@ class Parts:
     # --- life cycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the pool and recover runs left running; idempotent (one start, shielded
-        from a cancelled caller)."""
+        """Recover runs left running (before any service call: each awaits this) and
+        schedule the pool's start; idempotent (one start, shielded from a cancelled
+        caller)."""
         started = self._started
         if started is None or (started.done() and started.exception() is not None):
             # A start that failed (a store unavailable at boot) is tried again by the next
@@ -368,9 +333,8 @@ class Parts:
         for owner in {self.admin.server_owner, ""}:
             await asyncio.to_thread(self.user_settings.warm, owner)
         self.server_log.info("%s", self.tier_settings.readiness_line(self.admin.server_owner))
-        if not self._pool_started:
-            await self.pool.start()
-            self._pool_started = True
+        # The warm pool fills after this start, in the background (_start_pool).
+        self._pool_task = self._pool_task or asyncio.ensure_future(self._start_pool())
         recovered = await self.manager.recover()
         if recovered:
             log.info("jupyter-agent: interrupted runs recovered: %d", len(recovered))
@@ -379,6 +343,18 @@ class Parts:
         except Exception:  # summaries are not the server's start: they are retried at kicks
             log.exception("jupyter-agent: could not resume the pending summaries")
         self.embedder.kick()  # facts without a vector (saved before the embed tier, ...)
+
+    async def _start_pool(self) -> None:
+        """Start the warm pool ``KernelPool.start_delay_s`` after the agent's start: a
+        kernel launch loads a core for a second, which the server's start and its first
+        requests should not share. Not awaited by :meth:`start`; a run needing a kernel
+        sooner starts its own, and the pool's first fill yields to it
+        (:meth:`~jupyter_agent.runtime.kernels.pool.KernelPool.start`)."""
+        await asyncio.sleep(float(getattr(self.pool, "start_delay_s", 0.0)))
+        try:
+            await self.pool.start()
+        except Exception:  # runs still get kernels: each acquire starts one
+            log.exception("jupyter-agent: the kernel pool could not start")
 
     async def stop(self) -> None:
         """Break every run, stop the pool, close the transport, the store and the demo."""
@@ -391,6 +367,10 @@ class Parts:
             await self.manager.shutdown()
         finally:
             try:
+                if self._pool_task is not None:  # a pool start still to come: none
+                    self._pool_task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await self._pool_task
                 await self.mcp.aclose()  # no MCP server process outlives the agent
                 await self.pool.stop()
             finally:

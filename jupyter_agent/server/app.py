@@ -256,8 +256,10 @@ class JupyterAgent(ExtensionApp, AppSettings):
 
         The pool, the transport and the run manager read their traits from the app's
         config (``c.KernelPool.size``, ...). Nothing async happens here (the server's loop
-        may not run yet): the pool starts and interrupted runs are recovered in
-        ``_start_jupyter_server_extension``, or at the first request, whichever comes first.
+        may not run yet): interrupted runs are recovered in
+        ``_start_jupyter_server_extension`` (once the server listens), or at the first
+        request, whichever comes first; the warm pool fills ``KernelPool.start_delay_s``
+        after that, in the background. The MCP endpoint is built at its first request.
         """
         serverapp = self.serverapp
         assert serverapp is not None
@@ -285,7 +287,8 @@ class JupyterAgent(ExtensionApp, AppSettings):
         self._mcp_open = True
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        """Start the pool and recover runs left running, once the loop runs."""
+        """Recover runs left running once the loop runs (the server listens already); the
+        pool's start is scheduled, not awaited."""
         # The prompt names the kernel's data packages: their metadata read once, in a
         # thread beside the start (tens of ms a turn's loop must not pay).
         warming = asyncio.ensure_future(asyncio.to_thread(warm_kernel_packages))

@@ -25,6 +25,7 @@ only form of a URL that may be shown or logged (the password becomes ``***``).
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -36,12 +37,29 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from jupyter_agent.exceptions import StoreError
 
-__all__ = ["WRITE_OPTION", "create_store_engine", "mask_url", "normalise_url", "scrub"]
+__all__ = [
+    "NO_BEGIN_OPTION",
+    "dialect_module",
+    "WRITE_OPTION",
+    "create_store_engine",
+    "mask_url",
+    "normalise_url",
+    "scrub",
+]
 
 #: Execution option marking a write transaction (``BEGIN IMMEDIATE`` on SQLite).
 WRITE_OPTION = "jupyter_agent_write"
+#: Execution option of a lone read that needs no ``BEGIN`` on SQLite (the schema check).
+NO_BEGIN_OPTION = "jupyter_agent_no_begin"
 
 _PG_NAMES = {"postgresql", "postgres", "postgresql+psycopg"}
+
+
+def dialect_module(name: str) -> Any:
+    """SQLAlchemy's dialect module ``sqlite`` or ``postgresql`` (whose ``insert`` has
+    ``on_conflict_*``), imported at first use: a SQLite server never loads PostgreSQL's
+    (about 25 ms of the server's start)."""
+    return importlib.import_module(f"sqlalchemy.dialects.{name}")
 
 
 def normalise_url(url: str) -> URL:
@@ -120,8 +138,10 @@ def _sqlite_engine(url: URL) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        write = conn.get_execution_options().get(WRITE_OPTION, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        options = conn.get_execution_options()
+        if options.get(NO_BEGIN_OPTION, False):
+            return  # one autocommitted SELECT (the schema check): no transaction needed
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(WRITE_OPTION, False) else "BEGIN")
 
     return engine
 

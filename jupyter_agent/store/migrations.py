@@ -10,6 +10,10 @@ step re-reads the version under that lock.
 
 A database newer than :data:`LATEST_VERSION` is refused (StoreError) rather than touched.
 
+Opening an up-to-date database costs one query (:func:`is_current`: the recorded version,
+read without a transaction of its own, no lock); the check-and-migrate above runs only
+when that version differs from :data:`LATEST_VERSION` or cannot be read (no table yet).
+
 The steps themselves, and the schema's history version by version, are in
 :mod:`jupyter_agent.store.migration_steps`.
 
@@ -26,11 +30,20 @@ from typing import Final
 
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.store import migration_steps as steps
+from jupyter_agent.store.engine import NO_BEGIN_OPTION
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "current_version", "migrate"]
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "Migration",
+    "current_version",
+    "is_current",
+    "migrate",
+]
 
 # Any constant works; it only has to be the same in every process using the database.
 _PG_LOCK_KEY: Final = 0x6A61_6773  # "jags"
@@ -76,6 +89,18 @@ def current_version(conn: Connection) -> int:
         conn.execute(text(_CREATE_VERSION_TABLE))
     found = conn.execute(text("SELECT MAX(version) FROM schema_version")).scalar()
     return int(found or 0)
+
+
+def is_current(engine: Engine) -> bool:
+    """Whether the database is at :data:`LATEST_VERSION`: one ``SELECT`` of the recorded
+    version (the whole cost of opening an up-to-date database). False when it is older,
+    newer (:func:`migrate` refuses that) or has no ``schema_version`` table yet."""
+    try:
+        with engine.connect().execution_options(**{NO_BEGIN_OPTION: True}) as conn:
+            found = conn.execute(text("SELECT MAX(version) FROM schema_version")).scalar()
+    except SQLAlchemyError:  # no table yet (a new database), or not readable: migrate says
+        return False
+    return found == LATEST_VERSION
 
 
 def migrate(engine: Engine, *, now: Callable[[], str] | None = None) -> int:

@@ -47,7 +47,6 @@ from contextlib import contextmanager
 from typing import Final
 
 from sqlalchemy import Engine, bindparam, delete, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlmodel import Session
 
@@ -58,6 +57,7 @@ from jupyter_agent.store.chat_store import ChatMethods, MessageWrite
 from jupyter_agent.store.engine import (
     WRITE_OPTION,
     create_store_engine,
+    dialect_module,
     mask_url,
     normalise_url,
     scrub,
@@ -66,7 +66,7 @@ from jupyter_agent.store.history import turn_queries
 from jupyter_agent.store.history.chunk_store import ChunkMethods
 from jupyter_agent.store.memory import recall_index
 from jupyter_agent.store.memory.store import MemoryMethods
-from jupyter_agent.store.migrations import migrate
+from jupyter_agent.store.migrations import is_current, migrate
 from jupyter_agent.store.program_store import ProgramMethods
 from jupyter_agent.store.proposal_store import ProposalMethods
 from jupyter_agent.store.rows import Chat, run_values, turn_values
@@ -130,7 +130,7 @@ class Store(
                 key = self._url.database or ""
                 self._lock = _SQLITE_LOCKS.setdefault(key, threading.Lock())
         # Built once: a statement compiled per call cost more than the SQLite write itself.
-        dialect = sqlite if self._sqlite else postgresql
+        dialect = dialect_module(self.dialect)
         turn_insert = dialect.insert(_TURNS)
         self._append_turn_sql = turn_insert.on_conflict_do_nothing().returning(_TURNS.c.id)
         run_insert = dialect.insert(_RUNS)
@@ -139,8 +139,9 @@ class Store(
             set_={c.name: run_insert.excluded[c.name] for c in _RUNS.c if c.name != "run_id"},
         )
         try:
-            with self._locked():
-                migrate(self._writer)
+            if not is_current(self._engine):  # one query when up to date
+                with self._locked():
+                    migrate(self._writer)
         except SQLAlchemyError as exc:
             self._engine.dispose()
             raise self._error("cannot open the database", exc) from None

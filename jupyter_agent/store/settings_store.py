@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import select as core_select
 from sqlalchemy import update
-from sqlalchemy.dialects import postgresql, sqlite
 
+from jupyter_agent.store.engine import dialect_module
 from jupyter_agent.store.tables import AgentSettingsRow
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class SettingsMethods:
         insert-if-missing), so two changes at once (two servers) each see the other's and
         none is lost."""
         empty = {"owner": owner, "tiers": "{}", "updated": now}
-        dialect = sqlite if self._sqlite else postgresql
+        dialect = dialect_module("sqlite" if self._sqlite else "postgresql")
         ensure = dialect.insert(_SETTINGS).values(**empty).on_conflict_do_nothing()
         read = core_select(_SETTINGS.c.tiers).where(_SETTINGS.c.owner == owner)
         if not self._sqlite:
@@ -88,7 +88,7 @@ class SettingsMethods:
         (by this or another server) is never overwritten by the file.
         """
         values = {"owner": owner, "tiers": json.dumps(tiers, sort_keys=True), "updated": now}
-        dialect = sqlite if self._sqlite else postgresql
+        dialect = dialect_module("sqlite" if self._sqlite else "postgresql")
         statement = dialect.insert(_SETTINGS).values(**values).on_conflict_do_nothing()
         with self._write("cannot store the settings") as session:
             result = session.connection().execute(statement)

@@ -32,6 +32,7 @@ NEW_TRAITS: list[tuple[str, str, Any]] = [
     ("KernelPool", "kernel_name", "python3"),
     ("KernelPool", "env_keep", ["KEEP_ME_TOKEN"]),
     ("KernelPool", "liveness_interval_s", 0.25),
+    ("KernelPool", "start_delay_s", 0.5),
     ("KernelPool", "kernel_sandbox", "bwrap"),  # checked at start: skipped where unavailable
     ("Transport", "retry_after_cap_s", 7.0),
     ("Transport", "max_attempts", 2),

@@ -1,6 +1,9 @@
 """What a start loads (issue 27, item 6): a real ``jupyter server`` with the agent, the
-default config (no ``mcp_servers``, no embed tier), answers ``GET agent/status`` without
-having imported the ``mcp`` SDK, numpy, pandas or matplotlib; the first request to
+default config (no ``mcp_servers``, no embed tier) and no other extension, answers ``GET
+agent/status`` without having imported the ``mcp`` SDK, numpy, pandas, matplotlib,
+SQLAlchemy's PostgreSQL dialect or IPython (the agent's kernelspec is read at the first
+kernel start), and with no agent kernel started yet (the warm pool fills
+``KernelPool.start_delay_s`` after the start); the pool then fills; the first request to
 ``agent/mcp`` loads the SDK (the endpoint is made then) and is answered."""
 
 from __future__ import annotations
@@ -16,29 +19,62 @@ from pathlib import Path
 import httpx
 import pytest
 
+from jupyter_agent.cli.main import install_kernelspec
 from tests.plugins.jupyter_dirs import jupyter_dirs, jupyter_env
 from tests.rest_stub import free_port
 
 pytestmark = pytest.mark.timeout(180)
 
 REPO = Path(__file__).resolve().parents[2]
-LAZY = ("mcp", "mcp_types", "numpy", "pandas", "matplotlib", "starlette", "uvicorn")
+LAZY = (
+    "mcp",
+    "mcp_types",
+    "numpy",
+    "pandas",
+    "matplotlib",
+    "starlette",
+    "uvicorn",
+    "sse_starlette",
+    "jupyter_agent.server.mcp.endpoint",
+    "jupyter_agent.server.mcp.tools",
+    "sqlalchemy.dialects.postgresql",  # the default database is SQLite
+    # reading the agent's kernelspec imports it: at the first kernel start, not at start
+    "IPython",
+)
+NO_KERNELS = {"warm": 0, "starting": 0, "in_use": 0}
+
+# Only the extensions the test enables: the machine's other installed ones (and what they
+# import: notebook_shim imports IPython) are left out by emptying the system and
+# environment config paths.
+LAUNCHER = """
+import sys
+import jupyter_core.paths as paths
+paths.SYSTEM_CONFIG_PATH[:] = []
+paths.ENV_CONFIG_PATH[:] = []
+from jupyter_server.serverapp import main
+sys.exit(main())
+"""
 
 
-def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(tmp_path: Path) -> None:
+def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dirs = jupyter_dirs(tmp_path)
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(dirs["data"]))
+    install_kernelspec(user=True)  # the pool's kernels, in the server's data dir
     config = {
         "ServerApp": {
             "jpserver_extensions": {"jupyter_agent": True, "tests.plugins.modules_ext": True}
         },
-        "JupyterAgent": {"pool_size": 0},
+        # the default pool size (2); a delay no poll below can miss
+        "KernelPool": {"start_delay_s": 3.0},
     }
     (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
     env = jupyter_env(dirs)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     port, token = free_port(), secrets.token_hex(16)
     argv = [
-        sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
+        sys.executable, "-c", LAUNCHER, "--no-browser", "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
         f"--ServerApp.root_dir={dirs['root']}", f"--IdentityProvider.token={token}",
     ]  # fmt: skip
@@ -51,7 +87,8 @@ def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(tmp_path: Path
         deadline = time.monotonic() + 90
         while True:
             try:
-                if httpx.get(url + "agent/status", headers=headers).status_code == 200:
+                status = httpx.get(url + "agent/status", headers=headers)
+                if status.status_code == 200:
                     break
             except httpx.TransportError:
                 pass
@@ -60,6 +97,11 @@ def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(tmp_path: Path
             time.sleep(0.1)
         loaded = set(httpx.get(url + "test/modules", headers=headers).json())
         assert sorted(m for m in LAZY if m in loaded) == []
+        assert status.json()["kernels"] == NO_KERNELS  # the pool fills after the start
+        while httpx.get(url + "agent/status", headers=headers).json()["kernels"]["warm"] < 2:
+            assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            time.sleep(0.2)
+        assert "numpy" not in set(httpx.get(url + "test/modules", headers=headers).json())
         answer = httpx.post(
             url + "agent/mcp",
             headers={**headers, "Accept": "application/json, text/event-stream"},

@@ -1,23 +1,23 @@
 """The warm pool of agent kernels: started ahead through the server's kernel manager.
 
-``size`` kernels wait ready; a run takes one at its first cell (moved to its working
-folder first: :mod:`jupyter_agent.runtime.kernels.run_kernel`) and the pool refills in the
+``size`` kernels wait ready; a run takes one at its first cell (moved to its working folder
+first: :mod:`jupyter_agent.runtime.kernels.run_kernel`) and the pool refills in the
 background, several starts at once (one per core); a run's kernel is never reused. Under a
 burst (runs find the pool empty) the pool grows, up to ``pool_max`` warm kernels, and
 shrinks back to ``size`` after ``pool_idle_s`` without a run taking one
-(:mod:`jupyter_agent.runtime.kernels.growth`); a run waiting for a kernel takes the first that
-becomes ready. Pool kernels keep
-their ``last_activity`` fresh so the server's culler leaves them alone, and a dead or culled
-one is replaced. The kernel manager is received as an object (see
-:mod:`jupyter_agent.runtime.kernels.handle`); kernels start with the filtered environment of
-:mod:`jupyter_agent.runtime.kernels.envfilter`.
+(:mod:`jupyter_agent.runtime.kernels.growth`); a run waiting for a kernel takes the first
+that becomes ready. Pool kernels keep their ``last_activity`` fresh so the server's culler
+leaves them alone, and a dead or culled one is replaced (:mod:`.keepalive`). The kernel
+manager is received as an object (see :mod:`jupyter_agent.runtime.kernels.handle`); kernels
+start with the filtered environment of :mod:`jupyter_agent.runtime.kernels.envfilter`.
 
 Each kernel has private dirs (its connection file and ``JUPYTER_RUNTIME_DIR``, a scratch
-dir; :mod:`jupyter_agent.runtime.kernels.sandbox`), is launched through the agent kernelspec's
-provisioner (:mod:`jupyter_agent.runtime.kernels.provisioner`), optionally in a sandbox
-(``kernel_sandbox``), and carries a tag every descendant inherits: discarding a kernel
-ends all of them (:mod:`jupyter_agent.runtime.kernels.reaper`), a pool stop ends every process of
-this server's kernels, and a pool start ends those a crashed earlier run left behind.
+dir; :mod:`jupyter_agent.runtime.kernels.sandbox`), is launched through the agent
+kernelspec's provisioner (:mod:`jupyter_agent.runtime.kernels.provisioner`), optionally in a
+sandbox (``kernel_sandbox``), and carries a tag every descendant inherits: discarding a
+kernel ends all of them (:mod:`jupyter_agent.runtime.kernels.reaper`), a pool stop ends
+every process of this server's kernels, and a pool start ends those a crashed earlier run
+left behind.
 
 :class:`KernelPool` is configurable (``c.KernelPool.size = 3`` in a
 ``jupyter_server_config.py``); the extension app passes it the server's config. Launching
@@ -38,7 +38,6 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +49,8 @@ from jupyter_agent.exceptions import KernelError
 from jupyter_agent.runtime.kernels.envfilter import filter_env
 from jupyter_agent.runtime.kernels.growth import Demand, Waiters
 from jupyter_agent.runtime.kernels.handle import AgentKernelHandle, AppHost
+from jupyter_agent.runtime.kernels.keepalive import KEEPALIVE_INTERVALS, sweep_warm
+from jupyter_agent.runtime.kernels.keepalive import touch as touch_kernel
 from jupyter_agent.runtime.kernels.remote import RemoteKernels
 from jupyter_agent.runtime.kernels.sandbox import Sandbox, parse_sandbox
 from jupyter_agent.runtime.kernels.starts import KernelStarts, start_slots
@@ -59,9 +60,6 @@ from jupyter_agent.runtime.start_backoff import StartBackoff, start_error
 __all__ = ["AgentKernelHandle", "AppHost", "KernelPool"]
 
 log = logging.getLogger(__name__)
-
-# last_activity is refreshed every this many liveness intervals (5 s by default)
-_KEEPALIVE_INTERVALS = 10
 
 
 class KernelPool(LoggingConfigurable):
@@ -141,6 +139,15 @@ class KernelPool(LoggingConfigurable):
         ),
     ).tag(config=True)
 
+    start_delay_s = Float(
+        1.0,
+        min=0.0,
+        help=(
+            "Seconds after the agent's start before the pool fills (not during the server's "
+            "start and first requests); a run needing a kernel sooner starts its own."
+        ),
+    ).tag(config=True)
+
     @validate("kernel_sandbox")
     def _validate_kernel_sandbox(self, proposal: Mapping[str, Any]) -> str:
         """``none``, ``bwrap`` or ``user:NAME``."""
@@ -199,6 +206,8 @@ class KernelPool(LoggingConfigurable):
         self.env_drop: set[str] = set()
         """Names credential references (``env:NAME``) point at: kept out of the kernel."""
         self._keepalive_task: asyncio.Task[None] | None = None
+        # Until the first warm start: the warm fill yields to runs waiting for a kernel.
+        self._first_fill = True
         self._running = False
         self._closing: set[asyncio.Task[None]] = set()
         self._cwd_warned = False  # a gateway kernel that could not chdir: said once
@@ -244,7 +253,10 @@ class KernelPool(LoggingConfigurable):
 
     async def start(self) -> None:
         """End what a crashed earlier run of this server left, then start filling the pool
-        in the background and keeping its kernels fresh."""
+        in the background and keeping its kernels fresh (once). The first warm fill yields
+        to runs already waiting for a kernel: their starts go first."""
+        if self._running or self._stopped:
+            return
         await asyncio.to_thread(self._starts.reap_leftovers)
         self._running = True
         self._kick_fill()
@@ -265,7 +277,10 @@ class KernelPool(LoggingConfigurable):
         )
         if self._stopped:
             return  # nothing starts after stop(): a start now would outlive the pool
-        if warm and self._running and due and self._backoff.ready(now):
+        # The first fill yields to the runs that came before it (their starts go first).
+        yielding = self._first_fill and want > 0
+        if warm and self._running and due and self._backoff.ready(now) and not yielding:
+            self._first_fill = False
             self._demand.refilling()
             want += max(0, self._demand.target - len(self._warm))
         while len(self._starting) < min(want, self._slots):
@@ -310,18 +325,11 @@ class KernelPool(LoggingConfigurable):
         last_touch = 0.0
         while self._running:
             await asyncio.sleep(self.liveness_interval_s)
-            touch = time.monotonic() - last_touch >= _KEEPALIVE_INTERVALS * self.liveness_interval_s
+            touch = time.monotonic() - last_touch >= KEEPALIVE_INTERVALS * self.liveness_interval_s
             try:
-                for handle in list(self._warm):
-                    alive = await handle.is_alive()
-                    if handle not in self._warm:
-                        continue  # taken by a run meanwhile: the run checks it itself
-                    if not alive:
-                        self._warm.remove(handle)
-                        await self._shutdown(handle)
-                        continue
-                    if touch:
-                        self._touch(handle.kernel_id)
+                await sweep_warm(
+                    self._warm, kernel_manager=self._km, refresh=touch, shutdown=self._shutdown
+                )
             except Exception:  # a failed tick must not end refills and shrinking for good
                 log.warning("the kernel pool's keepalive tick failed", exc_info=True)
             if touch:
@@ -333,13 +341,6 @@ class KernelPool(LoggingConfigurable):
                     self._shutdown_soon(handle)
             self._kick_fill()
 
-    def _touch(self, kernel_id: str) -> None:
-        # jupyter_server culls idle kernels by last_activity: a waiting pool kernel is not idle
-        with contextlib.suppress(Exception):
-            km = self._km.get_kernel(kernel_id)
-            if hasattr(km, "last_activity"):
-                km.last_activity = datetime.now(timezone.utc)
-
     async def acquire(self, *, cwd: str | None) -> AgentKernelHandle:
         """A warm kernel (else the first that becomes ready), moved to ``cwd``.
 
@@ -350,7 +351,7 @@ class KernelPool(LoggingConfigurable):
         a core for a second, which would land on the run's first cell (and a burst's).
         """
         handle = await self._take()
-        self._touch(handle.kernel_id)
+        touch_kernel(self._km, handle.kernel_id)
         if cwd is not None and handle.cwd != os.path.abspath(cwd):
             try:
                 await handle.chdir(cwd)
@@ -402,10 +403,8 @@ class KernelPool(LoggingConfigurable):
         await self._shutdown(handle)
 
     def discard_soon(self, handle: AgentKernelHandle) -> None:
-        """Shut the run's kernel down in the background (a run need not wait for it).
-
-        :meth:`stop` waits for these shutdowns, so no kernel outlives the pool.
-        """
+        """Shut the run's kernel down in the background (a run need not wait for it);
+        :meth:`stop` waits for these shutdowns, so no kernel outlives the pool."""
         self._shutdown_soon(handle)
 
     def _shutdown_soon(self, handle: AgentKernelHandle) -> None:
@@ -417,10 +416,8 @@ class KernelPool(LoggingConfigurable):
         await self._starts.shutdown(handle)
 
     async def stop(self) -> None:
-        """Stop filling and shut every kernel down (warm, starting, or still held by a run).
-
-        Runs still waiting for a kernel get :class:`KernelError`.
-        """
+        """Stop filling and shut every kernel down (warm, starting, or still held by a run);
+        runs still waiting for a kernel get :class:`KernelError`."""
         self._running = False
         self._stopped = True
         while self._waiters.fail(KernelError("the kernel pool stopped")):

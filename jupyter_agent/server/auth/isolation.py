@@ -174,7 +174,10 @@ def checked_pool(app: Any, config: Config) -> KernelPool:
             ),
             remote=remote,
         )
-        pool.check()
+        if pool.sandbox.kind != "none" or remote is not None:
+            pool.check()  # a sandbox that cannot work stops the server now
+        # Else the kernelspec is read at the first kernel start, after the server's start
+        # (reading it imports IPython: a quarter of a second).
         unisolated = check_isolation(
             configured=str(app.owners),
             resolved=owners_mode(str(app.owners), provider),

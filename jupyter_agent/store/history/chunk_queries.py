@@ -18,7 +18,6 @@ from typing import Any, Final
 
 from sqlalchemy import func
 from sqlalchemy import select as core_select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk, closed_spans
 from jupyter_agent.core.turns import TurnRecord
@@ -26,6 +25,7 @@ from jupyter_agent.core.turns import TurnRecord
 # The line the boot window renders a summary as, so a summary costs what it will cost there.
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.runtime.ids import new_id
+from jupyter_agent.store.engine import dialect_module
 from jupyter_agent.store.rows import valid
 from jupyter_agent.store.tables import AgentChunkRow, AgentTurnRow, ChatRow
 
@@ -90,7 +90,7 @@ def add_chunk(conn: Any, chunk: StoredChunk) -> bool:
         "model": valid(chunk.model, what) if chunk.model is not None else None,
         "created": chunk.created,
     }
-    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    dialect = dialect_module(conn.dialect.name)
     # RETURNING, not rowcount: rowcount is unreliable through psycopg.
     insert = dialect.insert(_CHUNKS).on_conflict_do_nothing().returning(_CHUNKS.c.id)
     return conn.execute(insert, values).first() is not None
