@@ -7,8 +7,9 @@ catalogue's app (:mod:`jupyter_agent.core.mcp.catalogue`), the prompt and the ke
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["AppSpec", "MethodSpec"]
+__all__ = ["AppSpec", "MethodSpec", "WithPayload"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,6 +20,8 @@ class MethodSpec:
     signature: str
     doc: str
     mutation: bool = False
+    #: The first ``toolcaller`` version whose prompt lists it (within its app's).
+    since: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,3 +33,13 @@ class AppSpec:
     doc: str
     methods: tuple[MethodSpec, ...]
     since: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class WithPayload:
+    """An app's answer whose ``payload`` goes to the kernel beside the reply but is never
+    logged: ``notebook.fetch``'s copied bytes (the logged ``value`` says what was copied
+    and where its blob is kept)."""
+
+    value: Any
+    payload: str

@@ -19,7 +19,9 @@ message. ``batch(*calls)`` takes specs made with ``proxy.method.spec(...)`` (or 
 the value or raises AppCallError): an item's failure never hides the other items.
 
 ``notebook.read``'s JSON value becomes a :class:`~.notebook_view.NotebookView` (also in a
-batch's ``AppResult.value``).
+batch's ``AppResult.value``); ``notebook.variables``'s a
+:class:`~.person_values.KernelVariables`; ``notebook.fetch``'s the copied value itself, from
+the reply's unlogged ``payload`` (:func:`~.person_values.fetched`).
 
 App ``mcp`` is not in the catalogue: its methods are ``"<server>.<tool>"`` of the
 MCP servers the host knows (:mod:`.mcp_app` binds ``mcp``). Its calls travel and are
@@ -44,6 +46,7 @@ from jupyter_agent.core.mcp.catalogue import MCP_APP
 from jupyter_agent.exceptions import AppCallError
 from jupyter_agent.kernel.mcp_values import mcp_value
 from jupyter_agent.kernel.notebook_view import NotebookView
+from jupyter_agent.kernel.person_values import KernelVariables, fetched, inspected
 
 __all__ = [
     "AppCall",
@@ -164,6 +167,8 @@ class AppResult:
 #: The objects some methods' JSON values become in the cell (``notebook.read()``'s view).
 _VALUE_TYPES: dict[tuple[str, str], Callable[[dict[str, Any]], Any]] = {
     ("notebook", "read"): NotebookView,
+    ("notebook", "variables"): KernelVariables,
+    ("notebook", "inspect"): inspected,
 }
 
 
@@ -198,6 +203,8 @@ def _record(
     )
     value = reply.get("value")
     wrap = _VALUE_TYPES.get((call.app, call.method))
+    if ok and (call.app, call.method) == ("notebook", "fetch"):
+        return AppResult(ok=ok, value=fetched(reply), error=error, seq=seq)
     if ok and wrap is not None and isinstance(value, dict):
         value = wrap(value)
     elif ok and call.app == MCP_APP:

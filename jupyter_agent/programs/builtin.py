@@ -1,7 +1,7 @@
 """The base layer: the programs the package ships, with their content hashes.
 
 :data:`BUILTIN` maps ``name@vN`` to a :class:`BuiltinProgram`: the chat loop's versions
-(``toolcaller@v1..v7``, run programs), the history program ``history@v1`` (a run
+(``toolcaller@v1..v8``, run programs), the history program ``history@v1`` (a run
 program), the naming program ``title@v1`` (a run program of no deployable family), and
 the sub-programs the loop is made of, ``llm@v1`` (the adapters: request building and reply
 parsing) and ``autorecall@v1`` (the recall step of ``toolcaller@v4`` and later).
@@ -48,7 +48,7 @@ RUN_FAMILIES: Final = ("toolcaller", "history")
 #: Families that run inside a run program (shipped by the package only).
 SUB_FAMILIES: Final = ("llm", "autorecall")
 #: The version a new run of each run family uses when nothing is deployed.
-DEFAULTS: Final = {"toolcaller": "toolcaller@v7", "history": "history@v1"}
+DEFAULTS: Final = {"toolcaller": "toolcaller@v8", "history": "history@v1"}
 
 _LOOP: Final = (
     "core/loop/machine.py",
@@ -157,6 +157,12 @@ BUILTIN: Final[dict[str, BuiltinProgram]] = {
             7,
             ("llm@v1", "history@v1", "autorecall@v1"),
             "one config read at the start; recall only when something is findable",
+        ),
+        _toolcaller(
+            8,
+            ("llm@v1", "history@v1", "autorecall@v1"),
+            "a read-only look at the person's live kernel; a copy of a value; code run there "
+            "only with their approval",
         ),
         BuiltinProgram(
             key="history@v1",

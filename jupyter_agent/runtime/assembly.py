@@ -50,6 +50,7 @@ from jupyter_agent.runtime.notebook.app import NotebookReader
 from jupyter_agent.runtime.notebook.contents import Contents
 from jupyter_agent.runtime.notebook.exports import NotebookWriter
 from jupyter_agent.runtime.notebook.live_docs import LiveDocs
+from jupyter_agent.runtime.notebook.person_kernels import PersonKernels
 from jupyter_agent.runtime.notebook.proposals import ProposalService
 from jupyter_agent.runtime.paths import default_db_url
 from jupyter_agent.runtime.runs.approvals import ApprovalWaits
@@ -94,6 +95,7 @@ class Parts:
         config: Config | None = None,
         server_token: str | None = None,
         live_docs: LiveDocs | None = None,
+        person_kernels: PersonKernels | None = None,
     ) -> None:
         self.admin = admin
         self.server_log = server_log or log
@@ -200,6 +202,7 @@ class Parts:
             proposals=self.proposals,
             approvals=self.approvals,
             mcp=self.mcp,
+            person_kernels=person_kernels,  # notebook.variables, fetch, run, ...
         )
         # Its traits (the run ceilings) read ``config`` (c.RunManager.max_cells, ...).
         self.manager = RunManager(
@@ -394,6 +397,7 @@ def assemble(
     config: Config | None = None,
     server_token: str | None = None,
     live_docs: LiveDocs | None = None,
+    person_kernels: PersonKernels | None = None,
 ) -> Parts:
     """Build the parts of one server's agent (synchronously: nothing starts yet).
 
@@ -404,7 +408,9 @@ def assemble(
     where the start-up lines go; ``config`` the traitlets config the parts read;
     ``server_token`` the Jupyter server's token (scrubbed from kernel output). Opening
     the store may raise :class:`~jupyter_agent.exceptions.StoreError`. ``live_docs``
-    finds the open notebooks' shared models (default: none, every edit goes to the file).
+    finds the open notebooks' shared models (default: none, every edit goes to the file);
+    ``person_kernels`` the person's kernels (default: none, ``notebook.variables`` and its
+    siblings fail clearly).
     """
     if pool is None:
         if kernel_manager is None:
@@ -427,4 +433,5 @@ def assemble(
         config=config,
         server_token=server_token,
         live_docs=live_docs,
+        person_kernels=person_kernels,
     )

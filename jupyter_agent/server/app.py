@@ -57,6 +57,7 @@ from jupyter_agent.server.auth.isolation import checked_pool
 from jupyter_agent.server.auth.owners import owners_mode
 from jupyter_agent.server.base import one_line_refusals
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
+from jupyter_agent.server.person_kernels import person_kernels
 from jupyter_agent.server.routes import default_handlers
 from jupyter_agent.store.repo import Store
 
@@ -282,6 +283,9 @@ class JupyterAgent(ExtensionApp, AppSettings):
             config=config,
             server_token=server_token(serverapp),
             live_docs=LiveDocs(lambda: collaboration_app(serverapp)),
+            person_kernels=person_kernels(
+                serverapp, owners=str(self.owners), fetch_max_bytes=self.fetch_max_bytes
+            ),
         )
         self.parts, self.services = parts, parts.services
         self._mcp_open = True

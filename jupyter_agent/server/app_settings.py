@@ -3,7 +3,8 @@
 Each class holds the traits of one concern and their checks: the model tiers, profiles
 and agents (:class:`ModelTraits`), the key policy of settings changed from the browser
 (:class:`KeyPolicyTraits`), who owns what (:class:`OwnerTraits`), program deploys
-(:class:`ProgramTraits`), approvals (:class:`ApprovalTraits`) and MCP servers
+(:class:`ProgramTraits`), approvals (:class:`ApprovalTraits`), the person's kernels
+(:class:`PersonKernelTraits`) and MCP servers
 (:class:`McpTraits`). :class:`~jupyter_agent.server.app.JupyterAgent` inherits them all
 (through :class:`AppSettings`),
 so every name stays ``JupyterAgent.<trait>`` (config files, ``--JupyterAgent.<trait>=`` on
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from traitlets import Bool, Dict, Enum, Float, HasTraits, List, TraitError, Unicode, validate
+from traitlets import Bool, Dict, Enum, Float, HasTraits, Int, List, TraitError, Unicode, validate
 
 from jupyter_agent.llm.embeddings import EMBED_TIER, embed_tier_problem
 from jupyter_agent.runtime.settings.keypolicy import DEFAULT_KEY_BINDINGS
@@ -271,6 +272,17 @@ class ApprovalTraits(HasTraits):
     ).tag(config=True)
 
 
+class PersonKernelTraits(HasTraits):
+    """What the agent may do with the person's own kernels (``notebook.variables``, ...)."""
+
+    fetch_max_bytes = Int(
+        100_000_000,
+        min=0,
+        help="The largest value (pickled, in bytes) notebook.fetch copies from the person's"
+        " kernel into the agent's; a larger one is refused with its size named. 0: no copy.",
+    ).tag(config=True)
+
+
 class McpTraits(HasTraits):
     """The MCP servers whose tools the agent's cells may call."""
 
@@ -290,6 +302,12 @@ class McpTraits(HasTraits):
 
 
 class AppSettings(
-    ModelTraits, KeyPolicyTraits, OwnerTraits, ProgramTraits, ApprovalTraits, McpTraits
+    ModelTraits,
+    KeyPolicyTraits,
+    OwnerTraits,
+    ProgramTraits,
+    ApprovalTraits,
+    PersonKernelTraits,
+    McpTraits,
 ):
     """Every trait group of the extension app (see the module docstring)."""

@@ -40,6 +40,9 @@ History:
 10. a data step only: ``toolcaller@v7`` is built in now (one config read at a turn's
    start), so a deployed ``toolcaller@v7`` moves to the next free number
    (``renumber_shadowed`` again).
+11. a data step only: the recall documents of turns the demo model answered are removed.
+12. a data step only: ``toolcaller@v8`` is built in now (the look at the person's kernel),
+   so a deployed ``toolcaller@v8`` moves to the next free number (``renumber_shadowed``).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from typing import Final
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-__all__ = ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"]
+__all__ = ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12"]
 
 
 _V1_SQL: Final = (
@@ -394,3 +397,11 @@ def v11(conn: Connection) -> None:
     from jupyter_agent.store.memory.recall_index import delete_turn_docs_of_model
 
     delete_turn_docs_of_model(conn, DEMO_MODEL)
+
+
+def v12(conn: Connection) -> None:
+    # Only the data step: the built-in toolcaller@v8 shadows a deployed v8 (see v7).
+    from jupyter_agent.programs.builtin import BUILTIN
+    from jupyter_agent.store.program_renumber import renumber_shadowed
+
+    renumber_shadowed(conn, BUILTIN)

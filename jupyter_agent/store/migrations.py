@@ -70,6 +70,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(9, "owner on chats and runs (indexed); agent_settings: tiers per owner", steps.v9),
     Migration(10, "deployed versions the built-in toolcaller@v7 shadows, renumbered", steps.v10),
     Migration(11, "the recall docs of turns the demo model answered, removed", steps.v11),
+    Migration(12, "deployed versions the built-in toolcaller@v8 shadows, renumbered", steps.v12),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -104,7 +104,7 @@ __all__ = [
     "read_log",
 ]
 
-PROGRAM: Final = "toolcaller@v7"  # the same as core.loop.PROGRAM (trace has no core import)
+PROGRAM: Final = "toolcaller@v8"  # the same as core.loop.PROGRAM (trace has no core import)
 LOG_VERSION: Final = 1
 
 SyncPolicy = Literal["effect", "run"]

@@ -87,7 +87,7 @@ export interface ICellEndEvent extends IEventEnvelope {
 export interface IApprovalEvent extends IEventEnvelope {
   type: "approval";
   approval_id: string;
-  kind: "cell" | "bash" | "proposal" | "mcp";
+  kind: "cell" | "bash" | "proposal" | "mcp" | "kernel";
   code: string;
   summary: string;
 }
@@ -309,7 +309,7 @@ export interface IApprovalStep {
   type: "approval";
   seq: number;
   approval_id: string;
-  kind: "cell" | "bash" | "proposal" | "mcp";
+  kind: "cell" | "bash" | "proposal" | "mcp" | "kernel";
   code: string;
   summary: string;
   status: "ok" | "failed" | "cancelled" | "timed_out" | "unfinished" | "unreadable";

@@ -143,7 +143,7 @@ class CellEnd:
     returncode: int | None = None
 
 
-ApprovalKind = Literal["cell", "bash", "proposal", "mcp"]
+ApprovalKind = Literal["cell", "bash", "proposal", "mcp", "kernel"]
 #: How a proposal ended (``proposal_end.outcome``); ``undone`` follows an applied one.
 ProposalOutcome = Literal["applied", "partly", "discarded", "conflict", "undone"]
 

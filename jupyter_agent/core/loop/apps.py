@@ -9,6 +9,8 @@ driver (to know what is a mutation) and the prompt (one line per method).
 The prompt of a program version lists :func:`apps_for` that version
 (:attr:`~jupyter_agent.core.loop.features.Features.apps`): an app is listed from its
 ``since`` version on (``memory`` from ``toolcaller@v4``, ``notebook`` from ``toolcaller@v5``)
+(a method from its own ``since``: the ``notebook`` app's look at the person's kernel,
+``variables``, ``inspect``, ``kernel_state``, ``fetch`` and ``run``, from ``toolcaller@v8``)
 and left out of the older versions' prompts, so their recorded runs replay byte-identically;
 the kernel binds every app whatever the version. :data:`APPS` is the list ``toolcaller@v1``
 to ``@v3`` were recorded with (``apps_for(3)``). The shapes, :class:`AppSpec` and
@@ -16,6 +18,8 @@ to ``@v3`` were recorded with (``apps_for(3)``). The shapes, :class:`AppSpec` an
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from jupyter_agent.core.app_spec import AppSpec, MethodSpec
 
@@ -126,14 +130,73 @@ ALL_APPS: tuple[AppSpec, ...] = (
                 ),
                 mutation=True,
             ),
+            MethodSpec(
+                name="variables",
+                signature="notebook.variables(path: str | None = None) -> KernelVariables",
+                doc=(
+                    "The variables of the person's live kernel (of the notebook they have "
+                    "open, or the one at path), read-only: name, type and a short shape "
+                    "(DataFrame rows x columns with dtypes, ndarray shape and dtype, list "
+                    "length, a scalar's repr); modules, functions and _private names left "
+                    "out. The person's kernel is never changed by a look."
+                ),
+                since=8,
+            ),
+            MethodSpec(
+                name="inspect",
+                signature="notebook.inspect(name: str, path: str | None = None) -> str",
+                doc=(
+                    "A richer summary of one of the person's variables (DataFrame: head, "
+                    "describe, nulls per column; array: stats; object: repr, attributes)."
+                ),
+                since=8,
+            ),
+            MethodSpec(
+                name="kernel_state",
+                signature="notebook.kernel_state(path: str | None = None) -> dict",
+                doc=(
+                    "Whether a kernel is attached to the notebook, its language, whether it "
+                    "is busy, its execution count and last_error: the traceback of the "
+                    "person's most recent failed cell (None when none failed)."
+                ),
+                since=8,
+            ),
+            MethodSpec(
+                name="fetch",
+                signature="notebook.fetch(name: str, path: str | None = None) -> object",
+                doc=(
+                    "A copy of one of the person's variables in YOUR kernel (df = "
+                    "notebook.fetch('df')): work on it freely, the person's stays as it is. "
+                    "Values over the server's size limit are refused."
+                ),
+                since=8,
+            ),
+            MethodSpec(
+                name="run",
+                signature="notebook.run(code: str, path: str | None = None) -> dict",
+                doc=(
+                    "Run code in the PERSON's kernel (it changes their state): the person "
+                    "sees the code and approves it first; returns {status, "
+                    "execution_count, output}. Only when they asked for it; prefer fetch."
+                ),
+                mutation=True,
+                since=8,
+            ),
         ),
     ),
 )
 
 
 def apps_for(version: int) -> tuple[AppSpec, ...]:
-    """The apps the system prompt of ``toolcaller@v{version}`` lists (see the module doc)."""
-    return tuple(app for app in ALL_APPS if app.since <= version)
+    """The apps the system prompt of ``toolcaller@v{version}`` lists, each with the methods
+    it lists from their ``since`` on (see the module doc)."""
+    out = []
+    for app in ALL_APPS:
+        if app.since > version:
+            continue
+        methods = tuple(m for m in app.methods if m.since <= version)
+        out.append(app if methods == app.methods else replace(app, methods=methods))
+    return tuple(out)
 
 
 #: The apps of the prompts of ``toolcaller@v1`` to ``@v3`` (as recorded).

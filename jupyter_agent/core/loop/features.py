@@ -39,6 +39,9 @@ later version is the one before it plus what it adds (:func:`_then`). The versio
   then the opening drain; ``recall.search`` only when recall is on and something is
   findable beyond the window (the answer's ``findable`` counts). Prompt and steps are
   v6's.
+- ``toolcaller@v8`` (``person_kernel``): the prompt lists the ``notebook`` app's look at
+  the person's live kernel (``variables``, ``inspect``, ``kernel_state``, ``fetch``,
+  ``run``: :mod:`jupyter_agent.runtime.notebook.kernel_look`); steps are v7's.
 
 Pure: data only.
 """
@@ -92,6 +95,8 @@ class Features:
     #: The same failing cell or command (same code, same error) three times ends the turn
     #: (end cause ``repeating``, a reply saying so) instead of running to a ceiling.
     repeat_stop: bool = False
+    #: The prompt lists the ``notebook`` app's methods on the person's kernel.
+    person_kernel: bool = False
 
     @classmethod
     def of(cls, name: str) -> Features:
@@ -126,10 +131,11 @@ _V4: Final = _then(_V3, recall=True, programs=("toolcaller@v4", AUTORECALL_PROGR
 _V5: Final = _then(_V4, writes=True, approvals=True, notices=True, cell_ids=True)
 _V6: Final = _then(_V5, mcp=True)
 _V7: Final = _then(_V6, start=True, unread_next=True, repeat_stop=True)
+_V8: Final = _then(_V7, person_kernel=True)
 
 #: Every version this code runs and replays, by its recorded name.
-FEATURES: Final[dict[str, Features]] = {f.name: f for f in (_V1, _V2, _V3, _V4, _V5, _V6, _V7)}
+FEATURES: Final[dict[str, Features]] = {f.name: f for f in (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)}
 #: The version new runs use.
-PROGRAM: Final = _V7.name
+PROGRAM: Final = _V8.name
 #: Every version's number, by its recorded name.
 PROGRAMS: Final[dict[str, int]] = {name: f.version for name, f in FEATURES.items()}

@@ -46,7 +46,7 @@ PROGRAMS: Final[dict[str, Factory]] = {
 
 
 #: Programs run as a part of another (see the module docstring): sub-program -> its host.
-SUB_PROGRAMS: Final[dict[str, str]] = {AUTORECALL_PROGRAM: "toolcaller@v7"}
+SUB_PROGRAMS: Final[dict[str, str]] = {AUTORECALL_PROGRAM: "toolcaller@v8"}
 
 
 def family(name: str) -> str:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jupyter_agent.core.app_spec import WithPayload
 from jupyter_agent.core.loop.apps import find_method
 from jupyter_agent.core.loop.drive import drive_async
 from jupyter_agent.effects import APP_CALL, Effect, EffectGen
@@ -128,6 +129,7 @@ class AppDriver(Protocol):
 
 
 __all__ = [
+    "WithPayload",
     "AppCall",
     "AppDriver",
     "AppTable",
@@ -197,6 +199,7 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
             effect = replace(effect, data={**effect.data, "args": args})
     seq = await driver.log_intent(effect)
     value: Any = None
+    payload: str | None = None
     error: str | None = None
     if driver.breaking:
         error = "cancelled by a hard break"
@@ -221,6 +224,8 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
                     cell_id=str(getattr(host, "cell_id", "") or ""),
                 )
                 value = await app.perform(driver, call)
+                if isinstance(value, WithPayload):
+                    value, payload = value.value, value.payload
         except RunCancelled:
             error = "cancelled by a hard break"
         except AgentError as err:
@@ -231,6 +236,8 @@ async def perform_app_call(driver: AppDriver, effect: Effect, host: Any) -> dict
     failed = None if error is None else {"message": data["error"]}
     driver.log.result(seq, APP_CALL, data, error=failed)
     reply = {**data, "seq": seq, "mutation": mutation}
+    if payload is not None and error is None:
+        reply["payload"] = payload  # not in the log: the value names its blob
     if refusal is not None:
         reply["args"] = args  # what the cell's app-call record keeps of the arguments
     return reply

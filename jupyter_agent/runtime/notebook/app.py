@@ -50,6 +50,7 @@ from jupyter_agent.core.notebook.digest import NotebookOptions, read_cells, revi
 from jupyter_agent.core.notebook.proposals import with_cell_ids
 from jupyter_agent.exceptions import AgentError, NotFound, RequestError
 from jupyter_agent.runtime.notebook.contents import shown
+from jupyter_agent.runtime.notebook.kernel_look import KERNEL_METHODS, perform_kernel_call
 from jupyter_agent.runtime.notebook.safe_paths import notebook_path
 
 if TYPE_CHECKING:
@@ -354,6 +355,8 @@ async def perform_notebook_call(
         return await _read(driver, args)
     if method == "propose":
         return await _propose(driver, args, cell_id, seq)
+    if method in KERNEL_METHODS:
+        return await perform_kernel_call(driver, method, args, seq=seq)
     raise AgentError(f"unknown app method notebook.{method}")
 
 

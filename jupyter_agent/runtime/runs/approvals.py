@@ -40,6 +40,9 @@ _ENDED_KEPT: Final = 4096
 
 Key = tuple[str, str]
 
+#: What may wait: a cell, a bash command, a mutating MCP tool, code for the person's kernel.
+_KINDS: Final = ("cell", "bash", "mcp", "kernel")
+
 #: The answer of a wait a soft break ended (or found the run broken before it opened).
 _BREAK: Final = {"approve": False, "rest": False, "by": "break"}
 
@@ -112,8 +115,10 @@ async def perform_wait(
     """Perform one ``approval.wait`` (intent ``data``); see the module docstring."""
     approval_id = data.get("approval_id")
     kind = data.get("kind")
-    if not isinstance(approval_id, str) or not approval_id or kind not in ("cell", "bash", "mcp"):
-        raise BadRequest("approval.wait needs an approval_id and a kind (cell, bash or mcp)")
+    if not isinstance(approval_id, str) or not approval_id or kind not in _KINDS:
+        raise BadRequest(
+            "approval.wait needs an approval_id and a kind (cell, bash, mcp or kernel)"
+        )
     timeout_s = max(0.0, float(data.get("timeout_s") or 0))
     if waits.broken(run_id):  # the person asked the run to stop: ask them nothing
         return dict(_BREAK)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from jupyter_agent.runtime.mcp.hub import McpHub
     from jupyter_agent.runtime.memory.embedder import Embedder
     from jupyter_agent.runtime.memory.service import MemoryService
+    from jupyter_agent.runtime.notebook.person_kernels import PersonKernels
     from jupyter_agent.runtime.notebook.proposals import ProposalService
     from jupyter_agent.runtime.settings.agents import AgentRegistry
     from jupyter_agent.store.repo import Store
@@ -147,6 +148,9 @@ class RunServices:
     #: The MCP servers the in-cell ``mcp`` app calls; None: ``config.get mcp`` answers no
     #: servers and ``mcp.*`` fails clearly.
     mcp: McpHub | None = None
+    #: The person's kernels the ``notebook`` app looks at (``variables``, ``fetch``, ``run``,
+    #: ...); None: those calls fail clearly.
+    person_kernels: PersonKernels | None = None
 
 
 class ScrubbingPool:

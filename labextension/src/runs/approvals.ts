@@ -13,8 +13,9 @@ export interface IApprovalItem {
   kind: 'approval';
   approvalId: string;
   runId: string;
-  /** What asks: a python cell, a bash command, a proposal, an MCP call. */
-  what: 'cell' | 'bash' | 'proposal' | 'mcp';
+  /** What asks: a python cell, a bash command, a proposal, an MCP call, code for the
+   * person's own kernel (`notebook.run`). */
+  what: 'cell' | 'bash' | 'proposal' | 'mcp' | 'kernel';
   code: string;
   summary: string;
   /** True until `approval_end` (or the run's end) closes it. */
@@ -38,7 +39,7 @@ export function approvalFromEvent(event: {
   code?: string | null;
   summary?: string | null;
 }): IApprovalItem {
-  const what = ['cell', 'bash', 'proposal', 'mcp'].includes(event.kind)
+  const what = ['cell', 'bash', 'proposal', 'mcp', 'kernel'].includes(event.kind)
     ? (event.kind as IApprovalItem['what'])
     : 'cell';
   return {
@@ -111,7 +112,8 @@ export function describeApproval(a: IApprovalItem): string {
     cell: 'run this cell',
     bash: 'run this command',
     proposal: 'apply this proposal',
-    mcp: 'make this call'
+    mcp: 'make this call',
+    kernel: 'run this code in your kernel'
   };
   if (a.open) {
     return `The agent asks to ${what[a.what]}`;

@@ -92,10 +92,12 @@ export class ApprovalWidget extends Widget {
         () => this.actions.answerApproval(this.item, true, true),
         'jp-agent-approve-rest'
       );
-      for (const b of [approve, deny, rest]) {
+      // Code for the person's own kernel is asked each time: no blanket approval.
+      const buttons = this.item.what === 'kernel' ? [approve, deny] : [approve, deny, rest];
+      for (const b of buttons) {
         b.disabled = decided;
       }
-      row.append(approve, deny, rest);
+      row.append(...buttons);
       node.appendChild(row);
     }
   }
