@@ -54,10 +54,10 @@ from jupyter_agent.runtime.settings.readiness import build_status
 from jupyter_agent.server.activity import AgentActivity, close_kernel_manager
 from jupyter_agent.server.app_settings import DEFAULT_TIERS, AppSettings
 from jupyter_agent.server.auth.isolation import checked_pool
+from jupyter_agent.server.auth.kernel_owners import person_kernels, watch_owners
 from jupyter_agent.server.auth.owners import owners_mode
 from jupyter_agent.server.base import one_line_refusals
 from jupyter_agent.server.config_aliases import MOVED, deprecation_line, parts_config
-from jupyter_agent.server.person_kernels import person_kernels
 from jupyter_agent.server.routes import default_handlers
 from jupyter_agent.store.repo import Store
 
@@ -182,6 +182,8 @@ class JupyterAgent(ExtensionApp, AppSettings):
     _mcp_stopped = False
     #: The agent's own kernel manager (None on a gateway): set by ``checked_pool``.
     agent_kernel_manager: Any = None
+    #: The person's kernels (``notebook.variables``, ...): set with the parts.
+    _person_kernels: Any = None
 
     @property
     def mcp_endpoint(self) -> McpEndpoint | None:
@@ -270,6 +272,9 @@ class JupyterAgent(ExtensionApp, AppSettings):
             line = deprecation_line(type(self).__name__, old_names)
             admin = replace(admin, policy_warnings=(*admin.policy_warnings, line))
         pool = checked_pool(self, config)
+        self._person_kernels = person_kernels(
+            serverapp, owners=str(self.owners), fetch_max_bytes=self.fetch_max_bytes
+        )
         parts = assemble(
             admin=admin,
             store=Store(self.effective_db_url),
@@ -283,9 +288,7 @@ class JupyterAgent(ExtensionApp, AppSettings):
             config=config,
             server_token=server_token(serverapp),
             live_docs=LiveDocs(lambda: collaboration_app(serverapp)),
-            person_kernels=person_kernels(
-                serverapp, owners=str(self.owners), fetch_max_bytes=self.fetch_max_bytes
-            ),
+            person_kernels=self._person_kernels,
         )
         self.parts, self.services = parts, parts.services
         self._mcp_open = True
@@ -325,12 +328,17 @@ class JupyterAgent(ExtensionApp, AppSettings):
 
     def initialize_handlers(self) -> None:
         """Register the REST routes under ``{base_url}agent/``; a refused agent request
-        is logged as one line (:func:`~jupyter_agent.server.base.one_line_refusals`)."""
+        is logged as one line (:func:`~jupyter_agent.server.base.one_line_refusals`); with
+        several owners, who starts which session and kernel is recorded
+        (:func:`~jupyter_agent.server.auth.kernel_owners.watch_owners`)."""
         self.handlers.extend(default_handlers)
         web_app = getattr(self.serverapp, "web_app", None)
         if web_app is not None:
             settings = web_app.settings
             settings["log_function"] = one_line_refusals(settings.get("log_function"))
+            owners = getattr(self._person_kernels, "owners", None)
+            if owners is not None:
+                watch_owners(web_app, owners)
 
 
 def collaboration_app(serverapp: Any) -> Any:

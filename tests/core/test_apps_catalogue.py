@@ -36,6 +36,32 @@ def test_older_program_versions_list_the_apps_they_were_recorded_with() -> None:
 
 def test_the_notebook_app_reads_and_proposes_and_only_propose_is_a_mutation() -> None:
     methods = {m.name: m for m in next(a for a in ALL_APPS if a.name == "notebook").methods}
-    assert {name: m.mutation for name, m in methods.items()} == {"read": False, "propose": True}
+    assert {name: m.mutation for name, m in methods.items()} == {
+        "read": False,
+        "propose": True,
+        "variables": False,
+        "inspect": False,
+        "kernel_state": False,
+        "fetch": False,
+        "run": True,  # it changes the person's kernel
+    }
     sig = {name: str(_signature(m)) for name, m in methods.items()}
-    assert sig == {"read": "(path=None)", "propose": "(path, edits)"}
+    assert sig == {
+        "read": "(path=None)",
+        "propose": "(path, edits)",
+        "variables": "(path=None)",
+        "inspect": "(name, path=None)",
+        "kernel_state": "(path=None)",
+        "fetch": "(name, path=None)",
+        "run": "(code, path=None)",
+    }
+
+
+def test_the_look_at_the_persons_kernel_is_listed_from_v8_only() -> None:
+    def listed(version: int) -> list[str]:
+        [notebook] = [a for a in apps_for(version) if a.name == "notebook"]
+        return [m.name for m in notebook.methods]
+
+    for version in (5, 6, 7):  # their recorded prompts stay as they were
+        assert listed(version) == ["read", "propose"]
+    assert listed(8) == ["read", "propose", "variables", "inspect", "kernel_state", "fetch", "run"]

@@ -49,7 +49,7 @@ def start(job_value: Any = None, spaces: Any = None) -> Stepper:
 
 
 def test_registered_with_every_toolcaller() -> None:
-    assert set(PROGRAMS) == {f"toolcaller@v{n}" for n in range(1, 8)} | {
+    assert set(PROGRAMS) == {f"toolcaller@v{n}" for n in range(1, 9)} | {
         "history@v1",
         "title@v1",
     }

@@ -47,6 +47,11 @@ EXPECTED: dict[int, dict[str, Any]] = {
         "programs": ("toolcaller@v7", "autorecall@v1"),
         "on": {*FLAGS, "mcp", "start"},
     },
+    8: {
+        "apps": ["chat", "llm", "memory", "notebook"],
+        "programs": ("toolcaller@v8", "autorecall@v1"),
+        "on": {*FLAGS, "mcp", "start", "person_kernel"},
+    },
 }
 
 
@@ -58,7 +63,7 @@ def test_each_versions_record_is_as_declared(version: int) -> None:
     assert features.version == version
     assert [app.name for app in features.apps] == want["apps"]
     assert features.programs == want["programs"]
-    on = {flag for flag in (*FLAGS, "mcp", "start") if getattr(features, flag)}
+    on = {flag for flag in (*FLAGS, "mcp", "start", "person_kernel") if getattr(features, flag)}
     assert on == want["on"]
     assert Features.of_version(version) is features
 
@@ -66,7 +71,7 @@ def test_each_versions_record_is_as_declared(version: int) -> None:
 def test_every_version_is_registered_and_the_newest_is_the_default() -> None:
     assert list(FEATURES) == [f"toolcaller@v{n}" for n in sorted(EXPECTED)]
     assert {f"toolcaller@v{n}": n for n in sorted(EXPECTED)} == PROGRAMS
-    assert PROGRAM == "toolcaller@v7"
+    assert PROGRAM == "toolcaller@v8"
     assert set(PROGRAMS) <= set(registry.PROGRAMS)
     assert tuple(FEATURES[f"toolcaller@v{n}"].programs for n in (4, 5, 6, 7)) == (
         V4_PROGRAMS,
@@ -77,12 +82,12 @@ def test_every_version_is_registered_and_the_newest_is_the_default() -> None:
 
 
 def test_a_version_this_code_does_not_have_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"unknown program 'toolcaller@v9': this code has"):
-        Features.of("toolcaller@v9")
+    with pytest.raises(ValueError, match=r"unknown program 'toolcaller@v10': this code has"):
+        Features.of("toolcaller@v10")
     with pytest.raises(ValueError, match="toolcaller@v0"):
         Features.of_version(0)
-    with pytest.raises(ValueError, match="toolcaller@v8"):
-        Stepper(setup("run_1", "chat_1", version=8))
+    with pytest.raises(ValueError, match="toolcaller@v9"):
+        Stepper(setup("run_1", "chat_1", version=9))
 
 
 @pytest.mark.parametrize("version", [3, 5])

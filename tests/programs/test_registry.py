@@ -64,22 +64,22 @@ def test_layers_and_defaults(store: Store, tmp_path: Path) -> None:
     registry = ProgramRegistry(store, tmp_path / "programs")
     builtin = registry.resolve("agent", "toolcaller")
     assert builtin.builtin
-    assert builtin.programs == tuple(r.text for r in run_refs("toolcaller@v7"))
+    assert builtin.programs == tuple(r.text for r in run_refs("toolcaller@v8"))
     assert registry.resolve("agent", "history").ref.key == "history@v1"
     v5, v6 = deployed(store, "five"), deployed(store, "six")
     assert registry.resolve("agent", "toolcaller").builtin  # deployed is not active
-    store.activate("", "toolcaller", 8, "ann")
+    store.activate("", "toolcaller", 9, "ann")
     assert first_mark(registry) == "five"
     assert first_mark(registry, "planner") == "five"
-    store.activate("planner", "toolcaller", 9, "ann")
+    store.activate("planner", "toolcaller", 10, "ann")
     assert first_mark(registry) == "five"
     assert first_mark(registry, "planner") == "six"
     resolved = registry.resolve("planner", "toolcaller")
-    assert resolved.ref == ProgramRef("toolcaller", 9, v6.hash)
-    assert resolved.programs == (f"toolcaller@v9#{v6.hash[:12]}", run_refs("toolcaller@v7")[1].text)
+    assert resolved.ref == ProgramRef("toolcaller", 10, v6.hash)
+    assert resolved.programs == (f"toolcaller@v10#{v6.hash[:12]}", run_refs("toolcaller@v8")[1].text)
     store.activate("planner", "toolcaller", None, "ann")  # cleared: the server-wide one
     assert first_mark(registry, "planner") == "five"
-    store.activate("", "toolcaller", 7, "ann")
+    store.activate("", "toolcaller", 8, "ann")
     assert registry.resolve("planner", "toolcaller").builtin
     assert (tmp_path / "programs" / v5.hash / "meta.json").is_file()
     with pytest.raises(KeyError):
@@ -90,37 +90,37 @@ def test_the_hot_path_reads_one_mark_and_imports_once(store: Store, tmp_path: Pa
     counting = Counting(store)
     registry = ProgramRegistry(counting, tmp_path / "programs")
     deployed(store, "five")
-    store.activate("", "toolcaller", 8, "ann")
+    store.activate("", "toolcaller", 9, "ann")
     first = registry.resolve("agent", "toolcaller")
     counting.calls.clear()
     for _ in range(50):
         assert registry.resolve("agent", "toolcaller").factory is first.factory
     assert counting.calls == {"activation_mark": 50}
     # A change of activation re-reads the map once; the module (by hash) is not re-imported.
-    store.activate("", "toolcaller", 7, "ann")
     store.activate("", "toolcaller", 8, "ann")
+    store.activate("", "toolcaller", 9, "ann")
     assert registry.resolve("agent", "toolcaller").factory is first.factory
     # Cost per run once loaded: a built-in and a deployed one side by side.
     timings = {}
-    for version in (7, 8):
+    for version in (8, 9):
         store.activate("", "toolcaller", version, "ann")
         registry.resolve("agent", "toolcaller")
         started = time.perf_counter()
         for _ in range(200):
             registry.resolve("agent", "toolcaller")
         timings[version] = (time.perf_counter() - started) / 200
-    assert timings[8] - timings[7] < 0.001, timings
+    assert timings[9] - timings[8] < 0.001, timings
 
 
 def test_load_for_replay(store: Store, tmp_path: Path) -> None:
     registry = ProgramRegistry(store, tmp_path / "programs")
     v5 = deployed(store, "five")
-    ref = ProgramRef("toolcaller", 8, v5.hash[:12])
+    ref = ProgramRef("toolcaller", 9, v5.hash[:12])
     loaded = registry.load(ref.text)
     assert loaded.ref.hash == v5.hash
     assert loaded.programs[0] == ref.text
     assert next(loaded.factory("r", "c")).data == {"mark": "five"}
-    assert registry.load("toolcaller@v8").ref.hash == v5.hash  # an unhashed record
+    assert registry.load("toolcaller@v9").ref.hash == v5.hash  # an unhashed record
     # A built-in: another build's hash is a note, not an error.
     here = builtin_hash("toolcaller@v2")
     assert registry.load(f"toolcaller@v2#{here[:12]}").note == ""
@@ -132,21 +132,21 @@ def test_load_for_replay(store: Store, tmp_path: Path) -> None:
     )
     with pytest.raises(
         ProgramMismatch,
-        match=r"toolcaller@v8: the run recorded #abcdefabcdef, the stored files hash to #"
+        match=r"toolcaller@v9: the run recorded #abcdefabcdef, the stored files hash to #"
         + v5.hash[:12],
     ):
-        registry.load("toolcaller@v8#abcdefabcdef")
+        registry.load("toolcaller@v9#abcdefabcdef")
     with pytest.raises(
         ProgramMissing,
-        match=r"this store has no toolcaller@v10 \(#abcdefabcdef\): it was deployed on"
+        match=r"this store has no toolcaller@v11 \(#abcdefabcdef\): it was deployed on"
         r" another server\? replay with --addr",
     ):
-        registry.load("toolcaller@v10#abcdefabcdef")
+        registry.load("toolcaller@v11#abcdefabcdef")
     # Without the store (a local replay): the cache dir has what was loaded.
     local = ProgramRegistry(None, tmp_path / "programs")
     assert next(local.load(ref.text).factory("r", "c")).data == {"mark": "five"}
     with pytest.raises(ProgramMissing):
-        local.load("toolcaller@v9")
+        local.load("toolcaller@v10")
     # A cached copy whose files were changed hashes differently: refused.
     (tmp_path / "programs" / v5.hash / "lib.py").write_text("MARK = None\n")
     with pytest.raises(ProgramMismatch):
@@ -158,10 +158,10 @@ def test_an_unloadable_version_is_a_program_fault(store: Store, tmp_path: Path) 
     store.add_program(
         ProgramRow(name="toolcaller", hash=content_hash("toolcaller", files), files=files)
     )
-    store.activate("", "toolcaller", 8, "ann")
+    store.activate("", "toolcaller", 9, "ann")
     registry = ProgramRegistry(store, tmp_path / "programs")
     with pytest.raises(
-        ProgramFault, match=r"toolcaller@v8#.* cannot be loaded: ModuleNotFoundError"
+        ProgramFault, match=r"toolcaller@v9#.* cannot be loaded: ModuleNotFoundError"
     ) as info:
         registry.resolve("agent", "toolcaller")
-    assert info.value.program.startswith("toolcaller@v8#")
+    assert info.value.program.startswith("toolcaller@v9#")

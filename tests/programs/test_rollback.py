@@ -41,7 +41,7 @@ def rollback(svc: ProgramService, agent: str = "", to: int | None = None) -> str
 
 def test_rollbacks_walk_back_then_refuse(store: Store, tmp_path: Path) -> None:
     svc, registry = service(store, tmp_path)
-    v6 = builtin_ref("toolcaller@v7").text  # the default (v7); deploys are v8 on
+    v6 = builtin_ref("toolcaller@v8").text  # the default (v8); deploys are v9 on
     v7 = deploy(svc, "seven")
     v8 = deploy(svc, "eight")
     v9 = deploy(svc, "nine")
@@ -54,7 +54,7 @@ def test_rollbacks_walk_back_then_refuse(store: Store, tmp_path: Path) -> None:
         rollback(svc)
     assert refused.value.reason == "no_rollback"
     # `to` pushes: a rollback after it returns to where it was.
-    assert rollback(svc, to=9) == v8  # "eight" is deployed as v9
+    assert rollback(svc, to=10) == v8  # "eight" is deployed as v10
     assert rollback(svc) == v6
     with pytest.raises(NotFound):
         rollback(svc, to=99)

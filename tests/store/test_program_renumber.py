@@ -132,18 +132,20 @@ class Upgrade:
 
 
 UPGRADES = [
-    # v6 -> today: v7's data step renumbers both (today's built-ins are v1..v6).
-    pytest.param(Upgrade(schema=6, first=5, low=8, high=9), id="v6-db"),
-    # v7 -> today: v8's data step renumbers the deployed v6; the deployed v7 stays.
-    pytest.param(Upgrade(schema=7, first=6, low=8, high=9), id="v7-db"),
-    # v9 -> today: v10's data step renumbers the deployed v7 (issue 27 made it built in).
-    pytest.param(Upgrade(schema=9, first=7, low=9, high=8), id="v9-db"),
+    # v6 -> today: v7's data step renumbers both (today's built-ins are v1..v8).
+    pytest.param(Upgrade(schema=6, first=5, low=9, high=10), id="v6-db"),
+    # v7 -> today: v8's data step renumbers the deployed v6 and v7 (both built in today).
+    pytest.param(Upgrade(schema=7, first=6, low=9, high=10), id="v7-db"),
+    # v9 -> today: v10's data step renumbers the deployed v7 and v8 (built in today).
+    pytest.param(Upgrade(schema=9, first=7, low=9, high=10), id="v9-db"),
+    # v11 -> today: v12's data step renumbers the deployed v8 (issue 28 made it built in).
+    pytest.param(Upgrade(schema=11, first=8, low=10, high=9), id="v11-db"),
 ]
 
 
-def test_the_built_ins_are_v1_to_v7() -> None:
-    assert builtin_module.latest_builtin("toolcaller") == 7
-    assert migrations.LATEST_VERSION == 11
+def test_the_built_ins_are_v1_to_v8() -> None:
+    assert builtin_module.latest_builtin("toolcaller") == 8
+    assert migrations.LATEST_VERSION == 12
 
 
 @pytest.mark.parametrize("case", UPGRADES)
@@ -173,6 +175,7 @@ def test_migration_renumbers_the_shadowed_deployed_versions(
         assert "toolcaller@v5" not in named
         assert "toolcaller@v6" not in named
         assert "toolcaller@v7" not in named
+        assert "toolcaller@v8" not in named
 
         # The layers run the same code as before the upgrade; v6 itself is the built-in.
         registry = ProgramRegistry(store, tmp_path / "programs")
@@ -184,7 +187,7 @@ def test_migration_renumbers_the_shadowed_deployed_versions(
         assert registry.load(f"toolcaller@v6#{builtin_hash('toolcaller@v6')[:12]}").builtin
 
         # The next deploy takes the next free number.
-        assert _deploy(store, "ten").version == 10
+        assert _deploy(store, "next").version == max(case.low, case.high) + 1
     finally:
         store.close()
 

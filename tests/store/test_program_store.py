@@ -22,35 +22,35 @@ def _row(digest: str, name: str = "toolcaller", **kw: object) -> ProgramRow:
 
 def test_versions_follow_the_builtin_ones(store: Store) -> None:
     first = store.add_program(_row("a1b2c3d4", uses=("llm@v1",), created_by="ann"))
-    assert first.version == 8  # toolcaller v1..v7 are built in
+    assert first.version == 9  # toolcaller v1..v8 are built in
     assert first.created
     assert first.created_by == "ann"
     assert store.add_program(_row("00000000", name="history")).version == 2
     second = store.add_program(_row("ffffeeee", description="plans first"))
-    assert second.version == 9
+    assert second.version == 10
     again = store.add_program(_row("a1b2c3d4", description="ignored"))
     assert again == first  # an equal hash is that version, nothing new
-    got = store.program("toolcaller", 8)
+    got = store.program("toolcaller", 9)
     assert got == first
     assert got is not None
     assert got.files == {"program.py": "# a1b2c3d4\n", "lib/util.py": "X = 1\n"}
     assert got.uses == ("llm@v1",)
-    assert store.program("toolcaller", 11) is None
+    assert store.program("toolcaller", 12) is None
     listed = store.programs()
     assert [(p.name, p.version) for p in listed] == [
         ("history", 2),
-        ("toolcaller", 8),
         ("toolcaller", 9),
+        ("toolcaller", 10),
     ]
     assert all(p.files == {} for p in listed)
-    assert [p.version for p in store.programs("toolcaller", files=True)] == [8, 9]
+    assert [p.version for p in store.programs("toolcaller", files=True)] == [9, 10]
     assert store.programs("toolcaller", files=True)[0].files == first.files
-    assert store.delete_program("toolcaller", 9)
-    assert not store.delete_program("toolcaller", 9)
-    assert store.add_program(_row("12121212")).version == 9  # never activated: free again
-    store.activate("", "toolcaller", 9, "ann")
-    assert store.delete_program("toolcaller", 9)
-    assert store.add_program(_row("34343434")).version == 10  # an activated number stays taken
+    assert store.delete_program("toolcaller", 10)
+    assert not store.delete_program("toolcaller", 10)
+    assert store.add_program(_row("12121212")).version == 10  # never activated: free again
+    store.activate("", "toolcaller", 10, "ann")
+    assert store.delete_program("toolcaller", 10)
+    assert store.add_program(_row("34343434")).version == 11  # an activated number stays taken
 
 
 def test_activations_and_mark(store: Store) -> None:
@@ -114,7 +114,7 @@ def test_two_deploys_at_once_get_distinct_versions(db_url: str) -> None:
         for t in threads:
             t.join(60)
         assert errors == []
-        assert sorted(got) == [8, 9, 10, 11]  # after the built-in v1..v7
+        assert sorted(got) == [9, 10, 11, 12]  # after the built-in v1..v8
         # The same files deployed at once from both: one version.
         barrier2 = threading.Barrier(2)
         same: list[int] = []
@@ -128,7 +128,7 @@ def test_two_deploys_at_once_get_distinct_versions(db_url: str) -> None:
             t.start()
         for t in pair:
             t.join(60)
-        assert same == [12, 12]
+        assert same == [13, 13]
     finally:
         for s in stores:
             s.close()

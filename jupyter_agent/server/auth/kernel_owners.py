@@ -64,10 +64,7 @@ def person_kernels(serverapp: Any, *, owners: str, fetch_max_bytes: int) -> Pers
         return None
     table = None
     if owners_mode(owners, getattr(serverapp, "identity_provider", None)) != "single":
-        table = KernelOwners()
-        web_app = getattr(serverapp, "web_app", None)
-        if web_app is not None:
-            watch_owners(web_app, table)
+        table = KernelOwners()  # fed once the web app exists (:func:`watch_owners`)
     return PersonKernels(
         kernel_manager=serverapp.kernel_manager,
         session_manager=sessions,
