@@ -99,9 +99,15 @@ async def main(n: int) -> None:
             look.append((time.perf_counter() - started) * 1000)
         text = repr(KernelVariables({"path": "bench.ipynb", "kernel": "python3", **value}))
         print(f"notebook.variables() on 200 variables (20 DataFrames), N={n}")
-        print(f"  floor %who        median {statistics.median(floor):7.2f} ms  p99 {_p99(floor):7.2f} ms  tokens {count_tokens(who_text)}")
-        print(f"  notebook.variables median {statistics.median(look):7.2f} ms  p99 {_p99(look):7.2f} ms  tokens {count_tokens(text)}")
-        print(f"  ratio (medians)   {statistics.median(look) / statistics.median(floor):.2f}x the floor")
+        print(
+            f"  floor %who        median {statistics.median(floor):7.2f} ms  p99 {_p99(floor):7.2f} ms  tokens {count_tokens(who_text)}"
+        )
+        print(
+            f"  notebook.variables median {statistics.median(look):7.2f} ms  p99 {_p99(look):7.2f} ms  tokens {count_tokens(text)}"
+        )
+        print(
+            f"  ratio (medians)   {statistics.median(look) / statistics.median(floor):.2f}x the floor"
+        )
         print(f"  listed {len(value['variables'])} of {value['total']} (cut {value['cut']})")
     finally:
         client.stop_channels()

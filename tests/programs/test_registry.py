@@ -76,7 +76,10 @@ def test_layers_and_defaults(store: Store, tmp_path: Path) -> None:
     assert first_mark(registry, "planner") == "six"
     resolved = registry.resolve("planner", "toolcaller")
     assert resolved.ref == ProgramRef("toolcaller", 10, v6.hash)
-    assert resolved.programs == (f"toolcaller@v10#{v6.hash[:12]}", run_refs("toolcaller@v8")[1].text)
+    assert resolved.programs == (
+        f"toolcaller@v10#{v6.hash[:12]}",
+        run_refs("toolcaller@v8")[1].text,
+    )
     store.activate("planner", "toolcaller", None, "ann")  # cleared: the server-wide one
     assert first_mark(registry, "planner") == "five"
     store.activate("", "toolcaller", 8, "ann")

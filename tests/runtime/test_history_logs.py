@@ -65,7 +65,7 @@ async def test_a_long_chats_logs_stay_bounded_and_v2_still_replays(
     assert sizes[100] <= sizes[10] * 1.02, sizes
     assert sizes[10] > sizes[1]  # the history is in the log, up to the budget
     trace = agent.trace(run_ids[100])
-    assert trace.header["program"] == PROGRAM == "toolcaller@v7"
+    assert trace.header["program"] == PROGRAM == "toolcaller@v8"
     asked, window = history_result(trace)
     assert asked == {"key": "history", "budget_tokens": BUDGET}
     assert 1 < len(window["turns"]) < 10

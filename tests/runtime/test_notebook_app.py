@@ -316,7 +316,7 @@ async def test_with_approval_none_a_proposal_is_applied_at_once(agent: Harness) 
     turn = await agent.ask(agent.new_chat(), "make it a bar chart", view=VIEW)
     assert final_text(turn) == "Done."
     header = agent.trace(turn.run_id).header
-    assert "toolcaller@v7" in json.dumps(header)
+    assert "toolcaller@v8" in json.dumps(header)
     [result] = cell_results(agent, turn.run_id)
     [pid] = [p["text"] for p in result["prints"]]
     row = agent.store.get_proposal(pid)

@@ -45,11 +45,11 @@ def last_line(agent: Harness, run_id: str) -> dict[str, Any]:
 async def test_a_builtin_run_records_its_hashed_programs_and_agent(agent: Harness) -> None:
     agent.fake.load([{"text": "Hello."}])
     turn = await agent.ask(agent.new_chat(), "hi")
-    refs = tuple(r.text for r in run_refs("toolcaller@v7"))
-    assert refs[0].startswith("toolcaller@v7#")
+    refs = tuple(r.text for r in run_refs("toolcaller@v8"))
+    assert refs[0].startswith("toolcaller@v8#")
     assert len(refs) == 4
     trace = agent.trace(turn.run_id)
-    assert trace.header["program"] == "toolcaller@v7"
+    assert trace.header["program"] == "toolcaller@v8"
     assert tuple(trace.header["programs"]) == refs
     assert trace.header["agent"] == "agent"
     summary = agent.store.get_run(turn.run_id)
@@ -63,24 +63,24 @@ async def test_a_builtin_run_records_its_hashed_programs_and_agent(agent: Harnes
 
 
 async def test_a_deployed_version_runs_records_and_replays(agent: Harness) -> None:
-    v5 = ps.deployed(8, ps.echo)
+    v5 = ps.deployed(9, ps.echo)
     registry = use(agent, ps.FakeRegistry())
     registry.activate(v5)
     turn = await agent.ask(agent.new_chat(), "ping")
     assert final_text(turn) == "echo: ping"
     trace = agent.trace(turn.run_id)
-    assert trace.header["program"] == "toolcaller@v8"
+    assert trace.header["program"] == "toolcaller@v9"
     assert trace.header["programs"][0] == v5.ref.text
     assert trace.header["step_timeout_s"] == 10.0
     summary = agent.store.get_run(turn.run_id)
     assert summary is not None
-    assert summary.program == "toolcaller@v8"
+    assert summary.program == "toolcaller@v9"
     assert summary.programs == v5.programs
     assert summary.status == "done"
     assert turn.programs == v5.programs
     # replay finds it through the loader; with built-ins only it is missing
     assert verify_run(trace, registry.load).identical
-    with pytest.raises(ProgramMissing, match="toolcaller@v8"):
+    with pytest.raises(ProgramMissing, match="toolcaller@v9"):
         verify_run(trace)
 
 
@@ -95,7 +95,7 @@ async def test_a_deployed_version_runs_records_and_replays(agent: Harness) -> No
 async def test_a_failing_program_ends_its_run_visibly(
     agent: Harness, program: ps.Factory, said: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bad = ps.deployed(8, program)
+    bad = ps.deployed(9, program)
     registry = use(agent, ps.FakeRegistry())
     registry.activate(bad)
     chat = agent.new_chat()
@@ -123,7 +123,7 @@ async def test_a_failing_program_ends_its_run_visibly(
     assert outcome.identical
     assert outcome.failure is not None
     # another version that does not fail there is not identical, and says so
-    registry.versions["toolcaller@v8"] = ps.Deployed(bad.ref, ps.echo)
+    registry.versions["toolcaller@v9"] = ps.Deployed(bad.ref, ps.echo)
     other = verify_run(trace, registry.load)
     assert not other.identical
     # the chat's next message starts a normal run
@@ -136,7 +136,7 @@ async def test_a_failing_program_ends_its_run_visibly(
 
 async def test_the_model_call_backstop_ends_a_deployed_run(agent: Harness) -> None:
     agent.ceilings = {"max_model_calls": 1}
-    bad = ps.deployed(8, ps.model_calls)
+    bad = ps.deployed(9, ps.model_calls)
     use(agent, ps.FakeRegistry()).activate(bad)
     turn = await agent.ask(agent.new_chat(), "go")
     assert turn.llm.end_cause == "error"
@@ -149,7 +149,7 @@ async def test_the_model_call_backstop_ends_a_deployed_run(agent: Harness) -> No
 
 async def test_a_program_that_does_not_load_ends_its_run(agent: Harness) -> None:
     registry = use(agent, ps.FakeRegistry())
-    ref = "toolcaller@v8#abcdefabcdef"
+    ref = "toolcaller@v9#abcdefabcdef"
     registry.fault = ProgramFault(
         f"{ref} cannot be loaded: ImportError: no module named 'nonesuch'", program=ref
     )
@@ -164,7 +164,7 @@ async def test_a_program_that_does_not_load_ends_its_run(agent: Harness) -> None
 
 async def test_a_stuck_program_ends_while_other_chats_go_on(agent: Harness) -> None:
     agent.manager.program_step_timeout_s = 0.5
-    stuck = ps.deployed(8, ps.spin)
+    stuck = ps.deployed(9, ps.spin)
     registry = use(agent, ps.FakeRegistry())
     registry.activate(stuck)
     chat = agent.new_chat()
@@ -200,7 +200,7 @@ async def test_a_stuck_program_ends_while_other_chats_go_on(agent: Harness) -> N
 
 
 async def test_a_deploy_during_a_run_applies_to_the_next_one(agent: Harness) -> None:
-    v5, v6 = ps.deployed(8, ps.slow_then_echo), ps.deployed(9, ps.echo6)
+    v5, v6 = ps.deployed(9, ps.slow_then_echo), ps.deployed(10, ps.echo6)
     registry = use(agent, ps.FakeRegistry())
     registry.activate(v5)
 
@@ -228,11 +228,11 @@ def test_replaying_a_failure_returns_it(tmp_path: Path) -> None:
     from jupyter_agent.trace.log import EffectLog, read_log
 
     path = tmp_path / "run_x.jsonl"
-    v5 = ps.deployed(8, ps.boom)
+    v5 = ps.deployed(9, ps.boom)
     header = {
         "run_id": "run_x",
         "chat_id": "chat_x",
-        "program": "toolcaller@v8",
+        "program": "toolcaller@v9",
         "programs": list(v5.programs),
         "created": "2025-01-01T00:00:00.000Z",
     }
@@ -260,7 +260,7 @@ def _append_twice(run_id: str, chat_id: str) -> Any:
 
 
 async def test_a_second_turn_append_is_refused_and_stores_nothing(agent: Harness) -> None:
-    use(agent, ps.FakeRegistry()).activate(ps.deployed(8, _append_twice))
+    use(agent, ps.FakeRegistry()).activate(ps.deployed(9, _append_twice))
     chat = agent.new_chat()
     turn = await agent.ask(chat, "go")
     assert final_text(turn) == "echo: go"
@@ -288,7 +288,7 @@ async def test_a_failed_programs_text_holds_no_known_secret(
     from jupyter_agent.runtime.secrets import Scrubber
 
     agent.manager.services.scrubber = Scrubber({SECRET: "A_KEY"})
-    use(agent, ps.FakeRegistry()).activate(ps.deployed(8, _quotes_a_secret))
+    use(agent, ps.FakeRegistry()).activate(ps.deployed(9, _quotes_a_secret))
     turn = await agent.ask(agent.new_chat(), "go")
     assert SECRET not in final_text(turn)
     assert "[redacted: A_KEY]" in final_text(turn)

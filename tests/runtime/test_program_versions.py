@@ -85,23 +85,23 @@ async def test_v5_replays_after_v6_and_after_it_is_inactive(
     agent: Harness, capsys: pytest.CaptureFixture[str]
 ) -> None:
     v5 = deploy(agent, "v5")
-    assert v5.version == 8
+    assert v5.version == 9
     chat = agent.new_chat()
     first = await agent.ask(chat, "one")
-    ref5 = f"toolcaller@v8#{v5.hash[:12]}"
+    ref5 = f"toolcaller@v9#{v5.hash[:12]}"
     assert final_text(first) == "v5: one"
     assert first.programs is not None
     assert first.programs[0] == ref5
     v6 = deploy(agent, "v6")
-    assert v6.version == 9
+    assert v6.version == 10
     second = await agent.ask(chat, "two")
     assert final_text(second) == "v6: two"
-    assert agent.trace(second.run_id).header["programs"][0] == f"toolcaller@v9#{v6.hash[:12]}"
-    agent.store.activate("", "toolcaller", 7, "test")  # v5 and v6 inactive: the built-in
+    assert agent.trace(second.run_id).header["programs"][0] == f"toolcaller@v10#{v6.hash[:12]}"
+    agent.store.activate("", "toolcaller", 8, "test")  # v5 and v6 inactive: the built-in
     agent.fake.load([{"text": "Built in."}])
     third = await agent.ask(chat, "three")
     assert final_text(third) == "Built in."
-    assert agent.trace(third.run_id).header["program"] == "toolcaller@v7"
+    assert agent.trace(third.run_id).header["program"] == "toolcaller@v8"
 
     log5 = agent.manager.log_path(first.run_id)
     registry = agent.manager.services.programs
@@ -133,12 +133,12 @@ async def test_replay_says_when_a_version_is_changed_or_missing(
     assert main(["replay", str(log5)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "toolcaller@v8: the run recorded" in err
+    assert "toolcaller@v9: the run recorded" in err
     cached.parent.rename(cached.parent.with_name("gone"))
     assert main(["replay", str(log5), "--addr", "http://127.0.0.1:9/"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "has no toolcaller@v8" in err
+    assert "has no toolcaller@v9" in err
 
 
 async def test_prune_removes_versions_no_run_names_and_no_layer_runs(
@@ -151,14 +151,14 @@ async def test_prune_removes_versions_no_run_names_and_no_layer_runs(
     url = db_url(agent)
     assert main(["trace", "prune", "--older-than", "1", "--db-url", url, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert f"toolcaller@v9#{v6.hash[:12]}" in out
-    assert "toolcaller@v8" not in out.split("version")[-1]  # a run names it
-    assert "toolcaller@v10" not in out
+    assert f"toolcaller@v10#{v6.hash[:12]}" in out
+    assert "toolcaller@v9" not in out.split("version")[-1]  # a run names it
+    assert "toolcaller@v11" not in out
     assert main(["trace", "prune", "--older-than", "0", "--db-url", url]) == 0
     out = capsys.readouterr().out
-    assert "toolcaller@v8#" in out  # its run is gone now
-    assert "toolcaller@v9#" in out
-    assert agent.store.program("toolcaller", 8) is None
+    assert "toolcaller@v9#" in out  # its run is gone now
+    assert "toolcaller@v10#" in out
     assert agent.store.program("toolcaller", 9) is None
-    assert agent.store.program("toolcaller", 10) is not None
-    assert v7.version == 10
+    assert agent.store.program("toolcaller", 10) is None
+    assert agent.store.program("toolcaller", 11) is not None
+    assert v7.version == 11

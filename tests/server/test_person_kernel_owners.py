@@ -54,9 +54,7 @@ def _as(name: str) -> dict[str, str]:
 
 
 def _turn_prints(fetch: Any, spin: Any, agent_service: Any, who: str) -> str:
-    code, chat = call(
-        fetch, "agent", "chats", method="POST", body={"title": who}, headers=_as(who)
-    )
+    code, chat = call(fetch, "agent", "chats", method="POST", body={"title": who}, headers=_as(who))
     assert code == 201
     code, answer = call(
         fetch, "agent", "chats", chat["id"], "messages", method="POST",

@@ -34,7 +34,7 @@ GOOD = """from jupyter_agent.core import loop
 
 
 def program(run_id, chat_id):
-    return (yield from loop.program("toolcaller@v7", run_id, chat_id))
+    return (yield from loop.program("toolcaller@v8", run_id, chat_id))
 """
 # Writes a relative and an absolute file at import, leaves a daemon holding the check
 # process's pipes, then fails its checks (not a generator).
@@ -115,7 +115,7 @@ def no_trace(agent_service: Any, temp_dir: Path, files: dict[str, str]) -> None:
     mine = f"/{instance_id()}/check-"
     assert tagged_processes(lambda tag: mine in tag) == {}
     resolved = parts.programs.resolve("agent", "toolcaller")
-    assert resolved.ref.text == builtin_ref("toolcaller@v7").text
+    assert resolved.ref.text == builtin_ref("toolcaller@v8").text
 
 
 @pytest.mark.parametrize("kernel_sandbox", ["none", "bwrap"])
@@ -240,16 +240,16 @@ def test_a_good_version_still_deploys_and_rolls_back(
         body=deploy_body({"program.py": GOOD}),
     )
     assert code == 201
-    assert answer["program"]["version"] == 8  # the refusal took no number
+    assert answer["program"]["version"] == 9  # the refusal took no number
     resolved = agent_service.programs.resolve("agent", "toolcaller")
     assert resolved.ref.text == answer["active"]
     # Imported by the server now that it runs it: under its version's own name.
-    assert [m for m in sys.modules if m.startswith(PARENT + ".toolcaller_v8_")]
+    assert [m for m in sys.modules if m.startswith(PARENT + ".toolcaller_v9_")]
     assert list(temp_dir.iterdir()) == []
     code, rolled = call(
         fetch, "agent", "programs", "toolcaller", "rollback", method="POST", body={}
     )
-    assert (code, rolled["active"]) == (200, builtin_ref("toolcaller@v7").text)
+    assert (code, rolled["active"]) == (200, builtin_ref("toolcaller@v8").text)
 
 
 def test_a_check_process_ended_by_the_program_is_a_refusal(

@@ -3,10 +3,10 @@
 The server hosts two agents, the default ``agent`` and ``planner`` (the ``agents`` trait),
 with the fake model on loopback and a real agent kernel. ``examples/programs/plan_first``
 is deployed over REST to ``planner``'s layer only; a message in a planner chat runs
-``toolcaller@v8#...`` (summary, header, turn), its plan bubble comes before its first
+``toolcaller@v9#...`` (summary, header, turn), its plan bubble comes before its first
 cell, and ``jupyter agent replay RUN`` exits 0 (from the server's own data dir, and from
 another machine's through ``--addr``). A chat of the default agent still runs
-``toolcaller@v7``. After a rollback of ``planner``'s layer a new planner chat runs v6
+``toolcaller@v8``. After a rollback of ``planner``'s layer a new planner chat runs v6
 again, and the v7 run still replays identically.
 """
 
@@ -132,13 +132,13 @@ def test_deploy_to_planner_run_replay_rollback(server: Server, tmp_path: Path) -
         assert response.status_code == 201, response.text
         deployed = response.json()
         ref = deployed["program"]["ref"]
-        assert ref.startswith("toolcaller@v8#")
+        assert ref.startswith("toolcaller@v9#")
         assert deployed["active"] == ref
         assert deployed["program"]["description"].startswith("plans first")
         listed = client.get("agent/programs").json()["programs"]
         active = next(p for p in listed if p["name"] == "toolcaller")["active"]
         assert active[PLANNER] == ref
-        assert active["*"].startswith("toolcaller@v7#")
+        assert active["*"].startswith("toolcaller@v8#")
 
         # A planner chat runs it.
         server.fake.load(SCRIPT)
@@ -146,7 +146,7 @@ def test_deploy_to_planner_run_replay_rollback(server: Server, tmp_path: Path) -
         run_id, turn = planned["run_id"], planned["turn"]
         assert turn["programs"][0] == ref
         assert [p.split("#")[0] for p in turn["programs"]] == [
-            "toolcaller@v8", "llm@v1", "history@v1", "autorecall@v1",
+            "toolcaller@v9", "llm@v1", "history@v1", "autorecall@v1",
         ]  # fmt: skip
         assert turn["fromAgent"] == PLANNER
         assert turn["llm"]["stopReason"] == "done"
@@ -158,13 +158,13 @@ def test_deploy_to_planner_run_replay_rollback(server: Server, tmp_path: Path) -
         assert planned["events"][first_bubble]["text"] == turn["replies"][0]["text"]
         assert turn["replies"][0]["text"].startswith("1. ")
         detail = run_detail(client, run_id)
-        assert detail["header"]["program"] == "toolcaller@v8"
+        assert detail["header"]["program"] == "toolcaller@v9"
         assert detail["header"]["programs"] == turn["programs"]
         assert detail["header"]["agent"] == PLANNER
-        assert detail["summary"]["program"] == "toolcaller@v8"
+        assert detail["summary"]["program"] == "toolcaller@v9"
         assert detail["summary"]["programs"] == turn["programs"]
         assert detail["summary"]["agent"] == PLANNER
-        runs = client.get("agent/runs", params={"program": "toolcaller@v8"}).json()["runs"]
+        runs = client.get("agent/runs", params={"program": "toolcaller@v9"}).json()["runs"]
         assert [r["run_id"] for r in runs] == [run_id]
 
         # It replays identically: on the server's machine, and from elsewhere over --addr.
@@ -177,7 +177,7 @@ def test_deploy_to_planner_run_replay_rollback(server: Server, tmp_path: Path) -
         plain = ask(server, client, None, "what is 6 * 7?")
         assert plain["turn"]["programs"][0] == active["*"]
         assert plain["turn"]["fromAgent"] == "agent"
-        assert run_detail(client, plain["run_id"])["header"]["program"] == "toolcaller@v7"
+        assert run_detail(client, plain["run_id"])["header"]["program"] == "toolcaller@v8"
 
         # Roll planner back: the server-wide version applies to it again.
         response = client.post("agent/programs/toolcaller/rollback", json={"agent": PLANNER})

@@ -21,7 +21,7 @@ from .helpers import KEY
 def program(run_id, chat_id):
     return (yield from loop.program(KEY, run_id, chat_id))
 """
-FILES = {"program.py": GOOD, "helpers.py": 'KEY = "toolcaller@v7"\n'}
+FILES = {"program.py": GOOD, "helpers.py": 'KEY = "toolcaller@v8"\n'}
 CONFIG = [{"pool_size": 0}]
 
 
@@ -38,15 +38,15 @@ def active(fetch: Any) -> Any:
 
 @pytest.mark.parametrize("agent_config", CONFIG)
 def test_deploy_list_show_rollback(fetch: Any, agent_service: Any) -> None:
-    v6 = builtin_ref("toolcaller@v7").text
+    v6 = builtin_ref("toolcaller@v8").text
     assert active(fetch) == {"*": v6}
     code, answer = deploy(fetch, FILES)
     assert code == 201
     program = answer["program"]
-    assert program["version"] == 8
+    assert program["version"] == 9
     assert program["builtin"] is False
     assert program["ref"] == answer["active"]
-    assert answer["active"].startswith("toolcaller@v8#")
+    assert answer["active"].startswith("toolcaller@v9#")
     assert program["uses"] == ["llm@v1", "history@v1", "autorecall@v1"]
     assert active(fetch) == {"*": answer["active"]}
     # The registry a run resolves through sees it at once.
@@ -55,28 +55,39 @@ def test_deploy_list_show_rollback(fetch: Any, agent_service: Any) -> None:
     assert not resolved.builtin
     # The same files again: the same version.
     code, again = deploy(fetch, FILES)
-    assert (code, again["program"]["version"]) == (201, 8)
+    assert (code, again["program"]["version"]) == (201, 9)
     # A second version for one agent only.
     changed = {**FILES, "notes.md": "# plans\n"}
     code, planner = deploy(fetch, changed, agent="planner")
-    assert planner["program"]["version"] == 9
+    assert planner["program"]["version"] == 10
     assert active(fetch) == {"*": answer["active"], "planner": planner["active"]}
     _, listed = call(fetch, "agent", "programs")
     names = {p["name"]: p for p in listed["programs"]}
     assert set(names) == {"toolcaller", "history", "llm", "autorecall"}
     assert names["llm"]["kind"] == "sub"
-    assert [v["version"] for v in names["toolcaller"]["versions"]] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert [v["version"] for v in names["toolcaller"]["versions"]] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        8,
+        9,
+        10,
+    ]
     # show: default the server-wide active one, with its files
     _, shown = call(fetch, "agent", "programs", "toolcaller")
-    assert shown["version"] == 8
+    assert shown["version"] == 9
     assert shown["files"] == FILES
-    _, shown6 = call(fetch, "agent", "programs", "toolcaller@v9")
+    _, shown6 = call(fetch, "agent", "programs", "toolcaller@v10")
     assert shown6["files"] == changed
-    _, builtin = call(fetch, "agent", "programs", "toolcaller@v7")
+    _, builtin = call(fetch, "agent", "programs", "toolcaller@v8")
     assert builtin["builtin"] is True
     assert builtin["files"] == {}
     assert "core/loop/machine.py" in builtin["modules"]
-    refused(fetch, "agent", "programs", "toolcaller@v11", status=404)
+    refused(fetch, "agent", "programs", "toolcaller@v12", status=404)
     refused(fetch, "agent", "programs", "nope", status=404)
     # rollback: the planner layer back to the server-wide one, then the server to v6
     code, rolled = call(
@@ -94,10 +105,10 @@ def test_deploy_list_show_rollback(fetch: Any, agent_service: Any) -> None:
     )
     assert rolled["active"] == v6
     code, rolled = call(
-        fetch, "agent", "programs", "toolcaller", "rollback", method="POST", body={"to": 9}
+        fetch, "agent", "programs", "toolcaller", "rollback", method="POST", body={"to": 10}
     )
     assert rolled["active"] == planner["active"]
-    assert agent_service.programs.resolve("agent", "toolcaller").ref.version == 9
+    assert agent_service.programs.resolve("agent", "toolcaller").ref.version == 10
     refused(
         fetch,
         "agent",
@@ -164,7 +175,7 @@ def test_refused_deploys_store_nothing(fetch: Any, agent_service: Any) -> None:
     assert error["reason"] == "program_refused"
     assert agent_service.store.programs() == []
     assert agent_service.store.activations() == []
-    assert active(fetch) == {"*": builtin_ref("toolcaller@v7").text}
+    assert active(fetch) == {"*": builtin_ref("toolcaller@v8").text}
 
 
 @pytest.mark.parametrize("agent_config", [{"pool_size": 0, "max_body_bytes": 2000}])
@@ -296,7 +307,7 @@ def test_browser_deploys_when_allowed(fetch: Any, jp_serverapp: Any) -> None:
         body={"files": FILES},
         headers=headers,
     )
-    assert (code, answer["program"]["version"]) == (201, 8)
+    assert (code, answer["program"]["version"]) == (201, 9)
 
 
 @pytest.mark.parametrize("agent_config", [{"pool_size": 0, "program_deploy": "off"}])

@@ -40,7 +40,7 @@ from tests.server.test_e2e import (
 pytestmark = pytest.mark.timeout(300)
 
 #: What a toolcaller@v7 run records (issue 16): every program it used, hashed, its own first.
-RUN_PROGRAMS = [ref.text for ref in run_refs("toolcaller@v7")]
+RUN_PROGRAMS = [ref.text for ref in run_refs("toolcaller@v8")]
 
 FACT = "The person's favourite chart colour is teal."
 SAVE = f"""
@@ -186,7 +186,7 @@ def test_a_recalled_run_replays_identically(
     run_id = recalled["turn"]["run_id"]
     path = effect_log(server, run_id)
     header = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
-    assert header["program"] == "toolcaller@v7"
+    assert header["program"] == "toolcaller@v8"
     assert header["programs"] == RUN_PROGRAMS
     # The CLI fetches the log from the server and replays it: no model, no store, no kernel.
     addr = ["--addr", server.url, "--token", server.token]
