@@ -59,7 +59,8 @@ def test_the_agent_reads_the_persons_frame_and_plots(
     page: Page, fake: FakeProvider, lab: LabServer
 ) -> None:
     page.evaluate(
-        "p => window.jupyterapp.commands.execute('docmanager:open', {path: p, factory: 'Notebook'})",
+        "p => window.jupyterapp.commands.execute('docmanager:open',"
+        " {path: p, factory: 'Notebook'})",
         NOTEBOOK,
     )
     panel = page.locator(".jp-NotebookPanel:visible")

@@ -87,7 +87,7 @@ class Person:
         nbformat.write(nbformat.v4.new_notebook(), root / PATH)
         code, session = call(
             fetch, "api", "sessions", method="POST",
-            body={"path": PATH, "type": "notebook", "name": "person", "kernel": {"name": "python3"}},
+            body={"path": PATH, "type": "notebook", "name": "p", "kernel": {"name": "python3"}},
         )  # fmt: skip
         assert code == 201
         self.session_id, self.kernel_id = session["id"], session["kernel"]["id"]
@@ -174,8 +174,10 @@ def test_variables_inspect_and_state_leave_the_person_kernel_as_it_was(
     assert "n: int = 41" in printed
     assert "rows: list = list[5]" in printed
     assert "helper" not in printed.split("head():")[0]  # functions and modules left out
-    assert "pd:" not in printed and "_private" not in printed
-    assert "head():" in printed and "nulls per column:" in printed
+    assert "pd:" not in printed
+    assert "_private" not in printed
+    assert "head():" in printed
+    assert "nulls per column:" in printed
     assert "STATE True False python" in printed
     assert "LASTERR ZeroDivisionError: division by zero" in printed
     assert person.look() == before  # no name added, no cell counted
@@ -211,12 +213,14 @@ def test_fetch_copies_a_frame_and_refuses_a_value_over_the_limit(
     log = _log(agent_service, run_id)
     printed = _prints(log)
     assert "FETCHED DataFrame (3, 2) 105" in printed  # the copy changed, not the person's
-    assert "BIG" in printed and "over the copy limit of 100 MB" in printed
+    assert "BIG" in printed
+    assert "over the copy limit of 100 MB" in printed
     person.execute("assert int(df['a'].sum()) == 6")
     lines = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     calls = [x for x in lines if x["name"] == "app.call" and x["phase"] == "result"]
     copied = next(c["data"]["value"] for c in calls if c["data"]["ok"])
-    assert copied["name"] == "df" and copied["type"] == "DataFrame"
+    assert copied["name"] == "df"
+    assert copied["type"] == "DataFrame"
     blob = log.parent / copied["blob"]
     assert blob.stat().st_size == copied["bytes"]
     assert "payload" not in log.read_text()  # the bytes are in the blob only
