@@ -42,6 +42,8 @@ AGENT = (
 @pytest.fixture(scope="module")
 def lab(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     server = LabServer(tmp_path_factory.mktemp("lab"), codegen_base_url=fake.base_url)
+    # The shared lab forces Agg; here the agent kernel plots with its real default backend.
+    server.env.pop("MPLBACKEND", None)
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(PERSON, id="person-df")]
     nb.metadata["kernelspec"] = {
