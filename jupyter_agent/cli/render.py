@@ -230,6 +230,8 @@ def render_show(body: dict[str, Any]) -> None:
             elif printed := _printed(step.get("outputs") or ()):
                 # A cut cell has no digest (the model read none): show what it printed.
                 console.print(escape(_indent(printed)))
+            for line in step.get("copies") or ():
+                console.print(escape(_indent(str(line), "  ~ ")))
         elif kind == "bash":
             console.print(f"\n[bold]#{seq} bash {escape(str(step.get('cell_id')))}[/bold]{flag}")
             console.print(escape(_indent(str(step.get("command") or ""), "  $ ")))
@@ -251,7 +253,8 @@ def render_show(body: dict[str, Any]) -> None:
             console.print(f"\n#{seq} {escape(approval_line(step, steps[at + 1 :], steps))}")
             if step.get("summary"):
                 console.print(escape(_indent(str(step["summary"]))))
-            if step.get("kind") == "mcp" and step.get("code"):  # a cell's code is its step's
+            # a cell's code is its step's; an MCP call's or the person's kernel's is its own
+            if step.get("kind") in ("mcp", "kernel") and step.get("code"):
                 console.print(escape(_indent(str(step["code"]), "  > ")))
         elif kind == "notice":
             console.print(
@@ -289,9 +292,10 @@ def approval_line(
         ran = next((s for s in later if s.get("type") in ("cell", "bash")), None)
         if ran is not None and ran.get("type") == ("bash" if kind == "bash" else "cell"):
             label = f"{kind} {ran.get('cell_id')}"
-    elif kind == "mcp" and step.get("parent") is not None:
+    elif kind in ("mcp", "kernel") and step.get("parent") is not None:
+        what = "mcp call" if kind == "mcp" else "code for the person's kernel"
         cell = next((s for s in steps if step["parent"] in (s.get("seqs") or ())), None)
-        label = f"mcp call in cell {cell.get('cell_id')}" if cell else "mcp call"
+        label = f"{what} in cell {cell.get('cell_id')}" if cell else what
     outcome = approval_outcome(
         approve=step.get("approve"),
         rest=step.get("rest"),

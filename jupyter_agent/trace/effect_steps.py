@@ -145,6 +145,26 @@ def cell_step(
         outputs_truncated=result.outputs_truncated if result is not None else False,
         end_status=end_status,
         bubbles=tuple(str(b) for b in bubbles) if isinstance(bubbles, list) else (),
+        copies=tuple(line for e in nested if (line := copy_line(e)) is not None),
+    )
+
+
+def copy_line(effect: LoggedEffect) -> str | None:
+    """What a ``notebook.fetch`` app call copied, as one line (None: another effect, or a
+    fetch that failed): ``copied df (DataFrame, 1,234 bytes) from the kernel of a.ipynb:
+    blobs/<sha256>.pickle``."""
+    data = effect.data if isinstance(effect.data, dict) else {}
+    if effect.name != APP_CALL or (data.get("app"), data.get("method")) != ("notebook", "fetch"):
+        return None
+    answer = effect.result.data if effect.result is not None else None
+    value = answer.get("value") if isinstance(answer, dict) and answer.get("ok") else None
+    if not isinstance(value, dict):
+        return None
+    size = value.get("bytes")
+    size_text = f"{size:,} bytes" if isinstance(size, int) else "size unknown"
+    return (
+        f"copied {value.get('name')} ({value.get('type')}, {size_text}) from the kernel of "
+        f"{value.get('path')}: {value.get('blob')}"
     )
 
 

@@ -188,6 +188,8 @@ class _Builder:
         cell.outputs = outputs  # checked by the one whole-notebook validation (_notebook)
         self.cells.append(cell)
         self._status_note("cell", step.status, step.error, step.seq, step.timeout_s, bool(outputs))
+        for line in step.copies:  # what the cell copied from the person's kernel
+            self.note(f"The cell {line}.", step.seq)
 
     def bash(self, step: BashStep) -> None:
         outputs = []

@@ -20,7 +20,13 @@ from jupyter_agent.trace.wait_steps import approval_outcome
 
 __all__ = ["approval_meta", "approval_source", "fenced", "notice_source"]
 
-_WHAT: Final = {"cell": "cell", "bash": "command", "proposal": "proposal", "mcp": "MCP call"}
+_WHAT: Final = {
+    "cell": "cell",
+    "bash": "command",
+    "proposal": "proposal",
+    "mcp": "MCP call",
+    "kernel": "code for the person's kernel",
+}
 
 
 def fenced(code: str, lang: str = "python") -> str:
@@ -31,13 +37,14 @@ def fenced(code: str, lang: str = "python") -> str:
 
 
 def approval_source(step: ApprovalStep) -> str:
-    """The markdown of a wait: what waited, its summary, how it ended (and an MCP call's code)."""
+    """The markdown of a wait: what waited, its summary, how it ended (and the code of an
+    MCP call or of the person's kernel)."""
     head = f"**Approval** ({_WHAT.get(step.kind, step.kind)})" + (f" · {step.t}" if step.t else "")
     outcome = approval_outcome(approve=step.approve, rest=step.rest, by=step.by, status=step.status)
     parts = [head]
     if step.summary:
         parts.append(step.summary)
-    if step.kind == "mcp" and step.code:
+    if step.kind in ("mcp", "kernel") and step.code:
         parts.append(fenced(step.code))
     parts.append(f"Outcome: {outcome}.")
     return "\n\n".join(parts)

@@ -24,6 +24,7 @@ _APPROVAL_KINDS: dict[Any, ApprovalKind] = {
     "bash": "bash",
     "proposal": "proposal",
     "mcp": "mcp",
+    "kernel": "kernel",
 }
 _APPROVAL_BY: dict[Any, ApprovalBy] = {"person": "person", "timeout": "timeout", "break": "break"}
 

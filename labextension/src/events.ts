@@ -257,6 +257,7 @@ export interface ICellStep {
   outputs_truncated: boolean;
   end_status: "ok" | "error" | "cancelled" | "timed_out" | null;
   bubbles: string[];
+  copies: string[];
 }
 
 /** A `bash.run`: `cell_id` is the run's `c<n>` (its event's and its notebook cell's). */

@@ -21,6 +21,9 @@ from typing import Any
 import nbformat
 import pytest
 
+from jupyter_agent.cli.render import render_show
+from jupyter_agent.trace.log import read_log
+from jupyter_agent.trace.show import show_run
 from jupyter_agent.trace.verify import verify_run
 from tests.server.helpers import call, new_chat, wait_turn
 
@@ -205,7 +208,11 @@ def test_a_busy_kernel_answers_at_once(
 
 
 def test_fetch_copies_a_frame_and_refuses_a_value_over_the_limit(
-    fetch: Any, spin: Any, agent_service: Any, person: Person
+    fetch: Any,
+    spin: Any,
+    agent_service: Any,
+    person: Person,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     person.execute("big = bytes(150_000_000)")
     chat_id, run_id = _send(fetch, "copy my df")
@@ -224,6 +231,16 @@ def test_fetch_copies_a_frame_and_refuses_a_value_over_the_limit(
     blob = log.parent / copied["blob"]
     assert blob.stat().st_size == copied["bytes"]
     assert "payload" not in log.read_text()  # the bytes are in the blob only
+    # The trace and the export say what was copied.
+    said = f"copied df (DataFrame, {copied['bytes']:,} bytes) from the kernel of {PATH}"
+    _, detail = call(fetch, "agent", "runs", run_id)
+    [cell] = [step for step in detail["steps"] if step["type"] == "cell"]
+    assert cell["copies"] == [f"{said}: {copied['blob']}"]
+    _, exported = call(fetch, "agent", "runs", run_id, "notebook")
+    notes = [c["source"] for c in exported["cells"] if c["cell_type"] == "markdown"]
+    assert any(said in note for note in notes), notes
+    render_show(show_run(read_log(log)))  # jupyter agent trace show
+    assert f"  ~ {said}: {copied['blob']}" in capsys.readouterr().out.splitlines()
     person.close()
     report = verify_run(log)
     assert report.identical, report
@@ -240,7 +257,11 @@ def _approval(agent_service: Any, spin: Any, chat_id: str) -> dict[str, Any]:
 
 
 def test_run_waits_for_the_person_and_runs_only_after(
-    fetch: Any, spin: Any, agent_service: Any, person: Person
+    fetch: Any,
+    spin: Any,
+    agent_service: Any,
+    person: Person,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     chat_id, run_id = _send(fetch, "add one to n in my kernel")
     approval = _approval(agent_service, spin, chat_id)
@@ -255,6 +276,10 @@ def test_run_waits_for_the_person_and_runs_only_after(
     wait_turn(fetch, spin, chat_id, run_id)
     assert "RAN ok in person 42" in _prints(_log(agent_service, run_id))
     assert "m" in person.look()[0]
+    render_show(show_run(read_log(_log(agent_service, run_id))))
+    shown = capsys.readouterr().out
+    assert "approval (code for the person's kernel in cell c1): approved by the person" in shown
+    assert "  > m = n + 1" in shown
     person.close()
     report = verify_run(_log(agent_service, run_id))
     assert report.identical, report

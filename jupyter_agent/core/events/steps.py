@@ -124,7 +124,9 @@ class CellStep:
     ``seqs`` is the ``cell.run`` seq then every effect nested under it; ``failed`` is true
     when the cell raised; ``deterministic`` when re-running the code alone should give the
     recorded outputs (it finished, made no app call, does not use ``sh``); ``bubbles`` are
-    the progress messages the cell posted while it ran (shown after it).
+    the progress messages the cell posted while it ran (shown after it); ``copies`` one line
+    per value it copied from the person's kernel (``notebook.fetch``: name, type, size,
+    blob).
     """
 
     type: Literal["cell"] = field(default="cell", init=False)
@@ -146,6 +148,7 @@ class CellStep:
     outputs_truncated: bool = False
     end_status: CellStatus | None = None
     bubbles: tuple[str, ...] = ()
+    copies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
