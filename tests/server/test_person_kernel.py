@@ -67,6 +67,7 @@ CELLS = {
     "test_a_busy_kernel_answers_at_once": BUSY,
     "test_fetch_copies_a_frame_and_refuses_a_value_over_the_limit": FETCH,
     "test_run_waits_for_the_person_and_runs_only_after": RUN,
+    "test_a_denial_or_a_stop_reaches_the_model_as_a_refusal": RUN,
 }
 
 
@@ -283,3 +284,35 @@ def test_run_waits_for_the_person_and_runs_only_after(
     person.close()
     report = verify_run(_log(agent_service, run_id))
     assert report.identical, report
+
+
+def test_a_denial_or_a_stop_reaches_the_model_as_a_refusal(
+    fetch: Any, spin: Any, agent_service: Any, person: Person
+) -> None:
+    chat_id, run_id = _send(fetch, "add one to n in my kernel")
+    approval = _approval(agent_service, spin, chat_id)
+    code, _ = call(
+        fetch, "agent", "runs", run_id, "approvals", approval["approval_id"], method="POST",
+        body={"approve": False},
+    )  # fmt: skip
+    assert code == 200
+    wait_turn(fetch, spin, chat_id, run_id)
+    [cell] = [
+        json.loads(line)["data"]
+        for line in _log(agent_service, run_id).read_text().splitlines()[1:]
+        if '"cell.run"' in line and '"result"' in line
+    ]
+    said = "The person denied running that code in the kernel of work/person.ipynb."
+    assert said in json.dumps(cell["error"])  # the cell's AppCallError, as the model reads it
+    assert "m" not in person.look()[0]
+    # A stop while the card waits: the wait ends at once, nothing runs.
+    chat_id, run_id = _send(fetch, "add one to n in my kernel, again")
+    _approval(agent_service, spin, chat_id)
+    code, _ = call(
+        fetch, "agent", "chats", chat_id, "messages", method="POST",
+        body={"control": {"kind": "break"}},
+    )  # fmt: skip
+    assert code in (200, 202)
+    wait_turn(fetch, spin, chat_id, run_id)
+    assert "RAN" not in _prints(_log(agent_service, run_id))
+    assert "m" not in person.look()[0]

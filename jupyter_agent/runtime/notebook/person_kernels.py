@@ -153,7 +153,7 @@ class PersonKernels:
     async def _language(self, name: str) -> str:
         if name not in self._languages:
             spec = await asyncio.to_thread(self._specs.get_kernel_spec, name)
-            self._languages[name] = str(getattr(spec, "language", "") or "").lower()
+            self._languages[name] = str(getattr(spec, "language", "") or "")
         return self._languages[name]
 
     async def find(self, path: str, *, owner: str) -> PersonKernel:
@@ -182,7 +182,7 @@ class PersonKernels:
             )
         name = str(kernel.get("name") or "")
         language = await self._language(name)
-        if language != "python":
+        if language.lower() != "python":
             raise AgentError(
                 f"the kernel of {path} is a {language or 'non-Python'} kernel ({name}): the "
                 "agent can look at Python kernels only"

@@ -282,6 +282,17 @@ describe('ChatState and approvals', () => {
     expect(s.run('r')!.items.filter(i => i.kind === 'approval')).toHaveLength(1);
   });
 
+  it('asks for code in the person’s own kernel by its own words', () => {
+    const s = new ChatState(CHAT);
+    s.applyEvent(ev('run_start', 'r', { started: 'x', text: 'go', message_id: 'm0' }));
+    s.applyEvent(
+      ev('approval', 'r', { approval_id: 'k1', kind: 'kernel', code: 'm = n + 1', summary: 'Run this code' })
+    );
+    const a = s.approval('r', 'k1')!;
+    expect(a).toMatchObject({ what: 'kernel', code: 'm = n + 1', open: true });
+    expect(describeApproval(a)).toBe('The agent asks to run this code in your kernel');
+  });
+
   it('shows a denial, and the run’s end closes a wait nobody answered', () => {
     const s = new ChatState(CHAT);
     const a = waiting(s);
