@@ -64,7 +64,7 @@ def kernels(*sessions: dict[str, Any], owners: KernelOwners | None = None, **kw:
 
 
 def test_no_kernel_attached() -> None:
-    with pytest.raises(AgentError, match="no kernel is attached to a.ipynb"):
+    with pytest.raises(AgentError, match=r"no kernel is attached to a\.ipynb"):
         asyncio.run(kernels(session("b.ipynb")).find("a.ipynb", owner=""))
 
 
