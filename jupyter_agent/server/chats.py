@@ -12,13 +12,14 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_agent.exceptions import Forbidden
+from jupyter_agent.exceptions import BadRequest, Forbidden
 from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
 from jupyter_agent.server import parse
 from jupyter_agent.server.auth import authz
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
 __all__ = [
+    "ChatForkHandler",
     "ChatHandler",
     "ChatHistoryHandler",
     "ChatNotebookHandler",
@@ -154,3 +155,44 @@ class MessagesHandler(AgentHandler):
             control=control,
         )
         self.finish_json(answer, status=202)
+
+
+class ChatForkHandler(AgentHandler):
+    """``POST agent/chats/{id}/fork`` ``{turn, title?, message?}`` (201): a new chat whose
+    history is the chat's turns 1..``turn``; with ``message`` (``{text, view?,
+    attachments?}``: *edit and resend*) that message is sent in the new chat at once."""
+
+    body_methods = frozenset({"POST"})
+
+    @web.authenticated
+    @authorized
+    async def post(self, chat_id: str) -> None:
+        """Fork; answer the new chat (with ``run_id`` and ``routed`` when a message went)."""
+        body = self.json_body()
+        parse.only_keys(body, ("turn", "title", "message"), reason="unknown_field")
+        turn = parse.integer(body, "turn", reason="bad_turn", minimum=0)
+        if turn is None:
+            raise BadRequest("'turn' is required: the last turn the fork keeps", reason="bad_turn")
+        title = parse.optional_string(body, "title", reason="bad_title")
+        message = (
+            parse.mapping(body, "message", reason="bad_message") if "message" in body else None
+        )
+        if message is not None:
+            parse.only_keys(message, ("text", "view", "attachments"), reason="unknown_field")
+            text = parse.string(message, "text", reason="bad_text")
+            if not text.strip():
+                raise BadRequest("the message has no text", reason="empty_message")
+            view = parse.view(message)
+            attachments = parse.string_list(
+                message, "attachments", reason="bad_attachments", what="contents paths"
+            )
+            if not await authz.is_authorized(self, "execute", self.auth_resource):
+                raise web.HTTPError(403, "sending a message needs 'execute'")
+        chats = (await self.services()).chats
+        answer = await chats.fork(chat_id, owner=self.owner, turn=turn, title=title)
+        if message is not None:
+            sent = await chats.send(
+                answer["id"], owner=self.owner, text=text, view=view, attachments=attachments
+            )
+            answer = {**answer, **sent}
+        self.finish_json(answer, status=201)

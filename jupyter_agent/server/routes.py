@@ -19,6 +19,7 @@ from jupyter_agent.server import parse
 from jupyter_agent.server.approvals import ApprovalHandler
 from jupyter_agent.server.base import AUTH_RESOURCE, AgentHandler, authorized_execute
 from jupyter_agent.server.chats import (
+    ChatForkHandler,
     ChatHandler,
     ChatHistoryHandler,
     ChatNotebookHandler,
@@ -118,6 +119,7 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (rf"/agent/chats/{_ID.format('chat_id')}", ChatHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}/notebook", ChatNotebookHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}/history", ChatHistoryHandler),
+    (rf"/agent/chats/{_ID.format('chat_id')}/fork", ChatForkHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}/messages", MessagesHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}/events", EventsSocket),
     (r"/agent/runs", RunsHandler),

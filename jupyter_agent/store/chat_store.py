@@ -25,7 +25,7 @@ from sqlalchemy import select as core_select
 from sqlmodel import col, select
 
 from jupyter_agent.core.turns import RunSummary
-from jupyter_agent.store.history import chunk_queries
+from jupyter_agent.store.history import chunk_queries, fork
 from jupyter_agent.store.memory import recall_index
 from jupyter_agent.store.rows import Chat, chat, mail_row, run_values, valid
 from jupyter_agent.store.tables import AgentMailRow, AgentTurnRow, ChatRow
@@ -150,6 +150,37 @@ class ChatMethods:
             session.exec(delete(AgentMailRow).where(col(AgentMailRow.chat_id) == chat_id))
             result = session.exec(delete(ChatRow).where(col(ChatRow.id) == chat_id))
             return bool(result.rowcount)
+
+    def fork_chat(
+        self, source_id: str, *, upto: int, chat_id: str, title: str, now: str
+    ) -> Chat | None:
+        """A new chat ``chat_id`` (``created`` = ``updated`` = ``now``) of the source's owner
+        and agent, ``forked_from: {chat_id: source_id, turn: upto}``, holding copies of the
+        source's turns 1..``upto`` and of the summaries within them
+        (:func:`~.history.fork.copy_history`), in one transaction. None for an unknown
+        source; ``ValueError`` (nothing written) when ``upto`` is not in 0..its turn count."""
+        title = valid(title, "chat title")
+        with self._write("cannot fork the chat") as session:
+            conn = session.connection()
+            # The source's row first (FOR UPDATE), the order append_turn and delete_chat lock
+            # in: no turn of it is stored or deleted while it is copied.
+            source = conn.execute(
+                core_select(_CHATS).where(_CHATS.c.id == source_id).with_for_update()
+            ).first()
+            if source is None:
+                return None
+            count = fork.turn_count(conn, source_id)
+            if not 0 <= upto <= count:
+                raise ValueError(f"the chat has {count} turns: fork at a turn from 0 to {count}")
+            origin = json.dumps({"chat_id": source_id, "turn": upto}, separators=(",", ":"))
+            row = ChatRow(
+                id=chat_id, title=title, created=now, updated=now, agent=source.agent,
+                owner=source.owner, forked_from=origin,
+            )  # fmt: skip
+            session.add(row)
+            session.flush()
+            fork.copy_history(conn, source=source_id, target=chat_id, upto=upto, owner=row.owner)
+            return chat(row)
 
     def touch_chat(self, chat_id: str, *, now: str, active_run_id: str | None) -> None:
         """Set ``updated`` and the active run (None when no run is going). Unknown: no-op."""

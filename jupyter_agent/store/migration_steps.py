@@ -43,6 +43,7 @@ History:
 11. a data step only: the recall documents of turns the demo model answered are removed.
 12. a data step only: ``toolcaller@v8`` is built in now (the look at the person's kernel),
    so a deployed ``toolcaller@v8`` moves to the next free number (``renumber_shadowed``).
+13. forks: ``forked_from`` (TEXT, NULL: ``{"chat_id", "turn"}`` as JSON) on ``chats``.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from typing import Final
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-__all__ = ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12"]
+__all__ = ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13"]
 
 
 _V1_SQL: Final = (
@@ -405,3 +406,7 @@ def v12(conn: Connection) -> None:
     from jupyter_agent.store.program_renumber import renumber_shadowed
 
     renumber_shadowed(conn, BUILTIN)
+
+
+def v13(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE chats ADD COLUMN forked_from TEXT"))

@@ -55,6 +55,8 @@ class Chat:
     agent: str = "agent"
     #: Whose chat it is ("" = the server's user).
     owner: str = ""
+    #: ``{"chat_id", "turn"}``: the chat and turn this one was forked from (None: not a fork).
+    forked_from: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)
@@ -75,7 +77,13 @@ def _columns(value: TurnLLM | TurnRecord | RunSummary) -> dict[str, Any]:
 
 
 def chat(row: ChatRow) -> Chat:
-    return load(Chat, row.model_dump(), by_name=True)
+    values = row.model_dump()
+    origin = values.get("forked_from")
+    try:
+        values["forked_from"] = json.loads(origin) if isinstance(origin, str) else None
+    except ValueError:  # not ours: shown as no origin
+        values["forked_from"] = None
+    return load(Chat, values, by_name=True)
 
 
 def valid(text: str, what: str) -> str:

@@ -99,7 +99,8 @@ def _text(*, nullable: bool = False, index: bool = False) -> Column[str]:
 
 
 class ChatRow(SQLModel, table=True):
-    """``chats``: id, title, created, updated (ISO-8601 UTC ``Z`` strings), active run."""
+    """``chats``: id, title, created, updated (ISO-8601 UTC ``Z`` strings), active run,
+    agent, owner, and the chat and turn it was forked from."""
 
     __tablename__ = "chats"
     __table_args__ = (
@@ -114,6 +115,8 @@ class ChatRow(SQLModel, table=True):
     active_run_id: str | None = Field(default=None, sa_column=_text(nullable=True))
     agent: str = Field(default="agent", sa_column=_text())  # since v6
     owner: str = Field(default="", sa_column=_text())  # since v9
+    #: ``{"chat_id", "turn"}`` (JSON) of a chat forked from another (since v13).
+    forked_from: str | None = Field(default=None, sa_column=_text(nullable=True))
 
 
 class AgentTurnRow(SQLModel, table=True):

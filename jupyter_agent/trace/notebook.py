@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
@@ -368,12 +368,16 @@ def run_notebook(
 
 
 def chat_notebook(
-    traces: Sequence[tuple[TraceFile, TurnRecord | None]], *, title: str = ""
+    traces: Sequence[tuple[TraceFile, TurnRecord | None]],
+    *,
+    title: str = "",
+    forked_from: Mapping[str, Any] | None = None,
 ) -> NotebookNode:
     """A whole chat, oldest run first: turn k's cells are ``t<k>-c<n>``, ``t<k>-md<j>``, ...
 
-    A title becomes a first markdown cell (id ``title``). ``metadata.jupyter_agent`` holds
-    ``chat_id``, ``title`` and ``runs``: each run's metadata, as :func:`run_notebook`'s.
+    A title becomes a first markdown cell (id ``title``); a fork's origin the next one (id
+    ``origin``). ``metadata.jupyter_agent`` holds ``chat_id``, ``title``, ``runs`` (each
+    run's metadata, as :func:`run_notebook`'s) and, for a fork, ``forked_from``.
     """
     taken: set[str] = set()
     cells: list[NotebookNode] = []
@@ -381,12 +385,21 @@ def chat_notebook(
     if title:
         taken.add("title")
         cells.append(new_markdown_cell(f"# {title}", id="title", metadata={}))
+    if forked_from:
+        taken.add("origin")
+        said = (
+            f"Forked from chat `{forked_from.get('chat_id')}` at turn {forked_from.get('turn')}:"
+            " its turns up to there are this chat's first ones."
+        )
+        cells.append(new_markdown_cell(said, id="origin", metadata={}))
     for k, (trace, turn) in enumerate(traces, start=1):
         view, record = _view(trace, turn)
         cells.extend(_Builder(_with_turn(view, record), f"t{k}-", taken).build())
         runs.append(_run_metadata(view, record))
     chat_ids = [r["chat_id"] for r in runs if r["chat_id"]]
     meta = {"chat_id": chat_ids[0] if chat_ids else None, "title": title or None, "runs": runs}
+    if forked_from:
+        meta["forked_from"] = dict(forked_from)
     return notebook_of(cells, meta)
 
 

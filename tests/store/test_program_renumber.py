@@ -145,7 +145,7 @@ UPGRADES = [
 
 def test_the_built_ins_are_v1_to_v8() -> None:
     assert builtin_module.latest_builtin("toolcaller") == 8
-    assert migrations.LATEST_VERSION == 12
+    assert migrations.LATEST_VERSION == 13
 
 
 @pytest.mark.parametrize("case", UPGRADES)

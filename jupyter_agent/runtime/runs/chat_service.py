@@ -168,6 +168,29 @@ class ChatService:
         )
         return self._json(chat)
 
+    async def fork(
+        self, chat_id: str, *, owner: str, turn: int, title: str | None = None
+    ) -> dict[str, Any]:
+        """``POST agent/chats/{id}/fork``: ``owner``'s new chat whose history is the
+        chat's turns 1..``turn`` (copies, with the summaries within them), named ``title``
+        (default: the chat's title, marked as a fork) and recording its origin
+        (``forked_from``). ``BadRequest`` ``bad_turn`` for a turn outside 0..the chat's
+        turn count; ``NotFound`` for another owner's or a missing chat."""
+        source = await self._chat(chat_id, owner)
+        clean = self._title(title if title is not None else _fork_title(source.title, turn))
+        try:
+            chat = await asyncio.to_thread(
+                lambda: self._store.fork_chat(
+                    chat_id, upto=turn, chat_id=new_id("chat"), title=clean, now=now_iso()
+                )
+            )
+        except ValueError as err:
+            raise BadRequest(str(err), reason="bad_turn") from None
+        if chat is None:
+            raise _no_chat(chat_id)
+        counts_of(self._store).forget(owner)  # more turns: recall counts read again
+        return self._json(chat)
+
     async def get(self, chat_id: str, *, owner: str) -> dict[str, Any]:
         """The chat with its ``turns`` (oldest first) and ``active_run_id``."""
         chat = await self._chat(chat_id, owner)
@@ -234,7 +257,8 @@ class ChatService:
                 for t in turns
                 if is_run_id(t.run_id) and self._manager.log_path(t.run_id).exists()
             ]
-            return self._scrubber.clean_json(dict(chat_notebook(traces, title=chat.title)))
+            nb = chat_notebook(traces, title=chat.title, forked_from=chat.forked_from)
+            return self._scrubber.clean_json(dict(nb))
 
         return await asyncio.to_thread(build)
 
@@ -303,3 +327,9 @@ class ChatService:
         if "path" in clean:  # the kernel works in its folder: resolved (safe_paths)
             clean["path"] = self._contents.resolve(clean["path"], "'view.path'").path
         return clean or None
+
+
+def _fork_title(title: str, turn: int) -> str:
+    """A fork's default name: the source's, marked (within the title limit)."""
+    mark = f" (fork at turn {turn})"
+    return (title or "Chat")[: MAX_TITLE - len(mark)] + mark

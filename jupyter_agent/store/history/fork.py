@@ -1,0 +1,64 @@
+"""A chat forked from another at a turn: its first turns and the summaries of them, copied.
+
+:func:`copy_history` runs inside the fork's one write transaction (the caller made the new
+chat row, ``forked_from: {chat_id, turn}``, and holds the source chat's row): it copies
+the source's turns 1..``upto`` (oldest first, by ``(created, id)``) into the new chat, and
+the chunk summaries whose span ends at or before ``upto`` (so the fork's boot window uses
+them as the original's would; a summary reaching past ``upto`` is not the fork's history
+and is left to be made again). Copies, not references: deleting either chat never breaks
+the other.
+
+A copied turn keeps its record (its replies, its ``run_id``: the run whose effect log
+holds its trace, which outlives chats) with a new id and the new chat's id; the row's
+``run_id`` projection, unique per row, is ``<run_id>~<chat_id>`` (a lookup by run finds
+the turn the run wrote, not its copies). Copied turns and summaries get their recall docs
+(the owner's), except a turn the demo model answered (as ``append_turn``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any, Final
+
+from sqlalchemy import select as core_select
+
+from jupyter_agent.core.demo import is_demo_model
+from jupyter_agent.core.turns import TurnRecord
+from jupyter_agent.runtime.ids import new_id
+from jupyter_agent.store.history.chunk_queries import add_chunk, list_chunks, turn_count
+from jupyter_agent.store.memory import recall_index
+from jupyter_agent.store.rows import turn_values
+from jupyter_agent.store.tables import AgentTurnRow
+
+__all__ = ["copy_history", "turn_count"]
+
+_TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
+
+
+def copy_history(conn: Any, *, source: str, target: str, upto: int, owner: str) -> int:
+    """Copy ``source``'s turns 1..``upto`` and the summaries within them into ``target``
+    (see the module docstring); the number of turns copied."""
+    query = (
+        core_select(_TURNS.c.record)
+        .where(_TURNS.c.chat_id == source)
+        .order_by(_TURNS.c.created, _TURNS.c.id)
+        .limit(upto)
+    )
+    turns = [TurnRecord.from_json(json.loads(row[0])) for row in conn.execute(query)]
+    docs = []
+    for turn in turns:
+        copy = replace(turn, id=new_id("turn"), chat_id=target)
+        values = turn_values(copy)
+        values["run_id"] = f"{turn.run_id}~{target}"  # the projection is unique per row
+        conn.execute(_TURNS.insert(), values)
+        if not is_demo_model(copy.model):
+            docs.append(recall_index.turn_doc(copy, owner))
+    for stored in list_chunks(conn, source):
+        if stored.last_turn > len(turns):
+            continue
+        chunk = replace(stored, chat_id=target)
+        if add_chunk(conn, chunk):
+            docs.append(recall_index.chunk_doc(chunk, owner))
+    recall_index.put_docs(conn, docs)
+    return len(turns)
