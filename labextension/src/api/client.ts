@@ -16,6 +16,7 @@ import type {
   IAgentStatus,
   IChatDetail,
   IChatSummary,
+  IForkAnswer,
   IProposalOutcome,
   IProposalRow,
   IRunDetail,
@@ -162,6 +163,22 @@ export class AgentApi implements IMemoryApi {
 
   getChat(id: string): Promise<IChatDetail> {
     return this.req(`chats/${enc(id)}`, jsonInit('GET'));
+  }
+
+  /**
+   * `POST agent/chats/{id}/fork`: a new chat holding the turns 1..`turn` of this one; with
+   * `message`, that message is sent in it at once (edit and resend).
+   */
+  forkChat(
+    id: string,
+    turn: number,
+    message?: { text: string; view?: IView | null }
+  ): Promise<IForkAnswer> {
+    const body: { turn: number; message?: { text: string; view?: IView } } = { turn };
+    if (message) {
+      body.message = message.view ? { text: message.text, view: message.view } : { text: message.text };
+    }
+    return this.req(`chats/${enc(id)}/fork`, jsonInit('POST', body));
   }
 
   chatNotebook(id: string): Promise<any> {

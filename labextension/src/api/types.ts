@@ -52,6 +52,14 @@ export interface IChatSummary {
   /** The agent the chat talks to (absent from servers older than agents: `agent`). */
   agent?: string;
   active_run_id: string | null;
+  /** The chat and turn this chat was forked from (absent or null: not a fork). */
+  forked_from?: { chat_id: string; turn: number } | null;
+}
+
+/** `POST agent/chats/{id}/fork`: the new chat, and the run of its message (edit and resend). */
+export interface IForkAnswer extends IChatSummary {
+  run_id?: string | null;
+  routed?: string;
 }
 
 /** `GET agent/chats/{id}`: the chat and its turn records, oldest first. */

@@ -12,13 +12,14 @@ import { Signal } from '@lumino/signaling';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { errorText } from '../api/client';
-import type { IView } from '../api/types';
+import type { IChatSummary, IView } from '../api/types';
 import { IRunActions, RunWidget } from '../runs/runwidget';
 import type { IAgentEvent } from '../runs/state';
 import { button, IItemContext } from '../ui/widgets';
 import { Composer } from './composer';
 import { ChatDecisions } from './decisions';
 import { FollowScroller } from './follow';
+import { forkFrom, originText } from './forks';
 import { ChatHydration } from './hydration';
 import type { IChatsService } from './service';
 import { parseSlash, slashHelp, unknownSlash } from './slash';
@@ -43,6 +44,8 @@ export interface IChatViewOptions {
   openMemory?: () => void;
   /** Start a new chat (the `/new` command). */
   newChat?: () => Promise<unknown>;
+  /** Open a chat in its tab (a fork just made). */
+  openChat?: (chat: IChatSummary) => Promise<unknown>;
   /**
    * A proposal was applied to (or undone in) the notebook at `path`: show the change where
    * the notebook is open (with RTC the shared model has it already). Returns a remark for
@@ -70,7 +73,8 @@ export class ChatView extends Panel {
       openTrace: id => void this.openTrace(id),
       decideProposal: (item, apply, cells) => decisions.decideProposal(item, apply, cells),
       undoProposal: item => decisions.undoProposal(item),
-      answerApproval: (item, approve, rest) => decisions.answerApproval(item, approve, rest)
+      answerApproval: (item, approve, rest) => decisions.answerApproval(item, approve, rest),
+      forkFrom: (runId, edit) => void this.fork(runId, edit)
     };
     options.service.statusChanged.connect(this.refreshDemo, this);
     this.title.label = options.title || 'Agent chat';
@@ -295,6 +299,13 @@ export class ChatView extends Panel {
     try {
       const chat = await this.hydration.loadChat();
       this.title.label = chat.title || this.title.label;
+      if (chat.forked_from) {
+        // Between the header and the messages (whose children are the runs only).
+        const origin = new Widget();
+        origin.addClass('jp-agent-origin');
+        origin.node.textContent = originText(chat.forked_from);
+        this.insertWidget(this.widgets.indexOf(this.messages), origin);
+      }
     } catch (err) {
       this.composer.showError(`Could not load the chat: ${errorText(err)}`);
     }
@@ -331,6 +342,26 @@ export class ChatView extends Panel {
     };
     this.connection.textContent = labels[state];
     this.connection.dataset.state = state;
+  }
+
+  private async fork(runId: string, edit: boolean): Promise<void> {
+    const { service, openChat, getView } = this.options;
+    try {
+      await forkFrom(
+        {
+          api: service.api,
+          chatId: this.chatId,
+          runs: this.state.runs,
+          getView,
+          openChat: chat => (openChat ? openChat(chat) : Promise.resolve()),
+          notify: () => service.notifyChanged()
+        },
+        runId,
+        edit
+      );
+    } catch (err) {
+      this.composer.showError(`Could not fork the chat: ${errorText(err)}`);
+    }
   }
 
   private async openTrace(runId: string): Promise<void> {

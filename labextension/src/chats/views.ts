@@ -105,6 +105,7 @@ export class ChatViews implements IChatViews {
       currentPath: () => documents.docPath(),
       openMemory,
       newChat: () => this.create(),
+      openChat: chat => this.open(chat),
       refreshNotebook: path => documents.refreshNotebook(path),
       openPath: path => documents.openPath(path)
     });

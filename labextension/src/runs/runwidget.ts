@@ -22,6 +22,8 @@ import { describeEnd, turnStats } from './turns';
 /** What a run widget can ask of its chat view. */
 export interface IRunActions extends IProposalActions, IApprovalActions {
   openTrace: (runId: string) => void;
+  /** A new chat from this turn ("Fork from here"), or before it with an edited message. */
+  forkFrom?: (runId: string, edit: boolean) => void;
 }
 
 /**
@@ -253,6 +255,25 @@ export class RunWidget extends Panel {
         'jp-agent-open-trace'
       )
     );
+    const fork = this.actions.forkFrom;
+    if (run.turn && fork) {
+      node.appendChild(
+        button(
+          'Fork from here',
+          'A new chat whose history is this chat up to this turn (this chat stays as it is)',
+          () => fork(run.runId, false),
+          'jp-agent-fork'
+        )
+      );
+      node.appendChild(
+        button(
+          'Edit and resend',
+          'Edit this message and send it in a new chat that holds the turns before it',
+          () => fork(run.runId, true),
+          'jp-agent-edit-resend'
+        )
+      );
+    }
   }
 
   dispose(): void {
