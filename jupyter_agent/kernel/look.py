@@ -50,6 +50,8 @@ def _kind(value: Any) -> str:
 
 
 def _short(value: Any, limit: int = _REPR) -> str:
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        value = value[:limit]  # never the repr of a whole big text
     try:
         text = repr(value)
     except Exception as exc:  # a broken __repr__ is the person's: say so, go on
@@ -79,6 +81,8 @@ def summary(value: Any) -> str:
             return f"polars DataFrame {value.height:,} x {value.width:,}"
     except Exception:  # an odd subclass: fall back to its repr
         pass
+    if isinstance(value, (str, bytes)) and len(value) > _REPR:
+        return f"{type(value).__name__} of {len(value):,}: {_short(value)}"
     if isinstance(value, (bool, int, float, complex, str, bytes)) or value is None:
         return _short(value)
     if isinstance(value, (list, tuple, set, frozenset, dict)):
