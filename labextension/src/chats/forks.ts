@@ -68,6 +68,25 @@ export async function forkFrom(ctx: IForkContext, runId: string, edit: boolean):
   await ctx.openChat(chat);
 }
 
+/**
+ * `/fork` (fork at the chat's last turn) and `/fork N` (at turn N): the note to show, or
+ * null when the new chat opened. Throws what the server answered.
+ */
+export async function slashFork(ctx: IForkContext, arg: string): Promise<string | null> {
+  const stored = ctx.runs.filter(r => r.turn).length;
+  const n = arg ? Number(arg) : stored;
+  if (!Number.isInteger(n) || n < 0 || n > stored) {
+    return `/fork takes a turn from 0 to ${stored} (none: the last one): nothing was made.`;
+  }
+  if (stored === 0 && !arg) {
+    return 'This chat has no turn yet: nothing to fork.';
+  }
+  const chat = await ctx.api.forkChat(ctx.chatId, n);
+  ctx.notify();
+  await ctx.openChat(chat);
+  return null;
+}
+
 /** The line at the top of a fork: where it came from. */
 export function originText(origin: { chat_id: string; turn: number }, title?: string): string {
   const from = title ? `“${title}”` : origin.chat_id;

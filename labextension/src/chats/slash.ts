@@ -24,6 +24,7 @@ export const SLASH_COMMANDS: readonly ISlashCommand[] = [
   { name: 'export', help: 'export this chat as a notebook and open it' },
   { name: 'memory', help: 'open the agent’s memory' },
   { name: 'model', help: 'show the model that answers in this chat' },
+  { name: 'fork', help: 'a new chat holding this chat up to its last turn (or turn N)', arg: '[N]' },
   { name: 'help', help: 'list these commands' }
 ];
 

@@ -19,7 +19,8 @@ import { button, IItemContext } from '../ui/widgets';
 import { Composer } from './composer';
 import { ChatDecisions } from './decisions';
 import { FollowScroller } from './follow';
-import { forkFrom, originText } from './forks';
+import { forkFrom, IForkContext, originText, slashFork } from './forks';
+import { modelNote } from './modelnote';
 import { ChatHydration } from './hydration';
 import type { IChatsService } from './service';
 import { parseSlash, slashHelp, unknownSlash } from './slash';
@@ -155,7 +156,7 @@ export class ChatView extends Panel {
     }
     if (parsed.kind === 'command') {
       this.composer.clearText();
-      await this.runSlash(parsed.command.name);
+      await this.runSlash(parsed.command.name, parsed.command.arg);
       return;
     }
     const draft = this.composer.take();
@@ -177,8 +178,17 @@ export class ChatView extends Panel {
   }
 
   /** Run the slash command `name` (a known one: `SLASH_COMMANDS`). */
-  private async runSlash(name: string): Promise<void> {
+  private async runSlash(name: string, arg = ''): Promise<void> {
     switch (name) {
+      case 'fork': {
+        const note = await slashFork(this.forkContext(), arg).catch(
+          err => `Could not fork the chat: ${errorText(err)}`
+        );
+        if (note) {
+          this.composer.showNote(note);
+        }
+        return;
+      }
       case 'new':
         await this.options.newChat?.();
         return;
@@ -201,28 +211,10 @@ export class ChatView extends Panel {
         }
         return;
       case 'model':
-        this.composer.showNote(await this.modelNote());
+        this.composer.showNote(await modelNote(this.options.service, this.chatId));
         return;
       default:
         this.composer.showNote(slashHelp());
-    }
-  }
-
-  /** What `/model` says: the chat's agent's codegen tier, and whether the demo answers. */
-  private async modelNote(): Promise<string> {
-    const { api, status } = this.options.service;
-    try {
-      const [chat, agents] = await Promise.all([api.getChat(this.chatId), api.listAgents()]);
-      const agent = agents.find(a => a.name === (chat.agent || 'agent')) ?? agents[0];
-      const tier = agent?.tiers?.codegen;
-      if (status?.demo) {
-        return 'This chat is answered by the demo model (no model is configured): set one in Agent settings.';
-      }
-      return tier
-        ? `This chat is answered by ${tier.model} (${tier.provider}, the codegen tier of the agent ${agent.name}). Change it in Agent settings.`
-        : 'No codegen tier is configured: set one in Agent settings.';
-    } catch (err) {
-      return `Could not read the model: ${errorText(err)}`;
     }
   }
 
@@ -344,21 +336,21 @@ export class ChatView extends Panel {
     this.connection.dataset.state = state;
   }
 
-  private async fork(runId: string, edit: boolean): Promise<void> {
+  private forkContext(): IForkContext {
     const { service, openChat, getView } = this.options;
+    return {
+      api: service.api,
+      chatId: this.chatId,
+      runs: this.state.runs,
+      getView,
+      openChat: chat => (openChat ? openChat(chat) : Promise.resolve()),
+      notify: () => service.notifyChanged()
+    };
+  }
+
+  private async fork(runId: string, edit: boolean): Promise<void> {
     try {
-      await forkFrom(
-        {
-          api: service.api,
-          chatId: this.chatId,
-          runs: this.state.runs,
-          getView,
-          openChat: chat => (openChat ? openChat(chat) : Promise.resolve()),
-          notify: () => service.notifyChanged()
-        },
-        runId,
-        edit
-      );
+      await forkFrom(this.forkContext(), runId, edit);
     } catch (err) {
       this.composer.showError(`Could not fork the chat: ${errorText(err)}`);
     }

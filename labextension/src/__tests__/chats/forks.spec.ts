@@ -4,7 +4,7 @@ jest.mock('@jupyterlab/apputils', () => ({
 
 import { InputDialog } from '@jupyterlab/apputils';
 
-import { forkFrom, originText, turnNumber } from '../../chats/forks';
+import { forkFrom, originText, slashFork, turnNumber } from '../../chats/forks';
 import type { IRunState } from '../../runs/state';
 
 function run(runId: string, stored: boolean, userText = 'hi'): IRunState {
@@ -49,6 +49,29 @@ describe('forks', () => {
     expect(forkChat).toHaveBeenCalledTimes(2); // cancelled: nothing sent
     await forkFrom(ctx, 'r3', false);
     expect(forkChat).toHaveBeenCalledTimes(2); // not a stored turn: nothing to fork
+  });
+
+  it('forks at the last turn with /fork, at N with /fork N, and says why not', async () => {
+    const forkChat = jest.fn().mockResolvedValue({ id: 'c3', title: 't' });
+    const ctx = {
+      api: { forkChat } as any,
+      chatId: 'c1',
+      runs,
+      getView: () => null,
+      openChat: async () => undefined,
+      notify: () => undefined
+    };
+    expect(await slashFork(ctx, '')).toBeNull();
+    expect(forkChat).toHaveBeenLastCalledWith('c1', 2);
+    expect(await slashFork(ctx, '1')).toBeNull();
+    expect(forkChat).toHaveBeenLastCalledWith('c1', 1);
+    expect(await slashFork(ctx, '3')).toBe(
+      '/fork takes a turn from 0 to 2 (none: the last one): nothing was made.'
+    );
+    expect(await slashFork({ ...ctx, runs: [] }, '')).toBe(
+      'This chat has no turn yet: nothing to fork.'
+    );
+    expect(forkChat).toHaveBeenCalledTimes(2);
   });
 
   it('says where a fork came from', () => {

@@ -43,7 +43,8 @@ describe('slash commands', () => {
   it('helps with every command', () => {
     const help = slashHelp();
     for (const command of SLASH_COMMANDS) {
-      expect(help).toContain(`/${command.name}: ${command.help}`);
+      const arg = command.arg ? ` ${command.arg}` : '';
+      expect(help).toContain(`/${command.name}${arg}: ${command.help}`);
     }
   });
 });

@@ -236,7 +236,8 @@ describe('ChatState rebuilt from REST (records and steps)', () => {
         t: 't', execution_count: null, duration_s: 1.5, failed: false, app_calls: 1, digest: null,
         outputs: [{ output_type: 'stream', name: 'stdout', text: 'before\n' }], error: null,
         timeout_s: 60, deterministic: false, outputs_truncated: false, end_status: 'cancelled',
-        bubbles: ['half way']
+        bubbles: ['half way'],
+        copies: []
       },
       { type: 'reply', seq: 8, text: 'never', t: 't', status: 'cancelled', message_id: null }
     ];

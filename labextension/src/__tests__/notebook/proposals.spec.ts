@@ -228,7 +228,8 @@ describe('ChatState and proposals', () => {
         code: 'notebook.propose(...)',
         end_status: 'ok',
         outputs: [],
-        bubbles: []
+        bubbles: [],
+        copies: []
       },
       { type: 'reply', text: 'Proposed.', message_id: 'm1', status: 'ok' }
     ] as unknown as RunStep[];

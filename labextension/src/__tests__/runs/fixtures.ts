@@ -103,7 +103,8 @@ export function runSteps(): RunStep[] {
       deterministic: true,
       outputs_truncated: false,
       end_status: 'ok',
-      bubbles: []
+      bubbles: [],
+      copies: []
     },
     { type: 'reply', seq: 9, text: 'It is **2**.', t: 't', status: 'ok', message_id: 'msg_2' }
   ];

@@ -156,7 +156,7 @@ describe('how a cell ended', () => {
       type: 'cell', seq: 1, seqs: [1], cell_id, code: 'x', status, t: 't',
       execution_count: null, duration_s: 1, failed: false, app_calls: 0, digest: null,
       outputs: [stream('partial\n')], error: null, timeout_s: 1, deterministic: false,
-      outputs_truncated: false, end_status: status, bubbles: []
+      outputs_truncated: false, end_status: status, bubbles: [], copies: []
     });
     expect(s.loadSteps('r', [step('c1', 'timed_out'), step('c2', 'cancelled')])).toBe(true);
     const [a, b] = s.run('r')!.items as ICellItem[];
