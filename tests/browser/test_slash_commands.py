@@ -33,7 +33,9 @@ def test_the_popup_lists_and_completes_commands(page: Page) -> None:
     popup = view.locator(".jp-agent-slash")
     expect(popup).to_be_visible()
     names = popup.locator(".jp-agent-slash-name")
-    expect(names).to_have_text(["/new", "/stop", "/stop!", "/export", "/memory", "/model", "/help"])
+    expect(names).to_have_text(
+        ["/new", "/stop", "/stop!", "/export", "/memory", "/model", "/fork", "/help"]
+    )
     box.press_sequentially("st")
     expect(names).to_have_text(["/stop", "/stop!"])
     shot(page, "slash-popup")
