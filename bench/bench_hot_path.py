@@ -97,7 +97,7 @@ class Agent:
             run_id = str(answer.json()["run_id"])
             while True:
                 event = json.loads(ws.recv())
-                if event["run_id"] != run_id:
+                if event.get("run_id") != run_id:  # a catch-up notice has none
                     continue
                 if event["type"] == "reply" and event.get("done"):
                     self.replies.append(time.perf_counter() - start)

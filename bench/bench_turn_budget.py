@@ -121,7 +121,7 @@ class Agent:
             reply = None
             while True:
                 event = json.loads(ws.recv())
-                if event["run_id"] != run_id:
+                if event.get("run_id") != run_id:  # a catch-up notice has none
                     continue
                 if event["type"] == "reply" and event.get("done"):
                     reply = time.time()

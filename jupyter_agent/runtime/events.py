@@ -89,14 +89,17 @@ class EventBus(LoggingConfigurable):
     """Publish/subscribe of chat events within one event loop, with bounded catch-up (see
     the module docstring). Configured as ``c.EventBus.tail_bytes`` / ``max_bytes``."""
 
+    # A reconnecting client's catch-up needs a short tail (a reload reads ended runs from
+    # their turn records); the old 256 KiB x chats was most of the server's growth per
+    # 1,000 runs (bench/bench_memory.py).
     tail_bytes = Int(
-        256 * 1024,
+        64 * 1024,
         min=0,
         help="Bytes (encoded JSON) of ended runs' events kept per chat for ?since= catch-up;"
         " the events of a run in progress are all kept.",
     ).tag(config=True)
     max_bytes = Int(
-        32 * 1024 * 1024,
+        8 * 1024 * 1024,
         min=0,
         help="Bytes (encoded JSON) of events kept over all chats; past it, the ended runs'"
         " events of the least recently active chats go first.",

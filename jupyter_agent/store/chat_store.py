@@ -15,7 +15,7 @@ group commit of messages sent at the same time (one commit, one sync of the data
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -152,11 +152,18 @@ class ChatMethods:
             return bool(result.rowcount)
 
     def fork_chat(
-        self, source_id: str, *, upto: int, chat_id: str, title: str, now: str
+        self,
+        source_id: str,
+        *,
+        upto: int,
+        chat_id: str,
+        title: str,
+        now: str,
+        make_id: Callable[[str], str],
     ) -> Chat | None:
         """A new chat ``chat_id`` (``created`` = ``updated`` = ``now``) of the source's owner
         and agent, ``forked_from: {chat_id: source_id, turn: upto}``, holding copies of the
-        source's turns 1..``upto`` and of the summaries within them
+        source's turns 1..``upto`` (ids from ``make_id``) and of the summaries within them
         (:func:`~.history.fork.copy_history`), in one transaction. None for an unknown
         source; ``ValueError`` (nothing written) when ``upto`` is not in 0..its turn count."""
         title = valid(title, "chat title")
@@ -179,7 +186,9 @@ class ChatMethods:
             )  # fmt: skip
             session.add(row)
             session.flush()
-            fork.copy_history(conn, source=source_id, target=chat_id, upto=upto, owner=row.owner)
+            fork.copy_history(
+                conn, source=source_id, target=chat_id, upto=upto, owner=row.owner, make_id=make_id
+            )
             return chat(row)
 
     def touch_chat(self, chat_id: str, *, now: str, active_run_id: str | None) -> None:

@@ -10,6 +10,12 @@ from jupyter_agent.core.history.chunks import StoredChunk
 from jupyter_agent.store import Store
 from tests.store.factories import iso, make_turn
 
+_N = iter(range(1, 10_000))
+
+
+def _ids(kind: str) -> str:
+    return f"{kind}_F{next(_N):06d}"
+
 
 def _chunk(first: int, last: int, level: int = 1) -> StoredChunk:
     return StoredChunk(
@@ -29,7 +35,9 @@ def source(store: Store) -> Store:
 
 
 def test_a_fork_copies_turns_and_the_summaries_within_them(source: Store) -> None:
-    fork = source.fork_chat("chat_01A", upto=3, chat_id="chat_01F", title="what if", now=iso(50))
+    fork = source.fork_chat(
+        "chat_01A", upto=3, chat_id="chat_01F", title="what if", now=iso(50), make_id=_ids
+    )
     assert fork is not None
     assert fork.forked_from == {"chat_id": "chat_01A", "turn": 3}
     assert (fork.owner, fork.title, fork.agent) == ("ann", "what if", "agent")
@@ -51,8 +59,10 @@ def test_a_fork_copies_turns_and_the_summaries_within_them(source: Store) -> Non
 
 
 def test_each_chat_outlives_the_other_and_a_fork_forks(source: Store) -> None:
-    source.fork_chat("chat_01A", upto=2, chat_id="chat_01F", title="f", now=iso(50))
-    again = source.fork_chat("chat_01F", upto=1, chat_id="chat_01G", title="g", now=iso(60))
+    source.fork_chat("chat_01A", upto=2, chat_id="chat_01F", title="f", now=iso(50), make_id=_ids)
+    again = source.fork_chat(
+        "chat_01F", upto=1, chat_id="chat_01G", title="g", now=iso(60), make_id=_ids
+    )
     assert again is not None
     assert again.forked_from == {"chat_id": "chat_01F", "turn": 1}
     assert source.delete_chat("chat_01A")
@@ -65,10 +75,19 @@ def test_each_chat_outlives_the_other_and_a_fork_forks(source: Store) -> None:
 def test_a_fork_at_zero_is_an_empty_chat_and_a_turn_past_the_end_is_refused(
     source: Store,
 ) -> None:
-    empty = source.fork_chat("chat_01A", upto=0, chat_id="chat_01E", title="e", now=iso(50))
+    empty = source.fork_chat(
+        "chat_01A", upto=0, chat_id="chat_01E", title="e", now=iso(50), make_id=_ids
+    )
     assert empty is not None
     assert source.list_turns("chat_01E") == []
     with pytest.raises(ValueError, match="the chat has 4 turns: fork at a turn from 0 to 4"):
-        source.fork_chat("chat_01A", upto=5, chat_id="chat_01X", title="x", now=iso(50))
+        source.fork_chat(
+            "chat_01A", upto=5, chat_id="chat_01X", title="x", now=iso(50), make_id=_ids
+        )
     assert source.get_chat("chat_01X") is None  # nothing written
-    assert source.fork_chat("chat_nope", upto=0, chat_id="chat_01Y", title="y", now=iso(50)) is None
+    assert (
+        source.fork_chat(
+            "chat_nope", upto=0, chat_id="chat_01Y", title="y", now=iso(50), make_id=_ids
+        )
+        is None
+    )

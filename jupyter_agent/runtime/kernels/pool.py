@@ -24,10 +24,10 @@ left behind.
 and ending kernels is :mod:`jupyter_agent.runtime.kernels.starts`; after failed starts the
 warm refills back off (:mod:`jupyter_agent.runtime.start_backoff`).
 
-With a gateway (``--gateway-url``) the kernels start there through the same manager: the
-pool keeps them warm the same way, but the local-only parts (private dirs, tags, reaping,
-sandbox) do not apply; :meth:`KernelPool.check` says so once in the log and refuses a
-sandbox.
+With a gateway (``--gateway-url``) the kernels start there through the same manager, kept
+warm alike; the local-only parts (private dirs, tags, reaping, sandbox) do not apply
+(:meth:`KernelPool.check` says so once and refuses a sandbox). A run whose kernel runs in
+another environment (``python``) gets one started for it, not a warm one.
 """
 
 from __future__ import annotations
@@ -70,11 +70,9 @@ class KernelPool(LoggingConfigurable):
     ``root_dir`` the server's root (default: the current dir), ``data_dir`` the agent's
     data dir (kernel dirs live under it), ``server_runtime_dir`` the server's runtime dir
     (hidden in a sandbox, like the data dir and the folders or files of ``hidden``: the
-    server's config dirs, a database file elsewhere). The settings are traits (``size``,
-    ``kernel_name``, ``env_keep``, ``liveness_interval_s``, ``kernel_sandbox``), given as
+    server's config dirs, a database file elsewhere). The settings are traits, given as
     keyword arguments or through ``config`` / ``parent``. Call :meth:`check` at server
-    start: it refuses a sandbox that cannot work
-    (:class:`~jupyter_agent.runtime.kernels.sandbox.SandboxUnavailable`).
+    start: it refuses a sandbox that cannot work (``SandboxUnavailable``).
     """
 
     size = Int(
@@ -102,19 +100,20 @@ class KernelPool(LoggingConfigurable):
         help="Seconds without a run taking a kernel after which a grown pool shrinks to size.",
     ).tag(config=True)
 
-    kernel_name = Unicode("jupyter-agent", help="Kernelspec the agent's kernels start from.").tag(
-        config=True
-    )
+    kernel_name = Unicode("jupyter-agent", help="The kernelspec of agent kernels.").tag(config=True)
+    python = Unicode(
+        "",
+        help="The Python agent kernels run under: '' (the server's), a python path, "
+        "'kernelspec:NAME' or 'auto' (the viewed notebook's kernel's, if fit): docs/notebook.md",
+    ).tag(config=True)
 
     env_keep = List(
         Unicode(),
         default_value=[],
-        help=(
-            "Names of environment variables let through the agent kernel's environment "
-            "filter (which removes names containing KEY, TOKEN, SECRET, PASSWORD or "
-            "CREDENTIAL, JUPYTER_TOKEN, SSH_AUTH_SOCK, AWS_*, AZURE_*, "
-            "GOOGLE_APPLICATION_CREDENTIALS and URLs with a user:password part)."
-        ),
+        help="Names of environment variables let through the agent kernel's environment "
+        "filter (which removes names containing KEY, TOKEN, SECRET, PASSWORD or "
+        "CREDENTIAL, JUPYTER_TOKEN, SSH_AUTH_SOCK, AWS_*, AZURE_*, "
+        "GOOGLE_APPLICATION_CREDENTIALS and URLs with a user:password part).",
     ).tag(config=True)
 
     liveness_interval_s = Float(
@@ -341,8 +340,9 @@ class KernelPool(LoggingConfigurable):
                     self._shutdown_soon(handle)
             self._kick_fill()
 
-    async def acquire(self, *, cwd: str | None) -> AgentKernelHandle:
-        """A warm kernel (else the first that becomes ready), moved to ``cwd``.
+    async def acquire(self, *, cwd: str | None, python: str | None = None) -> AgentKernelHandle:
+        """A warm kernel (else the first that becomes ready), moved to ``cwd``; with
+        ``python`` (another environment), one started for the call under that interpreter.
 
         With none warm the call waits in line: the first kernel to finish starting goes to
         the oldest waiter, and the wait grows the pool (up to ``pool_max``). A failed start
@@ -350,7 +350,7 @@ class KernelPool(LoggingConfigurable):
         interval, not now: launching a kernel blocks the event loop for a few ms and loads
         a core for a second, which would land on the run's first cell (and a burst's).
         """
-        handle = await self._take()
+        handle = await (self._take() if python is None else self._start_in(python))
         touch_kernel(self._km, handle.kernel_id)
         if cwd is not None and handle.cwd != os.path.abspath(cwd):
             try:
@@ -372,6 +372,14 @@ class KernelPool(LoggingConfigurable):
                 await self.discard(handle)
                 raise
         return handle
+
+    async def _start_in(self, python: str) -> AgentKernelHandle:
+        if self._planned is None:
+            await asyncio.to_thread(self.check)
+        return await self._starts.start(
+            kernel_name=self.kernel_name, env=self.kernel_env(), planned=bool(self._planned),
+            liveness_interval_s=self.liveness_interval_s, python=python,
+        )  # fmt: skip
 
     async def _take(self) -> AgentKernelHandle:
         if self._stopped:

@@ -11,6 +11,8 @@ carries one extra keyword, ``jupyter_agent_launch`` (the JSON form of
 - switches the kernel to ``interrupt_mode: message`` when the plan says so (a SIGINT sent
   to a bwrap process group kills the sandbox),
 - makes the connection file the sandbox user's (``user:NAME``),
+- runs the command under the plan's ``python`` when it names one (another environment:
+  ``KernelPool.python``),
 - prefixes the command (``bwrap ... --``) and adds the Popen ``user``/``group`` arguments.
 
 Without the keyword (the kernelspec chosen in a notebook) it is jupyter_client's
@@ -50,6 +52,8 @@ class AgentProvisioner(LocalProvisioner):
             # The kernel's own spec object (loaded for this manager): others are unaffected.
             self.kernel_spec.interrupt_mode = str(plan["interrupt_mode"])
         launch: dict[str, Any] = await super().pre_launch(**kwargs)
+        if plan.get("python"):  # another environment (KernelPool.python): its interpreter
+            launch["cmd"] = [str(plan["python"]), *launch["cmd"][1:]]
         uid, gid = plan.get("uid"), plan.get("gid")
         if uid is not None and gid is not None:
             os.chown(connection_file, int(uid), int(gid))

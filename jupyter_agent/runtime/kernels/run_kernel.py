@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from jupyter_agent.exceptions import BadRequest
@@ -22,8 +23,18 @@ log = logging.getLogger(__name__)
 class RunKernel:
     """Lazily acquired kernel of one run, moved to ``cwd`` (relative to ``root_dir``)."""
 
-    def __init__(self, pool: Any, *, root_dir: str, cwd: str | None) -> None:
+    def __init__(
+        self,
+        pool: Any,
+        *,
+        root_dir: str,
+        cwd: str | None,
+        python: Callable[[], Awaitable[str | None]] | None = None,
+    ) -> None:
+        """``python``: the interpreter the run's kernel runs under, asked at its first
+        cell (None, or an answer of None: the server's, a warm kernel)."""
         self._pool = pool
+        self._python = python
         self._root_dir = root_dir
         self._cwd = cwd
         self._task: asyncio.Task[Any] | None = None
@@ -49,9 +60,15 @@ class RunKernel:
         """The run's kernel, acquired on first use (shielded: see the module docstring)."""
         if self.current is None:
             if self._task is None:
-                self._task = asyncio.create_task(self._pool.acquire(cwd=self.folder()))
+                self._task = asyncio.create_task(self._acquire())
             self.current = await asyncio.shield(self._task)
         return self.current
+
+    async def _acquire(self) -> Any:
+        python = await self._python() if self._python is not None else None
+        if python is None:
+            return await self._pool.acquire(cwd=self.folder())
+        return await self._pool.acquire(cwd=self.folder(), python=python)
 
     async def replace_dead(self) -> None:
         """Drop a kernel that died; the next cell takes a fresh one."""

@@ -114,6 +114,8 @@ class LaunchPlan:
     interrupt_mode: str | None = None
     uid: int | None = None
     gid: int | None = None
+    #: Another environment's interpreter for the launch command (None: the kernelspec's).
+    python: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``jupyter_agent_launch`` keyword's value."""
@@ -123,6 +125,7 @@ class LaunchPlan:
             "interrupt_mode": self.interrupt_mode,
             "uid": self.uid,
             "gid": self.gid,
+            "python": self.python,
         }
 
 

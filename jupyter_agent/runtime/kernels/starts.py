@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -33,7 +34,8 @@ from typing import Any
 
 from jupyter_core.utils import ensure_async
 
-from jupyter_agent.exceptions import KernelDied
+from jupyter_agent.exceptions import KernelDied, KernelError
+from jupyter_agent.runtime.environments.interpreters import make_shim
 from jupyter_agent.runtime.kernels import reaper
 from jupyter_agent.runtime.kernels.handle import AgentKernelHandle
 from jupyter_agent.runtime.kernels.provisioner import LAUNCH_KEY, PROVISIONER_NAME
@@ -189,8 +191,11 @@ class KernelStarts:
         env: dict[str, str],
         planned: bool,
         liveness_interval_s: float,
+        python: str | None = None,
     ) -> AgentKernelHandle:
-        """A started, connected kernel (``planned``: through the agent's provisioner).
+        """A started, connected kernel (``planned``: through the agent's provisioner;
+        ``python``: under another environment's interpreter, lent this package through
+        ``PYTHONPATH``: :mod:`jupyter_agent.runtime.environments.interpreters`).
 
         Waits for a start slot; a kernel dying while starting is started again. Raises
         what the last attempt raised.
@@ -199,7 +204,7 @@ class KernelStarts:
             for attempt in range(_START_ATTEMPTS):
                 try:
                     return await self._start_one(
-                        kernel_name, dict(env), planned, liveness_interval_s
+                        kernel_name, dict(env), planned, liveness_interval_s, python
                     )
                 except KernelDied:
                     # Ports are picked free and bound by the kernel a moment later: another
@@ -211,9 +216,19 @@ class KernelStarts:
             raise AssertionError("unreachable")
 
     async def _start_one(
-        self, kernel_name: str, env: dict[str, str], planned: bool, liveness_interval_s: float
+        self,
+        kernel_name: str,
+        env: dict[str, str],
+        planned: bool,
+        liveness_interval_s: float,
+        python: str | None = None,
     ) -> AgentKernelHandle:
         kernel_id = str(uuid.uuid4())
+        if python is not None and not (planned and not self.remote):
+            raise KernelError(
+                "KernelPool.python needs the agent kernelspec's provisioner and local kernels "
+                "(reinstall it: jupyter-agent kernel install --sys-prefix)"
+            )
         launch: dict[str, Any] = {}
         remote = self._remote
         if planned and not self.remote:
@@ -230,6 +245,10 @@ class KernelStarts:
                 await self.end_processes(kernel_id, None)
                 raise
             env.update(extra)
+            if python is not None:
+                plan = dataclasses.replace(plan, python=python)
+                shim = await asyncio.to_thread(make_shim, place.kernel_dir)
+                env["PYTHONPATH"] = str(shim)  # this package only, not the server's others
             launch[LAUNCH_KEY] = plan.to_json()
             if self._sandbox.kind != "none":
                 launch["cwd"] = self._root_dir  # the server's cwd may be hidden or closed

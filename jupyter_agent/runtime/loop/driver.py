@@ -35,6 +35,7 @@ from jupyter_agent.core.digest.record import digest_options_from_config
 from jupyter_agent.core.loop.machine import PROGRAM
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.effects import BASH_RUN, CELL_RUN, Effect, EffectGen, Result
+from jupyter_agent.runtime.environments.choice import run_interpreter
 from jupyter_agent.runtime.kernels.run_kernel import RunKernel
 from jupyter_agent.runtime.loop import performers as groups
 from jupyter_agent.runtime.loop.app_table import IN_CELL_APPS
@@ -109,7 +110,9 @@ class RunDriver:
         self.apps = apps
         self.step_timeout_s = step_timeout_s
         self._gen = gen if gen is not None else program.factory(run_id, chat_id)
-        self.kernel = RunKernel(services.pool, root_dir=services.root_dir, cwd=cwd)
+        self.kernel = RunKernel(
+            services.pool, root_dir=services.root_dir, cwd=cwd, python=self._interpreter
+        )
         self.inbox = RunInbox(
             chat_id=chat_id,
             mailbox=services.mailbox,
@@ -198,6 +201,21 @@ class RunDriver:
     def view(self) -> dict[str, Any] | None:
         """The view of the newest message the run took (``notebook.read()``'s default)."""
         return self.inbox.view
+
+    async def _interpreter(self) -> str | None:
+        """The interpreter of the run's kernel (``KernelPool.python``; None: the server's)."""
+        setting = str(getattr(self.ctx.services.pool, "python", "") or "")
+        if not setting:
+            return None
+        people = self.ctx.services.person_kernels
+        view = self.view or {}
+        return await run_interpreter(
+            setting,
+            kernel_specs=getattr(people, "kernel_specs", None),
+            person_kernels=people,
+            view_path=view.get("path") if isinstance(view.get("path"), str) else None,
+            owner=self.owner,
+        )
 
     @property
     def stored(self) -> StoredTurn | None:

@@ -143,6 +143,8 @@ class PersonKernels:
         self._km = kernel_manager
         self._sessions = session_manager
         self._specs = kernel_specs
+        #: The server's kernelspecs (``KernelPool.python = auto`` reads the viewed kernel's).
+        self.kernel_specs = kernel_specs
         self.owners = owners
         self._gateway = gateway
         self.timeout_s = timeout_s

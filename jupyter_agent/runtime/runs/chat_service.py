@@ -181,7 +181,12 @@ class ChatService:
         try:
             chat = await asyncio.to_thread(
                 lambda: self._store.fork_chat(
-                    chat_id, upto=turn, chat_id=new_id("chat"), title=clean, now=now_iso()
+                    chat_id,
+                    upto=turn,
+                    chat_id=new_id("chat"),
+                    title=clean,
+                    now=now_iso(),
+                    make_id=new_id,
                 )
             )
         except ValueError as err:

@@ -18,6 +18,7 @@ the turn the run wrote, not its copies). Copied turns and summaries get their re
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final
 
@@ -25,7 +26,6 @@ from sqlalchemy import select as core_select
 
 from jupyter_agent.core.demo import is_demo_model
 from jupyter_agent.core.turns import TurnRecord
-from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.store.history.chunk_queries import add_chunk, list_chunks, turn_count
 from jupyter_agent.store.memory import recall_index
 from jupyter_agent.store.rows import turn_values
@@ -36,9 +36,12 @@ __all__ = ["copy_history", "turn_count"]
 _TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
 
 
-def copy_history(conn: Any, *, source: str, target: str, upto: int, owner: str) -> int:
+def copy_history(
+    conn: Any, *, source: str, target: str, upto: int, owner: str, make_id: Callable[[str], str]
+) -> int:
     """Copy ``source``'s turns 1..``upto`` and the summaries within them into ``target``
-    (see the module docstring); the number of turns copied."""
+    (see the module docstring), the copies' ids from ``make_id("turn")``; the number of
+    turns copied."""
     query = (
         core_select(_TURNS.c.record)
         .where(_TURNS.c.chat_id == source)
@@ -48,7 +51,7 @@ def copy_history(conn: Any, *, source: str, target: str, upto: int, owner: str) 
     turns = [TurnRecord.from_json(json.loads(row[0])) for row in conn.execute(query)]
     docs = []
     for turn in turns:
-        copy = replace(turn, id=new_id("turn"), chat_id=target)
+        copy = replace(turn, id=make_id("turn"), chat_id=target)
         values = turn_values(copy)
         values["run_id"] = f"{turn.run_id}~{target}"  # the projection is unique per row
         conn.execute(_TURNS.insert(), values)
