@@ -1,8 +1,9 @@
 """Flat memory (issue 27, item 7): the server's RSS and Python heap after 100 runs and after
 1,000 more, and where the heap grew between them.
 
-Not a test: ``python bench/bench_memory.py [RUNS] [--tb]`` (default 1,000; ``--tb``: 30
-frames per allocation, and the tracebacks of the 8 biggest growths). A real ``jupyter
+Not a test: ``python bench/bench_memory.py [RUNS] [--trace | --tb]`` (default 1,000;
+untraced: the RSS only; ``--trace``: where the heap grew; ``--tb``: 25 frames per
+allocation and the tracebacks of the 8 biggest growths). A real ``jupyter
 server`` with the agent on the loopback fake provider (chat-only turns, 50 chats, some
 deleted and made again as people do), started with the bench's
 own extension (:mod:`bench_tracemalloc_ext`), which starts tracing after the warm-up (100
@@ -26,7 +27,7 @@ from bench_hot_path import CHAT, Agent, _rss_kb
 from jupyter_agent.llm.fake.server import FakeProvider
 
 
-def main(runs: int) -> None:
+def main(runs: int, tracing: bool) -> None:
     fake = FakeProvider([])
     fake.start()
     base = Path(tempfile.mkdtemp(prefix="bench-memory-"))
@@ -55,15 +56,18 @@ def main(runs: int) -> None:
         time.sleep(1.0)
         rss_a = _rss_kb(pid)  # before tracing: its own memory is not the agent's
         frames = "25" if "--tb" in sys.argv else "1"
-        client.get("bench/tracemalloc", params={"start": frames}).raise_for_status()
-        client.get("bench/tracemalloc", params={"take": "a"}).raise_for_status()
+        if tracing:
+            client.get("bench/tracemalloc", params={"start": frames}).raise_for_status()
+            client.get("bench/tracemalloc", params={"take": "a"}).raise_for_status()
         started = time.perf_counter()
         turns(runs)
         took = time.perf_counter() - started
         time.sleep(1.0)
-        client.get("bench/tracemalloc", params={"take": "b"}).raise_for_status()
-        rss_b = _rss_kb(pid)  # tracing's own memory included: an upper bound
-        top = client.get("bench/tracemalloc", params={"diff": "a,b"}).json()
+        rss_b = _rss_kb(pid)  # traced: tracing's own memory included (an upper bound)
+        top = []
+        if tracing:
+            client.get("bench/tracemalloc", params={"take": "b"}).raise_for_status()
+            top = client.get("bench/tracemalloc", params={"diff": "a,b"}).json()
         tracebacks = []
         if "--tb" in sys.argv:
             answer = client.get("bench/tracemalloc", params={"diff": "a,b", "tb": "1"})
@@ -71,11 +75,15 @@ def main(runs: int) -> None:
     finally:
         agent.stop()
         fake.stop()
-    print(f"{runs} runs in {took:.1f} s ({runs / took:.1f} runs/s), traced")
+    print(
+        f"{runs} runs in {took:.1f} s ({runs / took:.1f} runs/s),"
+        f" {'traced' if tracing else 'untraced'}"
+    )
     print(f"RSS after 100 runs {rss_a / 1024:.1f} MB, after {runs} more {rss_b / 1024:.1f} MB: "
           f"{(rss_b - rss_a) / 1024:+.1f} MB (goal: within 5 MB)")  # fmt: skip
     grown = sum(t["size_kb"] for t in top if t["size_kb"] > 0)
-    print(f"where the heap grew (top 25 lines, {grown / 1024:+.2f} MB in all):")
+    if tracing:
+        print(f"where the heap grew (top 25 lines, {grown / 1024:+.2f} MB in all):")
     for line in top:
         print(f"  {line['size_kb']:+9.1f} KB {line['count']:+7d}  {line['where']}")
     for grown_tb in tracebacks:  # --tb: where the biggest growths were allocated from
@@ -86,4 +94,4 @@ def main(runs: int) -> None:
 
 if __name__ == "__main__":
     counts = [a for a in sys.argv[1:] if a.isdigit()]
-    main(int(counts[0]) if counts else 1000)
+    main(int(counts[0]) if counts else 1000, tracing="--trace" in sys.argv or "--tb" in sys.argv)

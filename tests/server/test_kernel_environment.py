@@ -91,7 +91,10 @@ def _venv(base: Path, *, lend: bool) -> Path:
 @pytest.fixture(scope="module")
 def env2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = _venv(tmp_path_factory.mktemp("env") / "env2", lend=True)
-    checks = "import numpy, ipykernel, pydantic\ntry:\n import jupyter_server\nexcept ImportError:\n print('ok')"
+    checks = (
+        "import numpy, ipykernel, pydantic\n"
+        "try:\n import jupyter_server\nexcept ImportError:\n print('ok')"
+    )
     out = subprocess.run([str(python), "-c", checks], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
     return python
