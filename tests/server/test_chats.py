@@ -30,7 +30,9 @@ def assert_nothing_started(service: Any, jp_serverapp: Any, chat_id: str | None 
 def test_chat_crud(fetch: Any, agent_service: Any, jp_serverapp: Any) -> None:
     code, chat = call(fetch, "agent", "chats", method="POST", body={"title": "First"})
     assert code == 201
-    assert set(chat) == {"id", "title", "created", "updated", "active_run_id", "agent", "owner"}
+    assert set(chat) == {
+        "id", "title", "created", "updated", "active_run_id", "agent", "owner", "forked_from"
+    }  # fmt: skip
     assert chat["agent"] == "agent"
     assert chat["id"].startswith("chat_")
     assert chat["title"] == "First"

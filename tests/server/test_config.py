@@ -30,6 +30,7 @@ NEW_TRAITS: list[tuple[str, str, Any]] = [
     ("KernelPool", "pool_max", 6),
     ("KernelPool", "pool_idle_s", 5.0),
     ("KernelPool", "kernel_name", "python3"),
+    ("KernelPool", "python", "auto"),
     ("KernelPool", "env_keep", ["KEEP_ME_TOKEN"]),
     ("KernelPool", "liveness_interval_s", 0.25),
     ("KernelPool", "start_delay_s", 0.5),

@@ -22,6 +22,7 @@ def test_create_get_and_to_json(store: Store) -> None:
         "active_run_id": None,
         "agent": "agent",
         "owner": "",
+        "forked_from": None,
     }
     other = store.create_chat(
         chat_id="chat_01B", title="Plans", now=iso(2), agent="planner", owner="alice"

@@ -33,6 +33,15 @@ def _docs(db_url: str) -> list[tuple[str, str]]:
     return sorted((str(k), str(r)) for k, r in rows)
 
 
+def _alter(db_url: str, change: str) -> None:
+    engine = create_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(f"ALTER TABLE chats {change}"))
+    finally:
+        engine.dispose()
+
+
 def test_a_demo_turn_is_not_indexed(store: Store, db_url: str) -> None:
     store.create_chat(chat_id="chat_01A", title="demo", now=iso(0))
     assert store.append_turn(_turn(1, DEMO_MODEL))
@@ -47,6 +56,7 @@ def test_migration_v11_removes_the_demo_turns_docs(
     with monkeypatch.context() as patch:  # what release 10 wrote: demo turns indexed
         patch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:10])
         old = Store(db_url)
+        _alter(db_url, "ADD COLUMN forked_from TEXT")  # today's Store writes it (v13)
         try:
             old.create_chat(chat_id="chat_01A", title="demo", now=iso(0))
             for n, model in ((1, DEMO_MODEL), (2, "claude-test")):
@@ -60,7 +70,8 @@ def test_migration_v11_removes_the_demo_turns_docs(
             assert _docs(db_url) == [("turn", "turn_000001"), ("turn", "turn_000002")]
         finally:
             old.close()
-    store = Store(db_url)  # migrates to 11
+            _alter(db_url, "DROP COLUMN forked_from")
+    store = Store(db_url)  # migrates to the latest
     try:
         assert _docs(db_url) == [("turn", "turn_000002")]
         assert [h.id for h in store.recall(WORDS, k=5)] == ["turn_000002"]

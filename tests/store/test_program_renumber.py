@@ -77,6 +77,8 @@ def _old_database(
         # after, so the upgrade meets the old schema.
         if schema < 9:
             _owner_columns(db_url, "ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+        if schema < 13:  # today's Store writes the fork column (v13) too: there, then dropped
+            _chat_column(db_url, "ADD COLUMN forked_from TEXT")
         try:
             low = _deploy(store, "low", after=first - 1)
             high = _deploy(store, "high", after=first - 1)
@@ -97,7 +99,18 @@ def _old_database(
             store.close()
             if schema < 9:
                 _owner_columns(db_url, "DROP COLUMN owner")
+            if schema < 13:
+                _chat_column(db_url, "DROP COLUMN forked_from")
     return low, high
+
+
+def _chat_column(db_url: str, change: str) -> None:
+    engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(f"ALTER TABLE chats {change}"))
+    finally:
+        engine.dispose()
 
 
 def _owner_columns(db_url: str, change: str) -> None:
