@@ -20,6 +20,9 @@ WebSocket sends it, measured once when it is published):
   the chats published to least recently go first (a run in progress is never cut);
 - nothing of a deleted chat (:meth:`EventBus.forget`).
 
+Kept events are held as their encoded JSON (the frame the socket sends), decoded again for
+a catch-up: several times smaller than the dicts, and most are never read again.
+
 A client whose ``since`` is older than what was pruned is told so: :meth:`EventBus.gap`
 (the WebSocket sends it before the kept events; see ``docs/api.md``).
 
@@ -67,6 +70,22 @@ LIVE_ONLY: Final = LIVE_ONLY_TYPES
 GAP: Final = "gap"
 
 
+class _Kept:
+    """One kept event: its encoded JSON (what a catch-up decodes) and the few fields the
+    pruning reads. A kept event as text is several times smaller than as a dict, and most
+    are never read again (bench/bench_memory.py)."""
+
+    __slots__ = ("cell_id", "run_id", "seq", "size", "text", "type")
+
+    def __init__(self, wire: dict[str, Any], text: str) -> None:
+        self.seq: int = wire["seq"]
+        self.run_id: str = wire["run_id"]
+        self.type: str = wire["type"]
+        self.cell_id: Any = wire.get("cell_id")
+        self.text = text
+        self.size = len(text)
+
+
 class _ChatLog:
     """What the bus holds of one chat."""
 
@@ -74,8 +93,8 @@ class _ChatLog:
 
     def __init__(self) -> None:
         self.seq = 0
-        #: Kept events and their encoded sizes, oldest first.
-        self.events: deque[tuple[dict[str, Any], int]] = deque()
+        #: Kept events, oldest first.
+        self.events: deque[_Kept] = deque()
         self.bytes = 0
         #: Runs with events and no end yet (their events are never pruned).
         self.open_runs: set[str] = set()
@@ -149,10 +168,10 @@ class EventBus(LoggingConfigurable):
             self._drop_cell_outputs(log, run_id, event.cell_id)
         if type_ not in LIVE_ONLY and not log.deleted:
             # The size of the frame the WebSocket sends (json.dumps: ASCII, so chars = bytes).
-            size = len(json.dumps(wire))
-            log.events.append((wire, size))
-            log.bytes += size
-            self._bytes += size
+            kept = _Kept(wire, json.dumps(wire))
+            log.events.append(kept)
+            log.bytes += kept.size
+            self._bytes += kept.size
             log.open_runs.add(run_id)
             if self._bytes > self.max_bytes:
                 self._evict()
@@ -170,7 +189,7 @@ class EventBus(LoggingConfigurable):
         if log.deleted and not log.open_runs:
             self._drop_chat(chat_id)
             return
-        ended = sum(size for e, size in log.events if e["run_id"] not in log.open_runs)
+        ended = sum(k.size for k in log.events if k.run_id not in log.open_runs)
         if ended > self.tail_bytes:
             self._prune(log, ended - self.tail_bytes)
 
@@ -193,7 +212,7 @@ class EventBus(LoggingConfigurable):
         log = self._chats.get(chat_id)
         if log is None:
             return []
-        return [e for e, _ in log.events if e["seq"] > seq]
+        return [json.loads(k.text) for k in log.events if k.seq > seq]
 
     def gap(self, chat_id: str, since: int) -> dict[str, Any] | None:
         """``{type: "gap", chat_id, since, pruned_through}`` when kept events with a seq
@@ -222,9 +241,9 @@ class EventBus(LoggingConfigurable):
     # --- pruning ---------------------------------------------------------------------------
 
     def _drop_cell_outputs(self, log: _ChatLog, run_id: str, cell_id: Any) -> None:
-        def keep(e: dict[str, Any], _size: int) -> bool:
-            ended = e["type"] == "cell_output" and e.get("cell_id") == cell_id
-            return not (ended and e["run_id"] == run_id)
+        def keep(k: _Kept) -> bool:
+            ended = k.type == "cell_output" and k.cell_id == cell_id
+            return not (ended and k.run_id == run_id)
 
         self._keep(log, keep, count_as_pruned=False)
 
@@ -232,28 +251,26 @@ class EventBus(LoggingConfigurable):
         """Drop the oldest events of ended runs until ``excess`` bytes are gone."""
         left = excess
 
-        def keep(e: dict[str, Any], size: int) -> bool:
+        def keep(k: _Kept) -> bool:
             nonlocal left
-            if left <= 0 or e["run_id"] in log.open_runs:
+            if left <= 0 or k.run_id in log.open_runs:
                 return True
-            left -= size
+            left -= k.size
             return False
 
         self._keep(log, keep, count_as_pruned=True)
 
-    def _keep(
-        self, log: _ChatLog, keep: Callable[[dict[str, Any], int], bool], *, count_as_pruned: bool
-    ) -> None:
+    def _keep(self, log: _ChatLog, keep: Callable[[_Kept], bool], *, count_as_pruned: bool) -> None:
         """Keep the entries ``keep`` accepts; ``count_as_pruned``: the dropped ones are a gap."""
-        kept: deque[tuple[dict[str, Any], int]] = deque()
+        kept: deque[_Kept] = deque()
         dropped = 0
         for entry in log.events:
-            if keep(*entry):
+            if keep(entry):
                 kept.append(entry)
                 continue
-            dropped += entry[1]
+            dropped += entry.size
             if count_as_pruned:
-                log.pruned_through = max(log.pruned_through, entry[0]["seq"])
+                log.pruned_through = max(log.pruned_through, entry.seq)
         if dropped:
             log.events = kept
             log.bytes -= dropped
