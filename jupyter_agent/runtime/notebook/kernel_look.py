@@ -208,9 +208,9 @@ async def _run(driver: AppDriver, args: dict[str, Any], seq: int) -> dict[str, A
     if str(driver.config.ceilings.get("approval") or "none") == "none":
         raise AgentError(
             "notebook.run changes the person's kernel, so it needs their approval, and this "
-            "chat's approval policy is 'none' (nothing is ever asked): the person can allow "
-            "it by setting the approval policy to 'writes' or 'every_cell' in the agent's "
-            "settings; until then use notebook.fetch(name) and work on a copy"
+            "server's approval policy is 'none' (nothing is ever asked): an admin allows it "
+            "with c.JupyterAgent.approval = 'writes' or 'every_cell'; until then use "
+            "notebook.fetch(name) and work on a copy"
         )
     kernel = await _find(driver, args)
     await _approve(driver, kernel.path, code, seq)
