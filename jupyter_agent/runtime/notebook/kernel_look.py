@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from jupyter_agent.core.app_spec import WithPayload
-from jupyter_agent.core.loop.approval import BREAK_REFUSAL, TIMEOUT_REFUSAL, Decision
+from jupyter_agent.core.loop.approval import Decision, refusal
 from jupyter_agent.effects import APPROVAL_WAIT, Effect
 from jupyter_agent.exceptions import AgentError, AppCallError, RunCancelled
 from jupyter_agent.runtime.ids import new_id
@@ -194,10 +194,8 @@ async def _approve(driver: AppDriver, path: str, code: str, seq: int) -> None:
     decision = Decision(approve=False) if result.error else Decision.from_json(result.data)
     if decision.approve:
         return
-    if decision.by == "break":
-        raise AppCallError(BREAK_REFUSAL)
-    if decision.by == "timeout":
-        raise AppCallError(TIMEOUT_REFUSAL)
+    if decision.by in ("break", "timeout"):  # the loop's own words for these
+        raise AppCallError(refusal(decision))
     raise AppCallError(f"The person denied running that code in the kernel of {path}.")
 
 
