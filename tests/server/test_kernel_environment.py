@@ -59,7 +59,14 @@ for module in list(sys.modules.values()):
     path = getattr(module, "__file__", None) or ""
     if path.startswith(site + "/"):
         tops.add(path[len(site) + 1 :].split("/")[0])
-print(json.dumps(sorted(tops)))
+# Their metadata too: a package may ask importlib.metadata for another's version.
+import importlib.metadata as md
+infos = set()
+for dist in md.distributions(path=[site]):
+    named = {str(f).split("/")[0] for f in (dist.files or [])}
+    if named & tops:
+        infos.add(dist._path.name)  # type: ignore[attr-defined]
+print(json.dumps(sorted(tops | infos)))
 """
 
 

@@ -84,12 +84,18 @@ class EnvironmentUnfit(KernelError):
 
 def make_shim(folder: Path) -> Path:
     """A folder holding only a link named ``jupyter_agent`` to this package (made in
-    ``folder``, idempotent): what ``PYTHONPATH`` gives another environment's kernel."""
+    ``folder``, idempotent; a link to another copy of the package is replaced): what
+    ``PYTHONPATH`` gives another environment's kernel."""
     shim = folder / "pkg"
     shim.mkdir(parents=True, exist_ok=True)
     link = shim / "jupyter_agent"
-    if not link.exists():
-        link.symlink_to(_PACKAGE, target_is_directory=True)
+    # A link left by another checkout or an older install would lend the wrong code:
+    # replaced (atomically, by rename) unless it already names this package.
+    if os.path.realpath(link) != str(_PACKAGE):
+        fresh = shim / f".jupyter_agent-{os.getpid()}-{threading.get_ident()}"
+        fresh.unlink(missing_ok=True)
+        fresh.symlink_to(_PACKAGE, target_is_directory=True)
+        os.replace(fresh, link)
     return shim
 
 
