@@ -249,6 +249,7 @@ class Parts:
             scrubber=self.scrubber,
             agents=self.agents,
             know_owner=settings.know_owner,
+            model_problem=self.run_configs.model_problem,
         )
         runs = RunService(
             store=self.store,

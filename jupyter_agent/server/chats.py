@@ -57,7 +57,7 @@ class ChatsHandler(AgentHandler):
 
 
 class ChatHandler(AgentHandler):
-    """``GET``, ``PATCH`` ``{title}`` and ``DELETE agent/chats/{id}``."""
+    """``GET``, ``PATCH`` ``{title}`` or ``{model}`` and ``DELETE agent/chats/{id}``."""
 
     body_methods = frozenset({"PATCH"})
 
@@ -71,11 +71,24 @@ class ChatHandler(AgentHandler):
     @web.authenticated
     @authorized
     async def patch(self, chat_id: str) -> None:
-        """Rename the chat; answer it."""
+        """Rename the chat (``title``) or set its model (``model``: a name, or null for
+        its agent's); answer it."""
         body = self.json_body()
-        parse.only_keys(body, ("title",), reason="unknown_field")
-        title = parse.string(body, "title", reason="bad_title")
+        parse.only_keys(body, ("title", "model"), reason="unknown_field")
         chats = (await self.services()).chats
+        if "model" in body:
+            # Which model answers spends the owner's money: as PUT agent/settings, execute.
+            if not await authz.is_authorized(self, "execute", self.auth_resource):
+                raise web.HTTPError(403, "setting a chat's model needs 'execute'")
+            if "title" in body:
+                raise BadRequest("change the title or the model, one at a time", reason="bad_field")
+            model = body["model"]
+            if model is not None and not isinstance(model, str):
+                raise BadRequest("'model' must be a string or null", reason="bad_model")
+            name = model.strip() if model is not None else None
+            self.finish_json(await chats.set_model(chat_id, owner=self.owner, model=name or None))
+            return
+        title = parse.string(body, "title", reason="bad_title")
         self.finish_json(await chats.rename(chat_id, owner=self.owner, title=title))
 
     @web.authenticated

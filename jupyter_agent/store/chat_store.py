@@ -120,6 +120,18 @@ class ChatMethods:
             session.flush()
             return chat(row)
 
+    def set_chat_model(self, chat_id: str, model: str | None, *, now: str) -> Chat | None:
+        """Set (or, with None, drop) the chat's model and ``updated``; None when there is no
+        such chat. The value is the caller's to check (:mod:`~.runtime.runs.chat_models`)."""
+        with self._write("cannot set the chat's model") as session:
+            row = session.get(ChatRow, chat_id)
+            if row is None:
+                return None
+            row.model, row.updated = (valid(model, "chat model") if model else None), now
+            session.add(row)
+            session.flush()
+            return chat(row)
+
     def retitle_chat_if(self, chat_id: str, expected: str, title: str) -> bool:
         """Set the title only while it is still ``expected`` (one conditional write: a
         rename by the person that lands first wins); True when it was set. ``updated``
@@ -162,7 +174,7 @@ class ChatMethods:
         make_id: Callable[[str], str],
     ) -> Chat | None:
         """A new chat ``chat_id`` (``created`` = ``updated`` = ``now``) of the source's owner
-        and agent, ``forked_from: {chat_id: source_id, turn: upto}``, holding copies of the
+        agent and model, ``forked_from: {chat_id: source_id, turn: upto}``, holding copies of the
         source's turns 1..``upto`` (ids from ``make_id``) and of the summaries within them
         (:func:`~.history.fork.copy_history`), in one transaction. None for an unknown
         source; ``ValueError`` (nothing written) when ``upto`` is not in 0..its turn count."""
@@ -182,7 +194,7 @@ class ChatMethods:
             origin = json.dumps({"chat_id": source_id, "turn": upto}, separators=(",", ":"))
             row = ChatRow(
                 id=chat_id, title=title, created=now, updated=now, agent=source.agent,
-                owner=source.owner, forked_from=origin,
+                owner=source.owner, forked_from=origin, model=source.model,
             )  # fmt: skip
             session.add(row)
             session.flush()

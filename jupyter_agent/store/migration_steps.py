@@ -44,6 +44,7 @@ History:
 12. a data step only: ``toolcaller@v8`` is built in now (the look at the person's kernel),
    so a deployed ``toolcaller@v8`` moves to the next free number (``renumber_shadowed``).
 13. forks: ``forked_from`` (TEXT, NULL: ``{"chat_id", "turn"}`` as JSON) on ``chats``.
+14. a chat's model: ``model`` (TEXT, NULL: the agent's codegen tier) on ``chats``.
 """
 
 from __future__ import annotations
@@ -410,3 +411,7 @@ def v12(conn: Connection) -> None:
 
 def v13(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE chats ADD COLUMN forked_from TEXT"))
+
+
+def v14(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE chats ADD COLUMN model TEXT"))

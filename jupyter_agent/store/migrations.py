@@ -72,6 +72,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(11, "the recall docs of turns the demo model answered, removed", steps.v11),
     Migration(12, "deployed versions the built-in toolcaller@v8 shadows, renumbered", steps.v12),
     Migration(13, "forked_from on chats: the chat and turn a fork started from", steps.v13),
+    Migration(14, "model on chats: the model a chat answers with, over its agent's", steps.v14),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

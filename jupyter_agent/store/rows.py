@@ -57,6 +57,9 @@ class Chat:
     owner: str = ""
     #: ``{"chat_id", "turn"}``: the chat and turn this one was forked from (None: not a fork).
     forked_from: dict[str, Any] | None = None
+    #: The chat's model over its agent's codegen tier: a tier name or a model name (None:
+    #: the agent's codegen tier).
+    model: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)

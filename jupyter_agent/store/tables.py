@@ -100,7 +100,7 @@ def _text(*, nullable: bool = False, index: bool = False) -> Column[str]:
 
 class ChatRow(SQLModel, table=True):
     """``chats``: id, title, created, updated (ISO-8601 UTC ``Z`` strings), active run,
-    agent, owner, and the chat and turn it was forked from."""
+    agent, owner, the chat and turn it was forked from, and its model override."""
 
     __tablename__ = "chats"
     __table_args__ = (
@@ -117,6 +117,9 @@ class ChatRow(SQLModel, table=True):
     owner: str = Field(default="", sa_column=_text())  # since v9
     #: ``{"chat_id", "turn"}`` (JSON) of a chat forked from another (since v13).
     forked_from: str | None = Field(default=None, sa_column=_text(nullable=True))
+    #: The model this chat's runs answer with, over its agent's codegen tier (since v14):
+    #: a tier name or a model name (see ``runtime/runs/run_configs.chat_model``).
+    model: str | None = Field(default=None, sa_column=_text(nullable=True))
 
 
 class AgentTurnRow(SQLModel, table=True):

@@ -31,7 +31,8 @@ def test_chat_crud(fetch: Any, agent_service: Any, jp_serverapp: Any) -> None:
     code, chat = call(fetch, "agent", "chats", method="POST", body={"title": "First"})
     assert code == 201
     assert set(chat) == {
-        "id", "title", "created", "updated", "active_run_id", "agent", "owner", "forked_from"
+        "id", "title", "created", "updated", "active_run_id", "agent", "owner", "forked_from",
+        "model",
     }  # fmt: skip
     assert chat["agent"] == "agent"
     assert chat["id"].startswith("chat_")

@@ -23,6 +23,7 @@ def test_create_get_and_to_json(store: Store) -> None:
         "agent": "agent",
         "owner": "",
         "forked_from": None,
+        "model": None,
     }
     other = store.create_chat(
         chat_id="chat_01B", title="Plans", now=iso(2), agent="planner", owner="alice"
@@ -96,3 +97,19 @@ def test_delete_removes_turns_keeps_runs(store: Store) -> None:
     # The id can be reused and starts empty.
     store.create_chat(chat_id="chat_01A", title="again", now=iso(9))
     assert store.list_turns("chat_01A") == []
+
+
+def test_a_chats_model_is_set_dropped_and_forked(store: Store) -> None:
+    store.create_chat(chat_id="chat_01A", title="a", now=iso(1))
+    chat = store.set_chat_model("chat_01A", "claude-opus-4-1", now=iso(2))
+    assert chat is not None
+    assert (chat.model, chat.updated) == ("claude-opus-4-1", iso(2))
+    assert store.get_chat("chat_01A") == chat
+    fork = store.fork_chat(
+        "chat_01A", upto=0, chat_id="chat_01F", title="f", now=iso(3), make_id=lambda p: p + "_1"
+    )
+    assert fork is not None
+    assert fork.model == "claude-opus-4-1"
+    assert store.set_chat_model("chat_01A", None, now=iso(4)).model is None  # type: ignore[union-attr]
+    assert store.get_chat("chat_01F").model == "claude-opus-4-1"  # type: ignore[union-attr]
+    assert store.set_chat_model("chat_missing", "x", now=iso(5)) is None

@@ -57,6 +57,7 @@ def test_migration_v11_removes_the_demo_turns_docs(
         patch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:10])
         old = Store(db_url)
         _alter(db_url, "ADD COLUMN forked_from TEXT")  # today's Store writes it (v13)
+        _alter(db_url, "ADD COLUMN model TEXT")  # and this (v14)
         try:
             old.create_chat(chat_id="chat_01A", title="demo", now=iso(0))
             for n, model in ((1, DEMO_MODEL), (2, "claude-test")):
@@ -71,6 +72,7 @@ def test_migration_v11_removes_the_demo_turns_docs(
         finally:
             old.close()
             _alter(db_url, "DROP COLUMN forked_from")
+            _alter(db_url, "DROP COLUMN model")
     store = Store(db_url)  # migrates to the latest
     try:
         assert _docs(db_url) == [("turn", "turn_000002")]

@@ -79,6 +79,8 @@ def _old_database(
             _owner_columns(db_url, "ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
         if schema < 13:  # today's Store writes the fork column (v13) too: there, then dropped
             _chat_column(db_url, "ADD COLUMN forked_from TEXT")
+        if schema < 14:  # and the chat's model (v14)
+            _chat_column(db_url, "ADD COLUMN model TEXT")
         try:
             low = _deploy(store, "low", after=first - 1)
             high = _deploy(store, "high", after=first - 1)
@@ -101,6 +103,8 @@ def _old_database(
                 _owner_columns(db_url, "DROP COLUMN owner")
             if schema < 13:
                 _chat_column(db_url, "DROP COLUMN forked_from")
+            if schema < 14:
+                _chat_column(db_url, "DROP COLUMN model")
     return low, high
 
 
@@ -158,7 +162,7 @@ UPGRADES = [
 
 def test_the_built_ins_are_v1_to_v8() -> None:
     assert builtin_module.latest_builtin("toolcaller") == 8
-    assert migrations.LATEST_VERSION == 13
+    assert migrations.LATEST_VERSION == 14
 
 
 @pytest.mark.parametrize("case", UPGRADES)

@@ -93,7 +93,8 @@ class ChatService:
 
     ``events`` is the event bus the chats' events go out on (the events socket and the MCP
     ``chat`` tool subscribe to it); ``know_owner`` reads an owner's settings off the event
-    loop before their run starts on it.
+    loop before their run starts on it; ``model_problem(model, agent=, owner=)`` says why a
+    chat may not answer with a model (``RunConfigs.model_problem``; blocking).
     """
 
     def __init__(
@@ -109,6 +110,7 @@ class ChatService:
         scrubber: Scrubber,
         agents: AgentRegistry,
         know_owner: Callable[[str], Awaitable[None]],
+        model_problem: Callable[..., str | None] | None = None,
     ) -> None:
         self._store = store
         self._manager = manager
@@ -120,6 +122,7 @@ class ChatService:
         self._scrubber = scrubber
         self._agents = agents
         self._know_owner = know_owner
+        self._model_problem = model_problem
 
     def _json(self, chat: Chat) -> dict[str, Any]:
         body = chat.to_json()
@@ -230,6 +233,26 @@ class ChatService:
             raise _no_chat(chat_id)
         return self._json(chat)
 
+    async def set_model(self, chat_id: str, *, owner: str, model: str | None) -> dict[str, Any]:
+        """``PATCH agent/chats/{id}`` ``{model}``: the chat answering with ``model`` from
+        its next run on (None: its agent's codegen tier again); the chat. ``BadRequest``
+        ``bad_model`` (nothing stored) for a model it may not use, saying why."""
+        chat = await self._chat(chat_id, owner)
+        if model is not None and self._model_problem is not None:
+            await self._know_owner(owner)
+            problem = await asyncio.to_thread(
+                self._model_problem, model, agent=chat.agent, owner=owner
+            )
+            if problem:
+                raise BadRequest(problem, reason="bad_model")
+        changed = await asyncio.to_thread(
+            lambda: self._store.set_chat_model(chat_id, model, now=now_iso())
+        )
+        if changed is None:
+            raise _no_chat(chat_id)
+        self._manager.slots.know(chat_id, agent=chat.agent, owner=chat.owner, model=model)
+        return self._json(changed)
+
     async def delete(self, chat_id: str, *, owner: str, may_break: bool = True) -> None:
         """``DELETE agent/chats/{id}``: hard-break its run, then delete it, its turns and
         its kept events. Without ``may_break`` a chat whose run is going is ``Forbidden``:
@@ -320,7 +343,7 @@ class ChatService:
                 return answer
         # The title is stored with the message (one transaction, one commit).
         title = None if chat.title else chat_title(text)
-        self._manager.slots.know(chat_id, agent=chat.agent, owner=chat.owner)
+        self._manager.slots.know(chat_id, agent=chat.agent, owner=chat.owner, model=chat.model)
         return await self._manager.send(
             chat_id, text=text, view=view_json, attachments=files, title=title
         )

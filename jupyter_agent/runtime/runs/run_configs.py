@@ -10,9 +10,10 @@ summary runs, the MCP endpoint's fresh-kernel cells for their digest options.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from jupyter_agent.runtime.runs.ceilings import RunCeilings
 from jupyter_agent.runtime.runs.parts import RunConfig
@@ -20,7 +21,19 @@ from jupyter_agent.runtime.settings.agent_settings import AgentSettings
 from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
 from jupyter_agent.runtime.settings.demo import DemoModel
 
-__all__ = ["RunConfigs", "RunLimits"]
+__all__ = ["RunConfigs", "RunLimits", "chat_codegen"]
+
+#: A chat's model: a tier name or a model id (``claude-sonnet-4-5``, ``llama3.1:8b``,
+#: ``accounts/x/models/y``), never whitespace or control characters.
+_MODEL_NAME: Final = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
+
+
+def chat_codegen(tiers: Mapping[str, Mapping[str, Any]], model: str) -> dict[str, Any]:
+    """The codegen tier of a chat whose model is ``model``: the ready tier of that name
+    (a copy), else codegen with ``model`` as its model (``tiers`` holds a ready codegen)."""
+    if model in tiers:
+        return dict(tiers[model])
+    return {**tiers["codegen"], "model": model}
 
 
 class RunLimits(Protocol):
@@ -63,10 +76,14 @@ class RunConfigs:
         self._profiles = profiles
         self._approval = approval
 
-    def run_config(self, agent: str = DEFAULT_AGENT, *, owner: str) -> RunConfig:
+    def run_config(
+        self, agent: str = DEFAULT_AGENT, *, owner: str, model: str | None = None
+    ) -> RunConfig:
         """The snapshot a run of ``agent`` for ``owner`` (its chat's) starts with: the
         owner's effective tiers (or the demo), ceilings, that agent's spaces. A tier's
-        ``profile`` (the person's settings) becomes its model's profile fields.
+        ``profile`` (the person's settings) becomes its model's profile fields. ``model``
+        (the chat's, see :meth:`model_problem`) replaces the codegen tier when it still
+        applies; one that no longer does (its tier is not ready now) is passed over.
 
         An agent this server no longer hosts answers as the default agent (logged). The
         agent's tiers replace the user's for the tiers it names. Tiers that are not ready
@@ -87,6 +104,8 @@ class RunConfigs:
         if demo:
             tiers["codegen"] = self._demo.tier()
             profiles.update(self._demo.profiles())
+        elif model:
+            tiers["codegen"] = chat_codegen(tiers, model)
         limits = self._limits()
         layout = {"chunk_turns": limits.chunk_turns, "l2_chunks": limits.l2_chunks}
         return RunConfig(
@@ -99,6 +118,34 @@ class RunConfigs:
             recall_timeout_ms=int(limits.recall_timeout_ms),
             agent=chosen.name,
         )
+
+    def model_problem(self, model: str, *, agent: str, owner: str) -> str | None:
+        """Why a chat of ``agent`` for ``owner`` may not answer with ``model``, or None.
+
+        ``model`` is one of ``owner``'s ready tiers by name (``classify``: that tier's
+        provider, model and key answer in codegen's place) or a model name of the codegen
+        tier's provider (its URL and key, another model), which the admin's
+        ``allowed_models`` must allow. Nothing is possible while the demo model answers.
+        Blocking (reads the settings): call it in a thread.
+        """
+        if not _MODEL_NAME.fullmatch(model):
+            return (
+                "a model is a tier name or a model name: 1 to 200 characters, no spaces or "
+                f"control characters (got {model[:40]!r})"
+            )
+        chosen = self._agents.agents.for_run(agent)
+        tiers, demo = self._agents.ready_tiers(chosen, owner)
+        if demo:
+            return (
+                "no model is configured: the demo model answers every chat; set one in "
+                "Agent settings first"
+            )
+        if model in tiers:
+            return None
+        if model in self._agents.effective_tiers(chosen, owner):
+            return f"the tier {model} is not ready (Agent settings says why)"
+        codegen = tiers["codegen"]
+        return self._agents.model_problem(str(codegen.get("provider", "")), model)
 
     def history_config(self, agent: str = DEFAULT_AGENT, *, owner: str) -> RunConfig:
         """The snapshot a summary run of ``agent``'s chat starts with: :meth:`run_config`'s,

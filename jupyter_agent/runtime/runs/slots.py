@@ -69,6 +69,7 @@ class ChatSlot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     agent: str | None = None  # read from the store at its first run
     owner: str = ""
+    model: str | None = None  # the chat's model as last read (it may change)
     active: ActiveRun | None = None
     next: NextRun | None = None
 
@@ -87,12 +88,14 @@ class ChatSlots:
             found = self._slots[chat_id] = ChatSlot(chat_id=chat_id)
         return found
 
-    def know(self, chat_id: str, *, agent: str, owner: str) -> None:
-        """The chat's agent and owner as a caller just read them (they never change): its
-        next run's start need not read the chat again."""
+    def know(self, chat_id: str, *, agent: str, owner: str, model: str | None) -> None:
+        """The chat's agent, owner and model as a caller just read them (the first two
+        never change; the model is the chat's now): its next run's start need not read the
+        chat again."""
         slot = self.slot(chat_id)
         if slot.agent is None:
             slot.agent, slot.owner = agent, owner
+        slot.model = model
 
     def get(self, chat_id: str) -> ChatSlot | None:
         """The chat's slot, if it has one."""

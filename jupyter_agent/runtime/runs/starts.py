@@ -86,10 +86,10 @@ class RunStarts:
         reserved for these items, which starts now (with its id; broken at once if a break
         was asked for it). Returns the run's id.
         """
-        agent = await self._agent_of(slot)
+        agent, model = await self._chat_of(slot)
         opening = await open_run(
             self.services,
-            self._config(agent, owner=slot.owner),
+            self._config(agent, owner=slot.owner, model=model),
             self._log_path,
             slot.chat_id,
             items,
@@ -116,22 +116,27 @@ class RunStarts:
             active.driver.request_hard_break()
         return active.run_id
 
-    async def _agent_of(self, slot: ChatSlot) -> str:
-        """The chat's agent (read once from the store, then kept: it never changes).
+    async def _chat_of(self, slot: ChatSlot) -> tuple[str, str | None]:
+        """The chat's agent and model: as the last message sent here read them (the chat
+        service reads the chat for each message: :meth:`ChatSlots.know`), else read from
+        the store once (a run started at the server's start). A run answers with the
+        chat's model as of the message that started it (or of the last one sent here).
 
         A chat the store does not know answers the default agent: the run's opening then
         finds it gone (NotFound) as before."""
         if slot.agent is None:
             read = getattr(self.services.store, "get_chat", None)
             if read is None:  # a store without agents (a test's stand-in): the default
-                return "agent"
+                return "agent", None
             chat = await asyncio.to_thread(read, slot.chat_id)
             if chat is None:
-                return "agent"
-            slot.agent = str(chat.agent)
-            # The chat's owner never changes either: the owner of every run of the chat.
-            slot.owner = str(getattr(chat, "owner", "") or "")
-        return slot.agent
+                return "agent", None
+            # Its agent and owner never change: those of every run of the chat.
+            self.slots.know(
+                slot.chat_id, agent=str(chat.agent), owner=str(getattr(chat, "owner", "") or ""),
+                model=getattr(chat, "model", None),
+            )  # fmt: skip
+        return slot.agent or "agent", slot.model
 
     def _launch(
         self, slot: ChatSlot, opening: Opening, lifecycle: RunLifecycle

@@ -60,6 +60,11 @@ class AgentSettings:
         tiers.update({name: dict(tier) for name, tier in agent.tiers.items()})
         return tiers
 
+    def model_problem(self, provider: str, model: str) -> str | None:
+        """Why a tier of ``provider`` set from the browser may not name ``model`` (the
+        admin's ``allowed_models``), or None."""
+        return self._tiers.policy.model_problem(provider, model)
+
     def ready_tiers(self, agent: Agent, owner: str) -> tuple[dict[str, dict[str, Any]], bool]:
         """``agent``'s effective tiers that are ready, and whether codegen is not (the demo
         runs). The agent's own tiers are the admin's (trusted, or checked by the key policy
