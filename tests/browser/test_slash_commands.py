@@ -92,3 +92,35 @@ def test_stop_export_new_and_a_double_slash(page: Page, fake: FakeProvider) -> N
     send_message(view, "/new")
     expect(chats).to_have_count(count + 1, timeout=30000)
     shot(page, "slash-new-chat")
+
+
+def test_model_switches_this_chat_and_back(page: Page, fake: FakeProvider) -> None:
+    """``/model NAME`` makes the chat's next turn ask for NAME; ``/model default`` goes
+    back; a name the server refuses is said, with the model unchanged."""
+    fake.load([{"text": "One."}, {"text": "Two."}])
+    view = new_chat(page)
+    note = view.locator(".jp-agent-note")
+    send_message(view, "/model claude-opus-4-1")
+    expect(note).to_contain_text("From the next turn on: This chat answers with claude-opus-4-1")
+    send_message(view, "hello")
+    expect(view.locator(".jp-agent-reply").last).to_contain_text("One.", timeout=60000)
+    assert fake.requests[-1].json["model"] == "claude-opus-4-1"
+    send_message(view, "/model two words")
+    expect(note).to_contain_text("The model was not changed: ")
+    expect(note).to_contain_text("no spaces")
+    send_message(view, "/model")
+    expect(note).to_contain_text("answers with claude-opus-4-1, its own choice")
+    send_message(view, "/model default")
+    expect(note).to_contain_text("the codegen tier of the agent agent")
+    send_message(view, "again")
+    expect(view.locator(".jp-agent-reply").last).to_contain_text("Two.", timeout=60000)
+    assert fake.requests[-1].json["model"] == "claude-sonnet-4-5"
+    # /fork N takes its argument: the fork holds the first turn only.
+    expect(view.locator(".jp-agent-end")).to_have_count(2, timeout=60000)
+    send_message(view, "/fork 1")
+    fork = page.locator(".jp-agent-origin").locator(
+        "xpath=ancestor::*[starts-with(@id, 'jp-agent-chat-')][1]"
+    )
+    expect(fork.locator(".jp-agent-origin")).to_contain_text("at turn 1", timeout=30000)
+    expect(fork.locator(".jp-agent-user")).to_have_count(1, timeout=30000)
+    expect(fork.locator(".jp-agent-user")).to_contain_text("hello")

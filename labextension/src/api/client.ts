@@ -157,6 +157,11 @@ export class AgentApi implements IMemoryApi {
     return this.req(`chats/${enc(id)}`, jsonInit('PATCH', { title }));
   }
 
+  /** `PATCH agent/chats/{id}` `{model}`: the chat's own model (null: its agent's). */
+  setChatModel(id: string, model: string | null): Promise<IChatSummary> {
+    return this.req(`chats/${enc(id)}`, jsonInit('PATCH', { model }));
+  }
+
   async deleteChat(id: string): Promise<void> {
     await this.req(`chats/${enc(id)}`, jsonInit('DELETE'));
   }

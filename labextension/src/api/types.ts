@@ -54,6 +54,8 @@ export interface IChatSummary {
   active_run_id: string | null;
   /** The chat and turn this chat was forked from (absent or null: not a fork). */
   forked_from?: { chat_id: string; turn: number } | null;
+  /** The chat's own model (a tier or model name; absent or null: its agent's codegen tier). */
+  model?: string | null;
 }
 
 /** `POST agent/chats/{id}/fork`: the new chat, and the run of its message (edit and resend). */

@@ -23,7 +23,11 @@ export const SLASH_COMMANDS: readonly ISlashCommand[] = [
   { name: 'stop!', help: 'stop the running turn at once (hard stop)' },
   { name: 'export', help: 'export this chat as a notebook and open it' },
   { name: 'memory', help: 'open the agent’s memory' },
-  { name: 'model', help: 'show the model that answers in this chat' },
+  {
+    name: 'model',
+    help: 'show the model that answers in this chat, or switch it (a tier or model name; default: the agent’s)',
+    arg: '[NAME]'
+  },
   { name: 'fork', help: 'a new chat holding this chat up to its last turn (or turn N)', arg: '[N]' },
   { name: 'help', help: 'list these commands' }
 ];

@@ -156,7 +156,7 @@ export class ChatView extends Panel {
     }
     if (parsed.kind === 'command') {
       this.composer.clearText();
-      await this.runSlash(parsed.command.name, parsed.command.arg);
+      await this.runSlash(parsed.command.name, parsed.arg);
       return;
     }
     const draft = this.composer.take();
@@ -211,7 +211,7 @@ export class ChatView extends Panel {
         }
         return;
       case 'model':
-        this.composer.showNote(await modelNote(this.options.service, this.chatId));
+        this.composer.showNote(await modelNote(this.options.service, this.chatId, arg));
         return;
       default:
         this.composer.showNote(slashHelp());
