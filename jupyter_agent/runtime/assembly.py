@@ -51,6 +51,7 @@ from jupyter_agent.runtime.notebook.contents import Contents
 from jupyter_agent.runtime.notebook.exports import NotebookWriter
 from jupyter_agent.runtime.notebook.live_docs import LiveDocs
 from jupyter_agent.runtime.notebook.person_kernels import PersonKernels
+from jupyter_agent.runtime.notebook.person_variables import PersonVariables
 from jupyter_agent.runtime.notebook.proposals import ProposalService
 from jupyter_agent.runtime.paths import default_db_url
 from jupyter_agent.runtime.runs.approvals import ApprovalWaits
@@ -271,6 +272,9 @@ class Parts:
             programs=self.program_service,
             settings=settings,
             cells=cells,
+            variables=PersonVariables(
+                getattr(self.manager.services, "person_kernels", None), root_dir=self.root_dir
+            ),
             start=self.start,
         )
 

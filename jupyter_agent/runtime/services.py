@@ -2,8 +2,8 @@
 
 :class:`Services` is what the server's handlers and its MCP endpoint call: each field is
 the service of one concern (chats and messages, runs and traces, memory, proposals,
-programs, settings, fresh-kernel cells), each a small class with typed arguments that
-raises the one error tree (:mod:`jupyter_agent.exceptions`). The assembly
+programs, settings, fresh-kernel cells, the person's kernel variables), each a small class
+with typed arguments that raises the one error tree (:mod:`jupyter_agent.exceptions`). The assembly
 (:mod:`.assembly`) builds each once; ``start`` is the parts' idempotent start (the pool,
 runs left running recovered), awaited before a service is used.
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.runtime.kernels.cell_service import CellService
 from jupyter_agent.runtime.memory.service import MemoryService
+from jupyter_agent.runtime.notebook.person_variables import PersonVariables
 from jupyter_agent.runtime.notebook.proposals import ProposalService
 from jupyter_agent.runtime.runs.chat_service import ChatService
 from jupyter_agent.runtime.runs.run_service import RunService
@@ -42,5 +43,7 @@ class Services:
     settings: SettingsService
     #: The MCP endpoint's ``run_cell``: single cells in fresh kernels.
     cells: CellService
+    #: ``agent/variables``: the person's kernel variables by notebook (``@`` mentions).
+    variables: PersonVariables
     #: Start the parts (idempotent; shielded from a cancelled caller).
     start: Callable[[], Awaitable[None]]

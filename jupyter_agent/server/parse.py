@@ -61,7 +61,42 @@ _VIEW_TYPES: Final[dict[str, tuple[type, ...]]] = {
     "cell": (str, int),
     "selection": (str,),
     "cell_id": (str,),
+    "mentions": (list,),
 }
+#: At most this many ``@`` mentions per message; a variable's summary is cut at this many
+#: characters (the panel sends ``notebook.variables``' summaries, about 200).
+MAX_MENTIONS: Final = 20
+MAX_MENTION_SUMMARY: Final = 600
+
+
+def _mention(item: Any, where: str) -> dict[str, Any]:
+    """One ``@`` mention: ``{kind: "cell", cell, cell_id?}`` or ``{kind: "variable", name,
+    summary?}`` (``bad_view``)."""
+    if not isinstance(item, dict):
+        raise BadRequest(f"'{where}' must be an object {{kind, ...}}", reason="bad_view")
+    kind = item.get("kind")
+    if kind == "cell":
+        only_keys(item, ("kind", "cell", "cell_id"), reason="bad_view")
+        cell, cell_id = item.get("cell"), item.get("cell_id")
+        if not isinstance(cell, (int, str)) or isinstance(cell, bool):
+            raise BadRequest(f"'{where}.cell' must be an index or an id", reason="bad_view")
+        if cell_id is not None and not isinstance(cell_id, str):
+            raise BadRequest(f"'{where}.cell_id' must be a string", reason="bad_view")
+        return {
+            k: v for k, v in (("kind", kind), ("cell", cell), ("cell_id", cell_id)) if v is not None
+        }
+    if kind == "variable":
+        only_keys(item, ("kind", "name", "summary"), reason="bad_view")
+        name, summary = item.get("name"), item.get("summary")
+        if not isinstance(name, str) or not name.isidentifier() or len(name) > 200:
+            raise BadRequest(f"'{where}.name' must be a variable name", reason="bad_view")
+        out: dict[str, Any] = {"kind": kind, "name": name}
+        if summary is not None:
+            if not isinstance(summary, str):
+                raise BadRequest(f"'{where}.summary' must be a string", reason="bad_view")
+            out["summary"] = summary[:MAX_MENTION_SUMMARY]
+        return out
+    raise BadRequest(f"'{where}.kind' must be 'cell' or 'variable'", reason="bad_view")
 
 
 class Query(Protocol):
@@ -265,8 +300,9 @@ def approval(body: Mapping[str, Any]) -> tuple[bool, bool]:
 
 
 def view(body: Mapping[str, Any], name: str = "view") -> View | None:
-    """Field ``view``: ``{path?, cell?, cell_id?, selection?}`` or absent (``bad_view``); the path's
-    meaning is checked by the service."""
+    """Field ``view``: ``{path?, cell?, cell_id?, selection?, mentions?}`` or absent
+    (``bad_view``); the path's meaning is checked by the service. ``mentions``: the
+    composer's ``@cell`` and ``@variable`` mentions (:func:`_mention`)."""
     value = body.get(name)
     if value is None:
         return None
@@ -284,6 +320,15 @@ def view(body: Mapping[str, Any], name: str = "view") -> View | None:
         if not isinstance(item, kinds) or isinstance(item, bool):
             raise BadRequest(f"'{name}.{key}' has the wrong type", reason="bad_view")
         clean[key] = item
+    mentions = clean.pop("mentions", None)
+    if mentions:
+        if len(mentions) > MAX_MENTIONS:
+            raise BadRequest(
+                f"'{name}.mentions' holds at most {MAX_MENTIONS} mentions", reason="bad_view"
+            )
+        clean["mentions"] = tuple(
+            _mention(m, f"{name}.mentions[{i}]") for i, m in enumerate(mentions)
+        )
     return View(**clean)
 
 

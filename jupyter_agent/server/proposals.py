@@ -1,4 +1,5 @@
-"""Proposal routes: deciding the agent's notebook edits, undoing them, listing.
+"""The person's notebooks: deciding the agent's notebook edits, undoing them, listing them;
+the variables of a notebook's kernel (``GET agent/variables?path=``).
 
 Thin: each method authenticates, authorizes (deciding and undoing change the person's
 notebook: ``execute``, like sending a message; listing needs ``read``), parses the body
@@ -7,7 +8,9 @@ notebook: ``execute``, like sending a message; listing needs ``read``), parses t
 refusals (``not_found``, ``proposal_decided``, ``proposal_conflict``, ``bad_cells``,
 ``bad_decision``) :mod:`.base` answers. Proposals belong to the request's owner
 (:func:`~jupyter_agent.server.auth.owners.request_owner`), as memories do: another owner's id
-answers 404.
+answers 404. ``agent/variables`` looks into the person's kernel (a silent execute:
+``execute``) and answers :class:`~jupyter_agent.runtime.notebook.person_variables.PersonVariables`'s
+refusals (``no_kernel``, ``kernel_busy``, ``path_refused``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,19 @@ from tornado import web
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
-__all__ = ["ProposalDecisionHandler", "ProposalUndoHandler", "ProposalsHandler"]
+__all__ = ["ProposalDecisionHandler", "ProposalUndoHandler", "ProposalsHandler", "VariablesHandler"]
+
+
+class VariablesHandler(AgentHandler):
+    """``GET agent/variables?path=NOTEBOOK``: the variables of its kernel, summarised."""
+
+    @web.authenticated
+    @authorized_execute
+    async def get(self) -> None:
+        """``{path, kernel, variables: [{name, type, summary}], total, cut, more}``."""
+        path = self.get_query_argument("path", "")
+        variables = (await self.services()).variables
+        self.finish_json(await variables.variables(path, owner=self.owner))
 
 
 class ProposalsHandler(AgentHandler):

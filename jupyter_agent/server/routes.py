@@ -38,6 +38,7 @@ from jupyter_agent.server.proposals import (
     ProposalDecisionHandler,
     ProposalsHandler,
     ProposalUndoHandler,
+    VariablesHandler,
 )
 from jupyter_agent.server.runs import (
     BreakHandler,
@@ -137,6 +138,7 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     ),
     (r"/agent/proposals", ProposalsHandler),
     (rf"/agent/proposals/{_ID.format('proposal_id')}/undo", ProposalUndoHandler),
+    (r"/agent/variables", VariablesHandler),
     (r"/agent/memories", MemoriesHandler),
     (rf"/agent/memories/{_ID.format('memory_id')}", MemoryHandler),
     (r"/agent/programs", ProgramsHandler),

@@ -244,3 +244,37 @@ def test_kernel_packages_skip_what_metadata_cannot_tell(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(packages.metadata, "version", version)
     assert packages.kernel_packages.__wrapped__() == (("numpy", "2.4.6"),)
+
+
+def test_user_message_lists_the_mentions_after_the_selection() -> None:
+    view = {
+        "path": "work/a.ipynb",
+        "cell": 3,
+        "selection": "df.head()",
+        "mentions": [
+            {"kind": "cell", "cell": 5, "cell_id": "9f1c"},
+            {
+                "kind": "variable",
+                "name": "df",
+                "summary": "DataFrame 1,000 x 2 (a: int64, b: object)",
+            },
+            {"kind": "variable", "name": "n"},
+            "not a mention",
+        ],
+    }
+    text = user_message("compare these", at="2025-01-02T03:04:05.678Z", view=view).parts[0]
+    assert isinstance(text, Text)
+    assert text.text.splitlines()[1:] == [
+        "Selected:",
+        "> df.head()",
+        "Mentioned:",
+        "- cell 5 (id `9f1c`) of `work/a.ipynb`",
+        "- `df`, a variable of the person's kernel: DataFrame 1,000 x 2 (a: int64, b: object)",
+        "- `n`, a variable of the person's kernel",
+        "",
+        "compare these",
+    ]
+    # A view without mentions (every recorded one) renders as before.
+    plain = user_message("x", at="t", view={"path": "a.ipynb", "mentions": []}).parts[0]
+    assert isinstance(plain, Text)
+    assert "Mentioned" not in plain.text

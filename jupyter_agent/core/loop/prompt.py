@@ -315,6 +315,25 @@ def _view_header(
     return "[" + "; ".join(bits) + "]"
 
 
+def _mentioned(mentions: Sequence[Any], path: Any) -> str:
+    """The ``@`` mentions a message carries (a view made before they existed has none, so
+    a recorded run's prompt never changes)."""
+    out = ["Mentioned:"]
+    where = f" of `{path}`" if isinstance(path, str) and path else ""
+    for item in mentions:
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("kind") == "cell":
+            cell_id = item.get("cell_id")
+            ident = f" (id `{cell_id}`)" if isinstance(cell_id, str) and cell_id else ""
+            out.append(f"- cell {item.get('cell')}{ident}{where}")
+        elif item.get("kind") == "variable":
+            summary = item.get("summary")
+            said = f": {summary}" if isinstance(summary, str) and summary else ""
+            out.append(f"- `{item.get('name')}`, a variable of the person's kernel{said}")
+    return "\n".join(out)
+
+
 def user_message(
     text: str,
     *,
@@ -327,7 +346,9 @@ def user_message(
 
     The header reads like ``[sent 2025-01-02T03:04:05.678Z; the person has `a.ipynb` open,
     at cell 3]``; a selection in the view follows as a quoted block (cut to 2,000
-    characters); attachments follow the text as File parts, in order. ``cell_ids``
+    characters), then the ``@`` mentions (``Mentioned:``, one line per cell or variable of
+    the person's kernel, with its summary); attachments follow the text as File parts, in
+    order. ``cell_ids``
     (``toolcaller@v5``): the header names the cell by its id too (the view's ``cell_id``)
     and, for a notebook, says ``notebook.read()`` shows it: ``[sent ...; the person has
     `a.ipynb` open, at cell 3 (id `9f1c`); notebook.read() shows it]``.
@@ -337,6 +358,9 @@ def user_message(
     if isinstance(selection, str) and selection.strip():
         shown = selection if len(selection) <= _SELECTION_MAX else selection[:_SELECTION_MAX] + "…"
         lines.append("Selected:\n" + "\n".join("> " + ln for ln in shown.splitlines()))
+    mentions = view.get("mentions") if view else None
+    if isinstance(mentions, list) and mentions:
+        lines.append(_mentioned(mentions, view.get("path") if view else None))
     lines.append("")
     lines.append(text)
     parts: list[Part] = [Text(text="\n".join(lines))]

@@ -53,16 +53,22 @@ MAX_ATTACHMENTS = 20
 class View:
     """What the person had open when sending: a contents ``path``, a ``cell`` (id or
     index), the active cell's model id ``cell_id`` (``toolcaller@v5`` names it), a
-    ``selection`` (text). Given to the model with the message."""
+    ``selection`` (text), and the ``@`` ``mentions`` of cells and of the person's kernel's
+    variables (``{kind: "cell", cell, cell_id?}``, ``{kind: "variable", name, summary?}``).
+    Given to the model with the message."""
 
     path: str | None = None
     cell: str | int | None = None
     selection: str | None = None
     cell_id: str | None = None
+    mentions: tuple[dict[str, Any], ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The fields that are set."""
-        return {key: value for key, value in asdict(self).items() if value is not None}
+        """The fields that are set (``mentions`` as a list)."""
+        out = {key: value for key, value in asdict(self).items() if value is not None}
+        if "mentions" in out:
+            out["mentions"] = [dict(m) for m in out["mentions"]]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
