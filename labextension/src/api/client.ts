@@ -17,6 +17,7 @@ import type {
   IChatDetail,
   IChatSummary,
   IForkAnswer,
+  IKernelVariable,
   IProposalOutcome,
   IProposalRow,
   IRunDetail,
@@ -236,6 +237,15 @@ export class AgentApi implements IMemoryApi {
   /** `POST agent/proposals/{proposal_id}/undo` (409 `proposal_conflict` when edited since). */
   undoProposal(proposalId: string): Promise<IProposalOutcome> {
     return this.req(`proposals/${enc(proposalId)}/undo`, jsonInit('POST', {}));
+  }
+
+  /** `GET agent/variables?path=`: the variables of the kernel of the person's notebook. */
+  async variables(path: string): Promise<IKernelVariable[]> {
+    const body = await this.req<{ variables?: IKernelVariable[] }>(
+      `variables?path=${enc(path)}`,
+      jsonInit('GET')
+    );
+    return Array.isArray(body?.variables) ? body.variables : [];
   }
 
   /** `GET agent/proposals?chat_id=`: the chat's proposals, whole (with their edits). */

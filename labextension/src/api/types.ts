@@ -5,6 +5,7 @@
  */
 import type { RunStep } from '../events';
 import type { ITurnRecord } from '../runs/turns';
+import type { IMention } from '../chats/mentions';
 
 /** Whether a tier can run, and why not (never a key value). */
 export interface ITierReadiness {
@@ -77,6 +78,8 @@ export interface IView {
   /** The active cell's id (its model id: nbformat's cell id). */
   cell_id?: string;
   selection?: string;
+  /** The cells and variables the message mentions (`@cell:3`, `@df`). */
+  mentions?: IMention[];
 }
 
 /** The answer of a proposal's decision or undo. */
@@ -142,4 +145,11 @@ export interface IAgentSettings {
   readiness?: { [name: string]: ITierReadiness };
   providers?: string[];
   [key: string]: any;
+}
+
+/** One variable of the person's kernel (`GET agent/variables`). */
+export interface IKernelVariable {
+  name: string;
+  type: string;
+  summary: string;
 }

@@ -4,12 +4,22 @@
  * while a run goes; Stop, then Stop now), the line where errors show and the one where
  * notes show (what `/help` and `/model` answer), and the slash commands' popup (`slash.ts`:
  * typing `/` lists the commands; Up/Down pick, Tab completes, Enter completes or, on a
- * whole command name, runs it; Escape closes).
+ * whole command name, runs it; Escape closes). The same popup lists what `@` can mention
+ * (`mentions.ts`: files, the open notebook's cells, its kernel's variables); Tab or Enter
+ * puts the picked one in the text (a file is attached, a folder lists its entries).
  */
 import { linkIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { button } from '../ui/widgets';
+import {
+  applyMention,
+  type IMention,
+  type IMentionItem,
+  keptMentions,
+  mentionAt,
+  mentionToken
+} from './mentions';
 import { type ISlashCommand, slashMatches } from './slash';
 
 /** What the composer asks of its chat view. */
@@ -20,13 +30,20 @@ export interface IComposerOptions {
   stop: () => void;
   /** The path of the document the person has open, or null. */
   currentPath: () => string | null;
+  /** What an `@` query can mention, best first (none given: `@` lists nothing). */
+  mentionCandidates?: (query: string) => Promise<IMentionItem[]>;
 }
 
 /** A message taken from the composer. */
 export interface IDraft {
   text: string;
   attachments: string[];
+  /** The cells and variables it mentions (their tokens still in the text). */
+  mentions: IMention[];
 }
+
+/** One line of the popup: a slash command, or something `@` can mention. */
+type PopupItem = { slash: ISlashCommand } | { mention: IMentionItem };
 
 /** The composer (see the module comment). */
 export class Composer extends Widget {
@@ -82,6 +99,7 @@ export class Composer extends Widget {
       this.note.hidden = true;
       this.renderPopup();
     });
+    this.candidates = options.mentionCandidates ?? null;
 
     const row = document.createElement('div');
     row.className = 'jp-agent-composer-buttons';
@@ -144,10 +162,11 @@ export class Composer extends Widget {
     if (!text && this.attachments.length === 0) {
       return null;
     }
-    const draft = { text, attachments: [...this.attachments] };
+    const draft = { text, attachments: [...this.attachments], mentions: keptMentions(text, this.mentions) };
     this.input.value = '';
     this.popup.hidden = true;
     this.attachments = [];
+    this.mentions = [];
     this.renderAttachments();
     return draft;
   }
@@ -190,10 +209,10 @@ export class Composer extends Widget {
 
   /** Handle a key while the popup shows; true when the popup took it. */
   private onPopupKey(ev: KeyboardEvent): boolean {
-    const count = this.matches.length;
+    const count = this.items.length;
     if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
       this.picked = (this.picked + (ev.key === 'ArrowDown' ? 1 : count - 1)) % count;
-      this.renderPopup(false);
+      this.showItems(this.items, false);
       return true;
     }
     if (ev.key === 'Escape') {
@@ -202,49 +221,96 @@ export class Composer extends Widget {
     }
     if (ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey)) {
       const typed = this.input.value.slice(1).toLowerCase();
-      if (ev.key === 'Enter' && this.matches.some(c => c.name === typed)) {
+      const whole = this.items.some(i => 'slash' in i && i.slash.name === typed);
+      if (ev.key === 'Enter' && whole) {
         return false; // a whole command: Enter runs it
       }
-      this.complete(this.matches[this.picked]);
+      this.pick(this.items[this.picked]);
       return true;
     }
     return false;
   }
 
-  private complete(command: ISlashCommand | undefined): void {
-    if (!command) {
+  private pick(item: PopupItem | undefined): void {
+    if (!item) {
       return;
     }
-    this.input.value = `/${command.name}`;
-    this.popup.hidden = true;
+    if ('slash' in item) {
+      this.input.value = `/${item.slash.name}`;
+      this.popup.hidden = true;
+      this.input.focus();
+      return;
+    }
+    const at = mentionAt(this.input.value, this.input.selectionStart ?? this.input.value.length);
+    if (!at) {
+      return;
+    }
+    const { mention } = item;
+    const next = applyMention(this.input.value, at.start, this.input.selectionStart ?? 0, mention.token, !!mention.folder);
+    this.input.value = next.text;
+    this.input.setSelectionRange(next.caret, next.caret);
     this.input.focus();
+    if (mention.attach) {
+      this.attach(mention.attach);
+    }
+    if (mention.mention) {
+      const token = mentionToken(mention.mention);
+      this.mentions = [...this.mentions.filter(m => mentionToken(m) !== token), mention.mention];
+    }
+    if (mention.folder) {
+      this.renderPopup();
+    } else {
+      this.popup.hidden = true;
+    }
   }
 
-  /** Show the commands the text can complete to (`fresh`: the pick goes back to the first). */
-  private renderPopup(fresh = true): void {
-    const matches = slashMatches(this.input.value);
+  /** Show what the text can complete to: slash commands, or what its `@word` can mention. */
+  private renderPopup(): void {
+    const slash = slashMatches(this.input.value);
+    const asked = ++this.asked;
+    if (slash.length) {
+      this.showItems(slash.map(c => ({ slash: c })));
+      return;
+    }
+    const at = mentionAt(this.input.value, this.input.selectionStart ?? this.input.value.length);
+    if (!at || !this.candidates) {
+      this.showItems([]);
+      return;
+    }
+    void this.candidates(at.query).then(
+      found => {
+        if (asked === this.asked) { // nothing typed since
+          this.showItems(found.map(m => ({ mention: m })));
+        }
+      },
+      () => this.showItems([])
+    );
+  }
+
+  /** Show `items` in the popup (`fresh`: the pick goes back to the first). */
+  private showItems(items: PopupItem[], fresh = true): void {
     if (fresh) {
       this.picked = 0;
     }
-    this.matches = matches;
+    this.items = items;
     this.popup.textContent = '';
-    this.popup.hidden = matches.length === 0;
-    matches.forEach((command, index) => {
+    this.popup.hidden = items.length === 0;
+    items.forEach((entry, index) => {
       const item = document.createElement('div');
-      item.className = 'jp-agent-slash-item';
+      item.className = 'slash' in entry ? 'jp-agent-slash-item' : 'jp-agent-slash-item jp-agent-mention-item';
       item.setAttribute('role', 'option');
       item.setAttribute('aria-selected', String(index === this.picked));
       item.classList.toggle('jp-mod-selected', index === this.picked);
       const name = document.createElement('span');
       name.className = 'jp-agent-slash-name';
-      name.textContent = `/${command.name}`;
+      name.textContent = 'slash' in entry ? `/${entry.slash.name}` : `@${entry.mention.label}`;
       const help = document.createElement('span');
       help.className = 'jp-agent-slash-help';
-      help.textContent = command.help;
+      help.textContent = 'slash' in entry ? entry.slash.help : entry.mention.detail;
       item.append(name, help);
       item.addEventListener('mousedown', ev => {
         ev.preventDefault(); // the box keeps the focus
-        this.complete(command);
+        this.pick(entry);
       });
       this.popup.appendChild(item);
     });
@@ -270,8 +336,11 @@ export class Composer extends Widget {
   private readonly error: HTMLDivElement;
   private readonly note: HTMLDivElement;
   private readonly popup: HTMLDivElement;
-  private matches: ISlashCommand[] = [];
+  private items: PopupItem[] = [];
   private picked = 0;
+  private asked = 0;
+  private readonly candidates: ((query: string) => Promise<IMentionItem[]>) | null;
+  private mentions: IMention[] = [];
   private readonly attachList: HTMLDivElement;
   private readonly input: HTMLTextAreaElement;
   private readonly sendButton: HTMLButtonElement;

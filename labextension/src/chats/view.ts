@@ -20,6 +20,7 @@ import { Composer } from './composer';
 import { ChatDecisions } from './decisions';
 import { FollowScroller } from './follow';
 import { forkFrom, IForkContext, originText, slashFork } from './forks';
+import type { IMentionItem } from './mentions';
 import { modelNote } from './modelnote';
 import { ChatHydration } from './hydration';
 import type { IChatsService } from './service';
@@ -39,6 +40,8 @@ export interface IChatViewOptions {
   getView: () => IView | null;
   /** The path of the document the person has open, or null. */
   currentPath: () => string | null;
+  /** What an `@` query can mention (files, the open notebook's cells and variables). */
+  mentionCandidates?: (query: string) => Promise<IMentionItem[]>;
   /** Open a path in JupyterLab (a notebook opens in the notebook editor). */
   openPath: (path: string) => Promise<void>;
   /** Open the Memory view (the header's "Memory" button shows when given). */
@@ -101,7 +104,8 @@ export class ChatView extends Panel {
     this.composer = new Composer({
       send: () => void this.send(),
       stop: () => void this.stop(),
-      currentPath: options.currentPath
+      currentPath: options.currentPath,
+      mentionCandidates: options.mentionCandidates
     });
     this.addWidget(this.composer);
     this.refreshDemo();
@@ -163,10 +167,11 @@ export class ChatView extends Panel {
     if (!draft) {
       return;
     }
-    const { attachments } = draft;
+    const { attachments, mentions } = draft;
     const text = parsed.text || draft.text;
     try {
-      const view = this.options.getView();
+      const open = this.options.getView();
+      const view = mentions.length ? { ...(open ?? {}), mentions } : open;
       const result = await this.options.service.send(this.chatId, text, view, attachments);
       this.state.addUserMessage(text, result.run_id, result.routed, result.message_id ?? null);
       this.follow.pin();

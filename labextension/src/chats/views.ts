@@ -17,6 +17,7 @@ import { agentIcon } from '../ui/icons';
 import type { IItemContext } from '../ui/widgets';
 import type { IChatsService } from './service';
 import { ChatView } from './view';
+import { mentionCandidates } from './mentionsources';
 
 /** The open chat views. */
 export interface IChatViews {
@@ -103,6 +104,12 @@ export class ChatViews implements IChatViews {
       ctx,
       getView: () => documents.getView(),
       currentPath: () => documents.docPath(),
+      mentionCandidates: mentionCandidates({
+        docPath: () => documents.docPath(),
+        cells: () => documents.cells(),
+        listFolder: path => documents.listFolder(path),
+        variables: path => service.api.variables(path)
+      }),
       openMemory,
       newChat: () => this.create(),
       openChat: chat => this.open(chat),

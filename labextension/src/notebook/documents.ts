@@ -27,6 +27,11 @@ export interface IAgentDocuments {
   docPath(): string | null;
   /** What the person has open: path, active cell (index and id), selection; or null. */
   getView(): IView | null;
+  /** The cells of the notebook the person works in (its model ids and sources); none
+   * when the document is not a notebook. */
+  cells(): { id?: string; source: string }[];
+  /** The entries of a contents folder (`` the root): paths, and which are folders. */
+  listFolder(path: string): Promise<{ path: string; folder: boolean }[]>;
   /**
    * Insert code as a new cell below the active cell of the person's open notebook (never
    * a trace or an export of the agent's; with none current, the person picks one of the
@@ -98,6 +103,26 @@ export class DocumentsService implements IAgentDocuments {
       }
     }
     return view;
+  }
+
+  cells(): { id?: string; source: string }[] {
+    const w = this.doc();
+    if (!(w instanceof NotebookPanel)) {
+      return [];
+    }
+    return w.content.widgets.map(cell => ({
+      id: cell.model.id || undefined,
+      source: cell.model.sharedModel.getSource()
+    }));
+  }
+
+  async listFolder(path: string): Promise<{ path: string; folder: boolean }[]> {
+    const model = await this.app.serviceManager.contents.get(path, { content: true });
+    const entries = Array.isArray(model.content) ? model.content : [];
+    return entries.map((e: { path: string; type: string }) => ({
+      path: e.path,
+      folder: e.type === 'directory'
+    }));
   }
 
   async insertCell(code: string): Promise<boolean> {
