@@ -106,6 +106,13 @@ class ProgramRegistry:
                 self._by_key[key] = found
             return found
 
+    def resolve_key(self, key: str) -> Resolved:
+        """The version ``key`` (``toolcaller@v7``: built in or deployed), active or not
+        (a rerun names one). ProgramFault when it is not stored or does not load."""
+        with self._lock:
+            found = self._by_key.get(key)
+            return found if found is not None else self._resolve_key(key)
+
     def layers(self) -> dict[tuple[str, str], int | None]:
         """Each layer's newest activation ``(agent, family) -> version or None``, re-read
         only when the store's activation mark moved."""

@@ -259,6 +259,7 @@ class Parts:
             approvals=self.approvals,
             scrubber=self.scrubber,
             events=self.events,
+            run_configs=self.run_configs,
         )
         # The MCP endpoint's run_cell: digest options only (the ceilings), every owner's.
         cells = CellService(
@@ -372,6 +373,7 @@ class Parts:
         try:
             await self.embedder.stop()
             await self.history.stop()
+            await self.services.runs.reruns.stop()
             await self.manager.shutdown()
         finally:
             try:

@@ -17,7 +17,14 @@ from jupyter_agent.exceptions import Forbidden
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
-__all__ = ["BreakHandler", "RunHandler", "RunNotebookHandler", "RunStatsHandler", "RunsHandler"]
+__all__ = [
+    "BreakHandler",
+    "RerunHandler",
+    "RunHandler",
+    "RunNotebookHandler",
+    "RunStatsHandler",
+    "RunsHandler",
+]
 
 
 class RunsHandler(AgentHandler):
@@ -117,3 +124,27 @@ class BreakHandler(AgentHandler):
         hard = parse.flag(body, "hard", reason="bad_hard")
         runs = (await self.services()).runs
         self.finish_json(await runs.break_run(run_id, owner=self.owner, hard=hard), status=202)
+
+
+class RerunHandler(AgentHandler):
+    """``POST agent/runs/{run_id}/rerun`` ``{model?, program?}``: 202 ``{run_id, rerun_of,
+    program, model}``: a new run fed the run's recorded inputs (not a turn of its chat)."""
+
+    body_methods = frozenset({"POST"})
+
+    @web.authenticated
+    @authorized_execute
+    async def post(self, run_id: str) -> None:
+        """Start the rerun; 409 ``running`` for a run still going."""
+        body = self.json_body()
+        parse.only_keys(body, ("model", "program"), reason="unknown_field")
+        model = parse.optional_string(body, "model", reason="bad_model")
+        program = parse.optional_string(body, "program", reason="bad_program")
+        runs = (await self.services()).runs
+        answer = await runs.rerun(
+            run_id,
+            owner=self.owner,
+            model=model.strip() if model else None,
+            program=program.strip() if program else None,
+        )
+        self.finish_json(answer, status=202)

@@ -45,6 +45,7 @@ History:
    so a deployed ``toolcaller@v8`` moves to the next free number (``renumber_shadowed``).
 13. forks: ``forked_from`` (TEXT, NULL: ``{"chat_id", "turn"}`` as JSON) on ``chats``.
 14. a chat's model: ``model`` (TEXT, NULL: the agent's codegen tier) on ``chats``.
+15. reruns: ``rerun_of`` (TEXT, NULL: a run of its chat) on ``agent_runs``.
 """
 
 from __future__ import annotations
@@ -415,3 +416,7 @@ def v13(conn: Connection) -> None:
 
 def v14(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE chats ADD COLUMN model TEXT"))
+
+
+def v15(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE agent_runs ADD COLUMN rerun_of TEXT"))

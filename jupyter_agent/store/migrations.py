@@ -73,6 +73,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(12, "deployed versions the built-in toolcaller@v8 shadows, renumbered", steps.v12),
     Migration(13, "forked_from on chats: the chat and turn a fork started from", steps.v13),
     Migration(14, "model on chats: the model a chat answers with, over its agent's", steps.v14),
+    Migration(15, "rerun_of on agent_runs: the run a rerun re-ran", steps.v15),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

@@ -185,6 +185,8 @@ class AgentRunRow(SQLModel, table=True):
     programs: str = Field(default="[]", sa_column=_text())  # since v6: JSON list of refs
     agent: str = Field(default="agent", sa_column=_text())  # since v6
     owner: str = Field(default="", sa_column=_text())  # since v9
+    #: The run a rerun re-ran (since v15; NULL: a run of its chat).
+    rerun_of: str | None = Field(default=None, sa_column=_text(nullable=True))
 
 
 class AgentMailRow(SQLModel, table=True):

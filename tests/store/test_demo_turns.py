@@ -33,11 +33,11 @@ def _docs(db_url: str) -> list[tuple[str, str]]:
     return sorted((str(k), str(r)) for k, r in rows)
 
 
-def _alter(db_url: str, change: str) -> None:
+def _alter(db_url: str, change: str, table: str = "chats") -> None:
     engine = create_engine(db_url)
     try:
         with engine.begin() as conn:
-            conn.execute(text(f"ALTER TABLE chats {change}"))
+            conn.execute(text(f"ALTER TABLE {table} {change}"))
     finally:
         engine.dispose()
 
@@ -58,6 +58,7 @@ def test_migration_v11_removes_the_demo_turns_docs(
         old = Store(db_url)
         _alter(db_url, "ADD COLUMN forked_from TEXT")  # today's Store writes it (v13)
         _alter(db_url, "ADD COLUMN model TEXT")  # and this (v14)
+        _alter(db_url, "ADD COLUMN rerun_of TEXT", table="agent_runs")  # and this (v15)
         try:
             old.create_chat(chat_id="chat_01A", title="demo", now=iso(0))
             for n, model in ((1, DEMO_MODEL), (2, "claude-test")):
@@ -73,6 +74,7 @@ def test_migration_v11_removes_the_demo_turns_docs(
             old.close()
             _alter(db_url, "DROP COLUMN forked_from")
             _alter(db_url, "DROP COLUMN model")
+            _alter(db_url, "DROP COLUMN rerun_of", table="agent_runs")
     store = Store(db_url)  # migrates to the latest
     try:
         assert _docs(db_url) == [("turn", "turn_000002")]

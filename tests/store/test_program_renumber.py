@@ -81,6 +81,8 @@ def _old_database(
             _chat_column(db_url, "ADD COLUMN forked_from TEXT")
         if schema < 14:  # and the chat's model (v14)
             _chat_column(db_url, "ADD COLUMN model TEXT")
+        if schema < 15:  # and a run's rerun_of (v15)
+            _chat_column(db_url, "ADD COLUMN rerun_of TEXT", table="agent_runs")
         try:
             low = _deploy(store, "low", after=first - 1)
             high = _deploy(store, "high", after=first - 1)
@@ -105,14 +107,16 @@ def _old_database(
                 _chat_column(db_url, "DROP COLUMN forked_from")
             if schema < 14:
                 _chat_column(db_url, "DROP COLUMN model")
+            if schema < 15:
+                _chat_column(db_url, "DROP COLUMN rerun_of", table="agent_runs")
     return low, high
 
 
-def _chat_column(db_url: str, change: str) -> None:
+def _chat_column(db_url: str, change: str, table: str = "chats") -> None:
     engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
     try:
         with engine.begin() as conn:
-            conn.execute(text(f"ALTER TABLE chats {change}"))
+            conn.execute(text(f"ALTER TABLE {table} {change}"))
     finally:
         engine.dispose()
 
@@ -162,7 +166,7 @@ UPGRADES = [
 
 def test_the_built_ins_are_v1_to_v8() -> None:
     assert builtin_module.latest_builtin("toolcaller") == 8
-    assert migrations.LATEST_VERSION == 14
+    assert migrations.LATEST_VERSION == 15
 
 
 @pytest.mark.parametrize("case", UPGRADES)

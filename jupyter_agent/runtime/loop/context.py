@@ -51,7 +51,9 @@ class RunContext:
     prefetch: Prefetch | None = None
     #: The run's turn, once stored.
     stored: StoredTurn | None = None
+    #: Where its events go (None: its chat's; a rerun's go on a channel of their own).
+    channel: str | None = None
 
     def publish(self, event: Event) -> None:
         """Publish one of the run's events."""
-        self.services.events.publish(self.chat_id, self.run_id, event)
+        self.services.events.publish(self.channel or self.chat_id, self.run_id, event)

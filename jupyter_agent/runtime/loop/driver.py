@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jupyter_agent.core.digest.record import digest_options_from_config
@@ -85,6 +86,8 @@ class RunDriver:
         step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
         lifecycle: RunLifecycle | None = None,
         apps: AppTable = IN_CELL_APPS,
+        overrides: Mapping[str, Callable[[RunDriver, Performer], Performer]] | None = None,
+        channel: str | None = None,
     ) -> None:
         """``program``: the run's program (resolved at its opening; None: the built-in
         ``program_name``); ``gen`` replaces its generator (tests). ``agent``: the agent the
@@ -92,7 +95,10 @@ class RunDriver:
         ``step_timeout_s``: a deployed program's step deadline. ``lifecycle``: the run's
         phase, when the run manager reserved it (it moves it to ``OPEN`` once launched);
         else a new open one.
-        ``apps``: the in-cell apps its cells may call."""
+        ``apps``: the in-cell apps its cells may call. ``overrides``: performers made for
+        this driver (from it and its own performer) that replace its own by effect name
+        (a rerun's recorded inputs: :mod:`.rerun`); ``channel``: where its events go
+        (None: its chat's)."""
         program = program or RunProgram.of_builtin(program_name)
         lifecycle = lifecycle or RunLifecycle(run_id)
         self.ctx = RunContext(
@@ -105,6 +111,7 @@ class RunDriver:
             program=program,
             summary=summary,
             lifecycle=lifecycle,
+            channel=channel,
         )
         self.log = log_
         self.apps = apps
@@ -137,6 +144,8 @@ class RunDriver:
             groups.recall_group(self.ctx),
             groups.approval_group(self.ctx),
         )
+        for name, make in (overrides or {}).items():
+            performers[name] = make(self, performers[name])
         self.effects = EffectRunner(
             log_,
             performers,

@@ -75,7 +75,10 @@ async def _recover_one(store: Any, summary: RunSummary, path: Path) -> None:
         ended = ended_by(summary, turn, now)
     else:
         ended = ended_summary(summary, now, status="interrupted", stop="error", cause="restart")
-    if await asyncio.to_thread(store.get_chat, summary.chat_id) is None:
+    if summary.rerun_of is not None:
+        # A rerun is no turn of its chat (and took no mail): its summary ends, nothing more.
+        await asyncio.to_thread(store.upsert_run, ended)
+    elif await asyncio.to_thread(store.get_chat, summary.chat_id) is None:
         # The chat was deleted: no turn to keep, and no mail for it to deliver.
         await asyncio.to_thread(store.delete_mail, facts.message_ids)
         await asyncio.to_thread(store.upsert_run, ended)

@@ -23,11 +23,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from jupyter_agent.exceptions import BadRequest, NotFound
+from jupyter_agent.exceptions import BadRequest, Conflict, NotFound, ProgramFault
+from jupyter_agent.programs.builtin import BUILTIN
 from jupyter_agent.runtime.events import EventBus
+from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.runtime.loop.live_detail import overlay_live
+from jupyter_agent.runtime.loop.rerun import CHANNEL, Reruns, start_rerun
 from jupyter_agent.runtime.notebook.contents import shown
 from jupyter_agent.runtime.notebook.exports import NotebookWriter, trace_stem
+from jupyter_agent.runtime.programs.resolve import RunProgram
 from jupyter_agent.runtime.runs.approvals import ApprovalWaits
 from jupyter_agent.runtime.runs.manager import RunManager
 from jupyter_agent.runtime.secrets import NO_SECRETS, Scrubber
@@ -48,6 +52,10 @@ def is_run_id(text: str) -> bool:
     return _RUN_ID.match(text) is not None
 
 
+def _no_program(key: str) -> RunProgram:
+    raise BadRequest(f"no program {key} on this server", reason="bad_program")
+
+
 def no_run(run_id: str) -> NotFound:
     """The refusal of an unknown run (or another owner's: the same message)."""
     return NotFound(f"no run {shown(run_id)}")
@@ -65,8 +73,10 @@ class RunService:
         approvals: ApprovalWaits,
         scrubber: Scrubber = NO_SECRETS,
         events: EventBus | None = None,
+        run_configs: Any = None,
     ) -> None:
-        """``events``: the bus whose kept events give a running run's progress."""
+        """``events``: the bus whose kept events give a running run's progress;
+        ``run_configs`` (:class:`~.run_configs.RunConfigs`) the configs reruns start with."""
         # Records written before secrets were scrubbed in every form may still hold one:
         # what a client reads of a run (its detail, its notebook) is scrubbed again.
         self._scrubber = scrubber
@@ -75,6 +85,9 @@ class RunService:
         self._notebooks = notebooks
         self._approvals = approvals
         self._events = events
+        self._run_configs = run_configs
+        #: The reruns going (``POST agent/runs/{id}/rerun``).
+        self.reruns = Reruns()
 
     # --- listing ---------------------------------------------------------------------------
 
@@ -147,6 +160,9 @@ class RunService:
 
     async def wait(self, run_id: str) -> None:
         """Return once the run has ended (at once for a run that is not going)."""
+        if run_id in self.reruns:
+            await self.reruns.wait(run_id)
+            return
         await self._manager.wait(run_id)
 
     async def _log_path(self, run_id: str, owner: str, admin: bool) -> Path:
@@ -179,7 +195,8 @@ class RunService:
         body = show_run(trace, record, full=full)
         body["summary"] = summary.to_json() if summary else None
         if summary is not None and summary.status == "running" and self._events is not None:
-            overlay_live(body, run_id, self._events.since(summary.chat_id, 0))
+            channel = CHANNEL + run_id if summary.rerun_of else summary.chat_id
+            overlay_live(body, run_id, self._events.since(channel, 0))
         return self._scrubber.clean_json(body)
 
     async def log(self, run_id: str, *, owner: str, admin: bool = False) -> bytes:
@@ -237,10 +254,71 @@ class RunService:
         """``POST agent/break/{run_id}``: ``{run_id, state}``; ``NotFound`` for an unknown
         run (or another owner's). Soft: at the run's next drain; hard: at once. Idempotent."""
         await self.check(run_id, owner=owner)
-        state = await self._manager.break_run(run_id, hard=hard)
+        if run_id in self.reruns:  # a rerun takes no mail: any break stops it at once
+            state = await self.reruns.break_run(run_id)
+        else:
+            state = await self._manager.break_run(run_id, hard=hard)
         if state is None:
             raise no_run(run_id)
         return {"run_id": run_id, "state": state}
+
+    async def rerun(
+        self, run_id: str, *, owner: str, model: str | None = None, program: str | None = None
+    ) -> dict[str, Any]:
+        """``POST agent/runs/{id}/rerun``: a new run fed this run's recorded inputs, live
+        against ``model`` (a tier or model name, as a chat's; None: the original's tiers)
+        and ``program`` (``toolcaller@vN``; None: the original's); see
+        :mod:`~jupyter_agent.runtime.loop.rerun`. ``{run_id, rerun_of, program, model}``.
+        ``Conflict`` for a run still going, ``BadRequest`` ``bad_model``/``bad_program``/
+        ``bad_run``; nothing starts when refused."""
+        await self.check(run_id, owner=owner)
+        original = await asyncio.to_thread(self._store.get_run, run_id)
+        if original is None or original.status == "running":
+            raise Conflict(f"run {run_id} is still going: re-run it once it ends", reason="running")
+        trace = await self._trace(run_id, owner, False)
+        configs = self._run_configs
+        if configs is None:
+            raise BadRequest("reruns are not available on this server", reason="bad_run")
+        if model is not None:
+            problem = await asyncio.to_thread(
+                configs.model_problem, model, agent=original.agent, owner=original.owner
+            )
+            if problem:
+                raise BadRequest(problem, reason="bad_model")
+        chosen = await self._program(program or original.program)
+        config = configs.run_config(original.agent, owner=original.owner, model=model)
+        new = new_id("run")
+        summary = await start_rerun(
+            original=original,
+            trace=trace,
+            config=config,
+            program=chosen,
+            services=self._manager.services,
+            log_path=self._manager.log_path(new),
+            run_id=new,
+            going=self.reruns,
+        )
+        return {
+            "run_id": new,
+            "rerun_of": run_id,
+            "program": summary.program,
+            "model": summary.model,
+        }
+
+    async def _program(self, key: str) -> RunProgram:
+        """The run program ``key`` names (``bad_program`` when it is not one)."""
+        if not re.fullmatch(r"toolcaller@v[1-9][0-9]{0,5}", key):
+            raise BadRequest(
+                f"a rerun's program is a version of toolcaller (toolcaller@vN), not {key[:80]!r}",
+                reason="bad_program",
+            )
+        registry = self._manager.services.programs
+        if registry is None:
+            return RunProgram.of_builtin(key) if key in BUILTIN else _no_program(key)
+        try:
+            return RunProgram.of(await asyncio.to_thread(registry.resolve_key, key))
+        except ProgramFault as fault:
+            raise BadRequest(f"{key}: {fault}", reason="bad_program") from None
 
     async def decide_approval(
         self,
