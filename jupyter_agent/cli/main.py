@@ -24,6 +24,7 @@ from importlib.resources import as_file, files
 from jupyter_agent.cli.memory import add_memory
 from jupyter_agent.cli.options import Subparsers, add_server_options
 from jupyter_agent.cli.program import add_program
+from jupyter_agent.cli.rerun import add_rerun
 from jupyter_agent.cli.trace import add_export, add_replay, add_trace
 
 __all__ = ["VERBS", "add_server_options", "build_parser", "install_kernelspec", "main"]
@@ -80,6 +81,7 @@ VERBS: list[Callable[[Subparsers], None]] = [
     add_export,
     add_memory,
     add_program,
+    add_rerun,
 ]
 
 

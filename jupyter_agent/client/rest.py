@@ -118,6 +118,13 @@ class AgentClient(HttpClient):
         """``GET agent/runs/{run_id}/stats``: per model call usage and cost, and totals."""
         return dict(self._json("GET", f"agent/runs/{seg(run_id)}/stats"))
 
+    def rerun(
+        self, run_id: str, *, model: str | None = None, program: str | None = None
+    ) -> dict[str, Any]:
+        """``POST agent/runs/{run_id}/rerun``: ``{run_id, rerun_of, program, model}``."""
+        body = {k: v for k, v in (("model", model), ("program", program)) if v}
+        return dict(self._json("POST", f"agent/runs/{seg(run_id)}/rerun", body=body))
+
     def run_notebook(self, run_id: str) -> dict[str, Any]:
         """``GET agent/runs/{run_id}/notebook``: the turn as notebook JSON (nbformat v4)."""
         return dict(self._json("GET", f"agent/runs/{seg(run_id)}/notebook"))

@@ -237,8 +237,9 @@ class RunSummary:
     agent: str = "agent"
     #: Whose run it is: its chat's owner ("" = the server's user).
     owner: str = ""
-    #: The run this one re-ran with that run's recorded inputs (None: a run of its chat).
-    rerun_of: str | None = None
+    #: The run this one re-ran with that run's recorded inputs (None: a run of its chat);
+    #: ``rerun_of`` on the wire, as the run and chat ids.
+    rerun_of: str | None = field(default=None, metadata={"alias": "rerun_of"})
 
     def to_json(self) -> dict[str, Any]:
         return dump_dict(self)

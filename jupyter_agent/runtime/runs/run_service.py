@@ -273,7 +273,9 @@ class RunService:
         ``bad_run``; nothing starts when refused."""
         await self.check(run_id, owner=owner)
         original = await asyncio.to_thread(self._store.get_run, run_id)
-        if original is None or original.status == "running":
+        if original is None:
+            raise no_run(run_id)
+        if original.status == "running":
             raise Conflict(f"run {run_id} is still going: re-run it once it ends", reason="running")
         trace = await self._trace(run_id, owner, False)
         configs = self._run_configs
