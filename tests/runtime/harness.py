@@ -52,7 +52,9 @@ class Harness:
     #: the ``recall.search`` deadline (None: RunConfig's default)
     recall_timeout_ms: int | None = None
 
-    def config(self, agent: str = "agent", *, owner: str = "") -> RunConfig:
+    def config(
+        self, agent: str = "agent", *, owner: str = "", model: str | None = None
+    ) -> RunConfig:
         tier = self.tier or {"provider": "fake", "model": MODEL, "base_url": self.fake.base_url}
         extra: dict[str, Any] = {}
         if self.history_layout is not None:

@@ -85,10 +85,10 @@ def _ceiling(kind: Callable[..., Any], name: str, what: str, **kw: Any) -> Any:
 class RunManager(LoggingConfigurable):
     """Owns the runs of one server (see the module docstring).
 
-    ``run_config(agent, owner=owner)`` gives the snapshot each new run of a chat of that
-    agent and owner starts with (its ``ceilings`` are usually this manager's
-    :attr:`ceilings`; the chat's agent and owner are read once per chat); effect logs go
-    in ``runs_dir``.
+    ``run_config(agent, owner=owner, model=model)`` gives the snapshot each new run of a
+    chat of that agent and owner (and model: the chat's own, or None) starts with (its
+    ``ceilings`` are usually this manager's :attr:`ceilings`; the chat's agent and owner
+    are read once per chat); effect logs go in ``runs_dir``.
     The ceiling traits are given as keyword arguments or through ``config`` / ``parent``;
     so are the effect logs' sync traits (``log_sync``: :mod:`~jupyter_agent.runtime.runs.log_sync`).
     """
