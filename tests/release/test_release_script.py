@@ -21,7 +21,8 @@ from tests.plugins.fresh_venv import REPO
 
 def _load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -104,7 +105,7 @@ def test_with_no_tag_the_section_says_so_and_takes_every_commit(history: Path) -
 
 def test_the_new_section_goes_under_an_emptied_unreleased() -> None:
     text = "# Changelog\n\nIntro.\n\n## [Unreleased]\n\n### Added\n- x\n\n## Before\n- y\n"
-    head, curated, rest = release.split_unreleased(text)
+    _head, curated, rest = release.split_unreleased(text)
     assert (curated, rest) == ("\n### Added\n- x\n\n", "## Before\n- y\n")
     new = release.new_changelog(text, "## [1.0.0] - 2026-12-05\n\n### Added\n- x\n")
     assert new == (
@@ -123,5 +124,6 @@ def test_path_without_node_keeps_the_other_commands(tmp_path: Path) -> None:
     assert shutil.which("node", path=path) is None
     assert shutil.which("jlpm", path=path) is None
     found = shutil.which("bash-like", path=path)
-    assert found is not None and Path(found).resolve() == (tools / "bash-like").resolve()
+    assert found is not None
+    assert Path(found).resolve() == (tools / "bash-like").resolve()
     assert path.endswith(f"{os.pathsep}/nonexistent")

@@ -86,7 +86,7 @@ def test_the_wheel_installs_without_node_and_passes_the_smoke_test(tmp_path: Pat
     # the sdist carries what a wheel build from it needs: the TypeScript and its lock
     with tarfile.open(report["sdist"]) as tf:
         members = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}
-    for path in ("labextension/package.json", "labextension/yarn.lock", "labextension/src/index.ts"):
-        assert path in members, path
+    for path in ("package.json", "yarn.lock", ".yarnrc.yml", "src/index.ts"):
+        assert f"labextension/{path}" in members, path
     assert not [m for m in members if "node_modules" in m]
     print(json.dumps(report, indent=2))
