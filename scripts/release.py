@@ -81,12 +81,22 @@ def current_version() -> str:
     return found.group(1)
 
 
+def npm_version(version: str) -> str:
+    """``version`` (PEP 440) as npm writes it: ``1.2.0rc1`` is ``1.2.0-rc.1``."""
+    found = re.match(r"^(\d+\.\d+\.\d+)(?:(a|b|rc)(\d+))?$", version)
+    if found is None:
+        raise Failed(f"not a release version: {version!r}")
+    base, kind, number = found.groups()
+    names = {"a": "alpha", "b": "beta", "rc": "rc"}
+    return f"{base}-{names[kind]}.{number}" if kind else base
+
+
 def write_version(version: str) -> None:
     """The version's one place, and the labextension's package.json that mirrors it."""
     text = VERSION_FILE.read_text()
     VERSION_FILE.write_text(_VERSION_LINE.sub(f'__version__ = "{version}"', text, count=1))
     package = json.loads(PACKAGE_JSON.read_text())
-    package["version"] = version
+    package["version"] = npm_version(version)
     PACKAGE_JSON.write_text(json.dumps(package, indent=2) + "\n")
 
 
@@ -178,7 +188,7 @@ def build(out: Path, reuse_bundle: bool, isolation: bool) -> dict[str, Any]:
     return figures
 
 
-def check(out: Path) -> tuple[Path, Path]:
+def check(out: Path, version: str) -> tuple[Path, Path]:
     wheels, sdists = sorted(out.glob("*.whl")), sorted(out.glob("*.tar.gz"))
     if len(wheels) != 1 or len(sdists) != 1:
         raise Failed(f"expected one wheel and one sdist in {out}: {wheels + sdists}")
@@ -202,6 +212,10 @@ def check(out: Path) -> tuple[Path, Path]:
     missing = [p for p in WHEEL_DATA if data + p not in names]
     if missing:
         raise Failed(f"the wheel lacks {missing}")
+    with zipfile.ZipFile(wheel) as zf:
+        bundled = json.loads(zf.read(data + WHEEL_DATA[0]))["version"]
+    if (wheel.name.split("-")[1], bundled) != (version, npm_version(version)):
+        raise Failed(f"{wheel.name} carries the extension {bundled}, not {version}")
     if not any(
         n.startswith(data + "share/jupyter/labextensions/jupyter-agent/static/") for n in names
     ):
@@ -290,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             old.unlink()
         report |= build(out, args.reuse_bundle, not args.no_isolation)
         print("==> twine check, check-wheel-contents, the wheel's data", flush=True)
-        wheel, sdist = check(out)
+        wheel, sdist = check(out, report["version"])
         report |= {"wheel": str(wheel), "wheel_bytes": wheel.stat().st_size}
         report |= {"sdist": str(sdist), "sdist_bytes": sdist.stat().st_size}
         print("==> install into a fresh venv with no Node on PATH", flush=True)
@@ -311,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
                 "NOTE: no tag in this clone: the changelog lists every commit (or use --since REV)"
             )
     except Failed as failed:
-        print(f"FAILED: {failed}", file=sys.stderr)
+        print(f"FAILED: {failed}\n(its folder: {base})", file=sys.stderr)
         return 1
     finally:
         if not args.keep:  # the artifacts of a dry run stay (their path is in the report)

@@ -30,12 +30,21 @@ def _load(name: str) -> ModuleType:
 
 
 release = _load("release")
-release_smoke = _load("release_smoke")
+release_smoke = sys.modules["release_smoke"]  # the one release.py imported (its Failed)
 
 
 def test_the_version_has_one_value() -> None:
     package = json.loads((REPO / "labextension" / "package.json").read_text())
-    assert release.current_version() == jupyter_agent.__version__ == package["version"]
+    assert release.current_version() == jupyter_agent.__version__
+    assert package["version"] == release.npm_version(jupyter_agent.__version__)
+
+
+def test_a_prerelease_is_written_in_each_ecosystem_s_form() -> None:
+    assert release.npm_version("1.2.0") == "1.2.0"
+    assert release.npm_version("1.2.0rc1") == "1.2.0-rc.1"
+    assert release.npm_version("1.2.0a3") == "1.2.0-alpha.3"
+    with pytest.raises(release_smoke.Failed):
+        release.npm_version("1.2")
 
 
 def test_the_labextension_names_its_server_part_for_the_extension_manager() -> None:
