@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+import jupyter_agent
 from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import (
     CHROMIUM,
@@ -347,6 +348,10 @@ def test_demo_model_with_no_provider(page: Page, lab: LabServer) -> None:
             "Demo model — offline, no API key"
         )
         expect(page.locator(".jp-agent-first-run")).to_contain_text("ANTHROPIC_API_KEY")
+        # the about line: the release the server runs (GET agent/status's version)
+        expect(page.locator(".jp-agent-sidebar .jp-agent-version")).to_have_text(
+            f"jupyter-agent {jupyter_agent.__version__}"
+        )
         expect(view.locator(".jp-agent-demo-badge")).to_be_visible()
         send_message(view, "Show me what you can do")
         table = view.locator(".jp-agent-cell").first.locator(".jp-OutputArea-output table")

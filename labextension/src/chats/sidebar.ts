@@ -1,6 +1,6 @@
 /**
  * The left sidebar: the server's status (the demo label, a first-run note saying what
- * to configure), and the chats, newest first (open, rename, delete, new; a chat's agent
+ * to configure, the agent's version), and the chats, newest first (open, rename, delete, new; a chat's agent
  * is named when it is not the default one). It follows the
  * chats service: the list is read again when `chatsChanged` fires.
  */
@@ -103,6 +103,13 @@ export class ChatListPanel extends Widget {
         .map(([name, t]) => `${name}: ${t.model}${t.ready ? '' : ` (not ready: ${t.reason || 'unknown'})`}`)
         .join(' · ');
       box.textContent = tiers;
+    }
+    // The about line: which release of the agent this server runs (`GET agent/status`).
+    if (status.version) {
+      const about = document.createElement('p');
+      about.className = 'jp-agent-version';
+      about.textContent = `jupyter-agent ${status.version}`;
+      box.appendChild(about);
     }
   }
 
