@@ -19,8 +19,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from importlib.resources import as_file, files
 
+from jupyter_agent.cli.diff import add_diff
 from jupyter_agent.cli.memory import add_memory
 from jupyter_agent.cli.options import Subparsers, add_server_options
 from jupyter_agent.cli.program import add_program
@@ -76,7 +78,7 @@ def _add_kernel(subparsers: Subparsers) -> None:
 
 VERBS: list[Callable[[Subparsers], None]] = [
     _add_kernel,
-    add_trace,
+    partial(add_trace, more=(add_diff,)),
     add_replay,
     add_export,
     add_memory,

@@ -38,7 +38,7 @@ import argparse
 import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -355,10 +355,11 @@ def _export(args: argparse.Namespace) -> int:
 # --- parsers ---------------------------------------------------------------------------
 
 
-def add_trace(subparsers: Subparsers) -> None:
-    """``trace ls|show|prune``."""
-    trace = subparsers.add_parser("trace", help="list, show and prune recorded runs")
-    verbs = trace.add_subparsers(dest="trace_verb", required=True, metavar="{ls,show,prune}")
+def add_trace(subparsers: Subparsers, more: Sequence[Callable[[Any], None]] = ()) -> None:
+    """``trace ls|show|diff|prune``: ``more`` registers verbs kept in other modules
+    (``diff``: :mod:`jupyter_agent.cli.diff`)."""
+    trace = subparsers.add_parser("trace", help="list, show, diff and prune recorded runs")
+    verbs = trace.add_subparsers(dest="trace_verb", required=True, metavar="{ls,show,diff,prune}")
 
     ls = verbs.add_parser("ls", help="the server's runs, newest first")
     add_server_options(ls)
@@ -392,6 +393,9 @@ def add_trace(subparsers: Subparsers) -> None:
     show.add_argument("--full", action="store_true", help="do not cut large fields")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(handler=_trace_show)
+
+    for add_verb in more:
+        add_verb(verbs)
 
     prune = verbs.add_parser("prune", help="delete old runs from the local database and store")
     prune.add_argument(

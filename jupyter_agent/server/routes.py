@@ -43,6 +43,7 @@ from jupyter_agent.server.proposals import (
 from jupyter_agent.server.runs import (
     BreakHandler,
     RerunHandler,
+    RunDiffHandler,
     RunHandler,
     RunNotebookHandler,
     RunsHandler,
@@ -129,6 +130,7 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (rf"/agent/runs/{_ID.format('run_id')}/stats", RunStatsHandler),
     (rf"/agent/runs/{_ID.format('run_id')}/notebook", RunNotebookHandler),
     (rf"/agent/runs/{_ID.format('run_id')}/rerun", RerunHandler),
+    (rf"/agent/runs/{_ID.format('run_id')}/diff/{_ID.format('other')}", RunDiffHandler),
     (
         rf"/agent/runs/{_ID.format('run_id')}/approvals/{_ID.format('approval_id')}",
         ApprovalHandler,

@@ -20,6 +20,7 @@ from jupyter_agent.server.base import AgentHandler, authorized_execute
 __all__ = [
     "BreakHandler",
     "RerunHandler",
+    "RunDiffHandler",
     "RunHandler",
     "RunNotebookHandler",
     "RunStatsHandler",
@@ -148,3 +149,15 @@ class RerunHandler(AgentHandler):
             program=program.strip() if program else None,
         )
         self.finish_json(answer, status=202)
+
+
+class RunDiffHandler(AgentHandler):
+    """``GET agent/runs/{run_id}/diff/{other}``: where two runs first part, and the rest of
+    each side by side (``identical``, ``divergence``, ``summary``)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, run_id: str, other: str) -> None:
+        """The diff (both runs the caller's; an admin's any)."""
+        runs, admin = (await self.services()).runs, await self.is_admin()
+        self.finish_json(await runs.diff(run_id, other, owner=self.owner, admin=admin))

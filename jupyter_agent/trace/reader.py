@@ -23,7 +23,15 @@ from typing import Any, Literal
 from jupyter_agent.effects import EFFECT_NAMES, Result
 from jupyter_agent.exceptions import TraceError
 
-__all__ = ["LogLine", "LoggedEffect", "Phase", "TraceFile", "pair_effects", "read_log"]
+__all__ = [
+    "LogLine",
+    "LoggedEffect",
+    "Phase",
+    "TraceFile",
+    "pair_effects",
+    "parse_log",
+    "read_log",
+]
 
 Phase = Literal["intent", "result"]
 
@@ -120,7 +128,11 @@ def read_log(path: Path | str) -> TraceFile:
     of order, a result without its intent or with another name, a missing header) raises
     :class:`TraceError` naming the 1-based line number.
     """
-    raw = Path(path).read_bytes()
+    return parse_log(Path(path).read_bytes())
+
+
+def parse_log(raw: bytes) -> TraceFile:
+    """:func:`read_log` of a log's bytes (fetched from a server, say)."""
     chunks = raw.split(b"\n")
     ends_clean = chunks[-1] == b""
     if ends_clean:

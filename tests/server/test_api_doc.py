@@ -133,6 +133,7 @@ def jp_server_config() -> dict[str, Any]:
 IDS = {
     "chat_id": "chat_01DOC",
     "run_id": "run_01DOC",
+    "other": "run_02DOC",
     "memory_id": "mem_01DOC",
     "approval_id": "appr_01DOC",
     "name": "toolcaller",

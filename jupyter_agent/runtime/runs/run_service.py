@@ -213,6 +213,19 @@ class RunService:
 
         return run_stats(await self._trace(run_id, owner, admin))
 
+    async def diff(
+        self, run_id: str, other: str, *, owner: str, admin: bool = False
+    ) -> dict[str, Any]:
+        """``GET agent/runs/{a}/diff/{b}``: where the two runs first part and the rest side
+        by side (:func:`~jupyter_agent.trace.compare.diff.diff_runs`); ``NotFound`` unless
+        both are the caller's (any for an ``admin``)."""
+        from jupyter_agent.trace.compare.diff import diff_runs
+
+        a = await self._trace(run_id, owner, admin)
+        b = await self._trace(other, owner, admin)
+        body = await asyncio.to_thread(diff_runs, a, b)
+        return self._scrubber.clean_json(body)
+
     async def notebook(self, run_id: str, *, owner: str, admin: bool = False) -> dict[str, Any]:
         """The turn as an nbformat v4 notebook (JSON)."""
         from jupyter_agent.trace.notebook import run_notebook
