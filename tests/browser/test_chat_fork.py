@@ -81,3 +81,24 @@ def test_fork_from_a_turn_and_edit_and_resend(
     expect(edited.locator(".jp-agent-end")).to_have_count(2, timeout=60000)
     shot(page, "edit-and-resend")
     assert lab.get("agent/chats").json()["chats"][0]["forked_from"]["turn"] == 1
+
+
+def test_rerun_a_turn_and_see_the_diff(page: Page, fake: FakeProvider, lab: LabServer) -> None:
+    """ "Re-run…" on a turn: its recorded inputs go to another model; once it ends the two
+    runs open side by side, the other model named where they part; the chat is unchanged."""
+    fake.load({"steps": [{"text": "Noted."}], "repeat": True})
+    view = new_chat(page)
+    send_message(view, "remember charlie")
+    expect(view.locator(".jp-agent-end")).to_have_count(1, timeout=60000)
+    view.locator(".jp-agent-run").first.locator(".jp-agent-rerun").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator("input").fill("claude-opus-4-1")
+    dialog.locator(".jp-mod-accept").click()
+    diff = page.locator(".jp-agent-run-diff")
+    expect(diff).to_be_visible(timeout=60000)
+    expect(diff.locator(".jp-agent-diff-where")).to_contain_text("They first part at effect")
+    expect(diff.locator(".jp-agent-diff-totals")).to_contain_text("claude-opus-4-1")
+    expect(diff.locator(".jp-agent-diff-totals tr.jp-mod-changed").first).to_contain_text("model")
+    shot(page, "rerun-diff")
+    assert fake.requests[-1].json["model"] == "claude-opus-4-1"
+    expect(view.locator(".jp-agent-user")).to_have_count(1)  # not a turn of this chat

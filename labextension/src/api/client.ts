@@ -18,6 +18,8 @@ import type {
   IChatSummary,
   IForkAnswer,
   IKernelVariable,
+  IRerunAnswer,
+  IRunDiff,
   IProposalOutcome,
   IProposalRow,
   IRunDetail,
@@ -237,6 +239,16 @@ export class AgentApi implements IMemoryApi {
   /** `POST agent/proposals/{proposal_id}/undo` (409 `proposal_conflict` when edited since). */
   undoProposal(proposalId: string): Promise<IProposalOutcome> {
     return this.req(`proposals/${enc(proposalId)}/undo`, jsonInit('POST', {}));
+  }
+
+  /** `POST agent/runs/{id}/rerun`: a rerun of the run on another model (null: the same). */
+  rerun(runId: string, model: string | null): Promise<IRerunAnswer> {
+    return this.req(`runs/${enc(runId)}/rerun`, jsonInit('POST', model ? { model } : {}));
+  }
+
+  /** `GET agent/runs/{a}/diff/{b}`: where two runs first part, and their totals. */
+  runDiff(a: string, b: string): Promise<IRunDiff> {
+    return this.req(`runs/${enc(a)}/diff/${enc(b)}`, jsonInit('GET'));
   }
 
   /** `GET agent/variables?path=`: the variables of the kernel of the person's notebook. */

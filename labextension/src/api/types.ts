@@ -153,3 +153,37 @@ export interface IKernelVariable {
   type: string;
   summary: string;
 }
+
+/** `POST agent/runs/{id}/rerun`. */
+export interface IRerunAnswer {
+  run_id: string;
+  rerun_of: string;
+  program: string;
+  model: string | null;
+}
+
+/** One run of a diff (`GET agent/runs/{a}/diff/{b}`). */
+export interface IDiffSide {
+  run_id: string;
+  program?: string;
+  model?: string | null;
+  rerun_of?: string | null;
+}
+
+/** `GET agent/runs/{a}/diff/{b}`: where two runs first part, and their totals. */
+export interface IRunDiff {
+  identical: boolean;
+  tiers_differ?: boolean;
+  a: IDiffSide;
+  b: IDiffSide;
+  divergence: {
+    index: number;
+    effect_a: string | null;
+    effect_b: string | null;
+    part: 'effect' | 'intent' | 'result';
+    what: string;
+    model?: { a: string | null; b: string | null };
+    [diff: string]: any;
+  } | null;
+  summary: { a: { [key: string]: any }; b: { [key: string]: any } };
+}

@@ -17,11 +17,13 @@ import { IRunActions, RunWidget } from '../runs/runwidget';
 import type { IAgentEvent } from '../runs/state';
 import { button, IItemContext } from '../ui/widgets';
 import { Composer } from './composer';
+import { chatHeader } from './header';
 import { ChatDecisions } from './decisions';
 import { FollowScroller } from './follow';
 import { forkFrom, IForkContext, originText, slashFork } from './forks';
 import type { IMentionItem } from './mentions';
 import { modelNote } from './modelnote';
+import { IRerunContext, rerunFrom } from './reruns';
 import { ChatHydration } from './hydration';
 import type { IChatsService } from './service';
 import { parseSlash, slashHelp, unknownSlash } from './slash';
@@ -48,6 +50,8 @@ export interface IChatViewOptions {
   openMemory?: () => void;
   /** Start a new chat (the `/new` command). */
   newChat?: () => Promise<unknown>;
+  /** Open a widget beside this chat (the diff of a turn and its rerun). */
+  openBeside?: (widget: Widget, label: string) => void;
   /** Open a chat in its tab (a fork just made). */
   openChat?: (chat: IChatSummary) => Promise<unknown>;
   /**
@@ -78,13 +82,16 @@ export class ChatView extends Panel {
       decideProposal: (item, apply, cells) => decisions.decideProposal(item, apply, cells),
       undoProposal: item => decisions.undoProposal(item),
       answerApproval: (item, approve, rest) => decisions.answerApproval(item, approve, rest),
-      forkFrom: (runId, edit) => void this.fork(runId, edit)
+      forkFrom: (runId, edit) =>
+        void this.act('fork the chat', () => forkFrom(this.forkContext(), runId, edit)),
+      rerun: runId => void this.act('re-run the turn', () => rerunFrom(this.rerunContext(), runId))
     };
     options.service.statusChanged.connect(this.refreshDemo, this);
     this.title.label = options.title || 'Agent chat';
     this.title.caption = `Agent chat ${options.chatId}`;
 
-    this.header = this.buildHeader();
+    const head = chatHeader(() => void this.exportChat(), options.openMemory);
+    [this.header, this.connection, this.demo] = [head.widget, head.connection, head.demo];
     this.addWidget(this.header);
 
     this.messages = new Panel();
@@ -249,31 +256,6 @@ export class ChatView extends Panel {
     super.dispose();
   }
 
-  private buildHeader(): Widget {
-    const header = new Widget();
-    header.addClass('jp-agent-chat-header');
-    this.connection = document.createElement('span');
-    this.connection.className = 'jp-agent-connection';
-    this.connection.setAttribute('role', 'status');
-    this.demo = document.createElement('span');
-    this.demo.className = 'jp-agent-demo-badge';
-    this.demo.textContent = 'Demo model — offline, no API key';
-    this.demo.hidden = true;
-    const spacer = document.createElement('span');
-    spacer.className = 'jp-agent-spacer';
-    header.node.append(this.demo, spacer, this.connection);
-    const openMemory = this.options.openMemory;
-    if (openMemory) {
-      header.node.appendChild(
-        button('Memory', 'Open the agent’s memory: what it keeps across chats', () => openMemory(), 'jp-agent-open-memory')
-      );
-    }
-    header.node.appendChild(
-      button('Export chat as notebook', 'Export this chat as a notebook', () => void this.exportChat(), 'jp-agent-export')
-    );
-    return header;
-  }
-
   private buildJump(): Widget {
     // A zero-height bar between the list and the composer; the button floats above it.
     // The container's ResizeObserver also catches the tab being shown (0 to full size).
@@ -353,11 +335,18 @@ export class ChatView extends Panel {
     };
   }
 
-  private async fork(runId: string, edit: boolean): Promise<void> {
+  private rerunContext(): IRerunContext {
+    const openBeside = this.options.openBeside ?? (() => undefined);
+    const showNote = (text: string) => this.composer.showNote(text);
+    return { api: this.options.service.api, showNote, openBeside };
+  }
+
+  /** Do what the person asked from a turn; a refusal shows as an error. */
+  private async act(what: string, action: () => Promise<void>): Promise<void> {
     try {
-      await forkFrom(this.forkContext(), runId, edit);
+      await action();
     } catch (err) {
-      this.composer.showError(`Could not fork the chat: ${errorText(err)}`);
+      this.composer.showError(`Could not ${what}: ${errorText(err)}`);
     }
   }
 

@@ -10,14 +10,16 @@
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { InputDialog, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { Token } from '@lumino/coreutils';
+import type { Widget } from '@lumino/widgets';
 
 import { AgentChoice, IPickStore } from '../agents/agents';
 import type { IAgentDocuments } from '../notebook/documents';
 import { agentIcon } from '../ui/icons';
 import type { IItemContext } from '../ui/widgets';
 import type { IChatsService } from './service';
-import { ChatView } from './view';
 import { mentionCandidates } from './mentionsources';
+import { ChatView } from './view';
+
 
 /** The open chat views. */
 export interface IChatViews {
@@ -113,6 +115,7 @@ export class ChatViews implements IChatViews {
       openMemory,
       newChat: () => this.create(),
       openChat: chat => this.open(chat),
+      openBeside: (widget, label) => this.openBeside(chat.id, widget, label),
       refreshNotebook: path => documents.refreshNotebook(path),
       openPath: path => documents.openPath(path)
     });
@@ -129,6 +132,16 @@ export class ChatViews implements IChatViews {
     app.shell.activateById(widget.id);
     content.focusInput();
     return content;
+  }
+
+  /** Open `widget` in the main area to the right of the chat's tab. */
+  private openBeside(chatId: string, widget: Widget, label: string): void {
+    const beside = new MainAreaWidget({ content: widget });
+    beside.title.label = label;
+    beside.title.closable = true;
+    const ref = this.tracker.find(w => w.content.chatId === chatId)?.id;
+    this.options.app.shell.add(beside, 'main', { mode: 'split-right', ref });
+    this.options.app.shell.activateById(beside.id);
   }
 
   async create(agent?: string): Promise<ChatView | null> {

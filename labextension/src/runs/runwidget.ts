@@ -24,6 +24,8 @@ export interface IRunActions extends IProposalActions, IApprovalActions {
   openTrace: (runId: string) => void;
   /** A new chat from this turn ("Fork from here"), or before it with an edited message. */
   forkFrom?: (runId: string, edit: boolean) => void;
+  /** Re-run the turn's recorded inputs on another model ("Re-run…"). */
+  rerun?: (runId: string) => void;
 }
 
 /**
@@ -271,6 +273,17 @@ export class RunWidget extends Panel {
           'Edit this message and send it in a new chat that holds the turns before it',
           () => fork(run.runId, true),
           'jp-agent-edit-resend'
+        )
+      );
+    }
+    const rerun = this.actions.rerun;
+    if (run.turn && rerun && run.ended) {
+      node.appendChild(
+        button(
+          'Re-run…',
+          'Run this turn again with its recorded inputs on another model, and compare',
+          () => rerun(run.runId),
+          'jp-agent-rerun'
         )
       );
     }
