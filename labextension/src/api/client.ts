@@ -241,6 +241,11 @@ export class AgentApi implements IMemoryApi {
     return this.req(`proposals/${enc(proposalId)}/undo`, jsonInit('POST', {}));
   }
 
+  /** `GET agent/runs/{id}/stats`: per model call usage and cost, and totals. */
+  runStats(runId: string): Promise<{ calls: any[]; totals: { [key: string]: any } }> {
+    return this.req(`runs/${enc(runId)}/stats`, jsonInit('GET'));
+  }
+
   /** `POST agent/runs/{id}/rerun`: a rerun of the run on another model (null: the same). */
   rerun(runId: string, model: string | null): Promise<IRerunAnswer> {
     return this.req(`runs/${enc(runId)}/rerun`, jsonInit('POST', model ? { model } : {}));

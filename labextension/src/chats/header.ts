@@ -13,8 +13,13 @@ export interface IChatHeader {
   demo: HTMLSpanElement;
 }
 
-/** Build a chat view's header (`openMemory`: the Memory button shows when given). */
-export function chatHeader(exportChat: () => void, openMemory?: () => void): IChatHeader {
+/** Build a chat view's header (`openMemory`: the Memory button shows when given; `gauge`:
+ * the context and cost gauge, `gaugeview.ts`). */
+export function chatHeader(
+  exportChat: () => void,
+  openMemory?: () => void,
+  gauge?: HTMLElement
+): IChatHeader {
   const widget = new Widget();
   widget.addClass('jp-agent-chat-header');
   const connection = document.createElement('span');
@@ -26,7 +31,7 @@ export function chatHeader(exportChat: () => void, openMemory?: () => void): ICh
   demo.hidden = true;
   const spacer = document.createElement('span');
   spacer.className = 'jp-agent-spacer';
-  widget.node.append(demo, spacer, connection);
+  widget.node.append(demo, ...(gauge ? [gauge] : []), spacer, connection);
   if (openMemory) {
     widget.node.appendChild(
       button('Memory', 'Open the agent’s memory: what it keeps across chats', () => openMemory(), 'jp-agent-open-memory')

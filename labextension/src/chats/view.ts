@@ -17,6 +17,7 @@ import { IRunActions, RunWidget } from '../runs/runwidget';
 import type { IAgentEvent } from '../runs/state';
 import { button, IItemContext } from '../ui/widgets';
 import { Composer } from './composer';
+import { ContextGauge } from './gaugeview';
 import { chatHeader } from './header';
 import { ChatDecisions } from './decisions';
 import { FollowScroller } from './follow';
@@ -90,7 +91,8 @@ export class ChatView extends Panel {
     this.title.label = options.title || 'Agent chat';
     this.title.caption = `Agent chat ${options.chatId}`;
 
-    const head = chatHeader(() => void this.exportChat(), options.openMemory);
+    this.gauge = new ContextGauge(options.service.api);
+    const head = chatHeader(() => void this.exportChat(), options.openMemory, this.gauge.node);
     [this.header, this.connection, this.demo] = [head.widget, head.connection, head.demo];
     this.addWidget(this.header);
 
@@ -396,6 +398,7 @@ export class ChatView extends Panel {
       }
     }
     this.empty.hidden = this.state.runs.length > 0;
+    this.gauge.update(this.state.runs);
     this.syncControls();
     this.follow.contentChanged();
   }
@@ -426,6 +429,7 @@ export class ChatView extends Panel {
   private readonly empty: HTMLDivElement;
   private readonly composer: Composer;
   private readonly runWidgets = new Map<string, RunWidget>();
+  private readonly gauge: ContextGauge;
   private connection!: HTMLSpanElement;
   private demo!: HTMLSpanElement;
   private stream: EventStream | null = null;
