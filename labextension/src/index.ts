@@ -10,7 +10,8 @@
  * - `jupyter-agent:sidebar` (chats/): the chats sidebar;
  * - `jupyter-agent:commands` (chats/): new chat, stop, export, attach;
  * - `jupyter-agent:settings` (settings/): the settings dialog;
- * - `jupyter-agent:memory` (memory/): the Memory view.
+ * - `jupyter-agent:memory` (memory/): the Memory view;
+ * - `jupyter-agent:cell-actions` (notebook/): Explain, Fix, Ask about and Edit a cell.
  *
  * Shared base: `api/` (the REST client), `ui/` (small widgets, icons), `events.ts`
  * (generated from the server's definitions), `commands.ts` (command ids).
@@ -20,6 +21,7 @@ import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { commandsPlugin } from './chats/commands';
 import { chatsPlugin, sidebarPlugin, viewsPlugin } from './chats/plugins';
 import { memoryPlugin } from './memory/plugin';
+import { cellActionsPlugin } from './notebook/cellplugin';
 import { documentsPlugin } from './notebook/plugin';
 import { settingsPlugin } from './settings/plugin';
 
@@ -35,7 +37,8 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   sidebarPlugin,
   commandsPlugin,
   settingsPlugin,
-  memoryPlugin
+  memoryPlugin,
+  cellActionsPlugin
 ];
 
 export default plugins;

@@ -21,13 +21,13 @@ import { ContextGauge } from './gaugeview';
 import { chatHeader } from './header';
 import { ChatDecisions } from './decisions';
 import { FollowScroller } from './follow';
-import { forkFrom, IForkContext, originText, slashFork } from './forks';
+import { forkFrom, IForkContext, originText } from './forks';
 import type { IMentionItem } from './mentions';
-import { modelNote } from './modelnote';
 import { IRerunContext, rerunFrom } from './reruns';
 import { ChatHydration } from './hydration';
 import type { IChatsService } from './service';
-import { parseSlash, slashHelp, unknownSlash } from './slash';
+import { parseSlash, unknownSlash } from './slash';
+import { ISlashHost, runSlash } from './slashrun';
 import { ChatState } from './state';
 import { runningCell, stopNote } from './stopping';
 import type { EventStream, StreamState } from './stream';
@@ -169,7 +169,7 @@ export class ChatView extends Panel {
     }
     if (parsed.kind === 'command') {
       this.composer.clearText();
-      await this.runSlash(parsed.command.name, parsed.arg);
+      await runSlash(this.slashHost(), parsed.command.name, parsed.arg);
       return;
     }
     const draft = this.composer.take();
@@ -178,58 +178,44 @@ export class ChatView extends Panel {
     }
     const { attachments, mentions } = draft;
     const text = parsed.text || draft.text;
+    const open = this.options.getView();
+    const view = mentions.length ? { ...(open ?? {}), mentions } : open;
     try {
-      const open = this.options.getView();
-      const view = mentions.length ? { ...(open ?? {}), mentions } : open;
-      const result = await this.options.service.send(this.chatId, text, view, attachments);
-      this.state.addUserMessage(text, result.run_id, result.routed, result.message_id ?? null);
-      this.follow.pin();
-      this.options.service.notifyChanged();
+      await this.sendText(text, view, attachments);
     } catch (err) {
       this.composer.restore(text);
       this.composer.showError(`Could not send: ${errorText(err)}`);
     }
   }
 
-  /** Run the slash command `name` (a known one: `SLASH_COMMANDS`). */
-  private async runSlash(name: string, arg = ''): Promise<void> {
-    switch (name) {
-      case 'fork': {
-        const note = await slashFork(this.forkContext(), arg).catch(
-          err => `Could not fork the chat: ${errorText(err)}`
-        );
-        if (note) {
-          this.composer.showNote(note);
-        }
-        return;
-      }
-      case 'new':
-        await this.options.newChat?.();
-        return;
-      case 'stop':
-      case 'stop!':
-        if (!this.state.activeRunId) {
-          this.composer.showNote('No turn is running: nothing to stop.');
-          return;
-        }
-        await this.stop(name === 'stop!');
-        return;
-      case 'export':
-        await this.exportChat();
-        return;
-      case 'memory':
-        if (this.options.openMemory) {
-          this.options.openMemory();
-        } else {
-          this.composer.showNote('The memory view is not available here.');
-        }
-        return;
-      case 'model':
-        this.composer.showNote(await modelNote(this.options.service, this.chatId, arg));
-        return;
-      default:
-        this.composer.showNote(slashHelp());
-    }
+  /** Send `text` with `view` (a cell action's, or the composer's); throws a refusal. */
+  async sendText(text: string, view: IView | null, attachments: string[] = []): Promise<void> {
+    const result = await this.options.service.send(this.chatId, text, view, attachments);
+    this.state.addUserMessage(text, result.run_id, result.routed, result.message_id ?? null);
+    this.follow.pin();
+    this.options.service.notifyChanged();
+  }
+
+  /** Put `text` in the message box and focus it (nothing sent). */
+  draft(text: string): void {
+    this.composer.restore(text);
+    this.composer.focusInput();
+  }
+
+  /** What the slash commands act on (`slashrun.ts`). */
+  private slashHost(): ISlashHost {
+    const { service, newChat, openMemory } = this.options;
+    return {
+      showNote: text => this.composer.showNote(text),
+      service,
+      chatId: this.chatId,
+      running: () => this.state.activeRunId !== null,
+      newChat,
+      openMemory,
+      stop: hard => this.stop(hard),
+      exportChat: () => this.exportChat(),
+      forkContext: () => this.forkContext()
+    };
   }
 
   /** Export the chat as a notebook (in the server's trace folder) and open it. */
