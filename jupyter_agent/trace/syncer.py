@@ -1,7 +1,8 @@
 """Group commit of effect logs: one background thread fdatasyncs the logs that need it.
 
-Under the ``run`` sync policy (``RunManager.log_sync``, README "Durability") a log's
-lines are written to the OS before the effect they precede, as always, but no write waits
+Under the ``run`` sync policy (``RunManager.log_sync``, the configuration guide:
+"Durability") a log's lines are written to the OS before the effect they precede, as
+always, but no write waits
 for the disk: the log asks its :class:`GroupSyncer` (:meth:`GroupSyncer.mark`) the first
 time it holds unsynced lines, and the syncer's thread fdatasyncs it.
 

@@ -1,6 +1,7 @@
 """The effect logs' fdatasync policy: the run manager's two traits and the server's syncer.
 
-``c.RunManager.log_sync`` (README "Durability"): under both policies every line is written
+``c.RunManager.log_sync`` (the configuration guide, "Durability"): under both policies every
+line is written
 to the OS before the effect it precedes (a SIGKILLed server loses none) and a run's end is
 on disk before its turn is stored:
 
