@@ -1,9 +1,8 @@
 """The effect logs' fdatasync policy: the run manager's two traits and the server's syncer.
 
-``c.RunManager.log_sync`` (the configuration guide, "Durability"): under both policies every
-line is written
-to the OS before the effect it precedes (a SIGKILLed server loses none) and a run's end is
-on disk before its turn is stored:
+``c.RunManager.log_sync`` (the configuration guide, "Durability"): under both policies
+every line is written to the OS before the effect it precedes (a SIGKILLed server loses
+none) and a run's end is on disk before its turn is stored:
 
 - ``effect``: every intent of an effect that reaches outside the process is on disk
   before the effect starts (power-loss safe; one fdatasync per such effect on the run's
