@@ -39,6 +39,7 @@
     │   │   └── ApprovalDecided     the approval was answered        (approval_decided)
     │   ├── PayloadTooLarge         a body over the size limit       (body_too_large)
     │   ├── NotSupported            this server cannot do it         (no_contents)
+    │   ├── TooManyRequests         over a rate; ``retry_after_s``   (rate_limited)
     │   └── Unavailable             try again later; ``retry_after_s`` (unavailable)
     │       └── StoreUnavailable
     └── ClientError                 a call to an agent server failed: ``status``, ``reason``,
@@ -80,6 +81,7 @@ __all__ = [
     "ProposalDecided", "ProviderError", "ProviderFailure", "ProviderProtocolError",
     "ProviderStatusError", "ProviderTimeout", "RequestError", "RetryAfterTooLong",
     "RunCancelled", "SecretInRequest", "SettingsError", "StoreError", "StoreUnavailable",
+    "TooManyRequests",
     "TraceError", "Unavailable",
 ]
 # fmt: on
@@ -352,6 +354,16 @@ class Unavailable(RequestError):
     def __init__(
         self, message: str, *, reason: str | None = None, retry_after_s: int | None = None
     ) -> None:
+        super().__init__(message, reason=reason)
+        self.retry_after_s = retry_after_s
+
+
+class TooManyRequests(RequestError):
+    """Over a rate: ``retry_after_s`` is how long to wait (an owner's completions)."""
+
+    default_reason = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after_s: float, reason: str | None = None) -> None:
         super().__init__(message, reason=reason)
         self.retry_after_s = retry_after_s
 

@@ -23,6 +23,8 @@ class AdminConfig:
     #: What to warn the admin about once at start (legacy traits; never a key value).
     policy_warnings: tuple[str, ...] = ()
     max_attachment_bytes: int = 10 * 1024 * 1024
+    #: The ``complete_rate`` trait: an owner's inline completions per minute, at most.
+    complete_rate: int = 60
     version: str = ""
     trace_dir: str = DEFAULT_FOLDER
     #: SQLAlchemy URL of the agent database ("": the default SQLite file).

@@ -38,6 +38,7 @@ from jupyter_agent.programs.check_process import CheckProcess
 from jupyter_agent.programs.registry import ProgramRegistry
 from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.runtime.admin import AdminConfig
+from jupyter_agent.runtime.complete.wiring import completion_service
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.history.jobs import HistoryScheduler
 from jupyter_agent.runtime.kernels.cell_service import CellService
@@ -261,6 +262,9 @@ class Parts:
             events=self.events,
             run_configs=self.run_configs,
         )
+        variables = PersonVariables(
+            getattr(self.manager.services, "person_kernels", None), root_dir=self.root_dir
+        )
         # The MCP endpoint's run_cell: digest options only (the ceilings), every owner's.
         cells = CellService(
             pool, root_dir=self.root_dir, run_config=lambda: self.run_config(owner="")
@@ -273,9 +277,8 @@ class Parts:
             programs=self.program_service,
             settings=settings,
             cells=cells,
-            variables=PersonVariables(
-                getattr(self.manager.services, "person_kernels", None), root_dir=self.root_dir
-            ),
+            variables=variables,
+            complete=completion_service(self, variables),
             start=self.start,
         )
 

@@ -2,8 +2,9 @@
 
 :class:`Services` is what the server's handlers and its MCP endpoint call: each field is
 the service of one concern (chats and messages, runs and traces, memory, proposals,
-programs, settings, fresh-kernel cells, the person's kernel variables), each a small class
-with typed arguments that raises the one error tree (:mod:`jupyter_agent.exceptions`). The assembly
+programs, settings, fresh-kernel cells, the person's kernel variables, completions), each
+a small class with typed arguments that raises the one error tree
+(:mod:`jupyter_agent.exceptions`). The assembly
 (:mod:`.assembly`) builds each once; ``start`` is the parts' idempotent start (the pool,
 runs left running recovered), awaited before a service is used.
 """
@@ -14,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from jupyter_agent.programs.service import ProgramService
+from jupyter_agent.runtime.complete.service import CompletionService
 from jupyter_agent.runtime.kernels.cell_service import CellService
 from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.runtime.notebook.person_variables import PersonVariables
@@ -45,5 +47,7 @@ class Services:
     cells: CellService
     #: ``agent/variables``: the person's kernel variables by notebook (``@`` mentions).
     variables: PersonVariables
+    #: ``agent/complete``: inline completions (not runs), their usage per owner.
+    complete: CompletionService
     #: Start the parts (idempotent; shielded from a cancelled caller).
     start: Callable[[], Awaitable[None]]

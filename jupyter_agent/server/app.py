@@ -201,7 +201,8 @@ class JupyterAgent(ExtensionApp, AppSettings):
         ready); the admin's alone when the services could not be built."""
         if self.services is None:
             return build_status(self.tiers, os.environ, __version__)
-        return await self.services.settings.status(owner=owner)
+        status = await self.services.settings.status(owner=owner)
+        return {**status, "usage": {"complete": self.services.complete.usage(owner)}}
 
     def key_policy(self) -> tuple[KeyPolicy, list[str]]:
         """The key policy of the traits, and the warnings to log about them."""
@@ -221,6 +222,7 @@ class JupyterAgent(ExtensionApp, AppSettings):
             key_policy=policy,
             policy_warnings=tuple(warnings),
             max_attachment_bytes=self.max_body_bytes,
+            complete_rate=self.complete_rate,
             version=__version__,
             trace_dir=self.trace_dir,
             db_url=self.effective_db_url,

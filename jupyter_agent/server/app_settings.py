@@ -4,7 +4,7 @@ Each class holds the traits of one concern and their checks: the model tiers, pr
 and agents (:class:`ModelTraits`), the key policy of settings changed from the browser
 (:class:`KeyPolicyTraits`), who owns what (:class:`OwnerTraits`), program deploys
 (:class:`ProgramTraits`), approvals (:class:`ApprovalTraits`), the person's kernels
-(:class:`PersonKernelTraits`) and MCP servers
+(:class:`PersonKernelTraits`), inline completion (:class:`CompletionTraits`) and MCP servers
 (:class:`McpTraits`). :class:`~jupyter_agent.server.app.JupyterAgent` inherits them all
 (through :class:`AppSettings`),
 so every name stays ``JupyterAgent.<trait>`` (config files, ``--JupyterAgent.<trait>=`` on
@@ -283,6 +283,18 @@ class PersonKernelTraits(HasTraits):
     ).tag(config=True)
 
 
+class CompletionTraits(HasTraits):
+    """Inline completion in the person's notebooks (``POST agent/complete``)."""
+
+    complete_rate = Int(
+        60,
+        min=1,
+        help="The most inline completions one owner may ask for in any minute; over it a"
+        " request is refused (429 rate_limited, Retry-After). The completion tier is the"
+        " 'complete' tier, else 'classify', else 'codegen' (never the demo model).",
+    ).tag(config=True)
+
+
 class McpTraits(HasTraits):
     """The MCP servers whose tools the agent's cells may call."""
 
@@ -308,6 +320,7 @@ class AppSettings(
     ProgramTraits,
     ApprovalTraits,
     PersonKernelTraits,
+    CompletionTraits,
     McpTraits,
 ):
     """Every trait group of the extension app (see the module docstring)."""

@@ -47,6 +47,7 @@ from jupyter_agent.exceptions import (
     NotSupported,
     PayloadTooLarge,
     RequestError,
+    TooManyRequests,
     Unavailable,
 )
 from jupyter_agent.runtime.services import Services
@@ -75,6 +76,7 @@ ERROR_STATUS: Final[Mapping[type[AgentError], int]] = {
     NotFound: 404,
     Conflict: 409,
     PayloadTooLarge: 413,
+    TooManyRequests: 429,
     NotSupported: 501,
     Unavailable: 503,
     AgentError: 500,
@@ -239,8 +241,8 @@ class AgentBase(ExtensionHandlerMixin, JupyterHandler):
             message, reason = phrase or "Error", phrase
             if isinstance(exc, RequestError):
                 message, reason = exc.message, exc.reason
-            if isinstance(exc, Unavailable) and exc.retry_after_s is not None:
-                self.set_header("Retry-After", str(int(exc.retry_after_s)))
+            if isinstance(exc, (Unavailable, TooManyRequests)) and exc.retry_after_s is not None:
+                self.set_header("Retry-After", str(max(1, round(exc.retry_after_s))))
         elif isinstance(exc, web.HTTPError):
             if exc.log_message:
                 message = exc.log_message % exc.args if exc.args else exc.log_message

@@ -15,13 +15,24 @@ refusals (``no_kernel``, ``kernel_busy``, ``path_refused``).
 
 from __future__ import annotations
 
+import asyncio
+import json
+from typing import Any
+
 from jupyter_server.auth.decorator import authorized
 from tornado import web
+from tornado.iostream import StreamClosedError
 
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
-__all__ = ["ProposalDecisionHandler", "ProposalUndoHandler", "ProposalsHandler", "VariablesHandler"]
+__all__ = [
+    "ProposalDecisionHandler",
+    "ProposalUndoHandler",
+    "ProposalsHandler",
+    "VariablesHandler",
+    "CompleteHandler",
+]
 
 
 class VariablesHandler(AgentHandler):
@@ -79,3 +90,66 @@ class ProposalUndoHandler(AgentHandler):
         proposals = (await self.services()).proposals
         outcome = await proposals.undo(proposal_id, owner=self.owner)
         self.finish_json({"outcome": outcome})
+
+
+class CompleteHandler(AgentHandler):
+    """``POST agent/complete`` ``{path, cell_id?, prefix, suffix, language}``: an inline
+    completion, streamed as NDJSON: ``{"delta": text}`` lines as the model writes, then one
+    ``{"text", "model", "usage", "cost_usd"}`` line (``text``: what to insert). The
+    person typing on aborts the request: the model's stream is closed."""
+
+    body_methods = frozenset({"POST"})
+    _task: asyncio.Task[dict[str, Any]] | None = None
+
+    @web.authenticated
+    @authorized_execute
+    async def post(self) -> None:
+        """Complete; the refusals are answered before the first line (400, 404, 409, 429)."""
+        body = self.json_body()
+        parse.only_keys(
+            body, ("path", "cell_id", "prefix", "suffix", "language"), reason="unknown_field"
+        )
+        path = parse.optional_string(body, "path", reason="bad_path") or ""
+        cell_id = parse.optional_string(body, "cell_id", reason="bad_cell")
+        prefix = parse.optional_string(body, "prefix", reason="bad_prefix") or ""
+        suffix = parse.optional_string(body, "suffix", reason="bad_suffix") or ""
+        language = parse.optional_string(body, "language", reason="bad_language") or "python"
+        complete = (await self.services()).complete
+        call = await complete.prepare(
+            owner=self.owner, path=path, cell_id=cell_id, prefix=prefix, suffix=suffix,
+            language=language,
+        )  # fmt: skip
+        self.set_header("Content-Type", "application/x-ndjson; charset=utf-8")
+        self.set_header("Cache-Control", "no-store")
+
+        def on_text(delta: str) -> None:
+            self.write(json.dumps({"delta": delta}) + "\n")
+            self.flush()
+
+        self._task = asyncio.ensure_future(complete.run(call, on_text=on_text))
+        beat = asyncio.ensure_future(self._heartbeat())
+        try:
+            answer = await self._task
+        except asyncio.CancelledError:
+            return  # the person typed on: nothing more to say
+        finally:
+            beat.cancel()
+        self.finish(json.dumps(answer) + "\n")
+
+    async def _heartbeat(self) -> None:
+        """An empty line every quarter second until the answer: a client that went away
+        is found at the next write (a server does not see a close while it only waits)."""
+        try:
+            while True:
+                await asyncio.sleep(0.25)
+                self.write("\n")
+                await self.flush()
+        except (StreamClosedError, asyncio.CancelledError):
+            if self._task is not None and not self._task.done():
+                self._task.cancel()
+
+    def on_connection_close(self) -> None:
+        """The browser aborted the request: stop the model call (its stream closes)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        super().on_connection_close()

@@ -35,6 +35,7 @@ from jupyter_agent.server.programs import (
     ProgramsHandler,
 )
 from jupyter_agent.server.proposals import (
+    CompleteHandler,
     ProposalDecisionHandler,
     ProposalsHandler,
     ProposalUndoHandler,
@@ -143,6 +144,7 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (r"/agent/proposals", ProposalsHandler),
     (rf"/agent/proposals/{_ID.format('proposal_id')}/undo", ProposalUndoHandler),
     (r"/agent/variables", VariablesHandler),
+    (r"/agent/complete", CompleteHandler),
     (r"/agent/memories", MemoriesHandler),
     (rf"/agent/memories/{_ID.format('memory_id')}", MemoryHandler),
     (r"/agent/programs", ProgramsHandler),

@@ -46,7 +46,7 @@ def get_status(fetch: Any, **kwargs: Any) -> dict[str, Any]:
 @pytest.mark.usefixtures("no_keys")
 def test_status_shape_and_demo_without_key(fetch: Any, jp_serverapp: Any) -> None:
     status = get_status(fetch)
-    assert set(status) == {"version", "tiers", "demo", "history", "kernels"}
+    assert set(status) == {"version", "tiers", "demo", "history", "kernels", "usage"}
     # The agent's kernels (in no Jupyter listing): this server's pool is empty.
     assert status["kernels"] == {"warm": 0, "starting": 0, "in_use": 0}
     # The chunk summaries: nothing due, nothing failing (issue 14).

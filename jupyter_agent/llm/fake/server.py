@@ -9,8 +9,8 @@ the body says ``"stream": true``. Each request is answered by the next step of a
 
 It runs in a background thread (``ThreadingHTTPServer``; Nagle off, HTTP/1.1 keep-alive),
 so sync code, async code and the Jupyter server process itself can use it. ``stop()`` never
-waits for a slow (``delay_s``) or hanging (``timeout``) step: those wait on an event that
-``stop()`` sets, and open connections are shut down.
+waits for a slow (``delay_s``) or hanging (``timeout``) step. A slow step's client that
+goes away first (a cancelled call) counts in ``went_away``.
 
 Rules the real APIs follow and the fake checks (answering in their real error shapes):
 with ``expect_key``, a missing or wrong key (``x-api-key`` for Anthropic, ``Authorization:
@@ -29,9 +29,7 @@ makes it answer that error, and ``embed_delay_s`` delays it: an embeddings endpo
 fails or hangs while the chat endpoints work.
 
 Prompt caching is emulated when asked (``FakeProvider(..., prefix_cache=True)`` or the
-script's ``"prefix_cache": true``): each answered request's usage reports as cache reads the
-longest prefix of it answered before for the same model and chat
-(:mod:`jupyter_agent.llm.fake.cache`), the rest as input tokens.
+script's ``"prefix_cache": true``: :mod:`jupyter_agent.llm.fake.cache`).
 
 Command line: ``python -m jupyter_agent.llm.fake.server --port 0 --script FILE [--prefix-cache]``
 prints the base URL and serves until killed.
@@ -58,6 +56,7 @@ from jupyter_agent.llm.fake import sse as fake_sse
 from jupyter_agent.llm.fake import wire as wire_fmt
 from jupyter_agent.llm.fake.cache import PrefixCache
 from jupyter_agent.llm.fake.script import Script, Step, parse_script, turn_position
+from jupyter_agent.llm.fake.waits import wait_or_gone
 
 __all__ = ["FakeProvider", "RecordedRequest", "main"]
 
@@ -109,6 +108,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.fake._serve(self)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True  # the client went away (cancelled): nothing to do
+            self.server.fake.went_away += 1
 
     def do_GET(self) -> None:
         self.send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
@@ -171,6 +171,7 @@ class FakeProvider:
         self._thread: threading.Thread | None = None
         self.signer = wire_fmt.Signer()
         self.requests: list[RecordedRequest] = []
+        self.went_away = 0  #: slow steps whose client went away first (cancelled calls)
         #: Connections accepted so far (a client that reuses its connections opens one).
         self.accepted = 0
 
@@ -354,9 +355,12 @@ class FakeProvider:
         h.send_json(status, wire_fmt.error_body(wire, status, kind, message), headers)
 
     def _answer(self, h: _Handler, wire: str, body: dict[str, Any], index: int, step: Step) -> None:
-        if step.delay_s and self._stopping.wait(step.delay_s):
-            h.close_connection = True
-            return
+        if step.delay_s:  # a slow step; a client gone meanwhile is counted, not answered
+            stopped, gone = wait_or_gone(h.connection, self._stopping, step.delay_s)
+            self.went_away += int(gone)
+            if stopped or gone:
+                h.close_connection = True
+                return
         if step.timeout:
             self._stopping.wait()
             h.close_connection = True

@@ -72,7 +72,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Tiers a person may override.
-TIER_NAMES = ("codegen", "classify", "vision", EMBED_TIER)
+TIER_NAMES = ("codegen", "classify", "vision", "complete", EMBED_TIER)
 #: The keys of a tier.
 TIER_KEYS = frozenset({"provider", "model", "base_url", "api_key_ref", "api", "profile"})
 #: What a person may say of a tier's model (``profile``): the fields and their bounds.
