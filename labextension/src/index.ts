@@ -11,7 +11,8 @@
  * - `jupyter-agent:commands` (chats/): new chat, stop, export, attach;
  * - `jupyter-agent:settings` (settings/): the settings dialog;
  * - `jupyter-agent:memory` (memory/): the Memory view;
- * - `jupyter-agent:cell-actions` (notebook/): Explain, Fix, Ask about and Edit a cell.
+ * - `jupyter-agent:cell-actions` (notebook/): Explain, Fix, Ask about and Edit a cell;
+ * - `jupyter-agent:inline-completion` (complete/): ghost text from the agent's model.
  *
  * Shared base: `api/` (the REST client), `ui/` (small widgets, icons), `events.ts`
  * (generated from the server's definitions), `commands.ts` (command ids).
@@ -19,6 +20,7 @@
 import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
 
 import { commandsPlugin } from './chats/commands';
+import { inlineCompletionPlugin } from './complete/plugin';
 import { chatsPlugin, sidebarPlugin, viewsPlugin } from './chats/plugins';
 import { memoryPlugin } from './memory/plugin';
 import { cellActionsPlugin } from './notebook/cellplugin';
@@ -38,7 +40,8 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   commandsPlugin,
   settingsPlugin,
   memoryPlugin,
-  cellActionsPlugin
+  cellActionsPlugin,
+  inlineCompletionPlugin
 ];
 
 export default plugins;

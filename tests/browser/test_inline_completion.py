@@ -1,0 +1,71 @@
+"""Inline completion (issue 29, item 1), in a real lab and Debian chromium: typing in a
+notebook cell shows the agent's suggestion as ghost text (the fake model's scripted
+completion); Tab accepts it into the cell. The request carried the cells around."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from playwright.sync_api import Page, expect
+
+from jupyter_agent.llm.fake.server import FakeProvider
+from tests.browser.lab import CHROMIUM, LabServer, shot
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
+        reason="needs Debian's chromium",
+    ),
+    pytest.mark.timeout(180),
+]
+
+NOTEBOOK = "complete-me.ipynb"
+
+
+@pytest.fixture(scope="module")
+def lab(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    server = LabServer(tmp_path_factory.mktemp("lab"), codegen_base_url=fake.base_url)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("values = [1, 2, 3]", id="above"),
+        nbformat.v4.new_code_cell("", id="here"),
+    ]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, server.root / NOTEBOOK)
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_ghost_text_then_tab_accepts(page: Page, fake: FakeProvider, lab: LabServer) -> None:
+    fake.load({"steps": [{"text": "sum(values)"}], "repeat": True})
+    page.evaluate(
+        "p => window.jupyterapp.commands.execute('docmanager:open',"
+        " {path: p, factory: 'Notebook'})",
+        NOTEBOOK,
+    )
+    panel = page.locator(".jp-NotebookPanel:visible")
+    cell = panel.locator(".jp-Cell").nth(1)
+    expect(cell).to_be_visible(timeout=60000)
+    editor = cell.locator(".cm-content")
+    editor.click()
+    editor.press_sequentially("total = ", delay=40)
+    ghost = cell.locator(".jp-GhostText")
+    expect(ghost).to_have_text("sum(values)", timeout=30000)
+    shot(page, "inline-completion")
+    editor.press("Tab")
+    expect(editor).to_have_text("total = sum(values)")
+    expect(ghost).to_have_count(0)
+    sent = json.dumps([r.json for r in fake.requests])
+    assert "values = [1, 2, 3]" in sent
+    assert "total = <CURSOR>" in sent
