@@ -248,6 +248,6 @@ def test_bobs_credentials_read_none_of_alices_rows(roles_db: str, tmp_path: Path
 
 def test_the_docs_quote_the_roles_sql_verbatim() -> None:
     doc = DOC.read_text()
-    blocks = re.findall(r"```sql\n(.*?)```", doc, flags=re.S)
+    blocks = re.findall(r"```(?:sql|postgresql)\n(.*?)```", doc, flags=re.S)
     assert ROLES_SQL.read_text() in blocks, "docs/jupyterhub.md must quote postgres-roles.sql"
     assert 'CREATE ROLE "alice" LOGIN PASSWORD' in doc

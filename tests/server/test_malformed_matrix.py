@@ -122,6 +122,7 @@ def test_every_route_refuses_every_malformed_body_clearly_and_writes_nothing(
     ids = {
         "chat_id": chat_id,
         "run_id": sent["run_id"],
+        "other": sent["run_id"],
         "memory_id": memory["id"],
         "approval_id": "appr_01MATRIX",
         "proposal_id": "prop_01MATRIX",
@@ -188,7 +189,7 @@ def test_unknown_fields_are_named_on_the_chat_routes(fetch: Any, agent_service: 
     chat_id = new_chat(fetch, "named")
     cases: list[tuple[str, tuple[str, ...], dict[str, Any], str]] = [
         ("POST", ("agent", "chats"), {"title": "x", "titel": "y"}, "'agent', 'title'"),
-        ("PATCH", ("agent", "chats", chat_id), {"title": "x", "owner": "bob"}, "'title'"),
+        ("PATCH", ("agent", "chats", chat_id), {"title": "x", "owner": "bob"}, "'model', 'title'"),
         (
             "POST",
             ("agent", "chats", chat_id, "messages"),
