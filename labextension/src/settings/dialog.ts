@@ -23,7 +23,7 @@ import {
   urlChoices
 } from './tierchoices';
 
-const TIER_NAMES = ['codegen', 'classify', 'vision'];
+const TIER_NAMES = ['codegen', 'classify', 'vision', 'complete'];
 const PROVIDERS = ['anthropic', 'openai', 'openai-compatible'];
 
 /** The form body of the dialog; `value` reads the tiers back. */
@@ -34,7 +34,8 @@ class SettingsForm extends Widget {
     const note = document.createElement('p');
     note.textContent =
       'Choose the model of each tier. Keys are named by reference (set the key itself ' +
-      'in the server’s environment); tiers left empty fall back to codegen.';
+      'in the server’s environment); tiers left empty fall back to codegen (complete, for inline ' +
+      'completion: to classify, then codegen).';
     this.node.appendChild(note);
     for (const name of TIER_NAMES) {
       this.node.appendChild(this.tierRow(name, settings.tiers?.[name]));
