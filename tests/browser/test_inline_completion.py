@@ -69,3 +69,28 @@ def test_ghost_text_then_tab_accepts(page: Page, fake: FakeProvider, lab: LabSer
     sent = json.dumps([r.json for r in fake.requests])
     assert "values = [1, 2, 3]" in sent
     assert "total = <CURSOR>" in sent
+
+
+def test_typing_on_cancels_the_request(page: Page, fake: FakeProvider, lab: LabServer) -> None:
+    """A suggestion asked for, then more typed before it came: the browser aborts the
+    request and the server closes the model's stream (the fake sees its client gone)."""
+    fake.load({"steps": [{"text": "too late", "delay_s": 4}], "repeat": True})
+    gone = fake.went_away
+    cell = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1)
+    editor = cell.locator(".cm-content")
+    editor.click()
+    page.keyboard.press("End")
+    page.keyboard.press("Enter")
+    editor.press_sequentially("other = ", delay=40)
+    page.wait_for_timeout(900)  # past the debounce: the request is in flight
+    asked = len(fake.requests)
+    assert asked >= 1
+    editor.press_sequentially("max(", delay=40)
+    page.wait_for_function("() => true", timeout=100)  # let the keys land before the fake is read
+    deadline_ms = 6000
+    waited = 0
+    while fake.went_away == gone and waited < deadline_ms:
+        page.wait_for_timeout(100)
+        waited += 100
+    assert fake.went_away > gone, "the first request's model stream stayed open"
+    expect(cell.locator(".jp-GhostText")).to_have_count(0)

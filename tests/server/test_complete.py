@@ -117,6 +117,13 @@ def test_bad_input_is_refused(fetch: Any, jp_root_dir: Path) -> None:
             body={"path": "../out.ipynb", "prefix": "x", "language": "python"})  # fmt: skip
 
 
+def test_no_token_is_refused(fetch: Any) -> None:
+    error = refused(fetch, "agent", "complete", method="POST", status=403,
+                    headers={"Authorization": "token wrong"},
+                    body={"prefix": "x = ", "language": "python"})  # fmt: skip
+    assert error["reason"] == "auth"
+
+
 def test_the_rate_per_owner(fetch: Any) -> None:
     for _ in range(5):
         _complete(fetch, prefix="x = ", language="python")
