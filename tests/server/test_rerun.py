@@ -219,3 +219,16 @@ def _cli(spin: Any, argv: list[str]) -> int:
         spin(0.02)
     thread.join()
     return code[0]
+
+
+def test_a_rerun_keeps_the_chats_own_model_unless_told(fetch: Any, spin: Any, fake: Any) -> None:
+    """With no model given, a rerun runs on the tiers its original recorded (the chat's
+    own model included), not on the agent's tiers of today."""
+    chat_id = new_chat(fetch, "own model")
+    code, _ = call(fetch, "agent", "chats", chat_id, method="PATCH", body={"model": "classify"})
+    assert code == 200
+    original = _turn(fetch, spin, chat_id, "what is 40 + 2?")
+    code, answer = call(fetch, "agent", "runs", original, "rerun", method="POST", body={})
+    assert code == 202
+    assert answer["model"] == "claude-haiku-4-5"
+    assert _ended(fetch, answer["run_id"])["summary"]["model"] == "claude-haiku-4-5"
