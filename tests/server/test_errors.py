@@ -31,6 +31,7 @@ from jupyter_agent.exceptions import (
     RequestError,
     SettingsError,
     StoreUnavailable,
+    TooManyRequests,
     Unavailable,
 )
 from jupyter_agent.server.base import ERROR_STATUS, error_status
@@ -51,6 +52,7 @@ EXPECTED = {
     ProposalDecided: 409,
     ApprovalDecided: 409,
     PayloadTooLarge: 413,
+    TooManyRequests: 429,
     NotSupported: 501,
     Unavailable: 503,
     StoreUnavailable: 503,

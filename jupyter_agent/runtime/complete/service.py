@@ -48,8 +48,8 @@ SYSTEM: Final = (
 )
 
 
-class RateLimited(TooManyRequests):
-    """An owner over the completion rate; ``retry_after_s`` says when to ask again."""
+#: An owner over the completion rate (``retry_after_s`` says when to ask again).
+RateLimited = TooManyRequests
 
 
 @dataclass
