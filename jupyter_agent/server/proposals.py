@@ -23,6 +23,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from jupyter_agent.exceptions import RequestError
 from jupyter_agent.server import parse
 from jupyter_agent.server.base import AgentHandler, authorized_execute
 
@@ -95,7 +96,8 @@ class ProposalUndoHandler(AgentHandler):
 class CompleteHandler(AgentHandler):
     """``POST agent/complete`` ``{path, cell_id?, prefix, suffix, language}``: an inline
     completion, streamed as NDJSON: ``{"delta": text}`` lines as the model writes, then one
-    ``{"text", "model", "usage", "cost_usd"}`` line (``text``: what to insert). The
+    ``{"text", "model", "usage", "cost_usd"}`` line (``text``: what to insert), or an
+    ``{"error": {message, reason}}`` line when the model failed once the stream began. The
     person typing on aborts the request: the model's stream is closed."""
 
     body_methods = frozenset({"POST"})
@@ -132,6 +134,8 @@ class CompleteHandler(AgentHandler):
             answer = await self._task
         except asyncio.CancelledError:
             return  # the person typed on: nothing more to say
+        except RequestError as err:  # the model failed after the stream began: said last
+            answer = {"error": {"message": err.message, "reason": err.reason}}
         finally:
             beat.cancel()
         self.finish(json.dumps(answer) + "\n")

@@ -124,6 +124,14 @@ def test_no_token_is_refused(fetch: Any) -> None:
     assert error["reason"] == "auth"
 
 
+def test_a_model_that_fails_after_the_stream_began_is_said_last(fetch: Any, fake: Any) -> None:
+    fake.load({"steps": [{"error": {"status": 400}, "delay_s": 0.6}], "repeat": True})
+    lines, response = _complete(fetch, prefix="x = ", language="python")
+    assert response.code == 200  # the keep-alive lines had begun the answer
+    assert lines[-1]["error"]["reason"] == "provider"
+    assert "text" not in lines[-1]
+
+
 def test_the_rate_per_owner(fetch: Any) -> None:
     for _ in range(5):
         _complete(fetch, prefix="x = ", language="python")
