@@ -46,7 +46,7 @@ def test_the_inputs_of_a_run(tmp_path: Path) -> None:
     assert inputs.config == {"start": [{"history": {"turns": []}}]}
     assert inputs.drains == [[message], [steer]]
     assert inputs.recalls == [{"hits": [{"id": "h1"}]}]
-    assert inputs.approvals == [{"approve": True}]
+    assert inputs.approvals == [(("cell", None), {"approve": True})]
     assert (inputs.text, inputs.view, inputs.opened) == ("plot it", {"path": "a.ipynb"}, True)
 
 

@@ -139,3 +139,12 @@ def test_setting_a_model_needs_execute(fetch: Any) -> None:
     refused(fetch, "agent", "chats", chat_id, method="PATCH", body={"model": "x"}, status=403)
     code, chat = call(fetch, "agent", "chats", chat_id, method="PATCH", body={"title": "still"})
     assert (code, chat["title"], chat["model"]) == (200, "still", None)
+
+
+def test_embed_and_complete_are_no_chat_models(fetch: Any) -> None:
+    chat_id = new_chat(fetch, "models")
+    for name in ("embed", "complete"):
+        error = refused(
+            fetch, "agent", "chats", chat_id, method="PATCH", body={"model": name}, status=400
+        )
+        assert "not a chat model" in error["message"]

@@ -151,7 +151,8 @@ def test_an_abandoned_request_closes_the_model_stream(
     fetch: Any, fake: Any, spin: Any, jp_http_port: int, jp_base_url: str, jp_serverapp: Any
 ) -> None:
     """(``fetch``: the server listens only once its HTTP fixture is up.)"""
-    fake.load({"steps": [{"text": "slow", "delay_s": 3}], "repeat": True})
+    fake.load({"steps": [{"text": "slow", "delay_s": 8}], "repeat": True})
+    before = len(fake.requests)
     token = jp_serverapp.identity_provider.token
     url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}agent/complete"
     failures: list[int] = []
@@ -162,7 +163,12 @@ def test_an_abandoned_request_closes_the_model_stream(
             json={"prefix": "x = ", "language": "python"},
         ) as response:  # fmt: skip
             failures.append(response.status_code)  # type: ignore[arg-type]
-            time.sleep(0.5)
+            # Abandoned once the model call is under way (on a slow machine the server may
+            # reach the model after half a second: only a call begun can be closed).
+            deadline = time.monotonic() + 20
+            while len(fake.requests) == before and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)
         # leaving the blocks closed the connection before the answer came
 
     thread = threading.Thread(target=ask)
@@ -171,7 +177,8 @@ def test_an_abandoned_request_closes_the_model_stream(
         spin(0.02)
     assert failures == [200]
     deadline = time.monotonic() + 10
-    while fake.went_away == 0:
+    while fake.went_away == 0:  # the fake's slow step sees its client gone
         assert time.monotonic() < deadline, "the model's stream stayed open"
         spin(0.05)
-    assert time.monotonic() < deadline - 7  # closed well before the model's 3 s answer
+    assert time.monotonic() < deadline - 3  # closed well before the model's 8 s answer
+    assert len(fake.requests) == before + 1

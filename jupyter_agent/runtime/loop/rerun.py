@@ -15,11 +15,15 @@ top-level effects only) and what it does live:
 - ``mailbox.drain``: the original's drains, in order (its opening message with its view,
   then the steering it got at the same ordinal); later drains find nothing;
 - ``recall.search``: the original's hits, in order (none past them);
-- ``approval.wait``: the original's answers, in order; past them nobody is asked
-  (``{approve: false, by: "timeout"}``): a rerun has no person watching it;
+- ``approval.wait``: the original's answer to the very same request (kind and code);
+  any other is refused (``{approve: false, by: "timeout"}``): a rerun has no person
+  watching it;
 - ``chat.post``: its bubbles and reply go out on its own channel, nothing is queued;
 - ``turn.append``: no turn is stored in the chat: the run's summary ends with it;
-- the model calls, cells, commands and in-cell app calls are performed live.
+- the model calls, cells, commands and in-cell app calls are performed live, except what
+  would change the person's things: a rerun has a mailbox of its own (it takes no mail of
+  the chat, a break included), and no proposal service, memory or person's kernels (those
+  calls answer that they are not available).
 
 A program that asks for the set-up differently from the original's (another family or a
 version that reads its set-up key by key) is answered live for the keys the original did
@@ -55,6 +59,7 @@ from jupyter_agent.runtime.loop.context import StoredTurn
 from jupyter_agent.runtime.loop.driver import RunDriver
 from jupyter_agent.runtime.loop.effects import Outcome, Performer
 from jupyter_agent.runtime.programs.resolve import RunProgram
+from jupyter_agent.runtime.runs.mailbox import Mailbox
 from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
 from jupyter_agent.runtime.runs.records import LogFacts, ended_by, minimal_turn, store_call
 from jupyter_agent.trace.log import EffectLog, GroupSyncer
@@ -77,7 +82,8 @@ class RecordedInputs:
     config: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
     drains: list[Any] = field(default_factory=list)
     recalls: list[Any] = field(default_factory=list)
-    approvals: list[Any] = field(default_factory=list)
+    #: ((kind, code) the original asked about, the person's answer), in order.
+    approvals: list[tuple[Any, Any]] = field(default_factory=list)
     #: The opening message's text and view (what the rerun answers).
     text: str = ""
     view: dict[str, Any] | None = None
@@ -96,8 +102,8 @@ class RecordedInputs:
                 found.drains.append(answer)
             elif effect.name == RECALL_SEARCH:
                 found.recalls.append(answer)
-            elif effect.name == APPROVAL_WAIT:
-                found.approvals.append(answer)
+            elif effect.name == APPROVAL_WAIT and isinstance(effect.data, Mapping):
+                found.approvals.append(((effect.data.get("kind"), effect.data.get("code")), answer))
         for item in found.drains[0] if found.drains and isinstance(found.drains[0], list) else []:
             if isinstance(item, Mapping) and item.get("kind") == "message":
                 found.text = str(item.get("text") or "")
@@ -132,7 +138,10 @@ def rerun_overrides(inputs: RecordedInputs) -> dict[str, Callable[[Any, Performe
                 return await own(effect, seq)  # not read by the original: today's
             if key == START_KEY and isinstance(answer, Mapping):
                 live, _ = await own(effect, seq)  # the tier and profile are the rerun's
-                answer = {**answer, **{k: live.get(k) for k in _LIVE_START}}
+                if isinstance(live, Mapping):
+                    answer = {**answer, **{k: live.get(k) for k in _LIVE_START}}
+                if driver.ctx.prefetch is not None:
+                    driver.ctx.prefetch.task.cancel()
                 driver.ctx.mcp.catalogue = McpCatalogue.from_json(answer.get("mcp") or {})
                 driver.ctx.prefetch = None  # its recall answers as recorded
             elif key == "mcp" and isinstance(answer, Mapping):
@@ -172,8 +181,14 @@ def rerun_overrides(inputs: RecordedInputs) -> dict[str, Callable[[Any, Performe
 
     def approval(driver: Any, own: Performer) -> Performer:
         async def approval_wait(effect: Effect, seq: int) -> Outcome:
-            found, answer = _next(inputs.approvals, asked, "approval")
-            return (answer if found else dict(_NOBODY)), None
+            # The person's answer holds only for the very request they answered (kind and
+            # code alike); any other is refused: a rerun has nobody to ask.
+            key = (effect.data.get("kind"), effect.data.get("code"))
+            for index, (asked_for, answer) in enumerate(inputs.approvals):
+                if asked_for == key:
+                    del inputs.approvals[index]
+                    return answer, None
+            return dict(_NOBODY), None
 
         return approval_wait
 
@@ -254,12 +269,18 @@ async def start_rerun(
     }
     await asyncio.to_thread(services.store.upsert_run, summary)
     path = (inputs.view or {}).get("path")
+    # A rerun compares; it changes nothing of the person's: no mail of the chat taken (a
+    # mailbox of its own), no notebook edit proposed, no memory written, nothing run in
+    # the person's kernels (those in-cell calls answer that they are not available).
+    own = replace(services, mailbox=Mailbox(), proposals=None, memory=None, person_kernels=None)
+    effect_log = EffectLog.later(log_path, header, syncer=syncer)
+    await asyncio.to_thread(effect_log.open)  # before the answer: its first poll finds it
     driver = RunDriver(
         run_id=run_id,
         chat_id=original.chat_id,
-        log_=EffectLog.later(log_path, header, syncer=syncer),
+        log_=effect_log,
         config=config,
-        services=services,
+        services=own,
         cwd=str(Path(path).parent) if isinstance(path, str) and path else None,
         program=program,
         summary=summary,
@@ -313,7 +334,6 @@ async def _finish(driver: RunDriver, summary: RunSummary) -> None:
     store, events = driver.services.store, driver.services.events
     turn: TurnRecord | None = None
     try:
-        await asyncio.to_thread(driver.log.open)
         turn = await driver.run()
     except (Exception, RunCancelled):
         log.exception("rerun %s failed", summary.run_id)

@@ -20,6 +20,7 @@ from jupyter_agent.runtime.runs.parts import RunConfig
 from jupyter_agent.runtime.settings.agent_settings import AgentSettings
 from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
 from jupyter_agent.runtime.settings.demo import DemoModel
+from jupyter_agent.runtime.settings.overrides import TIER_NAMES
 
 __all__ = ["RunConfigs", "RunLimits", "chat_codegen"]
 
@@ -33,6 +34,8 @@ def chat_codegen(tiers: Mapping[str, Mapping[str, Any]], model: str) -> dict[str
     (a copy), else codegen with ``model`` as its model (``tiers`` holds a ready codegen)."""
     if model in tiers:
         return dict(tiers[model])
+    if model in TIER_NAMES:  # a tier that is not ready now: passed over
+        return dict(tiers["codegen"])
     return {**tiers["codegen"], "model": model}
 
 
@@ -140,6 +143,8 @@ class RunConfigs:
                 "no model is configured: the demo model answers every chat; set one in "
                 "Agent settings first"
             )
+        if model in ("embed", "complete"):
+            return f"the {model} tier is not a chat model: use codegen, classify or vision"
         if model in tiers:
             return None
         if model in self._agents.effective_tiers(chosen, owner):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -280,8 +279,8 @@ class RunService:
         self, run_id: str, *, owner: str, model: str | None = None, program: str | None = None
     ) -> dict[str, Any]:
         """``POST agent/runs/{id}/rerun``: a new run fed this run's recorded inputs, live
-        against ``model`` (a tier or model name, as a chat's; None: the tiers the original's
-        log header recorded)
+        against ``model`` (a tier or model name, as a chat's; None: the chat's own model
+        when it still passes today's policy, else its agent's tiers)
         and ``program`` (``toolcaller@vN``; None: the original's); see
         :mod:`~jupyter_agent.runtime.loop.rerun`. ``{run_id, rerun_of, program, model}``.
         ``Conflict`` for a run still going, ``BadRequest`` ``bad_model``/``bad_program``/
@@ -304,13 +303,14 @@ class RunService:
                 raise BadRequest(problem, reason="bad_model")
         chosen = await self._program(program or original.program)
         config = configs.run_config(original.agent, owner=original.owner, model=model)
-        recorded = trace.header.get("tiers")
-        codegen = recorded.get("codegen") if isinstance(recorded, dict) else None
-        if model is None and isinstance(recorded, dict) and isinstance(codegen, dict):
-            # "Config except what is overridden": the tiers the original ran with (its
-            # chat's own model included), as its log's header recorded them.
-            tiers = {str(k): dict(v) for k, v in recorded.items() if isinstance(v, dict)}
-            config = replace(config, tiers=tiers)
+        chat = await asyncio.to_thread(self._store.get_chat, original.chat_id)
+        if model is None and chat is not None and chat.model:
+            # The chat's own model (as its runs get it), checked against today's policy.
+            problem = await asyncio.to_thread(
+                configs.model_problem, chat.model, agent=original.agent, owner=original.owner
+            )
+            if not problem:
+                config = configs.run_config(original.agent, owner=original.owner, model=chat.model)
         new = new_id("run")
         summary = await start_rerun(
             original=original,

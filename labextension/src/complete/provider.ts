@@ -4,7 +4,7 @@
  * notebooks and files. Each request goes to `POST agent/complete` with the text around the
  * cursor (`request.ts`); a new request aborts the one before (the person typed on: the
  * server closes the model's stream). With no model for completions (only the demo model)
- * it stays silent and says why once.
+ * it says why once and stays silent for a minute at a time (until a model is set).
  */
 import { Notification } from '@jupyterlab/apputils';
 import { URLExt } from '@jupyterlab/coreutils';
@@ -54,7 +54,8 @@ export class AgentInlineProvider implements IInlineCompletionProvider {
     this.controller?.abort();
     const { prefix, suffix } = splitAt(request.text, request.offset);
     const explicit = Number(context.triggerKind) === 1; // InlineCompletionTriggerKind.Invoke
-    if (this.silent || !shouldAsk(prefix, suffix, this.options.minPrefix, explicit)) {
+    const quiet = this.silentUntil > Date.now();
+    if (quiet || !shouldAsk(prefix, suffix, this.options.minPrefix, explicit)) {
       return { items: [] };
     }
     const widget = context.widget as any;
@@ -74,22 +75,28 @@ export class AgentInlineProvider implements IInlineCompletionProvider {
       return { items: [] }; // aborted (the person typed on) or the server is away
     }
     if (response.status === 409) {
-      this.silent = true;
+      // No model for completions: said once, asked again a minute later (a model set).
+      this.silentUntil = Date.now() + 60_000;
       const said = await response.json().catch(() => ({}));
-      Notification.info(`Agent completions are off: ${said.message ?? 'no model for them'}.`, {
-        autoClose: 8000
-      });
+      if (!this.told) {
+        this.told = true;
+        Notification.info(`Agent completions are off: ${said.message ?? 'no model for them'}.`, {
+          autoClose: 8000
+        });
+      }
       return { items: [] };
     }
     if (!response.ok) {
       return { items: [] }; // over the rate, a bad request: nothing to suggest
     }
-    const text = answerText(await response.text());
+    const raw = await response.text().catch(() => ''); // aborted while read: nothing
+    const text = answerText(raw);
     return { items: text ? [{ insertText: text }] : [] };
   }
 
   private controller: AbortController | null = null;
-  private silent = false;
+  private silentUntil = 0;
+  private told = false;
   private readonly options: ISettings = { minPrefix: 3 };
 }
 
