@@ -126,7 +126,9 @@ class CompleteHandler(AgentHandler):
 
         def on_text(delta: str) -> None:
             self.write(json.dumps({"delta": delta}) + "\n")
-            self.flush()
+            # A client gone mid-delta fails this flush: the heartbeat's next write finds it
+            # and cancels the call; the failure itself is read here, never left unretrieved.
+            self.flush().add_done_callback(lambda f: f.exception())
 
         self._task = asyncio.ensure_future(complete.run(call, on_text=on_text))
         beat = asyncio.ensure_future(self._heartbeat())

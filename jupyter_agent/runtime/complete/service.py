@@ -2,7 +2,7 @@
 
 :meth:`CompletionService.complete` checks its input (bounded ``prefix`` and ``suffix``, a
 path in the root, a known language), the owner's rate (``rate_per_minute`` requests in any
-60 s, else ``RateLimited`` with the seconds to wait), picks the tier (``complete``, else
+60 s, else ``TooManyRequests`` with the seconds to wait), picks the tier (``complete``, else
 ``classify``, else ``codegen``; never the demo model: ``Conflict`` ``no_completion_tier``),
 builds the prompt (the notebook's cells above and below the one being edited, bounded;
 the names of the variables of the person's kernel when one is attached and idle; the
@@ -31,7 +31,7 @@ from jupyter_agent.llm.tiers import tier_from_config
 from jupyter_agent.messages import Message, Text
 from jupyter_agent.runtime.loop.model_calls import perform
 
-__all__ = ["MAX_CONTEXT", "MAX_SIDE", "Completion", "CompletionService", "RateLimited"]
+__all__ = ["MAX_CONTEXT", "MAX_SIDE", "Completion", "CompletionService"]
 
 #: The most characters of ``prefix`` and of ``suffix`` a request may carry.
 MAX_SIDE: Final = 20_000
@@ -46,10 +46,6 @@ SYSTEM: Final = (
     "or after the cursor. Keep it short: the rest of the line, or a few lines at most. If "
     "nothing useful fits, reply with nothing."
 )
-
-
-#: An owner over the completion rate (``retry_after_s`` says when to ask again).
-RateLimited = TooManyRequests
 
 
 @dataclass
@@ -115,7 +111,7 @@ class CompletionService:
             recent.popleft()
         if len(recent) >= rate:
             wait = max(0.1, 60 - (now - recent[0]))
-            raise RateLimited(
+            raise TooManyRequests(
                 f"at most {rate} completions a minute (JupyterAgent.complete_rate): "
                 f"ask again in {wait:.0f} s",
                 retry_after_s=wait,
