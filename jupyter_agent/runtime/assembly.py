@@ -39,6 +39,7 @@ from jupyter_agent.programs.registry import ProgramRegistry
 from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.runtime.admin import AdminConfig
 from jupyter_agent.runtime.complete.wiring import completion_service
+from jupyter_agent.runtime.evals.service import EvalService
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.history.jobs import HistoryScheduler
 from jupyter_agent.runtime.kernels.cell_service import CellService
@@ -279,6 +280,7 @@ class Parts:
             cells=cells,
             variables=variables,
             complete=completion_service(self, variables),
+            evals=EvalService(runs=runs, notebooks=self.notebooks, root_dir=self.root_dir),
             start=self.start,
         )
 
@@ -376,6 +378,7 @@ class Parts:
         try:
             await self.embedder.stop()
             await self.history.stop()
+            await self.services.evals.stop()
             await self.services.runs.reruns.stop()
             await self.manager.shutdown()
         finally:

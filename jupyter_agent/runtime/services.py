@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.runtime.complete.service import CompletionService
+from jupyter_agent.runtime.evals.service import EvalService
 from jupyter_agent.runtime.kernels.cell_service import CellService
 from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.runtime.notebook.person_variables import PersonVariables
@@ -49,5 +50,7 @@ class Services:
     variables: PersonVariables
     #: ``agent/complete``: inline completions (not runs), their usage per owner.
     complete: CompletionService
+    #: ``agent/evals``: suites of cases run, checked and reported.
+    evals: EvalService
     #: Start the parts (idempotent; shielded from a cancelled caller).
     start: Callable[[], Awaitable[None]]

@@ -43,6 +43,8 @@ from jupyter_agent.server.proposals import (
 )
 from jupyter_agent.server.runs import (
     BreakHandler,
+    EvalHandler,
+    EvalsHandler,
     RerunHandler,
     RunDiffHandler,
     RunHandler,
@@ -145,6 +147,8 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (rf"/agent/proposals/{_ID.format('proposal_id')}/undo", ProposalUndoHandler),
     (r"/agent/variables", VariablesHandler),
     (r"/agent/complete", CompleteHandler),
+    (r"/agent/evals", EvalsHandler),
+    (rf"/agent/evals/{_ID.format('eval_id')}", EvalHandler),
     (r"/agent/memories", MemoriesHandler),
     (rf"/agent/memories/{_ID.format('memory_id')}", MemoryHandler),
     (r"/agent/programs", ProgramsHandler),

@@ -161,3 +161,50 @@ class RunDiffHandler(AgentHandler):
         """The diff (both runs the caller's; an admin's any)."""
         runs, admin = (await self.services()).runs, await self.is_admin()
         self.finish_json(await runs.diff(run_id, other, owner=self.owner, admin=admin))
+
+
+class EvalsHandler(AgentHandler):
+    """``POST agent/evals`` ``{suite?, runs?, models?, program?, repeats?, concurrency?}``:
+    202 with the eval's state: a suite's cases (and recorded runs) run as runs of their
+    own, checked, then reported (:mod:`jupyter_agent.runtime.evals.service`)."""
+
+    body_methods = frozenset({"POST"})
+
+    @web.authenticated
+    @authorized_execute
+    async def post(self) -> None:
+        """Start the eval; refused with nothing started on bad input."""
+        body = self.json_body()
+        parse.only_keys(
+            body,
+            ("suite", "runs", "models", "program", "repeats", "concurrency"),
+            reason="unknown_field",
+        )
+        suite = parse.optional_string(body, "suite", reason="bad_suite")
+        runs = parse.string_list(body, "runs", reason="bad_suite", what="run ids")
+        models = parse.string_list(body, "models", reason="bad_model", what="model names")
+        program = parse.optional_string(body, "program", reason="bad_program")
+        repeats = parse.integer(body, "repeats", reason="bad_eval", minimum=1, maximum=20)
+        concurrency = parse.integer(body, "concurrency", reason="bad_eval", minimum=1, maximum=16)
+        evals = (await self.services()).evals
+        answer = await evals.start(
+            owner=self.owner,
+            suite=suite.strip() if suite is not None else None,
+            runs=[r.strip() for r in runs],
+            models=[m.strip() or None for m in models] or [None],
+            program=program.strip() if program else None,
+            repeats=repeats or 1,
+            concurrency=concurrency or 4,
+        )
+        self.finish_json(answer, status=202)
+
+
+class EvalHandler(AgentHandler):
+    """``GET agent/evals/{eval_id}``: the eval's state, its cases' results and report."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, eval_id: str) -> None:
+        """The eval's state; 404 for an unknown one (or another owner's)."""
+        evals = (await self.services()).evals
+        self.finish_json(await evals.get(eval_id, owner=self.owner))

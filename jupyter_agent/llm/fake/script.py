@@ -16,7 +16,7 @@ from typing import Any
 
 from jupyter_agent.exceptions import ConfigError
 
-__all__ = ["ErrorSpec", "Script", "Step", "parse_script", "parse_step"]
+__all__ = ["ErrorSpec", "Route", "Script", "Step", "last_user_text", "parse_script", "parse_step"]
 
 STOPS = ("done", "tool", "length")
 TOOL_MODES = ("native", "fenced", "xml")
@@ -88,6 +88,14 @@ class Step:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Route:
+    """Steps played for a turn whose opening user message contains ``when``."""
+
+    when: str
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Script:
     """The steps, answered in order; with ``repeat`` the script loops forever.
 
@@ -103,6 +111,19 @@ class Script:
     per_turn: bool = False
     #: Emulate prompt caching (:mod:`jupyter_agent.llm.fake.cache`): report ``cache_read``.
     prefix_cache: bool = False
+    #: ``per_turn`` only: the first route whose ``when`` the turn's opening user message
+    #: contains plays its steps instead of ``steps`` (several scripted questions, one fake).
+    routes: tuple[Route, ...] = ()
+
+    def steps_for(self, wire: str, body: dict[str, Any]) -> tuple[Step, ...]:
+        """The steps that answer ``body``: its route's, else ``steps``."""
+        if not self.routes:
+            return self.steps
+        text = last_user_text(wire, body)
+        for route in self.routes:
+            if route.when in text:
+                return route.steps
+        return self.steps
 
 
 def _fail(index: int, name: str, problem: str) -> ConfigError:
@@ -242,8 +263,9 @@ def parse_script(source: Script | list[Any] | dict[str, Any] | str | Path) -> Sc
         except json.JSONDecodeError as exc:
             raise ConfigError(f"fake script is not valid JSON: {exc}") from exc
     repeat = per_turn = prefix_cache = False
+    routes: tuple[Route, ...] = ()
     if isinstance(data, dict):
-        unknown = set(data) - {"steps", "repeat", "per_turn", "prefix_cache"}
+        unknown = set(data) - {"steps", "repeat", "per_turn", "prefix_cache", "routes"}
         if unknown:
             raise ConfigError(f"fake script: unknown top-level field {sorted(unknown)[0]!r}")
         repeat = data.get("repeat", False)
@@ -253,13 +275,48 @@ def parse_script(source: Script | list[Any] | dict[str, Any] | str | Path) -> Sc
         for name, flag in flags:
             if not isinstance(flag, bool):
                 raise ConfigError(f"fake script: field {name!r} must be true or false")
-        data = data.get("steps")
+        routes = _routes(data.get("routes", []), per_turn)
+        data = data.get("steps", [] if routes else None)
     if not isinstance(data, list):
         raise ConfigError('fake script: must be a list of steps or {"steps": [...]}')
     if repeat and not data:
         raise ConfigError("fake script: a repeating script needs at least one step")
     steps = tuple(parse_step(i, s) for i, s in enumerate(data))
-    return Script(steps=steps, repeat=repeat, per_turn=per_turn, prefix_cache=prefix_cache)
+    return Script(
+        steps=steps, repeat=repeat, per_turn=per_turn, prefix_cache=prefix_cache, routes=routes
+    )
+
+
+def _routes(data: Any, per_turn: bool) -> tuple[Route, ...]:
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+        raise ConfigError('fake script: "routes" must be a list of {"when", "steps"}')
+    if data and not per_turn:
+        raise ConfigError('fake script: "routes" needs "per_turn": true')
+    out = []
+    for k, route in enumerate(data):
+        unknown = set(route) - {"when", "steps"}
+        when, steps = route.get("when"), route.get("steps")
+        if unknown or not isinstance(when, str) or not when or not isinstance(steps, list):
+            raise ConfigError(
+                f'fake script: route {k} must be {{"when": non-empty text, "steps": [...]}}'
+            )
+        out.append(Route(when=when, steps=tuple(parse_step(i, s) for i, s in enumerate(steps))))
+    return tuple(out)
+
+
+def last_user_text(wire: str, body: dict[str, Any]) -> str:
+    """The text of the request's last plain user message (see :func:`turn_position`)."""
+    key = "input" if wire == "responses" else "messages"
+    items = body.get(key)
+    found = ""
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict) or item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if wire != "responses" and _has_tool_result(content):
+            continue
+        found = content if isinstance(content, str) else json.dumps(content)
+    return found
 
 
 def turn_position(wire: str, body: dict[str, Any]) -> int:

@@ -255,7 +255,7 @@ class FakeProvider:
 
     def _take(self, wire: str, body: dict[str, Any]) -> tuple[int, Step] | None:
         with self._lock:
-            steps = self._script.steps
+            steps = self._script.steps_for(wire, body)
             position = turn_position(wire, body) if self._script.per_turn else self._next
             if self._script.repeat:
                 index = position % len(steps)

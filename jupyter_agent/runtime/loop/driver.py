@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from jupyter_agent.core.digest.record import digest_options_from_config
@@ -88,6 +88,7 @@ class RunDriver:
         apps: AppTable = IN_CELL_APPS,
         overrides: Mapping[str, Callable[[RunDriver, Performer], Performer]] | None = None,
         channel: str | None = None,
+        after_turn: Callable[[RunDriver], Awaitable[None]] | None = None,
     ) -> None:
         """``program``: the run's program (resolved at its opening; None: the built-in
         ``program_name``); ``gen`` replaces its generator (tests). ``agent``: the agent the
@@ -98,7 +99,8 @@ class RunDriver:
         ``apps``: the in-cell apps its cells may call. ``overrides``: performers made for
         this driver (from it and its own performer) that replace its own by effect name
         (a rerun's recorded inputs: :mod:`.rerun`); ``channel``: where its events go
-        (None: its chat's)."""
+        (None: its chat's). ``after_turn``: awaited once the loop ended, before the run's
+        kernel goes (not after a hard break): an eval's checks."""
         program = program or RunProgram.of_builtin(program_name)
         lifecycle = lifecycle or RunLifecycle(run_id)
         self.ctx = RunContext(
@@ -115,6 +117,7 @@ class RunDriver:
         )
         self.log = log_
         self.apps = apps
+        self._after_turn = after_turn
         self.step_timeout_s = step_timeout_s
         self._gen = gen if gen is not None else program.factory(run_id, chat_id)
         self.kernel = RunKernel(
@@ -309,6 +312,8 @@ class RunDriver:
             self.inbox.close()
             try:
                 await asyncio.to_thread(self.log.close)
+                if self._after_turn is not None and not self.breaking:
+                    await self._after_turn(self)
             finally:
                 await self.kernel.release()
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -65,7 +65,15 @@ from jupyter_agent.runtime.runs.records import LogFacts, ended_by, minimal_turn,
 from jupyter_agent.trace.log import EffectLog, GroupSyncer
 from jupyter_agent.trace.reader import TraceFile, pair_effects
 
-__all__ = ["CHANNEL", "RecordedInputs", "Reruns", "rerun_overrides", "start_rerun"]
+__all__ = [
+    "CHANNEL",
+    "FedRun",
+    "RecordedInputs",
+    "Reruns",
+    "rerun_overrides",
+    "start_fed_run",
+    "start_rerun",
+]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +95,19 @@ class RecordedInputs:
     #: The opening message's text and view (what the rerun answers).
     text: str = ""
     view: dict[str, Any] | None = None
+    #: The kernel's folder (relative to the root; None: the view's folder, else the root).
+    cwd: str | None = None
+
+    @classmethod
+    def message(
+        cls, text: str, *, view: dict[str, Any] | None = None, cwd: str | None = None
+    ) -> RecordedInputs:
+        """Inputs that open with ``text`` (and ``view``) and hold nothing else: the set-up
+        is read live, recall finds nothing, any approval is refused (an eval's case)."""
+        item: dict[str, Any] = {"kind": "message", "text": text, "at": now_iso()}
+        if view:
+            item["view"] = dict(view)
+        return cls(drains=[[item]], text=text, view=dict(view) if view else None, cwd=cwd)
 
     @classmethod
     def of(cls, trace: TraceFile) -> RecordedInputs:
@@ -242,34 +263,77 @@ async def start_rerun(
         raise BadRequest(
             f"run {original.run_id} took no message: nothing to re-run", reason="bad_run"
         )
+    summary, _task = await start_fed_run(
+        FedRun(run_id=run_id, chat_id=original.chat_id, owner=original.owner),
+        inputs=inputs,
+        config=config,
+        program=program,
+        services=services,
+        log_path=log_path,
+        syncer=syncer,
+        going=going,
+        rerun_of=original.run_id,
+    )
+    return summary
+
+
+@dataclass(frozen=True)
+class FedRun:
+    """Who a fed run is: its id, the chat it answers in (never as a turn) and its owner."""
+
+    run_id: str
+    chat_id: str
+    owner: str
+
+
+async def start_fed_run(
+    run: FedRun,
+    *,
+    inputs: RecordedInputs,
+    config: RunConfig,
+    program: RunProgram,
+    services: RunServices,
+    log_path: Path,
+    going: Reruns,
+    syncer: GroupSyncer | None = None,
+    rerun_of: str | None = None,
+    after_turn: Callable[[RunDriver], Awaitable[None]] | None = None,
+) -> tuple[RunSummary, asyncio.Task[TurnRecord]]:
+    """Start a run fed ``inputs`` (a rerun's recorded ones, or an eval case's message);
+    its summary (status ``running``) once stored and the task that ends with its turn.
+
+    Its events go to ``rerun:<run_id>``; ``after_turn`` runs once its turn is stored,
+    before its kernel goes (an eval's checks, in the kernel the agent used)."""
+    run_id = run.run_id
     started = now_iso()
     model = (config.tiers.get("codegen") or {}).get("model")
     summary = RunSummary(
         run_id=run_id,
-        chat_id=original.chat_id,
+        chat_id=run.chat_id,
         program=program.ref.key,
         status="running",
         started=started,
         model=str(model) if model else None,
         programs=program.programs,
         agent=config.agent,
-        owner=original.owner,
-        rerun_of=original.run_id,
+        owner=run.owner,
+        rerun_of=rerun_of,
     )
     header: dict[str, Any] = {
         "run_id": run_id,
-        "chat_id": original.chat_id,
+        "chat_id": run.chat_id,
         "program": program.ref.key,
         "programs": list(program.programs),
         "agent": config.agent,
         "created": started,
         "tiers": config.tiers,
         "profile": model,
-        "rerun_of": original.run_id,
     }
+    if rerun_of is not None:
+        header["rerun_of"] = rerun_of
     await asyncio.to_thread(services.store.upsert_run, summary)
     path = (inputs.view or {}).get("path")
-    # A rerun compares; it changes nothing of the person's: no mail of the chat taken (a
+    # A fed run compares; it changes nothing of the person's: no mail of the chat taken (a
     # mailbox of its own), no notebook edit proposed, no memory written, nothing run in
     # the person's kernels (those in-cell calls answer that they are not available).
     own = replace(services, mailbox=Mailbox(), proposals=None, memory=None, person_kernels=None)
@@ -277,27 +341,29 @@ async def start_rerun(
     await asyncio.to_thread(effect_log.open)  # before the answer: its first poll finds it
     driver = RunDriver(
         run_id=run_id,
-        chat_id=original.chat_id,
+        chat_id=run.chat_id,
         log_=effect_log,
         config=config,
         services=own,
-        cwd=str(Path(path).parent) if isinstance(path, str) and path else None,
+        cwd=inputs.cwd or (str(Path(path).parent) if isinstance(path, str) and path else None),
         program=program,
         summary=summary,
         overrides=rerun_overrides(inputs),
         channel=CHANNEL + run_id,
+        after_turn=after_turn,
     )
-    going.add(run_id, driver, asyncio.get_running_loop().create_task(_finish(driver, summary)))
-    return summary
+    task = asyncio.get_running_loop().create_task(_finish(driver, summary))
+    going.add(run_id, driver, task)
+    return summary, task
 
 
 class Reruns:
     """The reruns going on this server: their drivers (to break one) and tasks."""
 
     def __init__(self) -> None:
-        self._going: dict[str, tuple[RunDriver, asyncio.Task[None]]] = {}
+        self._going: dict[str, tuple[RunDriver, asyncio.Task[Any]]] = {}
 
-    def add(self, run_id: str, driver: RunDriver, task: asyncio.Task[None]) -> None:
+    def add(self, run_id: str, driver: RunDriver, task: asyncio.Task[Any]) -> None:
         """A rerun started; forgotten when its task ends."""
         self._going[run_id] = (driver, task)
         task.add_done_callback(lambda _t: self._going.pop(run_id, None))
@@ -329,8 +395,9 @@ class Reruns:
             await asyncio.wait(tasks, timeout=10)
 
 
-async def _finish(driver: RunDriver, summary: RunSummary) -> None:
-    """Run the rerun to its end; whatever happens its summary ends and its end goes out."""
+async def _finish(driver: RunDriver, summary: RunSummary) -> TurnRecord:
+    """Run the fed run to its end; whatever happens its summary ends and its end goes out;
+    returns its turn."""
     store, events = driver.services.store, driver.services.events
     turn: TurnRecord | None = None
     try:
@@ -351,3 +418,4 @@ async def _finish(driver: RunDriver, summary: RunSummary) -> None:
         )
         events.publish(channel, summary.run_id, end)
         events.end_run(channel, summary.run_id)
+    return turn

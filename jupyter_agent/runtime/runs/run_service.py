@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.exceptions import BadRequest, Conflict, NotFound, ProgramFault
 from jupyter_agent.programs.builtin import BUILTIN
 from jupyter_agent.runtime.events import EventBus
@@ -285,13 +286,7 @@ class RunService:
         :mod:`~jupyter_agent.runtime.loop.rerun`. ``{run_id, rerun_of, program, model}``.
         ``Conflict`` for a run still going, ``BadRequest`` ``bad_model``/``bad_program``/
         ``bad_run``; nothing starts when refused."""
-        await self.check(run_id, owner=owner)
-        original = await asyncio.to_thread(self._store.get_run, run_id)
-        if original is None:
-            raise no_run(run_id)
-        if original.status == "running":
-            raise Conflict(f"run {run_id} is still going: re-run it once it ends", reason="running")
-        trace = await self._trace(run_id, owner, False)
+        original, trace = await self.ended_run(run_id, owner=owner)
         configs = self._run_configs
         if configs is None:
             raise BadRequest("reruns are not available on this server", reason="bad_run")
@@ -301,7 +296,7 @@ class RunService:
             )
             if problem:
                 raise BadRequest(problem, reason="bad_model")
-        chosen = await self._program(program or original.program)
+        chosen = await self.program(program or original.program)
         config = configs.run_config(original.agent, owner=original.owner, model=model)
         chat = await asyncio.to_thread(self._store.get_chat, original.chat_id)
         if model is None and chat is not None and chat.model:
@@ -329,7 +324,28 @@ class RunService:
             "model": summary.model,
         }
 
-    async def _program(self, key: str) -> RunProgram:
+    async def ended_run(self, run_id: str, *, owner: str) -> tuple[RunSummary, TraceFile]:
+        """An ended run of ``owner`` and its log (what a rerun is fed); ``NotFound``,
+        ``Conflict`` (``running``) for a run still going."""
+        await self.check(run_id, owner=owner)
+        original = await asyncio.to_thread(self._store.get_run, run_id)
+        if original is None:
+            raise no_run(run_id)
+        if original.status == "running":
+            raise Conflict(f"run {run_id} is still going: re-run it once it ends", reason="running")
+        return original, await self._trace(run_id, owner, False)
+
+    @property
+    def run_configs(self) -> Any:
+        """The configs reruns (and evals) start with (None: reruns are not available)."""
+        return self._run_configs
+
+    @property
+    def manager(self) -> RunManager:
+        """The run manager (its services and log paths)."""
+        return self._manager
+
+    async def program(self, key: str) -> RunProgram:
         """The run program ``key`` names (``bad_program`` when it is not one)."""
         if not re.fullmatch(r"toolcaller@v[1-9][0-9]{0,5}", key):
             raise BadRequest(
