@@ -23,6 +23,7 @@ from functools import partial
 from importlib.resources import as_file, files
 
 from jupyter_agent.cli.diff import add_diff
+from jupyter_agent.cli.evaluate import add_eval
 from jupyter_agent.cli.memory import add_memory
 from jupyter_agent.cli.options import Subparsers, add_server_options
 from jupyter_agent.cli.program import add_program
@@ -84,6 +85,7 @@ VERBS: list[Callable[[Subparsers], None]] = [
     add_memory,
     add_program,
     add_rerun,
+    add_eval,
 ]
 
 

@@ -67,6 +67,7 @@ def server_of(args: argparse.Namespace) -> tuple[str, str | None]:
     else:
         addr, token, found = pick_server(token_flag=args.token, env_token=env_token)
         if found is not None:
+            args._root_dir = found.root_dir or None
             root = f" (root {found.root_dir})" if found.root_dir else ""
             print(f"jupyter agent: using the server at {addr}{root}", file=sys.stderr)
         resolved = (addr, token)

@@ -125,6 +125,14 @@ class AgentClient(HttpClient):
         body = {k: v for k, v in (("model", model), ("program", program)) if v}
         return dict(self._json("POST", f"agent/runs/{seg(run_id)}/rerun", body=body))
 
+    def start_eval(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST agent/evals``: the eval's state (``running``)."""
+        return dict(self._json("POST", "agent/evals", body=body))
+
+    def eval_state(self, eval_id: str) -> dict[str, Any]:
+        """``GET agent/evals/{eval_id}``: the eval's state, its results, its report."""
+        return dict(self._json("GET", f"agent/evals/{seg(eval_id)}"))
+
     def run_notebook(self, run_id: str) -> dict[str, Any]:
         """``GET agent/runs/{run_id}/notebook``: the turn as notebook JSON (nbformat v4)."""
         return dict(self._json("GET", f"agent/runs/{seg(run_id)}/notebook"))

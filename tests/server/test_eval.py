@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,8 @@ def test_the_shipped_suite_passes_every_case(
     assert chats["chats"] == []
     first = state["results"][0]
     assert first["reply"] == "The total revenue in sales.csv is 11800 (kept in `total`)."
-    assert first["tokens"]["input"] > 0 and first["duration_s"] > 0
+    assert first["tokens"]["input"] > 0
+    assert first["duration_s"] > 0
     # The report: a valid notebook in the trace folder, naming every case and its run.
     report = jp_root_dir / state["report"]
     assert report.parent.name == "agent-traces"
@@ -188,3 +190,49 @@ def test_bad_input_is_refused_with_nothing_started(
 
 def test_an_unknown_eval_is_404(fetch: Any, fake: Any) -> None:
     refused(fetch, "agent", "evals", "eval-nope", status=404)
+
+
+def test_the_cli_runs_the_suite_and_says_how_it_went(
+    fetch: Any, fake: Any, spin: Any, suite: str, jp_root_dir: Path, jp_http_port: int,
+    jp_base_url: str,
+    jp_serverapp: Any, capsys: Any,
+) -> None:  # fmt: skip
+    addr = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
+    server = ["--addr", addr, "--token", jp_serverapp.identity_provider.token]
+    code = _cli(spin, ["eval", suite, "--tier", "codegen=classify", "-n", "1", *server])
+    captured = capsys.readouterr()
+    assert code == 0, captured
+    lines = captured.out.splitlines()
+    assert lines[0].startswith("classify: 4/4 passed (100%)")
+    assert lines[-1].startswith("report: agent-traces/eval-suite")
+    assert " passed  monthly-file [classify #1]" in captured.err
+    # A failing case: exit status 1, the failure on stdout; --json is the whole state.
+    nb = nbformat.read(jp_root_dir / suite / "cases.ipynb", as_version=4)
+    nb.cells[8].source = "assert '13' in reply, 'not 13'"
+    nbformat.write(nb, jp_root_dir / suite / "cases.ipynb")
+    assert _cli(spin, ["eval", suite, "--json", *server]) == 1
+    state = json.loads(capsys.readouterr().out)
+    failed = [r for r in state["results"] if r["status"] != "passed"]
+    assert [(r["case"], r["message"]) for r in failed] == [
+        ("mean-temperature", "AssertionError: not 13")
+    ]
+    # Expected failures: one line, exit status 2.
+    assert _cli(spin, ["eval", *server]) == 2
+    assert "give a SUITE" in capsys.readouterr().err
+    assert _cli(spin, ["eval", "no/such/suite", *server]) == 2
+    assert "no suite at no/such/suite" in capsys.readouterr().err
+    assert _cli(spin, ["eval", suite, "--tier", "classify=x", *server]) == 2
+    assert "--tier takes codegen=MODEL" in capsys.readouterr().err
+
+
+def _cli(spin: Any, argv: list[str]) -> int:
+    """``jupyter agent ARGV`` (``main``) in a thread, the server's loop spinning meanwhile."""
+    from jupyter_agent.cli.main import main
+
+    code: list[int] = []
+    thread = threading.Thread(target=lambda: code.append(main(argv)))
+    thread.start()
+    while thread.is_alive():
+        spin(0.02)
+    thread.join()
+    return code[0]
