@@ -138,6 +138,7 @@ IDS = {
     "approval_id": "appr_01DOC",
     "name": "toolcaller",
     "proposal_id": "p01doc",
+    "eval_id": "eval_01DOC",
 }
 
 

@@ -34,6 +34,7 @@ IDS = {
     "approval_id": "appr_01MATRIX",
     "name": "toolcaller",
     "proposal_id": "p01matrix",
+    "eval_id": "eval_01MATRIX",
 }
 _METHODS = ("get", "post", "put", "patch", "delete")
 #: jupyter_server's authorization refusal: 403 with no reason of the agent's own.

@@ -126,6 +126,7 @@ def test_every_route_refuses_every_malformed_body_clearly_and_writes_nothing(
         "memory_id": memory["id"],
         "approval_id": "appr_01MATRIX",
         "proposal_id": "prop_01MATRIX",
+        "eval_id": "eval_01MATRIX",
         "name": "toolcaller",
     }
     routes = route_table(jp_serverapp)
