@@ -38,7 +38,10 @@ SLOW = [
     {"text": "Slowly.", "cells": ["import time\ntime.sleep(1.0)\nprint('slept')"]},
     {"text": "Done sleeping."},
 ]
-TOOLS = ["chat", "break_run", "list_runs", "show_run", "export_notebook", "run_cell"]
+TOOLS = [
+    "chat", "break_run", "list_runs", "show_run", "export_notebook", "run_cell",
+    "fork_chat", "diff_runs", "rerun", "run_eval", "eval_status",
+]  # fmt: skip
 
 
 @pytest.fixture
@@ -174,7 +177,13 @@ def test_a_user_without_execute_may_read_but_not_chat(session: Session, agent_se
         return listed, chat, runs, export
 
     listed, chat, runs, export = session(go)
-    assert _names(listed) == ["list_runs", "show_run", "export_notebook"]
+    assert _names(listed) == [
+        "list_runs",
+        "show_run",
+        "export_notebook",
+        "diff_runs",
+        "eval_status",
+    ]
     assert chat.is_error
     assert "'execute'" in _text(chat)
     assert not runs.is_error

@@ -81,6 +81,15 @@ class Args:
             raise self._bad(key, f"between {low:g} and {high:g}")
         return float(value)
 
+    def strings(self, key: str) -> list[str]:
+        """A list of non-empty strings; ``[]`` when absent or null."""
+        value = self.raw.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self._bad(key, "a list of non-empty strings")
+        return list(value)
+
     def integer(self, key: str, *, default: int, low: int, high: int) -> int:
         """An integer in ``[low, high]``."""
         value = self.raw.get(key, default)
@@ -237,10 +246,92 @@ _SCHEMAS: Final = (
     ),
 )
 
+
+def _i(description: str, default: int, low: int, high: int) -> dict[str, Any]:
+    return {
+        "type": "integer",
+        "description": description,
+        "default": default,
+        "minimum": low,
+        "maximum": high,
+    }
+
+
+_MODEL = _s("A tier name (classify) or a model of the codegen tier's provider.")
+_PROGRAM = _s("toolcaller@vN (default: the original's, or the agent's).")
+_LIST = {"type": "array", "items": {"type": "string"}}
+
+#: Time travel and evaluation (issue 31): :mod:`.time_tools` calls them.
+_TIME_SCHEMAS: Final = (
+    ToolSchema(
+        "fork_chat",
+        "A new chat whose history is turns 1..turn of a chat (copies; the original is "
+        "unchanged): answers the new chat, with forked_from {chat_id, turn}.",
+        _object(
+            ("chat_id", "turn"),
+            chat_id=_s("The chat to fork (chat_...)."),
+            turn=_i("The last turn the fork keeps (0: none).", 0, 0, 1_000_000),
+            title=_s("The new chat's title (default: the chat's, marked as a fork)."),
+        ),
+        "execute",
+        False,
+        _always("execute"),
+    ),
+    ToolSchema(
+        "diff_runs",
+        "Where two runs first part (the prompt's system and conversation as unified diffs, "
+        "the model, a reply, a cell's code or output) and both runs' totals side by side, "
+        "as GET agent/runs/{a}/diff/{b}: {identical, divergence, summary, ...}.",
+        _object(("run_a", "run_b"), run_a=_RUN_ID, run_b=_RUN_ID),
+        "read",
+        True,
+        _always("read"),
+    ),
+    ToolSchema(
+        "rerun",
+        "Re-run a run with its recorded inputs (message, view, history, recall, approvals) "
+        "live on another model or program, as a run of its own (rerun_of), never a turn of "
+        "its chat: answers {run_id, rerun_of, program, model} at once.",
+        _object(("run_id",), run_id=_RUN_ID, model=_MODEL, program=_PROGRAM),
+        "execute",
+        False,
+        _always("execute"),
+    ),
+    ToolSchema(
+        "run_eval",
+        "Run an eval: the cases of a suite (a notebook or folder under the server's root: "
+        "each case a markdown message followed by a code cell of checks) and recorded runs, "
+        "once per model and repeat, checked and reported as a notebook. Answers the eval's "
+        "state (as GET agent/evals/{id}); with wait, once it is done.",
+        _object(
+            (),
+            suite=_s("The suite's contents path."),
+            runs={**_LIST, "description": "Recorded run ids to re-run against their reply."},
+            models={**_LIST, "description": "Models to compare (tier or model names)."},
+            program=_PROGRAM,
+            repeats=_i("Runs of each case per model.", 1, 1, 20),
+            concurrency=_i("Cases at once.", 4, 1, 16),
+            wait=_b("Answer once the eval is done (progress is reported meanwhile).", False),
+            timeout_s=_n("The longest wait in seconds; the eval goes on after it.", 600, 1, 3600),
+        ),
+        "execute",
+        False,
+        _always("execute"),
+    ),
+    ToolSchema(
+        "eval_status",
+        "An eval's state: status, pass rate per model, each case's result, the report's path.",
+        _object(("eval_id",), eval_id=_s("The eval's id (eval_...), as run_eval answers it.")),
+        "read",
+        True,
+        _always("read"),
+    ),
+)
+
 #: The tools by name, in the order ``tools/list`` shows them.
-TOOL_SCHEMAS: Final[Mapping[str, ToolSchema]] = {s.name: s for s in _SCHEMAS}
+TOOL_SCHEMAS: Final[Mapping[str, ToolSchema]] = {s.name: s for s in (*_SCHEMAS, *_TIME_SCHEMAS)}
 
 
 def tool_list(may: Callable[[str], bool]) -> list[types.Tool]:
     """The tools a caller holding the permissions ``may`` answers true for may call."""
-    return [s.tool() for s in _SCHEMAS if may(s.listed)]
+    return [s.tool() for s in TOOL_SCHEMAS.values() if may(s.listed)]

@@ -19,6 +19,11 @@ tool                    needs       calls
                                     ``chats.write_notebook``
 ``run_cell``            execute     ``cells.run``
                                     (:class:`~jupyter_agent.runtime.kernels.cell_service.CellService`)
+``fork_chat``           execute     ``chats.fork`` (these five: :mod:`.time_tools`)
+``diff_runs``           read        ``runs.diff``
+``rerun``               execute     ``runs.rerun``
+``run_eval``            execute     ``evals.start`` (``wait``: then ``evals.get`` until done)
+``eval_status``         read        ``evals.get``
 ======================  ==========  ======================================================
 
 Permissions are the Jupyter authorizer's answers for the request that carried the call
@@ -49,6 +54,7 @@ from jupyter_agent.runtime.runs.chat_wait import send_and_wait
 from jupyter_agent.runtime.services import Services
 from jupyter_agent.runtime.settings.agents import DEFAULT_AGENT
 from jupyter_agent.server.mcp.schemas import TOOL_SCHEMAS, Args, tool_list
+from jupyter_agent.server.mcp.time_tools import TIME_TOOLS, Call, TimeTools
 
 __all__ = ["CALLER_KEY", "Caller", "build_server"]
 
@@ -112,6 +118,7 @@ class _Tools:
 
     def __init__(self, services: ServicesGetter) -> None:
         self._services = services
+        self._time = TimeTools(services)
 
     async def call(
         self, ctx: ServerRequestContext[Any, Any], name: str, raw: Mapping[str, Any] | None
@@ -128,6 +135,8 @@ class _Tools:
                     f"{name}: permission denied: this needs '{needed}' on resource 'agent', "
                     f"which the server's authorizer does not give {caller.user or 'this user'}"
                 )
+            if name in TIME_TOOLS:
+                return await self._time_tool(ctx, name, caller, args)
             method: Callable[..., Awaitable[types.CallToolResult]] = getattr(self, f"_{name}")
             return await method(ctx, args)
         except RequestError as exc:
@@ -135,6 +144,16 @@ class _Tools:
         except AgentError as exc:
             log.warning("MCP tool %s failed: %s", name, exc)
             return _error(f"{name}: {exc}")
+
+    async def _time_tool(
+        self, ctx: ServerRequestContext[Any, Any], name: str, caller: Caller, args: Args
+    ) -> types.CallToolResult:
+        async def progress(done: float, total: float | None, message: str) -> None:
+            await ctx.session.report_progress(done, total, message)
+
+        call = Call(owner=caller.owner, admin=caller.admin, args=args, progress=progress)
+        value, text = await getattr(self._time, name)(call)
+        return _json_result(value, text)
 
     async def _chat(self, ctx: ServerRequestContext[Any, Any], args: Args) -> types.CallToolResult:
         text = args.string("text")
