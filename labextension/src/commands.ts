@@ -8,5 +8,7 @@ export const CommandIds = {
   settings: 'jupyter-agent:settings',
   attach: 'jupyter-agent:attach-to-chat',
   exportChat: 'jupyter-agent:export-chat',
-  memory: 'jupyter-agent:memory'
+  memory: 'jupyter-agent:memory',
+  evalNotebook: 'jupyter-agent:eval-notebook',
+  evalSelected: 'jupyter-agent:eval-selected'
 };

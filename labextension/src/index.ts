@@ -12,7 +12,8 @@
  * - `jupyter-agent:settings` (settings/): the settings dialog;
  * - `jupyter-agent:memory` (memory/): the Memory view;
  * - `jupyter-agent:cell-actions` (notebook/): Explain, Fix, Ask about and Edit a cell;
- * - `jupyter-agent:inline-completion` (complete/): ghost text from the agent's model.
+ * - `jupyter-agent:inline-completion` (complete/): ghost text from the agent's model;
+ * - `jupyter-agent:evals` (evals/): evaluate a notebook's (or a folder's) cases.
  *
  * Shared base: `api/` (the REST client), `ui/` (small widgets, icons), `events.ts`
  * (generated from the server's definitions), `commands.ts` (command ids).
@@ -21,6 +22,7 @@ import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
 
 import { commandsPlugin } from './chats/commands';
 import { inlineCompletionPlugin } from './complete/plugin';
+import { evalsPlugin } from './evals/plugin';
 import { chatsPlugin, sidebarPlugin, viewsPlugin } from './chats/plugins';
 import { memoryPlugin } from './memory/plugin';
 import { cellActionsPlugin } from './notebook/cellplugin';
@@ -41,7 +43,8 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   settingsPlugin,
   memoryPlugin,
   cellActionsPlugin,
-  inlineCompletionPlugin
+  inlineCompletionPlugin,
+  evalsPlugin
 ];
 
 export default plugins;

@@ -16,6 +16,7 @@ import type {
   IAgentStatus,
   IChatDetail,
   IChatSummary,
+  IEvalState,
   IForkAnswer,
   IKernelVariable,
   IRerunAnswer,
@@ -254,6 +255,16 @@ export class AgentApi implements IMemoryApi {
   /** `GET agent/runs/{a}/diff/{b}`: where two runs first part, and their totals. */
   runDiff(a: string, b: string): Promise<IRunDiff> {
     return this.req(`runs/${enc(a)}/diff/${enc(b)}`, jsonInit('GET'));
+  }
+
+  /** `POST agent/evals`: run the cases of a suite (a notebook or a folder of them). */
+  startEval(suite: string): Promise<IEvalState> {
+    return this.req('evals', jsonInit('POST', { suite }));
+  }
+
+  /** `GET agent/evals/{id}`: the eval's state, its cases' results, its report. */
+  evalState(evalId: string): Promise<IEvalState> {
+    return this.req(`evals/${enc(evalId)}`, jsonInit('GET'));
   }
 
   /** `GET agent/variables?path=`: the variables of the kernel of the person's notebook. */

@@ -187,3 +187,26 @@ export interface IRunDiff {
   } | null;
   summary: { a: { [key: string]: any }; b: { [key: string]: any } };
 }
+
+/** One case run of an eval (`GET agent/evals/{id}` `results`). */
+export interface IEvalResult {
+  case: string;
+  model: string | null;
+  repeat: number;
+  status: 'pending' | 'running' | 'passed' | 'failed' | 'error';
+  run_id: string | null;
+  message: string;
+}
+
+/** An eval's state (`POST agent/evals`, `GET agent/evals/{id}`). */
+export interface IEvalState {
+  eval_id: string;
+  status: 'running' | 'done';
+  suite: string | null;
+  total: number;
+  finished: number;
+  passed: number;
+  report: string | null;
+  error: string | null;
+  results: IEvalResult[];
+}
