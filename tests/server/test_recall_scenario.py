@@ -25,7 +25,7 @@ from jupyter_agent.core.loop.machine import NEW_CHAT_LEAD
 from jupyter_agent.core.memory.recall import HEADER
 from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.programs.builtin import run_refs
-from jupyter_agent.trace.notebook_recall import TITLE
+from jupyter_agent.trace.notebook_marks import TITLE
 from jupyter_agent.trace.verify import verify_run
 from tests.server.test_e2e import (
     Server,

@@ -291,7 +291,12 @@ class ChatService:
                 for t in turns
                 if is_run_id(t.run_id) and self._manager.log_path(t.run_id).exists()
             ]
-            nb = chat_notebook(traces, title=chat.title, forked_from=chat.forked_from)
+            nb = chat_notebook(
+                traces,
+                title=chat.title,
+                forked_from=chat.forked_from,
+                blobs_dir=self._manager.runs_dir,  # notebook.fetch copies: runs_dir/blobs/
+            )
             return self._scrubber.clean_json(dict(nb))
 
         return await asyncio.to_thread(build)
