@@ -433,8 +433,9 @@ def chat_notebook(
         calls.extend(recorded_calls(trace, blobs_dir))
         named.extend(builder.named)
         runs.append(_run_metadata(view, record))
-    heads = sum(1 for c in cells if c.id in ("title", "origin"))
-    cells.insert(heads, setup_cell(calls, named))
+    if runs:  # a chat with no run has nothing to re-run: no setup cell
+        heads = sum(1 for c in cells if c.id in ("title", "origin"))
+        cells.insert(heads, setup_cell(calls, named))
     chat_ids = [r["chat_id"] for r in runs if r["chat_id"]]
     meta = {"chat_id": chat_ids[0] if chat_ids else None, "title": title or None, "runs": runs}
     if forked_from:

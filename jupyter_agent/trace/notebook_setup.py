@@ -3,7 +3,7 @@
 An exported notebook (:mod:`jupyter_agent.trace.notebook`) starts with one hidden code
 cell, id :data:`SETUP_ID` (metadata ``jupyter_agent.kind`` ``"setup"``,
 ``jupyter.source_hidden``), always, even when the runs made no app call (one shape for
-every export)::
+every export; only a chat with no run at all has none)::
 
     from jupyter_agent.kernel.recorded import play_recorded
 
