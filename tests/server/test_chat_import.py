@@ -3,12 +3,15 @@ Server with the fake provider: ``POST agent/chats/import``.
 
 A chat of two turns (one ran a cell) is exported and imported: the new chat's turns are
 the export's messages and replies, and the next message's prompt holds them as history.
-A notebook that is no exported chat is refused with nothing made.
+A notebook that is no exported chat is refused with nothing made; ``jupyter agent import``
+does the same from a file.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -119,4 +122,45 @@ def test_other_notebooks_are_refused_with_nothing_made(fetch: Any) -> None:
     ):
         error = refused(fetch, "agent", "chats", "import", method="POST", body=body, status=400)
         assert error["reason"] == reason, body
+    assert _chat_count(fetch) == before
+
+
+def _cli(spin: Any, argv: list[str]) -> int:
+    """``jupyter agent ARGV`` (``main``) in a thread, the server's loop spinning meanwhile."""
+    from jupyter_agent.cli.main import main
+
+    code: list[int] = []
+    thread = threading.Thread(target=lambda: code.append(main(argv)))
+    thread.start()
+    while thread.is_alive():
+        spin(0.02)
+    thread.join()
+    return code[0]
+
+
+def test_the_cli_imports_a_notebook_file(
+    fetch: Any, spin: Any, fake: Any, jp_http_port: int, jp_base_url: str, jp_serverapp: Any,
+    capsys: Any, tmp_path: Path,
+) -> None:  # fmt: skip
+    chat_id = new_chat(fetch, "plans")
+    _say(fetch, spin, chat_id, "remember alpha")
+    _, exported = call(fetch, "agent", "chats", chat_id, "notebook")
+    path = tmp_path / "plans.ipynb"
+    nbformat.write(nbformat.from_dict(exported), path)
+    addr = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
+    server = ["--addr", addr, "--token", jp_serverapp.identity_provider.token]
+    assert _cli(spin, ["import", str(path), "--title", "shared plans", *server]) == 0
+    new_id = capsys.readouterr().out.strip()
+    _, chat = call(fetch, "agent", "chats", new_id)
+    assert chat["title"] == "shared plans"
+    assert [t["userText"] for t in chat["turns"]] == ["remember alpha"]
+    # a plain notebook, a missing file: one line on stderr, exit status 2, nothing made
+    before = _chat_count(fetch)
+    plain = tmp_path / "plain.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), plain)
+    assert _cli(spin, ["import", str(plain), *server]) == 2
+    assert "not an exported chat notebook" in capsys.readouterr().err
+    assert _cli(spin, ["import", str(tmp_path / "missing.ipynb"), *server]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert _cli(spin, ["import", str(tmp_path), *server]) == 2
     assert _chat_count(fetch) == before
