@@ -94,3 +94,43 @@ def test_play_recorded_outside_the_agent_kernel_says_so() -> None:
         play_recorded({"calls": CALLS, "cells": []})
     with pytest.raises(NotAnAgentKernel):
         play_recorded('{"calls": [], "cells": []}')  # its JSON text is taken too
+
+
+class _Kernelside:
+    """The kernel's host channel as :class:`~jupyter_agent.kernel.kernel._StdinHost` is
+    once a record is installed: requests go to the record."""
+
+    def __init__(self, host: RecordedHost) -> None:
+        self.host = host
+        self.records: list[Any] = []
+
+    def request(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return self.host.request(payload)
+
+    def record(self, record: Any) -> None:
+        self.records.append(record)
+
+    def next_batch(self) -> int:
+        return 1
+
+
+def test_the_in_cell_apps_read_the_recorded_replies() -> None:
+    import base64
+    import pickle
+
+    from jupyter_agent.kernel.apps import build_apps, make_batch
+    from jupyter_agent.kernel.notebook_view import NotebookView
+
+    fetched = _call("notebook", "fetch", {"name": "df", "path": None}, {"name": "df"}, 9)
+    fetched["reply"]["payload"] = base64.b64encode(pickle.dumps({"a": [1, 2]})).decode()
+    channel = _Kernelside(RecordedHost([*CALLS, fetched], []))
+    apps = build_apps(channel)
+    view = apps["notebook"].read("a.ipynb")
+    assert isinstance(view, NotebookView)
+    assert view.path == "a.ipynb"
+    assert apps["notebook"].fetch("df") == {"a": [1, 2]}  # the carried copy, unpickled
+    [hit] = make_batch(channel)(apps["memory"].search.spec("x", k=5))
+    assert hit.unwrap() == ["hit"]
+    assert [r.seq for r in channel.records] == [3, 9, 7]  # recorded as the run's calls
+    with pytest.raises(AppCallError, match=r"no recorded answer for llm\.chat"):
+        apps["llm"].chat("hello")
