@@ -11,7 +11,8 @@ Verbs here: ``kernel install [--user | --sys-prefix | --prefix P] [--name NAME]`
 trace verbs (``trace ls|show|prune``, ``replay``, ``export``) live in
 :mod:`jupyter_agent.cli.trace`, the memory verbs (``memory ls|search|add|edit|rm|export``)
 in :mod:`jupyter_agent.cli.memory`, the program verbs (``program deploy|ls|show|rollback``)
-in :mod:`jupyter_agent.cli.program`.
+in :mod:`jupyter_agent.cli.program`, ``rerun`` in :mod:`jupyter_agent.cli.rerun` and
+``import`` (a chat from an exported notebook) in :mod:`jupyter_agent.cli.import_chat`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from importlib.resources import as_file, files
 
 from jupyter_agent.cli.diff import add_diff
 from jupyter_agent.cli.evaluate import add_eval
+from jupyter_agent.cli.import_chat import add_import
 from jupyter_agent.cli.memory import add_memory
 from jupyter_agent.cli.options import Subparsers, add_server_options
 from jupyter_agent.cli.program import add_program
@@ -86,6 +88,7 @@ VERBS: list[Callable[[Subparsers], None]] = [
     add_program,
     add_rerun,
     add_eval,
+    add_import,
 ]
 
 

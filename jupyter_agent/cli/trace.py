@@ -339,7 +339,9 @@ def _export(args: argparse.Namespace) -> int:
     local = _local_log(args.run)
     if local is not None:
         trace = read_log(local)
-        nb = run_notebook(trace, turn=_local_turn(trace.run_id, args.db_url))
+        nb = run_notebook(
+            trace, turn=_local_turn(trace.run_id, args.db_url), blobs_dir=Path(local).parent
+        )
     else:
         run_id = _check_run_id(args.run)
         raw = _run_from_server(args, run_id, lambda client: client.run_notebook(run_id), local=True)

@@ -47,6 +47,14 @@ class AgentClient(HttpClient):
             body["agent"] = agent
         return dict(self._json("POST", "agent/chats", body=body))
 
+    def import_chat(self, notebook: dict[str, Any], *, title: str | None = None) -> dict[str, Any]:
+        """``POST agent/chats/import``: the new chat made from an exported chat notebook
+        (its nbformat JSON), named ``title`` (None: the server's default)."""
+        body: dict[str, Any] = {"notebook": notebook}
+        if title is not None:
+            body["title"] = title
+        return dict(self._json("POST", "agent/chats/import", body=body))
+
     def agents(self) -> list[dict[str, Any]]:
         """``GET agent/agents``: the agents the server hosts, the default one first."""
         return list(self._json("GET", "agent/agents").get("agents", []))

@@ -15,8 +15,10 @@ request metadata ``jupyter_agent``                           reply content ``jup
 
 A request without that key is an ordinary notebook cell: it runs exactly as in IPython
 (ordinary iopub outputs, ``input()`` works), with ``values``, ``sh``, ``batch`` and the apps
-available. A named cell additionally has its prints, stderr, displays, last value, error,
-app calls and nbformat outputs captured (see :mod:`.capture`); its standard iopub outputs
+available. An exported notebook's setup cell installs its record (:mod:`.recorded`): then
+the apps answer from it, and a recorded agent cell's exact code runs as that named cell.
+A named cell additionally has its prints, stderr, displays, last value, error, app calls
+and nbformat outputs captured (see :mod:`.capture`); its standard iopub outputs
 still flow. In named cells ``input()``/``getpass`` raise :class:`InputNotAvailable`: the
 stdin channel carries the app calls (see :mod:`.apps`) instead.
 
@@ -50,6 +52,7 @@ from jupyter_agent.kernel import capture
 from jupyter_agent.kernel.apps import build_apps, make_batch
 from jupyter_agent.kernel.capture import CapturingStream, CellCapture
 from jupyter_agent.kernel.mcp_app import McpApp
+from jupyter_agent.kernel.recorded import RecordedHost
 from jupyter_agent.kernel.sh import DEFAULT_TIMEOUT_S, Sh
 from jupyter_agent.kernel.values import Values
 from jupyter_agent.text import repair_json
@@ -105,6 +108,9 @@ class _StdinHost:
             if payload.get("jupyter_agent") == "batch"
             else f"{payload.get('app')}.{payload.get('method')}"
         )
+        if kernel.recorded is not None and not kernel.hosted_cell_running:
+            # an exported notebook re-running: its record answers, no host is asked
+            return kernel.recorded.request(payload)
         if not kernel.agent_cell_running or not kernel._allow_stdin:
             raise AppCallError(
                 f"{what} needs the agent host: in-cell apps work only in cells run by "
@@ -239,6 +245,8 @@ class AgentKernel(IPythonKernel):
             if hasattr(stream, "flush_interval"):
                 stream.flush_interval = _FLUSH_INTERVAL_S
         self.agent_cell_running = False
+        self.hosted_cell_running = False  # an agent cell its jupyter-agent host runs
+        self.recorded: RecordedHost | None = None  # an exported notebook's record
         self.values = Values()
         self.sh = Sh()
         host = _StdinHost(self)
@@ -253,6 +261,10 @@ class AgentKernel(IPythonKernel):
         # interactive=False: hidden from %who, like IPython's own helpers
         assert self.shell is not None
         self.shell.push(names, interactive=False)
+
+    def use_recorded(self, host: RecordedHost) -> None:
+        """Answer app calls and name cells from an exported notebook's record (:mod:`.recorded`)."""
+        self.recorded = host
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -299,6 +311,12 @@ class AgentKernel(IPythonKernel):
             return self._do_chdir(str(agent["path"]))
         if op == "warmup":
             return await self._do_warmup()
+        if op is None and self.recorded is not None:
+            name = self.recorded.cell_name(code)
+            if name is not None:  # a recorded agent cell re-run: keep its values by name
+                return await self._do_agent_cell(
+                    name, code, silent, store_history, allow_stdin, cell_meta, cell_id
+                )
         if op != "cell":
             result: dict[str, Any] = await super().do_execute(  # type: ignore[no-untyped-call]
                 code,
@@ -311,9 +329,13 @@ class AgentKernel(IPythonKernel):
             )
             return result
         assert isinstance(agent, dict)
-        return await self._do_agent_cell(
-            str(agent["cell_id"]), code, silent, store_history, allow_stdin, cell_meta, cell_id
-        )
+        self.hosted_cell_running = True
+        try:
+            return await self._do_agent_cell(
+                str(agent["cell_id"]), code, silent, store_history, allow_stdin, cell_meta, cell_id
+            )
+        finally:
+            self.hosted_cell_running = False
 
     async def _do_agent_cell(
         self,

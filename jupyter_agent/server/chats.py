@@ -1,5 +1,5 @@
-"""Chat routes: ``agent/chats``, ``agent/chats/{id}``, its notebook (read or exported), its
-history's summaries and its messages.
+"""Chat routes: ``agent/chats``, ``agent/chats/import``, ``agent/chats/{id}``, its notebook
+(read or exported), its history's summaries and its messages.
 
 Thin: each method authenticates, authorizes, parses the JSON body into typed arguments
 (:mod:`.parse`) and calls the chats service
@@ -22,6 +22,7 @@ __all__ = [
     "ChatForkHandler",
     "ChatHandler",
     "ChatHistoryHandler",
+    "ChatImportHandler",
     "ChatNotebookHandler",
     "ChatsHandler",
     "MessagesHandler",
@@ -54,6 +55,28 @@ class ChatsHandler(AgentHandler):
         agent = parse.string(body, "agent", reason="unknown_agent", default=DEFAULT_AGENT)
         chats = (await self.services()).chats
         self.finish_json(await chats.create(owner=self.owner, title=title, agent=agent), status=201)
+
+
+class ChatImportHandler(AgentHandler):
+    """``POST agent/chats/import`` ``{notebook, title?}`` (201): a new chat whose turns are
+    an exported chat notebook's (``notebook``: its nbformat JSON object), so the
+    conversation goes on here; permission as ``POST agent/chats``."""
+
+    body_methods = frozenset({"POST"})
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Import; answer the new chat with 201 (400 ``not_an_export``: nothing made)."""
+        body = self.json_body()  # over JupyterAgent.max_body_bytes: 413 body_too_large
+        parse.only_keys(body, ("notebook", "title"), reason="unknown_field")
+        if "notebook" not in body:
+            raise BadRequest("'notebook' is required: the exported notebook", reason="bad_notebook")
+        notebook = parse.mapping(body, "notebook", reason="bad_notebook")
+        title = parse.optional_string(body, "title", reason="bad_title")
+        chats = (await self.services()).chats
+        answer = await chats.import_notebook(notebook, owner=self.owner, title=title)
+        self.finish_json(answer, status=201)
 
 
 class ChatHandler(AgentHandler):

@@ -22,6 +22,7 @@ from jupyter_agent.server.chats import (
     ChatForkHandler,
     ChatHandler,
     ChatHistoryHandler,
+    ChatImportHandler,
     ChatNotebookHandler,
     ChatsHandler,
     MessagesHandler,
@@ -122,6 +123,7 @@ default_handlers: list[tuple[str, type[web.RequestHandler]]] = [
     (r"/agent/settings", SettingsHandler),
     (r"/agent/agents", AgentsHandler),
     (r"/agent/chats", ChatsHandler),
+    (r"/agent/chats/import", ChatImportHandler),  # before {chat_id}, which would match it
     (rf"/agent/chats/{_ID.format('chat_id')}", ChatHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}/notebook", ChatNotebookHandler),
     (rf"/agent/chats/{_ID.format('chat_id')}/history", ChatHistoryHandler),

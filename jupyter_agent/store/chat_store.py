@@ -1,5 +1,6 @@
-"""The Store's chat methods: chats (create, read, list, rename, delete, touch) and the
-durable mailbox (a user message stored before it is acknowledged, a run's opening).
+"""The Store's chat methods: chats (create, import, fork, read, list, rename, delete,
+touch) and the durable mailbox (a user message stored before it is acknowledged, a run's
+opening).
 
 A mixin of :class:`~jupyter_agent.store.repo.Store`, which provides its sessions and its
 prepared run upsert. ``delete_chat`` deletes the chat, its turns, its chunk summaries,
@@ -24,7 +25,7 @@ from sqlalchemy import delete, func, update
 from sqlalchemy import select as core_select
 from sqlmodel import col, select
 
-from jupyter_agent.core.turns import RunSummary
+from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.store.history import chunk_queries, fork
 from jupyter_agent.store.memory import recall_index
 from jupyter_agent.store.rows import Chat, chat, mail_row, run_values, valid
@@ -79,6 +80,28 @@ class ChatMethods:
         row = ChatRow(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
         with self._write("cannot create the chat") as session:
             session.add(row)
+        return Chat(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
+
+    def import_chat(
+        self,
+        *,
+        chat_id: str,
+        title: str,
+        now: str,
+        turns: Sequence[TurnRecord],
+        agent: str = "agent",
+        owner: str = "",
+    ) -> Chat:
+        """:meth:`create_chat` holding ``turns`` (each of this chat, with a run id no other
+        turn has) and their recall docs, in one transaction (see
+        :func:`~.history.fork.add_turns`): all of it or nothing."""
+        title = valid(title, "chat title")
+        owner = valid(owner, "chat owner")
+        row = ChatRow(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
+        with self._write("cannot import the chat") as session:
+            session.add(row)
+            session.flush()
+            fork.add_turns(session.connection(), turns, owner=owner)
         return Chat(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
 
     def get_chat(self, chat_id: str) -> Chat | None:

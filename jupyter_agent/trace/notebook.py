@@ -3,8 +3,14 @@
 The notebook is nbformat v4 and valid: built with nbformat's ``new_notebook`` and
 ``new_output``, cells in the exact shape of its ``new_code_cell`` / ``new_markdown_cell``,
 and validated once as a whole (a recorded output that breaks the schema is replaced by a
-stderr note saying so). Cells, in the
-order they happened (see :mod:`jupyter_agent.trace.cells_view`):
+stderr note saying so). It re-runs top to bottom in a fresh agent kernel (kernel
+``jupyter-agent``, nbclient say) with no server and no model: its first code cell, hidden
+(id ``replay-setup``, :mod:`jupyter_agent.trace.notebook_setup`), installs the runs' record
+of app calls and cell names, so the cells' app calls get their recorded answers and
+``values.get`` finds the named cells' values. Tags: a cell that raised has
+``raises-exception``; one a hard stop cut, timed out, unfinished or that could not run,
+and the synthetic recall cell, have ``skip-execution``. Then cells, in the order they
+happened (see :mod:`jupyter_agent.trace.cells_view`):
 
 - a markdown cell for the user's message: time, the view (path, cell, selection) and the
   names of the attachments; steering messages and breaks as markdown where they arrived;
@@ -17,10 +23,10 @@ order they happened (see :mod:`jupyter_agent.trace.cells_view`):
 - what autorecall showed the model before the message (``toolcaller@v4``): a markdown
   cell "Recalled (synthetic: not run)" and the synthetic ``memory.search(...)`` code cell
   (metadata ``synthetic: true``, ``program: autorecall@v1``), its result as the stream
-  output, before the turn's first real cell (:mod:`jupyter_agent.trace.notebook_recall`);
+  output, before the turn's first real cell (:mod:`jupyter_agent.trace.notebook_marks`);
 - markdown cells for progress bubbles and the final reply;
 - a markdown cell per wait for the person (an ``approval.wait``: what waited, how it ended;
-  an MCP call's code) and per notice the run took (:mod:`jupyter_agent.trace.notebook_waits`);
+  an MCP call's code) and per notice the run took (:mod:`jupyter_agent.trace.notebook_marks`);
 - a markdown note for what did not finish normally: a cancelled, timed-out, failed or
   unfinished effect, a hard break, an error or wrap-up end, a log that stops mid-run. A
   cell or command a hard break cut keeps the output it printed until then (status
@@ -48,6 +54,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Final
 
 from nbformat import NotebookNode
@@ -68,6 +75,14 @@ from jupyter_agent.core.events.steps import (
 from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.trace.cells_view import RunView, build_view
 from jupyter_agent.trace.log import TraceFile
+from jupyter_agent.trace.notebook_marks import (
+    CELL_ID,
+    approval_meta,
+    approval_source,
+    notice_source,
+    synthetic_meta,
+    title_source,
+)
 from jupyter_agent.trace.notebook_nodes import (
     KERNELSPEC,
     count_of,
@@ -81,8 +96,7 @@ from jupyter_agent.trace.notebook_nodes import (
     sh_source,
     write_notebook,
 )
-from jupyter_agent.trace.notebook_recall import CELL_ID, synthetic_meta, title_source
-from jupyter_agent.trace.notebook_waits import approval_meta, approval_source, notice_source
+from jupyter_agent.trace.notebook_setup import SETUP_ID, recorded_calls, rerun_tag, setup_cell
 
 __all__ = ["KERNELSPEC", "chat_notebook", "run_notebook", "sh_source", "write_notebook"]
 
@@ -112,6 +126,7 @@ class _Builder:
         self.anchor = ""  # the id of the last code cell, "" before the first
         self.md_count = 0
         self.agent = view.turn.from_agent if view.turn is not None else "agent"
+        self.named: list[tuple[str, str]] = []  # (code, the run's name) of its agent cells
 
     # -- ids ------------------------------------------------------------------------------
 
@@ -135,9 +150,13 @@ class _Builder:
         base = f"{self.anchor}-" if self.anchor else self.prefix
         return self._free(f"{base}md{self.md_count}")
 
-    def _meta(self, kind: str, seq: int | None, **extra: Any) -> dict[str, Any]:
+    def _meta(
+        self, kind: str, seq: int | None, tag: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
         meta = {"kind": kind, "run_id": self.view.run_id, "seq": seq, **extra}
-        return {"jupyter_agent": from_dict(meta)}
+        # nbclient's tags: a recorded error is shown and the run goes on; a skipped cell
+        # is one whose recorded run did not finish (it would not end as recorded)
+        return {"jupyter_agent": from_dict(meta), **({"tags": [tag]} if tag else {})}
 
     # -- cells ----------------------------------------------------------------------------
 
@@ -183,8 +202,11 @@ class _Builder:
             step.code,
             id=self._code_id(step.cell_id or "c"),
             execution_count=count_of(step.execution_count),
-            metadata=self._meta("python", step.seq, **extra),
+            metadata=self._meta(
+                "python", step.seq, rerun_tag(step.status, raised=bool(step.failed)), **extra
+            ),
         )
+        self.named.append((step.code, step.cell_id))
         cell.outputs = outputs  # checked by the one whole-notebook validation (_notebook)
         self.cells.append(cell)
         self._status_note("cell", step.status, step.error, step.seq, step.timeout_s, bool(outputs))
@@ -213,7 +235,7 @@ class _Builder:
         cell = new_code_cell(
             sh_source(step.command, step.timeout_s),
             id=self._code_id(step.cell_id),
-            metadata=self._meta("bash", step.seq, **extra),
+            metadata=self._meta("bash", step.seq, rerun_tag(step.status), **extra),
         )
         cell.outputs = outputs
         self.cells.append(cell)
@@ -254,7 +276,7 @@ class _Builder:
         cell = new_code_cell(
             step.code,
             id=self._code_id(CELL_ID),
-            metadata=self._meta("recall", step.seq, **synthetic_meta(step)),
+            metadata=self._meta("recall", step.seq, "skip-execution", **synthetic_meta(step)),
         )
         cell.outputs = [new_output("stream", name="stdout", text=step.text + "\n")]
         self.cells.append(cell)
@@ -359,12 +381,20 @@ def _view(trace: TraceFile, turn: TurnRecord | None) -> tuple[RunView, TurnRecor
 
 
 def run_notebook(
-    trace: TraceFile, *, turn: TurnRecord | None = None, cell_prefix: str = ""
+    trace: TraceFile,
+    *,
+    turn: TurnRecord | None = None,
+    cell_prefix: str = "",
+    blobs_dir: Path | None = None,
 ) -> NotebookNode:
-    """One run as a notebook (see the module docstring); ``turn`` overrides the log's."""
+    """One run as a notebook (see the module docstring); ``turn`` overrides the log's;
+    ``blobs_dir``: the folder of the run's log, where its ``blobs/`` are (none: no
+    ``notebook.fetch`` copy is carried)."""
     view, record = _view(trace, turn)
-    cells = _Builder(_with_turn(view, record), cell_prefix, set()).build()
-    return notebook_of(cells, _run_metadata(view, record))
+    builder = _Builder(_with_turn(view, record), cell_prefix, {SETUP_ID})
+    cells = builder.build()
+    setup = setup_cell(recorded_calls(trace, blobs_dir), builder.named)
+    return notebook_of([setup, *cells], _run_metadata(view, record))
 
 
 def chat_notebook(
@@ -372,15 +402,19 @@ def chat_notebook(
     *,
     title: str = "",
     forked_from: Mapping[str, Any] | None = None,
+    blobs_dir: Path | None = None,
 ) -> NotebookNode:
     """A whole chat, oldest run first: turn k's cells are ``t<k>-c<n>``, ``t<k>-md<j>``, ...
 
     A title becomes a first markdown cell (id ``title``); a fork's origin the next one (id
-    ``origin``). ``metadata.jupyter_agent`` holds ``chat_id``, ``title``, ``runs`` (each
+    ``origin``); then the setup cell (all the runs' record; ``blobs_dir`` as for
+    :func:`run_notebook`). ``metadata.jupyter_agent`` holds ``chat_id``, ``title``, ``runs`` (each
     run's metadata, as :func:`run_notebook`'s) and, for a fork, ``forked_from``.
     """
-    taken: set[str] = set()
+    taken: set[str] = {SETUP_ID}
     cells: list[NotebookNode] = []
+    calls: list[dict[str, Any]] = []
+    named: list[tuple[str, str]] = []
     runs: list[dict[str, Any]] = []
     if title:
         taken.add("title")
@@ -394,8 +428,14 @@ def chat_notebook(
         cells.append(new_markdown_cell(said, id="origin", metadata={}))
     for k, (trace, turn) in enumerate(traces, start=1):
         view, record = _view(trace, turn)
-        cells.extend(_Builder(_with_turn(view, record), f"t{k}-", taken).build())
+        builder = _Builder(_with_turn(view, record), f"t{k}-", taken)
+        cells.extend(builder.build())
+        calls.extend(recorded_calls(trace, blobs_dir))
+        named.extend(builder.named)
         runs.append(_run_metadata(view, record))
+    if runs:  # a chat with no run has nothing to re-run: no setup cell
+        heads = sum(1 for c in cells if c.id in ("title", "origin"))
+        cells.insert(heads, setup_cell(calls, named))
     chat_ids = [r["chat_id"] for r in runs if r["chat_id"]]
     meta = {"chat_id": chat_ids[0] if chat_ids else None, "title": title or None, "runs": runs}
     if forked_from:

@@ -23,6 +23,7 @@ from jupyter_agent.trace.notebook import run_notebook
 from jupyter_agent.trace.show import show_run
 from jupyter_agent.trace.verify import verify_run
 from tests.runtime.harness import Harness, close_harness, final_text, make_harness
+from tests.trace.logs_support import without_setup
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -160,9 +161,10 @@ async def test_a_hard_broken_cell_shows_cancelled_with_its_output(
     assert step["outputs"][0]["text"] == "printed-before-the-break\n"
     assert step["digest"] is None  # the model read nothing
 
-    nb = run_notebook(agent.trace(run_id))
+    nb = without_setup(run_notebook(agent.trace(run_id)))
     [code] = [c for c in nb.cells if c.cell_type == "code"]
     assert code.metadata["jupyter_agent"]["status"] == "cancelled"
+    assert code.metadata["tags"] == ["skip-execution"]  # a re-run leaves it
     assert code.outputs[0]["text"] == "printed-before-the-break\n"
     notes = [
         c.source for c in nb.cells if c.metadata.get("jupyter_agent", {}).get("kind") == "note"
@@ -201,9 +203,10 @@ async def test_a_timed_out_cell_says_timed_out_with_its_output(agent: Harness, c
     assert step["outputs"][0]["text"] == "printed-before-the-timeout\n"
     assert "timeout" in step["digest"]
 
-    nb = run_notebook(agent.trace(run_id))
+    nb = without_setup(run_notebook(agent.trace(run_id)))
     [code] = [c for c in nb.cells if c.cell_type == "code"]
     assert code.metadata["jupyter_agent"]["status"] == "timed_out"
+    assert code.metadata["tags"] == ["skip-execution"]  # a re-run leaves it
     assert not code.metadata["jupyter_agent"]["deterministic"]
     notes = [
         c.source for c in nb.cells if c.metadata.get("jupyter_agent", {}).get("kind") == "note"
@@ -232,9 +235,10 @@ async def test_bash_output_is_live_and_a_broken_command_keeps_it(agent: Harness)
     assert (end["kind"], end["status"], end["stdout"]) == ("bash", "cancelled", "first-line\n")
     [step] = [s for s in show_run(agent.trace(turn.run_id))["steps"] if s["type"] == "bash"]
     assert (step["status"], step["stdout"], step["digest"]) == ("cancelled", "first-line\n", None)
-    nb = run_notebook(agent.trace(turn.run_id))
+    nb = without_setup(run_notebook(agent.trace(turn.run_id)))
     [code] = [c for c in nb.cells if c.cell_type == "code"]
     assert code.metadata["jupyter_agent"]["status"] == "cancelled"
+    assert code.metadata["tags"] == ["skip-execution"]  # a re-run leaves it
     assert json.dumps(code.outputs).count("first-line") == 1
     assert_replays(agent, turn.run_id)
 

@@ -139,8 +139,10 @@ def test_a_hard_stopped_cell_is_cancelled_with_its_output_in_the_routes(
     assert effect["result"]["cell"]["outputs"][0]["text"] == "printed-before-the-stop\n"
 
     _, nb = call(fetch, "agent", "runs", run_id, "notebook")
-    [cell] = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    setup, cell = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert setup["id"] == "replay-setup"
     assert cell["metadata"]["jupyter_agent"]["status"] == "cancelled"
+    assert cell["metadata"]["tags"] == ["skip-execution"]  # a re-run leaves it
     assert "printed-before-the-stop" in json.dumps(cell["outputs"])
     outcome = verify_run(agent_service.manager.log_path(run_id))
     assert outcome.identical, outcome.message

@@ -25,7 +25,7 @@ from jupyter_agent.core.loop.machine import NEW_CHAT_LEAD
 from jupyter_agent.core.memory.recall import HEADER
 from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.programs.builtin import run_refs
-from jupyter_agent.trace.notebook_recall import TITLE
+from jupyter_agent.trace.notebook_marks import TITLE
 from jupyter_agent.trace.verify import verify_run
 from tests.server.test_e2e import (
     Server,
@@ -36,6 +36,7 @@ from tests.server.test_e2e import (
     stop_server,
     wait_turn,
 )
+from tests.trace.logs_support import without_setup
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -203,6 +204,8 @@ def test_the_exported_notebook_has_the_synthetic_cell(
     assert main(["export", recalled["turn"]["run_id"], "-o", str(out), *addr]) == 0
     nb = nbformat.read(out, as_version=4)
     nbformat.validate(nb)
+    assert "'method': 'search'" not in nb.cells[0].source  # autorecall's search: no cell's
+    without_setup(nb)
     kinds = [c.metadata["jupyter_agent"]["kind"] for c in nb.cells]
     assert kinds == ["user", "recall", "recall", "reply"]
     title, cell = nb.cells[1], nb.cells[2]
@@ -210,6 +213,7 @@ def test_the_exported_notebook_has_the_synthetic_cell(
     assert cell.metadata["jupyter_agent"]["synthetic"] is True
     assert cell.metadata["jupyter_agent"]["program"] == "autorecall@v1"
     assert cell.source == f'memory.search("{QUESTION}", k=5, history=True)'
+    assert cell.metadata["tags"] == ["skip-execution"]  # a re-run would search today's memory
     assert FACT in cell.outputs[0]["text"]
 
 

@@ -166,3 +166,18 @@ def write_stats_run(path: Path) -> dict[str, int]:
     seqs["cancelled"] = w.effect("http.post", anthropic_request(), {"cancelled": "break_hard"})
     w.close()
     return seqs
+
+
+def without_setup(nb: Any, at: int = 0) -> Any:
+    """``nb`` with the export's hidden setup cell (checked at index ``at``) dropped: the
+    cells after it are the run's, as the tests of the cells compare them."""
+    cell = nb.cells[at]
+    assert cell.id == "replay-setup", cell.id
+    assert cell.cell_type == "code"
+    assert cell.metadata["jupyter_agent"] == {"kind": "setup"}
+    assert cell.metadata["jupyter"] == {"source_hidden": True}
+    assert "from jupyter_agent.kernel.recorded import play_recorded\n" in cell.source
+    assert cell.source.count("play_recorded(") == 1
+    assert not [c for c in nb.cells if c is not cell and c.id == "replay-setup"]
+    del nb.cells[at]
+    return nb

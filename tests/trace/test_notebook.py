@@ -33,7 +33,7 @@ from jupyter_agent.trace.notebook import (
     sh_source,
     write_notebook,
 )
-from tests.trace.logs_support import LogWriter
+from tests.trace.logs_support import LogWriter, without_setup
 
 PNG_1x1 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwAD"
@@ -242,7 +242,7 @@ def _agent(cell: Any) -> dict[str, Any]:
 
 def test_valid_notebook_with_cells_in_run_order(full_run):
     path, _, _ = full_run
-    nb = run_notebook(read_log(path))
+    nb = without_setup(run_notebook(read_log(path)))
     nbformat.validate(nb)
     assert nb.nbformat == 4
     assert [(c.id, c.cell_type) for c in nb.cells] == [
@@ -274,7 +274,7 @@ def test_valid_notebook_with_cells_in_run_order(full_run):
 
 
 def test_user_message_markdown(full_run):
-    nb = run_notebook(read_log(full_run[0]))
+    nb = without_setup(run_notebook(read_log(full_run[0])))
     user = nb.cells[0].source
     assert "**User** · 2025-03-01T10:00:30.000Z" in user
     assert "`work/analysis.ipynb`" in user
@@ -356,7 +356,7 @@ def test_sh_source_literal(command):
 
 def test_deterministic_flags_and_seqs(full_run):
     _, _, seqs = full_run
-    cells = _by_id(run_notebook(read_log(full_run[0])))
+    cells = _by_id(without_setup(run_notebook(read_log(full_run[0]))))
     flags = {cid: _agent(cells[cid])["deterministic"] for cid in ("c1", "c2", "c3", "c4", "c5")}
     assert flags == {"c1": True, "c2": True, "c3": False, "c4": False, "c5": True}
     assert _agent(cells["c3"])["seqs"] == [
@@ -422,6 +422,7 @@ def test_whole_chat_notebook(tmp_path):
         title="Squares",
     )
     nbformat.validate(nb)
+    without_setup(nb, at=1)  # after the title cell
     ids = [c.id for c in nb.cells]
     assert len(ids) == len(set(ids))
     assert ids[:4] == ["title", "t1-md1", "t1-md2", "t1-c1"]
@@ -456,7 +457,7 @@ def test_crashed_run_exports_what_there_is(tmp_path):
         fh.write(b'{"seq": %d, "phase": "result", "na' % seq)
     trace = read_log(path)
     assert trace.truncated
-    nb = run_notebook(trace)
+    nb = without_setup(run_notebook(trace))
     nbformat.validate(nb)
     assert [c.id for c in nb.cells] == ["md1", "c1", "c2", "c2-md1", "c2-md2", "c2-md3"]
     assert nb.cells[2].source == "while True: pass"
@@ -486,7 +487,7 @@ def test_hard_broken_run_has_notes(tmp_path):
         {"cancelled": "break_hard"},
     )
     run.finish(stop="break_hard", cause="break_hard", replies=0)
-    nb = run_notebook(read_log(path))
+    nb = without_setup(run_notebook(read_log(path)))
     nbformat.validate(nb)
     assert [c.id for c in nb.cells] == ["md1", "c1", "c1-md1", "c1-md2"]
     assert nb.cells[1].outputs == []
@@ -510,7 +511,7 @@ def test_wrapup_and_failed_effects_get_notes(tmp_path):
     run.effect("bash.run", {"command": "ls", "timeout_s": 5}, {"not": "a bash result"})
     run.effect("chat.post", {"text": "Summary so far.", "done": True}, "m")
     run.finish(stop="wrapup", cause="ceiling:cells")
-    nb = run_notebook(read_log(path))
+    nb = without_setup(run_notebook(read_log(path)))
     nbformat.validate(nb)
     sources = [c.source for c in nb.cells]
     assert "could not run (#" in sources[2]
@@ -540,7 +541,7 @@ def test_unknown_effects_and_odd_outputs_are_tolerated(tmp_path):
         seq=999, phase="intent", name="future.effect", data={"x": 1}, t="2025-01-01T00:00:00Z"
     )
     trace = TraceFile(header=trace.header, lines=[*trace.lines, extra])
-    nb = run_notebook(trace)
+    nb = without_setup(run_notebook(trace))
     nbformat.validate(nb)
     assert [_agent(c)["kind"] for c in nb.cells] == ["user", "steering", "python"]
     assert nb.cells[2].outputs[0].name == "stderr"
@@ -612,8 +613,14 @@ def test_exported_notebook_reruns_to_the_recorded_outputs(tmp_path, request, ker
     NotebookClient(
         nb, kernel_name=kernel, timeout=60, resources={"metadata": {"path": str(tmp_path)}}
     ).execute()
+    setup = nb.cells[0]
+    assert _agent(setup)["kind"] == "setup"
+    if kernel == "jupyter-agent":  # the record installed, silently
+        assert setup.outputs == []
+    else:  # another kernel says why (raises-exception) and runs the cells needing no host
+        assert [o.ename for o in setup.outputs] == ["NotAnAgentKernel"]
     compared = 0
-    for old, new in zip(recorded.cells, nb.cells, strict=True):
+    for old, new in zip(recorded.cells[1:], nb.cells[1:], strict=True):
         if old.cell_type == "code" and _agent(old)["deterministic"]:
             assert _texts(new.outputs) == _texts(old.outputs), old.id
             compared += 1
@@ -630,7 +637,7 @@ def test_schema_breaking_outputs_and_ids_are_repaired(tmp_path):
     run.cell("c1", "b", CellResult(cell_id="c1", outputs=()))  # a duplicate id
     run.cell("bad id!", "c", CellResult(cell_id="bad id!", outputs=()))
     run.finish()
-    nb = run_notebook(read_log(path))
+    nb = without_setup(run_notebook(read_log(path)))
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code[0].outputs[0].name == "stderr"

@@ -16,10 +16,11 @@ from jupyter_agent.core.memory.recall import HEADER, recall_code
 from jupyter_agent.effects import Effect
 from jupyter_agent.trace.log import EffectLog, read_log
 from jupyter_agent.trace.notebook import run_notebook
-from jupyter_agent.trace.notebook_recall import TITLE
+from jupyter_agent.trace.notebook_marks import TITLE
 from jupyter_agent.trace.show import show_run
 from tests.core.test_loop_recall import QUESTION, fact, record, world
 from tests.core.test_loop_step import NOW
+from tests.trace.logs_support import without_setup
 
 PROGRAM = "toolcaller@v6"  # the recall steps of these logs (v7: tests/core/test_loop_start.py)
 
@@ -54,6 +55,7 @@ def test_a_recall_without_hits_is_an_empty_step(tmp_path: Path) -> None:
 def test_the_export_has_the_synthetic_cell_before_the_first_real_one(tmp_path: Path) -> None:
     nb = run_notebook(read_log(recorded(tmp_path, [fact()])))
     nbformat.validate(nb)
+    without_setup(nb)
     kinds = [c.metadata["jupyter_agent"]["kind"] for c in nb.cells]
     assert kinds == ["user", "recall", "recall", "reply"]
     title, code = nb.cells[1], nb.cells[2]
@@ -65,6 +67,7 @@ def test_the_export_has_the_synthetic_cell_before_the_first_real_one(tmp_path: P
     assert meta["synthetic"] is True
     assert meta["program"] == "autorecall@v1"
     assert code.execution_count is None
+    assert code.metadata["tags"] == ["skip-execution"]  # never run: nbclient leaves it
     assert [o.output_type for o in code.outputs] == ["stream"]
     assert code.outputs[0].text.startswith(HEADER)
     assert "The person likes teal charts." in code.outputs[0].text

@@ -18,7 +18,14 @@ from jupyter_agent.trace.cells_view import build_view
 from jupyter_agent.trace.log import read_log
 from jupyter_agent.trace.notebook import run_notebook
 from jupyter_agent.trace.show import show_run
-from tests.trace.logs_support import LogWriter, anthropic_request, fixture, reply, simple_cell
+from tests.trace.logs_support import (
+    LogWriter,
+    anthropic_request,
+    fixture,
+    reply,
+    simple_cell,
+    without_setup,
+)
 
 AT = "2025-03-01T10:00:05.000Z"
 
@@ -219,7 +226,7 @@ def test_trace_show_says_how_each_wait_ended(
 
 def test_the_export_has_a_markdown_cell_per_wait_and_notice(tmp_path: Path) -> None:
     seqs = write_waits(tmp_path / "run.jsonl")
-    nb = run_notebook(read_log(tmp_path / "run.jsonl"))
+    nb = without_setup(run_notebook(read_log(tmp_path / "run.jsonl")))
     nbformat.validate(nb)
     cells = {c.metadata["jupyter_agent"]["seq"]: c for c in nb.cells}
     first = cells[seqs["a1"]]

@@ -17,6 +17,7 @@ from jupyter_agent.trace.cells_view import build_view
 from jupyter_agent.trace.notebook import run_notebook
 from jupyter_agent.trace.show import show_run
 from tests.runtime.harness import Harness, close_harness, final_text, make_harness
+from tests.trace.logs_support import without_setup
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -82,7 +83,7 @@ async def test_a_run_under_writes_has_its_wait_and_notice_as_steps(
     assert f"#{wait.seq} approval (cell c2): approved by the person" in out
     assert f"    {NOTICE}" in out
 
-    nb = run_notebook(agent.trace(run_id))
+    nb = without_setup(run_notebook(agent.trace(run_id)))
     nbformat.validate(nb)
     kinds = [c.metadata["jupyter_agent"]["kind"] for c in nb.cells]
     assert kinds == ["user", "python", "approval", "python", "notice", "reply"]

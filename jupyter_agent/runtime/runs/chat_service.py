@@ -205,6 +205,35 @@ class ChatService:
         counts_of(self._store).forget(owner)  # more turns: recall counts read again
         return self._json(chat)
 
+    async def import_notebook(
+        self, notebook: Any, *, owner: str, title: str | None = None
+    ) -> dict[str, Any]:
+        """``POST agent/chats/import``: ``owner``'s new chat (of the default agent) whose
+        turns are an exported chat notebook's (:mod:`~jupyter_agent.runtime.notebook.chat_import`),
+        so the conversation goes on here. Named ``title``, default "Imported: <the export's
+        title>". ``BadRequest`` ``not_an_export`` (nothing made) for another notebook."""
+        from jupyter_agent.runtime.notebook.chat_import import import_title, imported_turns
+
+        chat_id, now = new_id("chat"), now_iso()
+
+        def read() -> tuple[list[Any], str]:
+            clean = self._scrubber.clean_json(notebook)  # an imported turn holds no secret
+            turns = imported_turns(clean, chat_id=chat_id, now=now, make_id=new_id)
+            return turns, import_title(clean)
+
+        turns, found = await asyncio.to_thread(read)
+        if title is None:
+            title = _imported_title(found)
+        clean = self._title(title)
+        name = self._agents.get(DEFAULT_AGENT).name
+        chat = await asyncio.to_thread(
+            lambda: self._store.import_chat(
+                chat_id=chat_id, title=clean, now=now, turns=turns, agent=name, owner=owner
+            )
+        )
+        counts_of(self._store).forget(owner)  # more turns: recall counts read again
+        return self._json(chat)
+
     async def get(self, chat_id: str, *, owner: str) -> dict[str, Any]:
         """The chat with its ``turns`` (oldest first) and ``active_run_id``."""
         chat = await self._chat(chat_id, owner)
@@ -291,7 +320,12 @@ class ChatService:
                 for t in turns
                 if is_run_id(t.run_id) and self._manager.log_path(t.run_id).exists()
             ]
-            nb = chat_notebook(traces, title=chat.title, forked_from=chat.forked_from)
+            nb = chat_notebook(
+                traces,
+                title=chat.title,
+                forked_from=chat.forked_from,
+                blobs_dir=self._manager.runs_dir,  # notebook.fetch copies: runs_dir/blobs/
+            )
             return self._scrubber.clean_json(dict(nb))
 
         return await asyncio.to_thread(build)
@@ -361,6 +395,11 @@ class ChatService:
         if "path" in clean:  # the kernel works in its folder: resolved (safe_paths)
             clean["path"] = self._contents.resolve(clean["path"], "'view.path'").path
         return clean or None
+
+
+def _imported_title(title: str) -> str:
+    text = f"Imported: {title}" if title else "Imported chat"
+    return text if len(text) <= MAX_TITLE else text[: MAX_TITLE - 3] + "..."
 
 
 def _fork_title(title: str, turn: int) -> str:

@@ -233,7 +233,8 @@ class RunService:
 
         trace = await self._trace(run_id, owner, admin)
         turn = await asyncio.to_thread(self._store.get_turn_by_run, run_id)
-        nb = await asyncio.to_thread(lambda: run_notebook(trace, turn=turn))
+        blobs = self._manager.runs_dir  # where the run's notebook.fetch copies are
+        nb = await asyncio.to_thread(lambda: run_notebook(trace, turn=turn, blobs_dir=blobs))
         return self._scrubber.clean_json(dict(nb))
 
     async def write_notebook(

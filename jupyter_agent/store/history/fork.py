@@ -13,12 +13,15 @@ holds its trace, which outlives chats) with a new id and the new chat's id; the 
 ``run_id`` projection, unique per row, is ``<run_id>~<chat_id>`` (a lookup by run finds
 the turn the run wrote, not its copies). Copied turns and summaries get their recall docs
 (the owner's), except a turn the demo model answered (as ``append_turn``).
+
+:func:`add_turns` stores turns made elsewhere (an imported chat's, which point at no
+effect log: their run ids are new) the same way, in the caller's transaction.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
@@ -31,7 +34,7 @@ from jupyter_agent.store.memory import recall_index
 from jupyter_agent.store.rows import turn_values
 from jupyter_agent.store.tables import AgentTurnRow
 
-__all__ = ["copy_history", "turn_count"]
+__all__ = ["add_turns", "copy_history", "turn_count"]
 
 _TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
 
@@ -65,3 +68,15 @@ def copy_history(
             docs.append(recall_index.chunk_doc(chunk, owner))
     recall_index.put_docs(conn, docs)
     return len(turns)
+
+
+def add_turns(conn: Any, turns: Sequence[TurnRecord], *, owner: str) -> None:
+    """Insert ``turns`` as they are (their ``run_id`` is the row's projection: unique)
+    with their recall docs (``owner``'s; none for a demo turn), in the caller's
+    transaction."""
+    docs = []
+    for turn in turns:
+        conn.execute(_TURNS.insert(), turn_values(turn))
+        if not is_demo_model(turn.model):
+            docs.append(recall_index.turn_doc(turn, owner))
+    recall_index.put_docs(conn, docs)
