@@ -8,9 +8,8 @@ effective tiers, contents access, the notebook writer, the demo model, the run m
 the history scheduler (chunk summaries, made in the background after each turn), the
 embedder (facts' vectors through the optional ``embed`` tier) and the agents the server
 hosts (:mod:`.settings.agents`: each run answers as its chat's agent, with that agent's
-spaces and tiers), and over them the services, one per concern (:class:`~.services.Services`:
-chats, runs, memory, proposals, programs, settings, cells), each built once. Nothing here
-answers a request: the services do.
+spaces and tiers), and over them the services, one per concern, each built once
+(:class:`~.services.Services`). Nothing here answers a request: the services do.
 
 Construction is synchronous (the server's loop may not run yet); :meth:`Parts.start`
 (idempotent, shielded; every service awaits it) logs the admin's warnings and which tiers
@@ -241,6 +240,15 @@ class Parts:
             history_status=self.history.status,
             kernels=getattr(self.pool, "counts", None),
         )
+        runs = RunService(
+            store=self.store,
+            manager=self.manager,
+            notebooks=self.notebooks,
+            approvals=self.approvals,
+            scrubber=self.scrubber,
+            events=self.events,
+            run_configs=self.run_configs,
+        )
         chats = ChatService(
             store=self.store,
             manager=self.manager,
@@ -253,15 +261,7 @@ class Parts:
             agents=self.agents,
             know_owner=settings.know_owner,
             model_problem=self.run_configs.model_problem,
-        )
-        runs = RunService(
-            store=self.store,
-            manager=self.manager,
-            notebooks=self.notebooks,
-            approvals=self.approvals,
-            scrubber=self.scrubber,
-            events=self.events,
-            run_configs=self.run_configs,
+            reruns=runs.reruns,
         )
         variables = PersonVariables(
             getattr(self.manager.services, "person_kernels", None), root_dir=self.root_dir

@@ -236,3 +236,20 @@ def _cli(spin: Any, argv: list[str]) -> int:
         spin(0.02)
     thread.join()
     return code[0]
+
+
+def test_an_owner_has_at_most_two_evals_going(
+    fetch: Any, spin: Any, fake: Any, suite: str, agent_service: Any
+) -> None:
+    from jupyter_agent.runtime.evals.service import MAX_GOING
+
+    fake.load({"per_turn": True, "steps": [{"text": "Thinking slowly.", "delay_s": 2}]})
+    going = [_start(fetch, suite=suite, concurrency=1)["eval_id"] for _ in range(MAX_GOING)]
+    runs_before = len(agent_service.store.list_runs(limit=100)[0])
+    error = refused(fetch, "agent", "evals", status=429, method="POST", body={"suite": suite})
+    assert error["reason"] == "too_many_evals"
+    assert len(agent_service.store.list_runs(limit=100)[0]) == runs_before
+    for eval_id in going:
+        state = _ended(fetch, spin, eval_id)
+        assert {r["status"] for r in state["results"]} == {"failed"}  # no cell ran
+    _start(fetch, suite=suite)  # one ended: the next starts

@@ -232,3 +232,36 @@ def test_a_rerun_keeps_the_chats_own_model_unless_told(fetch: Any, spin: Any, fa
     assert code == 202
     assert answer["model"] == "claude-haiku-4-5"
     assert _ended(fetch, answer["run_id"])["summary"]["model"] == "claude-haiku-4-5"
+
+
+def test_going_reruns_are_capped_and_stop_with_their_chat(
+    fetch: Any, spin: Any, fake: Any, agent_service: Any
+) -> None:
+    """At most MAX_RERUNS reruns of one owner go at once (429 past it, nothing started);
+    deleting the chat stops its reruns at once."""
+    from jupyter_agent.runtime.loop.fed_runs import MAX_RERUNS
+
+    chat_id = new_chat(fetch, "slow")
+    code, answer = call(
+        fetch, "agent", "chats", chat_id, "messages", method="POST", body={"text": "sleep"}
+    )
+    original = answer["run_id"]
+    _cell_started(fetch, original)
+    call(fetch, "agent", "break", original, method="POST", body={"hard": True})
+    wait_turn(fetch, spin, chat_id, original)
+    reruns = []
+    for _ in range(MAX_RERUNS):
+        code, answer = call(fetch, "agent", "runs", original, "rerun", method="POST", body={})
+        assert code == 202
+        reruns.append(answer["run_id"])
+    runs_before, _ = agent_service.store.list_runs(limit=100)
+    error = refused(fetch, "agent", "runs", original, "rerun", method="POST", body={}, status=429)
+    assert error["reason"] == "too_many_reruns"
+    assert len(agent_service.store.list_runs(limit=100)[0]) == len(runs_before)
+    started = time.monotonic()
+    code, _ = call(fetch, "agent", "chats", chat_id, method="DELETE")
+    assert code == 204
+    for rerun in reruns:
+        summary = _ended(fetch, rerun)["summary"]
+        assert summary["endCause"] == "break_hard", summary
+    assert time.monotonic() - started < 30

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from jupyter_agent.core.turns import RunSummary
-from jupyter_agent.exceptions import BadRequest, NotFound, RunCancelled
+from jupyter_agent.exceptions import BadRequest, NotFound, RunCancelled, TooManyRequests
 from jupyter_agent.runtime.evals.outcome import CaseOutcome, tally
 from jupyter_agent.runtime.evals.report import report_notebook, report_stem
 from jupyter_agent.runtime.evals.suite import Case, read_suite
@@ -42,7 +42,7 @@ from jupyter_agent.runtime.runs.run_service import RunService
 from jupyter_agent.trace.cells_view import build_view
 from jupyter_agent.trace.log import TraceFile
 
-__all__ = ["KEPT", "MAX_RUNS", "EvalService"]
+__all__ = ["KEPT", "MAX_GOING", "MAX_RUNS", "EvalService"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 MAX_RUNS: Final = 2000
 #: How many evals a server keeps (oldest forgotten first; their files stay).
 KEPT: Final = 50
+#: The most evals one owner has going at once.
+MAX_GOING: Final = 2
 _CHECK_TIMEOUT_S: Final = 120.0
 _DEFAULT_AGENT: Final = "agent"
 
@@ -127,7 +129,8 @@ class EvalService:
         nothing started: ``bad_suite`` (no suite and no run, an unreadable suite, no
         case), ``bad_model``, ``bad_program``, ``bad_eval`` (repeats, concurrency, too many
         runs); ``NotFound`` / ``Conflict`` for a run given that is not an ended run of
-        ``owner``."""
+        ``owner``; ``TooManyRequests`` (``too_many_evals``) while :data:`MAX_GOING` of
+        ``owner``'s evals are going."""
         configs = self._runs.run_configs
         if configs is None:
             raise BadRequest("evals are not available on this server", reason="bad_eval")
@@ -153,6 +156,14 @@ class EvalService:
                 if problem:
                     raise BadRequest(problem, reason="bad_model")
         chosen = await self._program(program)
+        # Checked with no await before it is kept: two requests never both pass the last slot.
+        going = sum(1 for e in self._evals.values() if e.owner == owner and e.status == "running")
+        if going >= MAX_GOING:
+            raise TooManyRequests(
+                f"{going} evals of yours are going: start another once one is done",
+                retry_after_s=10.0,
+                reason="too_many_evals",
+            )
         state = _Eval(
             eval_id=new_id("eval"),
             owner=owner,

@@ -58,6 +58,7 @@ from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.loop.context import StoredTurn
 from jupyter_agent.runtime.loop.driver import RunDriver
 from jupyter_agent.runtime.loop.effects import Outcome, Performer
+from jupyter_agent.runtime.loop.fed_runs import Reruns
 from jupyter_agent.runtime.programs.resolve import RunProgram
 from jupyter_agent.runtime.runs.mailbox import Mailbox
 from jupyter_agent.runtime.runs.parts import RunConfig, RunServices
@@ -355,44 +356,6 @@ async def start_fed_run(
     task = asyncio.get_running_loop().create_task(_finish(driver, summary))
     going.add(run_id, driver, task)
     return summary, task
-
-
-class Reruns:
-    """The reruns going on this server: their drivers (to break one) and tasks."""
-
-    def __init__(self) -> None:
-        self._going: dict[str, tuple[RunDriver, asyncio.Task[Any]]] = {}
-
-    def add(self, run_id: str, driver: RunDriver, task: asyncio.Task[Any]) -> None:
-        """A rerun started; forgotten when its task ends."""
-        self._going[run_id] = (driver, task)
-        task.add_done_callback(lambda _t: self._going.pop(run_id, None))
-
-    def __contains__(self, run_id: object) -> bool:
-        return run_id in self._going
-
-    async def break_run(self, run_id: str) -> str | None:
-        """Stop the rerun at once (a rerun has no mail to stop at): ``"breaking"``, or
-        None when it is not going."""
-        going = self._going.get(run_id)
-        if going is None:
-            return None
-        await going[0].hard_break()
-        return "breaking"
-
-    async def wait(self, run_id: str) -> None:
-        """Return once the rerun has ended (at once when it is not going)."""
-        going = self._going.get(run_id)
-        if going is not None:
-            await asyncio.shield(going[1])
-
-    async def stop(self) -> None:
-        """Break every rerun and wait for them (the server stops)."""
-        for run_id in list(self._going):
-            await self.break_run(run_id)
-        tasks = [task for _d, task in self._going.values()]
-        if tasks:
-            await asyncio.wait(tasks, timeout=10)
 
 
 async def _finish(driver: RunDriver, summary: RunSummary) -> TurnRecord:

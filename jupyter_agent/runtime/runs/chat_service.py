@@ -28,6 +28,7 @@ from typing import Any
 from jupyter_agent.exceptions import BadRequest, Forbidden, NotFound
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import new_id, now_iso
+from jupyter_agent.runtime.loop.fed_runs import Reruns
 from jupyter_agent.runtime.memory.counts import counts_of
 from jupyter_agent.runtime.notebook.contents import Contents, shown
 from jupyter_agent.runtime.notebook.exports import NotebookWriter, safe_stem
@@ -117,6 +118,7 @@ class ChatService:
         agents: AgentRegistry,
         know_owner: Callable[[str], Awaitable[None]],
         model_problem: Callable[..., str | None] | None = None,
+        reruns: Reruns | None = None,
     ) -> None:
         self._store = store
         self._manager = manager
@@ -129,6 +131,7 @@ class ChatService:
         self._agents = agents
         self._know_owner = know_owner
         self._model_problem = model_problem
+        self._reruns = reruns  # a chat's reruns stop with it
 
     def _json(self, chat: Chat) -> dict[str, Any]:
         body = chat.to_json()
@@ -301,6 +304,8 @@ class ChatService:
             )
         # Its run and any run reserved after it: broken, and nothing starts after them.
         await self._manager.stop_chat(chat_id)
+        if self._reruns is not None:
+            await self._reruns.stop_chat(chat_id)
         self._mailbox.drain(chat_id)
         if not await asyncio.to_thread(self._store.delete_chat, chat_id):
             raise _no_chat(chat_id)

@@ -28,8 +28,9 @@ from jupyter_agent.exceptions import BadRequest, Conflict, NotFound, ProgramFaul
 from jupyter_agent.programs.builtin import BUILTIN
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.ids import new_id
+from jupyter_agent.runtime.loop.fed_runs import Reruns
 from jupyter_agent.runtime.loop.live_detail import overlay_live
-from jupyter_agent.runtime.loop.rerun import CHANNEL, Reruns, start_rerun
+from jupyter_agent.runtime.loop.rerun import CHANNEL, start_rerun
 from jupyter_agent.runtime.notebook.contents import shown
 from jupyter_agent.runtime.notebook.exports import NotebookWriter, trace_stem
 from jupyter_agent.runtime.programs.resolve import RunProgram
@@ -308,16 +309,17 @@ class RunService:
             if not problem:
                 config = configs.run_config(original.agent, owner=original.owner, model=chat.model)
         new = new_id("run")
-        summary = await start_rerun(
-            original=original,
-            trace=trace,
-            config=config,
-            program=chosen,
-            services=self._manager.services,
-            log_path=self._manager.log_path(new),
-            run_id=new,
-            going=self.reruns,
-        )
+        with self.reruns.slot(owner):
+            summary = await start_rerun(
+                original=original,
+                trace=trace,
+                config=config,
+                program=chosen,
+                services=self._manager.services,
+                log_path=self._manager.log_path(new),
+                run_id=new,
+                going=self.reruns,
+            )
         return {
             "run_id": new,
             "rerun_of": run_id,
