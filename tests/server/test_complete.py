@@ -182,3 +182,20 @@ def test_an_abandoned_request_closes_the_model_stream(
         spin(0.05)
     assert time.monotonic() < deadline - 3  # closed well before the model's 8 s answer
     assert len(fake.requests) == before + 1
+
+
+@pytest.mark.parametrize("wire", ["openai-chat"])
+def test_a_provider_error_never_shows_the_key(fetch: Any, fake: Any, wire: str) -> None:
+    """A provider that echoes the key it got in its error: the answer says the error
+    without the key (the provider's text is scrubbed too, should it ever be passed on)."""
+    fake.load(
+        {
+            "steps": [{"error": {"status": 401, "message": "bad key sk-fake-not-a-secret-0000"}}],
+            "repeat": True,
+        }
+    )
+    lines, _ = _complete(fetch, prefix="x = ", language="python")
+    said = json.dumps(lines)
+    assert lines[-1]["error"]["reason"] == "provider", said
+    assert "sk-fake-not-a-secret-0000" not in said
+    assert "HTTP 401" in said

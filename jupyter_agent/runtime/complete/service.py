@@ -16,6 +16,7 @@ the server started: ``usage(owner)``).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections import defaultdict, deque
@@ -84,6 +85,7 @@ class CompletionService:
         cells: Callable[[str], Awaitable[list[tuple[str, str]] | None]],
         variables: Callable[[str, str], Awaitable[list[str]]] | None = None,
         rate_per_minute: Callable[[], int] = lambda: 60,
+        scrub: Callable[[str], str] = lambda text: text,
     ) -> None:
         self._run_config = run_config
         self._is_demo = is_demo
@@ -91,6 +93,7 @@ class CompletionService:
         self._cells = cells
         self._variables = variables
         self._rate = rate_per_minute
+        self._scrub = scrub
         self._usage: dict[str, _Usage] = defaultdict(_Usage)
 
     def usage(self, owner: str) -> dict[str, Any]:
@@ -201,7 +204,7 @@ class CompletionService:
             raise BadRequest(
                 "'language' must be a language name such as python", reason="bad_language"
             )
-        _name, tier = self._tier(owner)
+        _name, tier = await asyncio.to_thread(self._tier, owner)  # settings: store reads
         self._admit(owner)
         context = await self._context(path, cell_id, owner)
         where = f"File: {path} ({language})" if path else f"Language: {language}"
@@ -234,7 +237,9 @@ class CompletionService:
         try:
             result = await drive_async(gen, performer)
         except AgentError as err:
-            raise Conflict(f"the completion model failed: {err}", reason="provider") from None
+            # A provider's error text may echo what it was sent: scrubbed like any result.
+            said = self._scrub(str(err))
+            raise Conflict(f"the completion model failed: {said}", reason="provider") from None
         text = result.reply.text
         fenced = _FENCE.match(text.strip())
         text = fenced.group(1) if fenced else text

@@ -45,4 +45,5 @@ def completion_service(parts: Any, variables: PersonVariables) -> CompletionServ
         cells=cells,
         variables=names,
         rate_per_minute=lambda: parts.admin.complete_rate,
+        scrub=lambda text: parts.scrubber.clean(text),
     )
