@@ -97,6 +97,15 @@ def test_mention_a_variable_a_cell_and_a_file(
     expect(popup.locator(".jp-agent-slash-name")).to_have_text(["@data/sales.csv"])
     box.press("Tab")
     expect(view.locator(".jp-agent-chip")).to_contain_text("data/sales.csv")
+    # A send the server refuses (the attached file went away) loses nothing: the text,
+    # the attachment and the mentions come back, and the next send carries them all.
+    sales = lab.root / "data" / "sales.csv"
+    sales.rename(sales.with_suffix(".gone"))
+    box.press("Enter")
+    expect(view.locator(".jp-agent-error").first).to_contain_text("Could not send", timeout=30000)
+    expect(box).to_have_value("compare @df with @cell:0 and @data/sales.csv")
+    expect(view.locator(".jp-agent-chip")).to_contain_text("data/sales.csv")
+    sales.with_suffix(".gone").rename(sales)
     box.press("Enter")
     expect(view.locator(".jp-agent-reply").last).to_contain_text("Compared.", timeout=60000)
     prompt = json.dumps(fake.requests[-1].json["messages"])

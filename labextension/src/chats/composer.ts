@@ -171,9 +171,15 @@ export class Composer extends Widget {
     return draft;
   }
 
-  /** Give back the text of a message that could not be sent. */
-  restore(text: string): void {
+  /** Give back a message that could not be sent: its text, and its attachments and
+   * mentions when given (a failed send loses nothing the person had put in). */
+  restore(text: string, attachments: string[] = [], mentions: IMention[] = []): void {
     this.input.value = text;
+    if (attachments.length || mentions.length) {
+      this.attachments = [...attachments];
+      this.mentions = [...mentions];
+      this.renderAttachments();
+    }
   }
 
   /** Show an error above the box (it hides when the person types). */

@@ -183,7 +183,7 @@ export class ChatView extends Panel {
     try {
       await this.sendText(text, view, attachments);
     } catch (err) {
-      this.composer.restore(text);
+      this.composer.restore(text, attachments, mentions);
       this.composer.showError(`Could not send: ${errorText(err)}`);
     }
   }
