@@ -70,21 +70,23 @@ MAX_MENTION_SUMMARY: Final = 600
 
 
 def _mention(item: Any, where: str) -> dict[str, Any]:
-    """One ``@`` mention: ``{kind: "cell", cell, cell_id?}`` or ``{kind: "variable", name,
-    summary?}`` (``bad_view``)."""
+    """One ``@`` mention: ``{kind: "cell", cell, cell_id?, path?}`` (``path``: the cell's
+    notebook, when not the view's) or ``{kind: "variable", name, summary?}``
+    (``bad_view``)."""
     if not isinstance(item, dict):
         raise BadRequest(f"'{where}' must be an object {{kind, ...}}", reason="bad_view")
     kind = item.get("kind")
     if kind == "cell":
-        only_keys(item, ("kind", "cell", "cell_id"), reason="bad_view")
-        cell, cell_id = item.get("cell"), item.get("cell_id")
+        only_keys(item, ("kind", "cell", "cell_id", "path"), reason="bad_view")
+        cell, cell_id, path = item.get("cell"), item.get("cell_id"), item.get("path")
         if not isinstance(cell, (int, str)) or isinstance(cell, bool):
             raise BadRequest(f"'{where}.cell' must be an index or an id", reason="bad_view")
         if cell_id is not None and not isinstance(cell_id, str):
             raise BadRequest(f"'{where}.cell_id' must be a string", reason="bad_view")
-        return {
-            k: v for k, v in (("kind", kind), ("cell", cell), ("cell_id", cell_id)) if v is not None
-        }
+        if path is not None and (not isinstance(path, str) or not path or len(path) > 4096):
+            raise BadRequest(f"'{where}.path' must be a notebook's path", reason="bad_view")
+        pairs = (("kind", kind), ("cell", cell), ("cell_id", cell_id), ("path", path))
+        return {k: v for k, v in pairs if v is not None}
     if kind == "variable":
         only_keys(item, ("kind", "name", "summary"), reason="bad_view")
         name, summary = item.get("name"), item.get("summary")

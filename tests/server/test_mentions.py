@@ -78,6 +78,7 @@ def test_a_message_with_mentions_reaches_the_model(fetch: Any, spin: Any, fake: 
         "mentions": [
             {"kind": "cell", "cell": 2, "cell_id": "c2"},
             {"kind": "variable", "name": "df", "summary": "DataFrame 3 x 2 (a: int64, b: object)"},
+            {"kind": "cell", "cell": 0, "cell_id": "o0", "path": "work/other.ipynb"},
         ],
     }
     code, answer = call(
@@ -89,7 +90,20 @@ def test_a_message_with_mentions_reaches_the_model(fetch: Any, spin: Any, fake: 
     prompt = json.dumps(fake.requests[-1].json["messages"])
     assert "Mentioned:" in prompt
     assert f"- cell 2 (id `c2`) of `{PATH}`" in prompt
+    assert "- cell 0 (id `o0`) of `work/other.ipynb`" in prompt  # its own notebook
     assert "- `df`, a variable of the person's kernel: DataFrame 3 x 2" in prompt
+
+
+def test_a_mentioned_cell_out_of_the_root_is_refused(fetch: Any, fake: Any) -> None:
+    chat_id = new_chat(fetch)
+    error = refused(
+        fetch, "agent", "chats", chat_id, "messages", method="POST",
+        body={"text": "hi", "view": {"mentions": [
+            {"kind": "cell", "cell": 1, "path": "../outside.ipynb"}
+        ]}}, status=400,
+    )  # fmt: skip
+    assert error["reason"] == "bad_path"
+    assert "view.mentions.path" in error["message"]
 
 
 @pytest.mark.parametrize(
@@ -100,6 +114,7 @@ def test_a_message_with_mentions_reaches_the_model(fetch: Any, spin: Any, fake: 
         [{"kind": "cell"}],
         [{"kind": "variable", "name": "df", "extra": 1}],
         [{"kind": "cell", "cell": 1}] * 21,
+        [{"kind": "cell", "cell": 1, "path": 7}],
         "df",
     ],
 )

@@ -324,9 +324,10 @@ def _mentioned(mentions: Sequence[Any], path: Any) -> str:
         if not isinstance(item, Mapping):
             continue
         if item.get("kind") == "cell":
-            cell_id = item.get("cell_id")
+            cell_id, own = item.get("cell_id"), item.get("path")
             ident = f" (id `{cell_id}`)" if isinstance(cell_id, str) and cell_id else ""
-            out.append(f"- cell {item.get('cell')}{ident}{where}")
+            of = f" of `{own}`" if isinstance(own, str) and own else where
+            out.append(f"- cell {item.get('cell')}{ident}{of}")
         elif item.get("kind") == "variable":
             summary = item.get("summary")
             said = f": {summary}" if isinstance(summary, str) and summary else ""

@@ -399,6 +399,10 @@ class ChatService:
         clean = view.to_json()
         if "path" in clean:  # the kernel works in its folder: resolved (safe_paths)
             clean["path"] = self._contents.resolve(clean["path"], "'view.path'").path
+        for mention in clean.get("mentions") or []:  # a cell of another notebook
+            if "path" in mention:
+                where = "'view.mentions.path'"
+                mention["path"] = self._contents.resolve(mention["path"], where).path
         return clean or None
 
 

@@ -17,7 +17,7 @@
 
 /** A mention the message's view carries (the server's `view.mentions` items). */
 export type IMention =
-  | { kind: 'cell'; cell: number; cell_id?: string }
+  | { kind: 'cell'; cell: number; cell_id?: string; path?: string }
   | { kind: 'variable'; name: string; summary?: string };
 
 /** One line of the `@` popup. */
@@ -130,10 +130,22 @@ export function keptMentions(text: string, mentions: readonly IMention[]): IMent
   });
 }
 
-/** A cell's popup line: its index, its first non-blank line. */
-export function cellItem(index: number, id: string | undefined, source: string): IMentionItem {
+/** A cell's popup line: its index, its first non-blank line; `path` its notebook (the
+ * mention keeps it: the person may open another notebook before sending). */
+export function cellItem(
+  index: number,
+  id: string | undefined,
+  source: string,
+  path?: string
+): IMentionItem {
   const first = source.split('\n').find(line => line.trim()) ?? '(empty)';
-  const mention: IMention = id ? { kind: 'cell', cell: index, cell_id: id } : { kind: 'cell', cell: index };
+  const mention: IMention = { kind: 'cell', cell: index };
+  if (id) {
+    mention.cell_id = id;
+  }
+  if (path) {
+    mention.path = path;
+  }
   return {
     kind: 'cell',
     label: `cell:${index}`,

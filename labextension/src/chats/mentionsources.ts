@@ -62,7 +62,7 @@ export function mentionCandidates(
     ]);
     const cells =
       notebook && (kind === null || kind === 'cell')
-        ? sources.cells().map((c, index) => cellItem(index, c.id, c.source))
+        ? sources.cells().map((c, index) => cellItem(index, c.id, c.source, notebook))
         : [];
     const entries = files
       .filter(f => !f.path.split('/').pop()?.startsWith('.'))

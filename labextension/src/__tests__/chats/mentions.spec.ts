@@ -76,7 +76,10 @@ describe('@ mentions', () => {
         return [{ name: 'df', type: 'DataFrame', summary: 'DataFrame 3 x 2' }];
       }
     });
-    expect((await candidates('')).map(i => i.label)).toEqual(['df', 'cell:0', 'data/']);
+    const all = await candidates('');
+    expect(all.map(i => i.label)).toEqual(['df', 'cell:0', 'data/']);
+    // A cell's mention keeps its notebook: another may be open by the time it is sent.
+    expect(all[1].mention).toEqual({ kind: 'cell', cell: 0, cell_id: 'c0', path: 'work/a.ipynb' });
     expect((await candidates('nope/x')).map(i => i.label)).toEqual([]);
     expect(asked).toBe(1); // kept between two keys
   });
