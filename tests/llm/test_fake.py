@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -395,3 +396,45 @@ def test_a_per_turn_script_starts_over_for_each_conversation() -> None:
                 },
             )
             assert reply.json()["content"][0]["text"] == "first"
+
+
+def test_routes_play_the_steps_of_the_message_they_name() -> None:
+    script = parse_script(
+        {
+            "per_turn": True,
+            "steps": [{"text": "no route"}],
+            "routes": [
+                {"when": "Total:", "steps": [{"text": "the total"}]},
+                {"when": "Mean:", "steps": [{"text": "the mean"}]},
+            ],
+        }
+    )
+
+    def body(*users: str) -> dict[str, Any]:
+        return {"messages": [{"role": "user", "content": u} for u in users]}
+
+    assert script.steps_for("anthropic", body("Total: of x")) == script.routes[0].steps
+    assert script.steps_for("anthropic", body("Mean: of x")) == script.routes[1].steps
+    assert script.steps_for("anthropic", body("hello")) == script.steps
+    # A fenced loop's cell result is a user message: the opening one further back counts.
+    assert script.steps_for("anthropic", body("Mean: of x", "Result of run_cell: 3")) == (
+        script.routes[1].steps
+    )
+    # The newest message that names a route wins (a chat's later turn).
+    assert script.steps_for("anthropic", body("Total: a", "Mean: b")) == script.routes[1].steps
+    blocks = {"messages": [{"role": "user", "content": [{"type": "text", "text": "Total: y"}]}]}
+    assert script.steps_for("anthropic", blocks) == script.routes[0].steps
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        ({"routes": [{"when": "a", "steps": []}]}, '"routes" needs "per_turn": true'),
+        ({"per_turn": True, "routes": [{"when": "", "steps": []}]}, "route 0 must be"),
+        ({"per_turn": True, "routes": [{"when": "a", "steps": [{"bogus": 1}]}]}, "bogus"),
+        ({"per_turn": True, "routes": "x"}, '"routes" must be a list'),
+    ],
+)
+def test_bad_routes_are_refused(data: dict[str, Any], said: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        parse_script(data)

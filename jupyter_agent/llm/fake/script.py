@@ -16,7 +16,7 @@ from typing import Any
 
 from jupyter_agent.exceptions import ConfigError
 
-__all__ = ["ErrorSpec", "Route", "Script", "Step", "last_user_text", "parse_script", "parse_step"]
+__all__ = ["ErrorSpec", "Route", "Script", "Step", "user_texts", "parse_script", "parse_step"]
 
 STOPS = ("done", "tool", "length")
 TOOL_MODES = ("native", "fenced", "xml")
@@ -116,13 +116,15 @@ class Script:
     routes: tuple[Route, ...] = ()
 
     def steps_for(self, wire: str, body: dict[str, Any]) -> tuple[Step, ...]:
-        """The steps that answer ``body``: its route's, else ``steps``."""
+        """The steps that answer ``body``: the route of its newest user message that
+        names one (a fenced tool loop sends a cell's result as a user message: the turn's
+        opening message is then further back), else ``steps``."""
         if not self.routes:
             return self.steps
-        text = last_user_text(wire, body)
-        for route in self.routes:
-            if route.when in text:
-                return route.steps
+        for text in reversed(user_texts(wire, body)):
+            for route in self.routes:
+                if route.when in text:
+                    return route.steps
         return self.steps
 
 
@@ -304,19 +306,14 @@ def _routes(data: Any, per_turn: bool) -> tuple[Route, ...]:
     return tuple(out)
 
 
-def last_user_text(wire: str, body: dict[str, Any]) -> str:
-    """The text of the request's last plain user message (see :func:`turn_position`)."""
-    key = "input" if wire == "responses" else "messages"
-    items = body.get(key)
-    found = ""
-    for item in items if isinstance(items, list) else ():
-        if not isinstance(item, dict) or item.get("role") != "user":
-            continue
-        content = item.get("content")
-        if wire != "responses" and _has_tool_result(content):
-            continue
-        found = content if isinstance(content, str) else json.dumps(content)
-    return found
+def user_texts(wire: str, body: dict[str, Any]) -> list[str]:
+    """The texts of the request's user messages, oldest first (a block list as JSON)."""
+    items = body.get("input" if wire == "responses" else "messages")
+    return [
+        item["content"] if isinstance(item.get("content"), str) else json.dumps(item.get("content"))
+        for item in (items if isinstance(items, list) else ())
+        if isinstance(item, dict) and item.get("role") == "user"
+    ]
 
 
 def turn_position(wire: str, body: dict[str, Any]) -> int:
