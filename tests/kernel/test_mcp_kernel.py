@@ -71,3 +71,34 @@ async def test_an_mcp_call_is_an_app_request_and_its_image_an_output(
         File(media_type="image/png", data=_png(3, 2), name="image-1.png"),
     )
     assert "image/png 3x2 (attached as image 1)" in digest.text
+
+
+async def test_a_record_never_answers_a_cell_the_host_runs(
+    agent_kernel: AgentKernelHandle,
+) -> None:
+    """An exported notebook's record installed in a kernel (by any cell) answers only the
+    cells an ordinary client runs: a cell run by the agent's host still asks the host."""
+    host = McpHost(_png(1, 1))
+    recorded = {
+        "calls": [
+            {
+                "app": "mcp",
+                "method": "demo.add",
+                "args": {"a": 1, "b": 2},
+                "reply": {"ok": True, "value": {"structured": {"result": -1}, "content": []},
+                          "error": None, "seq": 1, "mutation": False},
+            }
+        ],
+        "cells": [],
+    }  # fmt: skip
+    install = (
+        f"from jupyter_agent.kernel.recorded import play_recorded\nplay_recorded({recorded!r})"
+    )
+    done = await agent_kernel.run_cell("c1", install, timeout_s=30, host=host, parent=1)
+    assert done.error is None, done.error
+    result = await agent_kernel.run_cell(
+        "c2", "print(mcp.demo.add(a=1, b=2))", timeout_s=30, host=host, parent=2
+    )
+    assert result.error is None, result.error
+    assert [p.text for p in result.prints] == ["{'result': 3}"]  # the host's, not -1
+    assert host.calls == [("mcp", "demo.add", {"a": 1, "b": 2}, 2)]

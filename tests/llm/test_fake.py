@@ -430,7 +430,8 @@ def test_routes_play_the_steps_of_the_message_they_name() -> None:
     ("data", "said"),
     [
         ({"routes": [{"when": "a", "steps": []}]}, '"routes" needs "per_turn": true'),
-        ({"per_turn": True, "routes": [{"when": "", "steps": []}]}, "route 0 must be"),
+        ({"per_turn": True, "routes": [{"when": "", "steps": [{}]}]}, "route 0 must be"),
+        ({"per_turn": True, "routes": [{"when": "a", "steps": []}]}, "route 0 must be"),
         ({"per_turn": True, "routes": [{"when": "a", "steps": [{"bogus": 1}]}]}, "bogus"),
         ({"per_turn": True, "routes": "x"}, '"routes" must be a list'),
     ],

@@ -245,11 +245,34 @@ def test_an_owner_has_at_most_two_evals_going(
 
     fake.load({"per_turn": True, "steps": [{"text": "Thinking slowly.", "delay_s": 2}]})
     going = [_start(fetch, suite=suite, concurrency=1)["eval_id"] for _ in range(MAX_GOING)]
-    runs_before = len(agent_service.store.list_runs(limit=100)[0])
     error = refused(fetch, "agent", "evals", status=429, method="POST", body={"suite": suite})
     assert error["reason"] == "too_many_evals"
-    assert len(agent_service.store.list_runs(limit=100)[0]) == runs_before
+    # The going evals go on making their runs; the refused one made none.
+    chats = {r.chat_id for r in agent_service.store.list_runs(limit=100)[0]}
+    assert chats <= set(going)
     for eval_id in going:
         state = _ended(fetch, spin, eval_id)
         assert {r["status"] for r in state["results"]} == {"failed"}  # no cell ran
     _start(fetch, suite=suite)  # one ended: the next starts
+
+
+def test_a_suite_notebook_that_leads_out_of_the_root_is_refused(
+    fetch: Any, fake: Any, suite: str, jp_root_dir: Path, tmp_path: Path, agent_service: Any
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(jp_root_dir / suite / "cases.ipynb", outside / "secret.ipynb")
+    (jp_root_dir / suite / "linked.ipynb").symlink_to(outside / "secret.ipynb")
+    error = refused(fetch, "agent", "evals", status=400, method="POST", body={"suite": suite})
+    assert error["reason"] == "bad_path", error
+    assert "suite notebook" in error["message"]
+    assert fake.requests == []
+    assert agent_service.store.list_runs(limit=10)[0] == []
+    # A case's view is a path in the root too.
+    nb = nbformat.read(jp_root_dir / suite / "cases.ipynb", as_version=4)
+    nb.cells[1].metadata["jupyter_agent"]["view"] = {"path": "../../etc/x.ipynb"}
+    (jp_root_dir / suite / "linked.ipynb").unlink()
+    nbformat.write(nb, jp_root_dir / suite / "cases.ipynb")
+    error = refused(fetch, "agent", "evals", status=400, method="POST", body={"suite": suite})
+    assert error["reason"] == "bad_path", error
+    assert "view.path" in error["message"]

@@ -334,3 +334,25 @@ def test_with_several_users_only_an_admin_deploys_a_program(fetch: Any) -> None:
         headers=_as("carol"),
     )
     assert code == 200
+
+
+def test_an_eval_is_its_owners_alone(fetch: Any, spin: Any, jp_root_dir: Any) -> None:
+    """Another owner (an admin too) gets 404 for an eval, and may not re-run a run of
+    someone else's through an eval."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("Say done."), nbformat.v4.new_code_cell("pass")]
+    nbformat.write(nb, jp_root_dir / "suite.ipynb")
+    chat_id = _chat(fetch, "alice", "hers")
+    run_id = _send(fetch, "alice", chat_id, "look for zebras")
+    _wait(fetch, spin, "alice", chat_id, run_id)
+    code, state = call(
+        fetch, "agent", "evals", method="POST", body={"suite": "suite.ipynb"}, headers=_as("alice")
+    )
+    assert code == 202
+    for who in ("bob", "carol"):
+        _not_found(fetch, "agent", "evals", state["eval_id"], who=who)
+        _not_found(fetch, "agent", "evals", who=who, method="POST", body={"runs": [run_id]})
+    _, mine = call(fetch, "agent", "evals", state["eval_id"], headers=_as("alice"))
+    assert mine["eval_id"] == state["eval_id"]

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from jupyter_agent.exceptions import ConfigError
 
@@ -116,16 +116,20 @@ class Script:
     routes: tuple[Route, ...] = ()
 
     def steps_for(self, wire: str, body: dict[str, Any]) -> tuple[Step, ...]:
-        """The steps that answer ``body``: the route of its newest user message that
-        names one (a fenced tool loop sends a cell's result as a user message: the turn's
-        opening message is then further back), else ``steps``."""
+        """The steps that answer ``body``: those of the route its turn's opening message
+        names (the newest user message that is no tool result: a native one, or a text
+        mode's ``Result of``/``<result`` message), else ``steps``."""
         if not self.routes:
             return self.steps
         for text in reversed(user_texts(wire, body)):
-            for route in self.routes:
-                if route.when in text:
-                    return route.steps
+            if text.lstrip().startswith(_TEXT_RESULTS):
+                continue  # a fenced or xml tool loop's cell result
+            return next((r.steps for r in self.routes if r.when in text), self.steps)
         return self.steps
+
+
+#: How a text tool mode's result message begins (:mod:`jupyter_agent.llm.fenced`).
+_TEXT_RESULTS: Final = ("Result of ", "```result", "<result")
 
 
 def _fail(index: int, name: str, problem: str) -> ConfigError:
@@ -299,21 +303,30 @@ def _routes(data: Any, per_turn: bool) -> tuple[Route, ...]:
         unknown = set(route) - {"when", "steps"}
         when, steps = route.get("when"), route.get("steps")
         if unknown or not isinstance(when, str) or not when or not isinstance(steps, list):
+            steps = None
+        if not steps:
             raise ConfigError(
-                f'fake script: route {k} must be {{"when": non-empty text, "steps": [...]}}'
+                f'fake script: route {k} must be {{"when": non-empty text, "steps": [a step, ...]}}'
             )
         out.append(Route(when=when, steps=tuple(parse_step(i, s) for i, s in enumerate(steps))))
     return tuple(out)
 
 
 def user_texts(wire: str, body: dict[str, Any]) -> list[str]:
-    """The texts of the request's user messages, oldest first (a block list as JSON)."""
+    """The texts of the request's user messages that carry no tool result, oldest first
+    (a message of blocks: its text blocks joined)."""
     items = body.get("input" if wire == "responses" else "messages")
-    return [
-        item["content"] if isinstance(item.get("content"), str) else json.dumps(item.get("content"))
-        for item in (items if isinstance(items, list) else ())
-        if isinstance(item, dict) and item.get("role") == "user"
-    ]
+    out = []
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict) or item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list) and not _has_tool_result(content):
+            texts = [b.get("text") for b in content if isinstance(b, dict)]
+            out.append("\n".join(t for t in texts if isinstance(t, str)))
+    return out
 
 
 def turn_position(wire: str, body: dict[str, Any]) -> int:

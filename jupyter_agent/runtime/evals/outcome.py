@@ -23,6 +23,7 @@ __all__ = ["CaseOutcome", "check_message", "tally"]
 
 _ANSI: Final = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _MESSAGE_CHARS: Final = 2000
+_REPLY_CHARS: Final = 4000  # an eval keeps many: the run's own turn holds it whole
 _ARROW: Final = re.compile(r"^---->\s*\d*\s*")  # IPython's mark of the failing line
 
 
@@ -53,12 +54,14 @@ class CaseOutcome:
         """Set the outcome from the case's turn (and the checks already run)."""
         self.duration_s = round(duration_s, 3)
         self.stop_reason, self.end_cause = turn.llm.stop_reason, turn.llm.end_cause
-        self.reply = turn.replies[-1].text if turn.replies else ""
+        reply = turn.replies[-1].text if turn.replies else ""
+        self.reply = reply if len(reply) <= _REPLY_CHARS else reply[: _REPLY_CHARS - 1] + "…"
         self.input_tokens = turn.llm.usage.input_tokens
         self.output_tokens = turn.llm.usage.output_tokens
         self.cost_usd = turn.llm.cost
         if self.reference is not None:
-            ratio = difflib.SequenceMatcher(None, self.reference, self.reply).ratio()
+            ratio = difflib.SequenceMatcher(None, self.reference, reply).ratio()
+            self.reference = self.reference[:_REPLY_CHARS]
             self.similarity = round(ratio, 3)
         if turn.llm.stop_reason != "done":
             self.status = "error"

@@ -30,9 +30,10 @@ from typing import Any, Final
 
 from jupyter_agent.core.turns import RunSummary
 from jupyter_agent.exceptions import BadRequest, NotFound, RunCancelled, TooManyRequests
+from jupyter_agent.runtime.evals.checks import run_checks
 from jupyter_agent.runtime.evals.outcome import CaseOutcome, tally
 from jupyter_agent.runtime.evals.report import report_notebook, report_stem
-from jupyter_agent.runtime.evals.suite import Case, read_suite
+from jupyter_agent.runtime.evals.suite import MAX_CASES, Case, read_suite
 from jupyter_agent.runtime.ids import new_id, now_iso
 from jupyter_agent.runtime.loop.driver import RunDriver
 from jupyter_agent.runtime.loop.rerun import FedRun, RecordedInputs, start_fed_run
@@ -52,7 +53,6 @@ MAX_RUNS: Final = 2000
 KEPT: Final = 50
 #: The most evals one owner has going at once.
 MAX_GOING: Final = 2
-_CHECK_TIMEOUT_S: Final = 120.0
 _DEFAULT_AGENT: Final = "agent"
 
 
@@ -141,6 +141,8 @@ class EvalService:
         models = list(models) or [None]
         if len(models) > 8 or len(set(models)) != len(models):
             raise BadRequest("models: at most 8, each once", reason="bad_eval")
+        if len(runs) > MAX_CASES:
+            raise BadRequest(f"{len(runs)} runs: at most {MAX_CASES}", reason="bad_eval")
         cases = await asyncio.to_thread(read_suite, suite, self._root_dir) if suite else []
         reruns = [await self._rerun(run_id, owner) for run_id in runs]
         if not cases and not reruns:
@@ -215,17 +217,15 @@ class EvalService:
 
     def _keep(self, state: _Eval) -> None:
         self._evals[state.eval_id] = state
-        while len(self._evals) > KEPT:
-            oldest = next(iter(self._evals))
-            if self._evals[oldest].status == "running":
-                break
-            self._evals.pop(oldest)
+        ended = [k for k, e in self._evals.items() if e.status != "running"]
+        for eval_id in ended[: max(0, len(self._evals) - KEPT)]:  # the oldest ended first
+            del self._evals[eval_id]
 
     async def _rerun(self, run_id: str, owner: str) -> _Rerun:
         original, trace = await self._runs.ended_run(run_id, owner=owner)
-        turn = build_view(trace).turn
+        turn = (await asyncio.to_thread(build_view, trace)).turn
         reference = turn.replies[-1].text if turn is not None and turn.replies else ""
-        inputs = RecordedInputs.of(trace)
+        inputs = await asyncio.to_thread(RecordedInputs.of, trace)
         if not inputs.opened:
             raise BadRequest(f"run {run_id} took no message: nothing to re-run", reason="bad_run")
         name = f"rerun of {run_id}"
@@ -244,14 +244,27 @@ class EvalService:
 
         async def one(outcome: CaseOutcome, item: Case | _Rerun) -> None:
             async with gate:
-                await self._case(state, outcome, item, program)
+                try:
+                    await self._case(state, outcome, item, program)
+                except Exception as exc:  # this case is an error; the others go on
+                    log.exception("eval %s: case %s failed", state.eval_id, outcome.case)
+                    outcome.status, outcome.message = "error", f"the case failed: {exc}"
 
         try:
             await asyncio.gather(*(one(o, item) for o, item in work))
-            state.report = await self._report(state)
-        except (Exception, RunCancelled) as exc:
-            log.exception("eval %s failed", state.eval_id)
+        except (Exception, RunCancelled, asyncio.CancelledError) as exc:
             state.error = str(exc) or type(exc).__name__
+            for outcome in state.outcomes:
+                if outcome.status in ("pending", "running"):
+                    outcome.status, outcome.message = "error", "the eval was stopped"
+            if isinstance(exc, asyncio.CancelledError):
+                state.status, state.ended = "done", now_iso()
+                raise
+        try:
+            state.report = await self._report(state)
+        except Exception as exc:
+            log.exception("eval %s: no report", state.eval_id)
+            state.error = state.error or f"the report could not be written: {exc}"
         finally:
             state.status = "done"
             state.ended = now_iso()
@@ -266,27 +279,17 @@ class EvalService:
         started = time.monotonic()
 
         async def after_turn(driver: RunDriver) -> None:
-            if not checks or driver.stored is None:
-                return
-            turn = driver.stored.turn
-            reply = turn.replies[-1].text if turn.replies else ""
-            try:
-                handle = await driver.kernel.handle()
-                await handle.run_cell("eval_reply", f"reply = {reply!r}", timeout_s=30.0)
-                outcome.checked = await handle.run_cell(
-                    "eval_checks", checks, timeout_s=_CHECK_TIMEOUT_S
-                )
-            except Exception as exc:  # the case is an error; the eval goes on
-                outcome.message = f"the checks could not run: {exc}"
+            await run_checks(driver, checks, outcome)
 
         try:
+            agent = item.original.agent if isinstance(item, _Rerun) else _DEFAULT_AGENT
+            # The owner's settings may be store reads: off the server's loop.
+            config = await asyncio.to_thread(
+                configs.run_config, agent, owner=state.owner, model=outcome.model
+            )
             if isinstance(item, _Rerun):
-                config = configs.run_config(
-                    item.original.agent, owner=state.owner, model=outcome.model
-                )
-                inputs = RecordedInputs.of(item.trace)
+                inputs = await asyncio.to_thread(RecordedInputs.of, item.trace)
             else:
-                config = configs.run_config(_DEFAULT_AGENT, owner=state.owner, model=outcome.model)
                 inputs = RecordedInputs.message(item.message, view=item.view, cwd=item.folder)
             _summary, task = await start_fed_run(
                 FedRun(run_id=run_id, chat_id=state.eval_id, owner=state.owner),
@@ -298,6 +301,7 @@ class EvalService:
                 going=self._runs.reruns,
                 rerun_of=item.original.run_id if isinstance(item, _Rerun) else None,
                 after_turn=after_turn,
+                capped=False,  # bounded by the eval's concurrency, not the owner's reruns
             )
             turn = await task
         except (Exception, RunCancelled) as exc:

@@ -21,12 +21,12 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
 from jupyter_agent.exceptions import BadRequest
-from jupyter_agent.runtime.notebook.safe_paths import resolve
+from jupyter_agent.runtime.notebook.safe_paths import SafePath, resolve
 
 __all__ = ["MAX_CASES", "Case", "cases_of", "read_suite"]
 
@@ -107,12 +107,27 @@ def cases_of(nb: Mapping[str, Any], *, path: str) -> list[Case]:
     return found
 
 
-def _notebooks(where: Path) -> list[Path]:
-    if where.is_dir():
-        return sorted(
-            p for p in where.iterdir() if p.suffix == ".ipynb" and not p.name.startswith(".")
-        )
-    return [where]
+def _notebooks(found: SafePath, root_dir: str) -> list[SafePath]:
+    """The suite's notebooks, each resolved in the root: an entry of a suite folder that
+    leads out of it (a symlink) is refused as the suite itself would be."""
+    where = Path(found.real)
+    if not where.is_dir():
+        return [found]
+    names = sorted(
+        p.name for p in where.iterdir() if p.suffix == ".ipynb" and not p.name.startswith(".")
+    )
+    return [
+        resolve(posixpath.join(found.target, name), root_dir, what="suite notebook")
+        for name in names
+    ]
+
+
+def _view(view: dict[str, Any] | None, root_dir: str, where: str) -> dict[str, Any] | None:
+    """A case's view with its path resolved in the root, as a message's is."""
+    if not view or "path" not in view:
+        return view
+    path = resolve(view["path"], root_dir, what=f"{where}: the case's view.path").path
+    return {**view, "path": path}
 
 
 def read_suite(raw: str, root_dir: str) -> list[Case]:
@@ -125,17 +140,20 @@ def read_suite(raw: str, root_dir: str) -> list[Case]:
     if not where.is_dir() and where.suffix != ".ipynb":
         raise _bad(f"a suite is a notebook or a folder of them, not {found.path}")
     cases: list[Case] = []
-    for notebook in _notebooks(where):
-        rel = posixpath.join(found.target, notebook.name) if where.is_dir() else found.target
-        if notebook.stat().st_size > _MAX_NOTEBOOK_BYTES:
+    for notebook in _notebooks(found, root_dir):
+        rel, file = notebook.target, Path(notebook.real)
+        if not file.is_file():  # a folder named x.ipynb, a FIFO: nothing to read
+            raise _bad(f"{rel} is not a notebook file")
+        if file.stat().st_size > _MAX_NOTEBOOK_BYTES:
             raise _bad(f"{rel} is over {_MAX_NOTEBOOK_BYTES // (1024 * 1024)} MB")
         try:
-            nb = json.loads(notebook.read_text(encoding="utf-8"))
+            nb = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise _bad(f"{rel} cannot be read as a notebook: {exc}") from None
         if not isinstance(nb, dict):
             raise _bad(f"{rel} is not a notebook")
-        cases.extend(cases_of(nb, path=rel))
+        for case in cases_of(nb, path=rel):
+            cases.append(replace(case, view=_view(case.view, root_dir, rel)))
     if not cases:
         raise _bad(
             f"no case in {found.path or '(the root)'}: a case is a markdown cell (the "

@@ -28,6 +28,7 @@ class Reruns:
     def __init__(self) -> None:
         self._going: dict[str, tuple[RunDriver, asyncio.Task[Any]]] = {}
         self._starting: dict[str, int] = {}  # by owner: reruns between slot and add
+        self._capped: set[str] = set()  # the runs counted in their owner's reruns
 
     @contextlib.contextmanager
     def slot(self, owner: str) -> Iterator[None]:
@@ -35,9 +36,7 @@ class Reruns:
         ``TooManyRequests`` (``too_many_reruns``) when all are taken, checked and taken
         with no await between, so two requests at once never both pass the last one."""
         going = sum(
-            1
-            for driver, _t in self._going.values()
-            if driver.owner == owner and driver.ctx.summary and driver.ctx.summary.rerun_of
+            1 for r, (d, _t) in self._going.items() if r in self._capped and d.owner == owner
         )
         if going + self._starting.get(owner, 0) >= MAX_RERUNS:
             raise TooManyRequests(
@@ -62,10 +61,20 @@ class Reruns:
         if tasks:
             await asyncio.wait(tasks, timeout=10)
 
-    def add(self, run_id: str, driver: RunDriver, task: asyncio.Task[Any]) -> None:
-        """A rerun started; forgotten when its task ends."""
+    def add(
+        self, run_id: str, driver: RunDriver, task: asyncio.Task[Any], *, capped: bool = True
+    ) -> None:
+        """A fed run started (``capped``: counted in its owner's reruns); forgotten when
+        its task ends."""
         self._going[run_id] = (driver, task)
-        task.add_done_callback(lambda _t: self._going.pop(run_id, None))
+        if capped:
+            self._capped.add(run_id)
+
+        def gone(_task: asyncio.Task[Any]) -> None:
+            self._going.pop(run_id, None)
+            self._capped.discard(run_id)
+
+        task.add_done_callback(gone)
 
     def __contains__(self, run_id: object) -> bool:
         return run_id in self._going

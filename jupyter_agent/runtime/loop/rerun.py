@@ -299,12 +299,14 @@ async def start_fed_run(
     syncer: GroupSyncer | None = None,
     rerun_of: str | None = None,
     after_turn: Callable[[RunDriver], Awaitable[None]] | None = None,
+    capped: bool = True,
 ) -> tuple[RunSummary, asyncio.Task[TurnRecord]]:
     """Start a run fed ``inputs`` (a rerun's recorded ones, or an eval case's message);
     its summary (status ``running``) once stored and the task that ends with its turn.
 
     Its events go to ``rerun:<run_id>``; ``after_turn`` runs once its turn is stored,
-    before its kernel goes (an eval's checks, in the kernel the agent used)."""
+    before its kernel goes (an eval's checks, in the kernel the agent used); ``capped``:
+    a rerun counted in its owner's reruns going (an eval's are not: its eval bounds them)."""
     run_id = run.run_id
     started = now_iso()
     model = (config.tiers.get("codegen") or {}).get("model")
@@ -346,7 +348,9 @@ async def start_fed_run(
         log_=effect_log,
         config=config,
         services=own,
-        cwd=inputs.cwd or (str(Path(path).parent) if isinstance(path, str) and path else None),
+        cwd=inputs.cwd
+        if inputs.cwd is not None
+        else (str(Path(path).parent) if isinstance(path, str) and path else None),
         program=program,
         summary=summary,
         overrides=rerun_overrides(inputs),
@@ -354,7 +358,7 @@ async def start_fed_run(
         after_turn=after_turn,
     )
     task = asyncio.get_running_loop().create_task(_finish(driver, summary))
-    going.add(run_id, driver, task)
+    going.add(run_id, driver, task, capped=capped and rerun_of is not None)
     return summary, task
 
 
