@@ -9,6 +9,8 @@ export const CommandIds = {
   attach: 'jupyter-agent:attach-to-chat',
   exportChat: 'jupyter-agent:export-chat',
   memory: 'jupyter-agent:memory',
+  importChat: 'jupyter-agent:import-chat',
+  importSelected: 'jupyter-agent:import-selected',
   evalNotebook: 'jupyter-agent:eval-notebook',
   evalSelected: 'jupyter-agent:eval-selected'
 };

@@ -8,6 +8,7 @@ message's answer.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -102,3 +103,26 @@ def test_rerun_a_turn_and_see_the_diff(page: Page, fake: FakeProvider, lab: LabS
     shot(page, "rerun-diff")
     assert fake.requests[-1].json["model"] == "claude-opus-4-1"
     expect(view.locator(".jp-agent-user")).to_have_count(1)  # not a turn of this chat
+
+
+def test_continue_an_exported_chat(page: Page, fake: FakeProvider, lab: LabServer) -> None:
+    """Export a chat, then "Agent: Continue This Exported Chat" on the export: a new chat
+    holds its turn, and the next message's prompt has it as history."""
+    fake.load({"steps": [{"text": "Noted."}], "repeat": True})
+    view = new_chat(page)
+    send_message(view, "remember delta")
+    expect(view.locator(".jp-agent-end")).to_have_count(1, timeout=60000)
+    view.locator(".jp-agent-input").click()
+    page.evaluate("() => window.jupyterapp.commands.execute('jupyter-agent:export-chat')")
+    export = page.locator(".jp-NotebookPanel:visible")
+    expect(export).to_contain_text("remember delta", timeout=60000)
+    before = _views(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('jupyter-agent:import-chat')")
+    imported = _new_view(page, before)
+    expect(imported.locator(".jp-agent-user")).to_have_count(1, timeout=30000)
+    expect(imported.locator(".jp-agent-user")).to_contain_text("remember delta")
+    send_message(imported, "what did I ask you to remember?")
+    expect(imported.locator(".jp-agent-end")).to_have_count(2, timeout=60000)
+    assert "remember delta" in json.dumps(fake.requests[-1].json["messages"])
+    titles = [c["title"] for c in lab.get("agent/chats").json()["chats"]]
+    assert any(t.startswith("Imported: ") for t in titles), titles

@@ -190,6 +190,11 @@ export class AgentApi implements IMemoryApi {
     return this.req(`chats/${enc(id)}/fork`, jsonInit('POST', body));
   }
 
+  /** `POST agent/chats/import`: a new chat from an exported chat notebook (its JSON). */
+  importChat(notebook: unknown, title?: string): Promise<IChatSummary> {
+    return this.req('chats/import', jsonInit('POST', title ? { notebook, title } : { notebook }));
+  }
+
   chatNotebook(id: string): Promise<any> {
     return this.req(`chats/${enc(id)}/notebook`, jsonInit('GET'));
   }

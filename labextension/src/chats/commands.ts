@@ -1,12 +1,15 @@
 /**
- * The chat commands: new chat, stop (soft and hard), export, attach (palette and the file
- * browser's context menu).
+ * The chat commands: new chat, stop (soft and hard), export, attach, continue an exported
+ * chat (palette and the file browser's context menu).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
+import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { CommandIds } from '../commands';
+import { addImportCommands } from './imports';
+import { IChatsService } from './service';
 import { IChatViews } from './views';
 
 /** Attach the file browser's selection (else the open document) to the current chat. */
@@ -38,14 +41,17 @@ export const commandsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-agent:commands',
   description: 'The agent commands.',
   autoStart: true,
-  requires: [IChatViews],
-  optional: [ICommandPalette, IFileBrowserFactory],
+  requires: [IChatViews, IChatsService],
+  optional: [ICommandPalette, IFileBrowserFactory, INotebookTracker],
   activate: (
     app: JupyterFrontEnd,
     views: IChatViews,
+    service: IChatsService,
     palette: ICommandPalette | null,
-    browsers: IFileBrowserFactory | null
+    browsers: IFileBrowserFactory | null,
+    notebooks: INotebookTracker | null
   ): void => {
+    addImportCommands(app, service, views, notebooks, browsers);
     app.commands.addCommand(CommandIds.newChat, {
       label: 'Agent: New Chat',
       caption: 'Start a new chat with the agent',
@@ -80,7 +86,8 @@ export const commandsPlugin: JupyterFrontEndPlugin<void> = {
       CommandIds.openPanel,
       CommandIds.stop,
       CommandIds.stopNow,
-      CommandIds.exportChat
+      CommandIds.exportChat,
+      CommandIds.importChat
     ]) {
       palette?.addItem({ command: id, category: 'Agent' });
     }
