@@ -303,7 +303,7 @@ class EvalService:
                 after_turn=after_turn,
                 capped=False,  # bounded by the eval's concurrency, not the owner's reruns
             )
-            turn = await task
+            turn = await asyncio.shield(task)  # a stopped eval leaves its runs to their stop
         except (Exception, RunCancelled) as exc:
             outcome.status, outcome.message = "error", f"the case's run did not run: {exc}"
             return
