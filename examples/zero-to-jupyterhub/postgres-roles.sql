@@ -26,7 +26,7 @@ GRANT SELECT ON schema_version, agent_programs, agent_program_activations TO age
 GRANT SELECT, INSERT, UPDATE, DELETE ON
     chats, agent_turns, agent_runs, agent_mail, agent_chunks, agent_memories,
     agent_memory_vectors, agent_recall_docs, agent_recall_df, agent_recall_suppressed,
-    agent_proposals, agent_settings
+    agent_recall_pending, agent_proposals, agent_settings
     TO agent_users;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO agent_users;
 
@@ -93,6 +93,15 @@ CREATE POLICY agent_owner ON agent_recall_suppressed
     WITH CHECK (EXISTS (SELECT 1 FROM agent_runs r
                         WHERE r.run_id = agent_recall_suppressed.run_id
                         AND r.owner = current_user));
+
+ALTER TABLE agent_recall_pending ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS agent_owner ON agent_recall_pending;
+CREATE POLICY agent_owner ON agent_recall_pending
+    USING (EXISTS (SELECT 1 FROM agent_turns t JOIN chats c ON c.id = t.chat_id
+                   WHERE t.id = agent_recall_pending.turn_id AND c.owner = current_user))
+    WITH CHECK (EXISTS (SELECT 1 FROM agent_turns t JOIN chats c ON c.id = t.chat_id
+                        WHERE t.id = agent_recall_pending.turn_id
+                        AND c.owner = current_user));
 
 ALTER TABLE agent_memory_vectors ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS agent_owner ON agent_memory_vectors;

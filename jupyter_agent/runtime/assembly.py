@@ -341,9 +341,8 @@ class Parts:
             self.server_log.info("jupyter-agent: MCP servers: %s", names)
         if len(self.agents) > 1:
             self.server_log.info("jupyter-agent: agents: %s", ", ".join(self.agents.names()))
-        # The server's user's settings (a first read blocks), then once, in the server's
-        # log: which of its tiers are ready, whether the demo runs.
-        # ("" too: the MCP endpoint's cells and the embedder's first kick read it.)
+        # The server's user's settings (a first read blocks), then once, in the server's log:
+        # which tiers are ready, whether the demo runs ("" too: MCP cells, the embedder).
         for owner in {self.admin.server_owner, ""}:
             await asyncio.to_thread(self.user_settings.warm, owner)
         self.server_log.info("%s", self.tier_settings.readiness_line(self.admin.server_owner))
@@ -352,6 +351,7 @@ class Parts:
         recovered = await self.manager.recover()
         if recovered:
             log.info("jupyter-agent: interrupted runs recovered: %d", len(recovered))
+        self.store.resume_indexing()  # turns an earlier process left unindexed (a thread)
         try:
             await self.history.resume()
         except Exception:  # summaries are not the server's start: they are retried at kicks
@@ -391,7 +391,7 @@ class Parts:
                 await self.pool.stop()
             finally:
                 await self.transport.aclose()
-                self.store.close()
+                await asyncio.to_thread(self.store.close)  # it indexes what is left
                 self.demo.stop()
 
 

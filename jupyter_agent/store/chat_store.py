@@ -27,7 +27,7 @@ from sqlmodel import col, select
 
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.store.history import chunk_queries, fork
-from jupyter_agent.store.memory import recall_index
+from jupyter_agent.store.memory import recall_index, recall_queue
 from jupyter_agent.store.rows import Chat, chat, mail_row, run_values, valid
 from jupyter_agent.store.tables import AgentMailRow, AgentTurnRow, ChatRow
 
@@ -180,6 +180,7 @@ class ChatMethods:
                 core_select(_CHATS.c.id).where(_CHATS.c.id == chat_id).with_for_update()
             )
             recall_index.delete_chat_docs(session.connection(), chat_id)
+            recall_queue.unqueue_chat(session.connection(), chat_id)
             chunk_queries.delete_chunks(session.connection(), chat_id)
             session.exec(delete(AgentTurnRow).where(col(AgentTurnRow.chat_id) == chat_id))
             session.exec(delete(AgentMailRow).where(col(AgentMailRow.chat_id) == chat_id))

@@ -74,6 +74,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(13, "forked_from on chats: the chat and turn a fork started from", steps.v13),
     Migration(14, "model on chats: the model a chat answers with, over its agent's", steps.v14),
     Migration(15, "rerun_of on agent_runs: the run a rerun re-ran", steps.v15),
+    Migration(16, "agent_recall_pending: stored turns waiting for their recall doc", steps.v16),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
 

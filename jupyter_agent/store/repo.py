@@ -24,9 +24,12 @@ Decisions worth knowing:
 
 - ``append_turn`` is idempotent on the turn's id and keeps one turn per run: the first write
   for a run wins and later ones (a replayed or recovered write) are ignored. It returns
-  whether it inserted. A turn's recall doc (:mod:`.memory.recall_index`) is written in the
-  transaction storing it; ``append_turn(turn, delivered=ids)`` deletes the messages of the
-  durable mailbox the turn holds in that transaction, so a message is always in a turn or
+  whether it inserted. A turn's recall doc (:mod:`.memory.recall_index`) is written after
+  it, off the run's path, by the Store's indexer thread (:mod:`.memory.turn_indexer`: the
+  transaction storing the turn queues it; a recall through this Store indexes what is
+  queued first, so it never misses a turn this Store stored).
+  ``append_turn(turn, delivered=ids)`` deletes the messages of the durable mailbox the
+  turn holds in that transaction, so a message is always in a turn or
   in ``queued_mail``.
 - ``turn_count`` and ``turns_at`` read a chat's turns by position
   (:mod:`jupyter_agent.store.history.chunk_queries`): a run's history window costs
@@ -64,8 +67,9 @@ from jupyter_agent.store.engine import (
 )
 from jupyter_agent.store.history import turn_queries
 from jupyter_agent.store.history.chunk_store import ChunkMethods
-from jupyter_agent.store.memory import recall_index
+from jupyter_agent.store.memory import recall_queue
 from jupyter_agent.store.memory.store import MemoryMethods
+from jupyter_agent.store.memory.turn_indexer import TurnIndexer
 from jupyter_agent.store.migrations import is_current, migrate
 from jupyter_agent.store.program_store import ProgramMethods
 from jupyter_agent.store.proposal_store import ProposalMethods
@@ -148,6 +152,7 @@ class Store(
         except StoreError:
             self._engine.dispose()
             raise
+        self._indexer = TurnIndexer(self)
 
     @property
     def url(self) -> str:
@@ -163,7 +168,9 @@ class Store(
         return f"Store({self._masked!r})"
 
     def close(self) -> None:
-        """Close every pooled connection. The Store must not be used afterwards."""
+        """Index the turns still waiting for their recall doc, then close every pooled
+        connection. The Store must not be used afterwards."""
+        self._indexer.close()
         self._engine.dispose()
 
     # --- sessions ------------------------------------------------------------------------
@@ -235,10 +242,24 @@ class Store(
         ended by a restart must not move its chat to the top of the list.
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
         wins) and False is returned. A turn for an unknown chat is a StoreError. A stored
-        turn's recall doc is written in the same transaction (none when a memory its run
-        saved was deleted meanwhile: :func:`.memory.recall_index.run_suppressed`; none for
-        a turn the demo model answered: its scripted text is no one's words).
+        turn is queued for its recall doc in the same transaction, and the indexer woken
+        after the commit (:mod:`.memory.recall_queue`: no doc when a memory its run saved
+        was deleted before it is indexed; none for a turn the demo model answered, not
+        even queued: its scripted text is no one's words).
         """
+        inserted = self._store_turn(turn, delivered=delivered, ended=ended, bump=bump_to_end)
+        if inserted and not is_demo_model(turn.model):
+            self._indexer.wake()
+        return inserted
+
+    def _store_turn(
+        self,
+        turn: TurnRecord,
+        *,
+        delivered: Sequence[str],
+        ended: RunSummary | None,
+        bump: bool,
+    ) -> bool:
         with self._write("cannot append the turn") as session:
             # RETURNING, not rowcount: rowcount is unreliable here through psycopg.
             conn = session.connection()  # Core: the ORM execution path doubled the cost
@@ -246,12 +267,8 @@ class Store(
             inserted = found is not None
             if inserted:
                 conn.execute(_BUMP_CHAT, {"b_chat": turn.chat_id, "b_at": turn.created})
-                if not is_demo_model(turn.model) and not recall_index.run_suppressed(
-                    conn, turn.run_id
-                ):
-                    # The chat's owner's doc: recall never finds another owner's turns.
-                    owner = turn_queries.chat_owner(conn, turn.chat_id)
-                    recall_index.put_docs(conn, [recall_index.turn_doc(turn, owner)])
+                if not is_demo_model(turn.model):
+                    recall_queue.queue_turn(conn, turn.id)
             if delivered:
                 conn.execute(delete(_MAIL).where(_MAIL.c.id.in_(list(delivered))))
             if ended is not None:
@@ -261,7 +278,7 @@ class Store(
                     .where(_CHATS.c.id == ended.chat_id, _CHATS.c.active_run_id == ended.run_id)
                     .values(active_run_id=None)
                 )
-                if ended.ended and bump_to_end:
+                if ended.ended and bump:
                     conn.execute(_BUMP_CHAT, {"b_chat": ended.chat_id, "b_at": ended.ended})
             return inserted
 

@@ -45,6 +45,10 @@ Tables:
     the runs whose turn must not be recalled (since v5): deleting a memory deletes the
     doc of the turn its run stored, and records the run here so a turn stored later
     (the fact was forgotten mid-run) gets no doc.
+``agent_recall_pending``
+    the stored turns waiting for their recall doc (since v16), by ``seq`` (the order they
+    were stored, the order their docs are written in): ``append_turn`` adds the row, the
+    Store's indexer writes the doc and deletes the row in one transaction.
 ``agent_memory_vectors``
     one embedding per memory (since v5; JSON list of floats), deleted with its memory.
 ``agent_programs``
@@ -85,6 +89,7 @@ __all__ = [
     "AgentProposalRow",
     "AgentRecallDfRow",
     "AgentRecallDocRow",
+    "AgentRecallPendingRow",
     "AgentRecallSuppressedRow",
     "AgentRunRow",
     "AgentSettingsRow",
@@ -284,6 +289,20 @@ class AgentRecallSuppressedRow(SQLModel, table=True):
     __tablename__ = "agent_recall_suppressed"
 
     run_id: str = Field(sa_column=Column(Text, primary_key=True))
+
+
+class AgentRecallPendingRow(SQLModel, table=True):
+    """``agent_recall_pending``: a stored turn waiting for its recall doc (since v16; the
+    indexer deletes the row when it writes the doc)."""
+
+    __tablename__ = "agent_recall_pending"
+
+    seq: int = Field(
+        sa_column=Column(
+            BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+        )
+    )
+    turn_id: str = Field(sa_column=Column(Text, nullable=False, unique=True))
 
 
 class AgentMemoryVectorRow(SQLModel, table=True):

@@ -49,6 +49,7 @@ OWNED = {
     "agent_recall_docs": "doc_id",
     "agent_recall_df": "owner || '/' || term",
     "agent_recall_suppressed": "run_id",
+    "agent_recall_pending": "turn_id",
     "agent_proposals": "id",
     "agent_settings": "owner",
 }

@@ -325,3 +325,31 @@ async def test_search_drops_credential_hits_before_packing(store: Store) -> None
     assert [h.id for h in await search(store, intent, owner="")] in ([safe], [leaked])
     hits = await search(store, {**intent, "k": 2}, known=scrubber.spans, owner="")
     assert [h.id for h in hits] == [safe]
+
+
+async def test_a_runs_turn_is_indexed_after_the_run_within_the_delay(agent: Harness) -> None:
+    """The run stores its turn and ends; its recall doc is written after, by the store's
+    indexer, within DELAY_S plus a write (issue 27 item 3), with no recall asking."""
+    agent.fake.load([{"text": "The kayak trip on the fjord is booked for June."}])
+    chat = agent.new_chat()
+    turn = await agent.ask(chat, "When is the fjord kayak trip?")
+    db = Path(str(agent.store._url.database))
+
+    def doc_of_turn() -> list[tuple[str, str]]:
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute(
+                "SELECT kind, ref_id FROM agent_recall_docs WHERE kind = 'turn'"
+            ).fetchall()
+        return [(str(k), str(r)) for k, r in rows]
+
+    started = asyncio.get_running_loop().time()
+    while doc_of_turn() != [("turn", turn.id)]:
+        assert asyncio.get_running_loop().time() - started < 5.0, "not indexed within 5 s"
+        await asyncio.sleep(0.02)
+    assert await asyncio.to_thread(agent.store.pending_recall_turns) == 0
+    # Another chat's run recalls it (its search asks the store, which holds nothing back).
+    agent.fake.load([{"text": "In June."}])
+    other = await agent.ask(agent.new_chat(), "fjord kayak trip month?")
+    [searched] = effects(agent, other.run_id, "recall.search")
+    assert searched.result is not None
+    assert [h["id"] for h in searched.result.data["hits"]] == [turn.id]

@@ -5,6 +5,7 @@ recall query in a chat-free database: the SQL statements are counted)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +17,7 @@ from sqlalchemy import event
 from jupyter_agent.runtime.memory.counts import counts_of
 from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.runtime.secrets import NO_SECRETS
+from jupyter_agent.store.memory.turn_indexer import THREAD_NAME
 from jupyter_agent.trace.log import pair_effects
 from jupyter_agent.trace.verify import verify_run
 from tests.runtime.harness import Harness, close_harness, make_harness
@@ -35,12 +37,14 @@ async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> Asyn
 
 @contextmanager
 def statements(agent: Harness) -> Iterator[list[str]]:
-    """Every SQL statement the store runs meanwhile."""
+    """Every SQL statement the store runs meanwhile for the runs (not its recall indexer's,
+    which indexes stored turns in a thread of its own, after their runs)."""
     seen: list[str] = []
     engine = agent.store._engine
 
     def listen(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
-        seen.append(sql)
+        if threading.current_thread().name != THREAD_NAME:
+            seen.append(sql)
 
     event.listen(engine, "before_cursor_execute", listen)
     try:

@@ -3,6 +3,7 @@ end it (the turn, the run's end summary and the chat's active run), through a re
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from sqlalchemy import event
 
 from jupyter_agent.store.engine import WRITE_OPTION
+from jupyter_agent.store.memory.turn_indexer import THREAD_NAME
 from tests.runtime.harness import Harness, close_harness, final_text, make_harness
 
 pytestmark = pytest.mark.timeout(120)
@@ -24,13 +26,16 @@ async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> Asyn
 
 
 class WriteCounter:
-    """Counts the write transactions the store begins."""
+    """Counts the write transactions the store begins for the runs (not its recall
+    indexer's, which indexes stored turns in a thread of its own, after their runs)."""
 
     def __init__(self, engine: Any) -> None:
         self.writes = 0
         event.listen(engine, "begin", self._begin)
 
     def _begin(self, conn: Any) -> None:
+        if threading.current_thread().name == THREAD_NAME:
+            return
         if conn.get_execution_options().get(WRITE_OPTION, False):
             self.writes += 1
 

@@ -76,6 +76,7 @@ def test_schema_matches_the_table_models(db_url: str, raw: Engine) -> None:
         "AgentProposalRow",
         "AgentRecallDfRow",
         "AgentRecallDocRow",
+        "AgentRecallPendingRow",
         "AgentRecallSuppressedRow",
         "AgentRunRow",
         "AgentSettingsRow",

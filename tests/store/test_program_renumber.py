@@ -28,7 +28,7 @@ from jupyter_agent.programs.builtin import builtin_hash
 from jupyter_agent.programs.files import content_hash
 from jupyter_agent.programs.refs import ProgramRef
 from jupyter_agent.programs.registry import ProgramRegistry
-from jupyter_agent.store import Store, migrations
+from jupyter_agent.store import Store, migration_steps, migrations
 from jupyter_agent.store.program_renumber import Renumbered, renumber_shadowed
 from jupyter_agent.store.program_store import ProgramRow
 from tests.store.factories import iso, make_run, make_turn
@@ -83,6 +83,8 @@ def _old_database(
             _chat_column(db_url, "ADD COLUMN model TEXT")
         if schema < 15:  # and a run's rerun_of (v15)
             _chat_column(db_url, "ADD COLUMN rerun_of TEXT", table="agent_runs")
+        if schema < 16:  # and queues its turns for recall (v16)
+            _queue_table(db_url)
         try:
             low = _deploy(store, "low", after=first - 1)
             high = _deploy(store, "high", after=first - 1)
@@ -109,14 +111,29 @@ def _old_database(
                 _chat_column(db_url, "DROP COLUMN model")
             if schema < 15:
                 _chat_column(db_url, "DROP COLUMN rerun_of", table="agent_runs")
+            if schema < 16:
+                _sql(db_url, "DROP TABLE agent_recall_pending")
     return low, high
 
 
 def _chat_column(db_url: str, change: str, table: str = "chats") -> None:
+    _sql(db_url, f"ALTER TABLE {table} {change}")
+
+
+def _queue_table(db_url: str) -> None:
     engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
     try:
         with engine.begin() as conn:
-            conn.execute(text(f"ALTER TABLE {table} {change}"))
+            migration_steps.v16(conn)
+    finally:
+        engine.dispose()
+
+
+def _sql(db_url: str, statement: str) -> None:
+    engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(statement))
     finally:
         engine.dispose()
 
@@ -166,7 +183,7 @@ UPGRADES = [
 
 def test_the_built_ins_are_v1_to_v8() -> None:
     assert builtin_module.latest_builtin("toolcaller") == 8
-    assert migrations.LATEST_VERSION == 15
+    assert migrations.LATEST_VERSION == 16
 
 
 @pytest.mark.parametrize("case", UPGRADES)

@@ -1,6 +1,7 @@
 """Recall over memories, turns and chunk summaries (issue 15), on SQLite and PostgreSQL:
 the ranking against a reference computed from the texts, the hits' shapes, exclusions,
-and the index kept in the transactions that store turns and chunks."""
+and the index kept current by the transactions that store chunks and by the indexer that
+follows the turns."""
 
 from __future__ import annotations
 
@@ -237,16 +238,17 @@ def test_the_window_s_turns_and_chunks_are_left_out(chats: Store) -> None:
     assert {h.id for h in hits} == every - {f"{CHAT}:1:1"}
 
 
-def test_a_turn_s_doc_is_written_in_the_transaction_that_stores_it(
-    chats: Store, db_url: str
-) -> None:
+def test_a_turn_is_queued_with_it_and_indexed_after_it(chats: Store, db_url: str) -> None:
     store = chats
     assert store.append_turn(turn(1, "fjord trip", "booked"))
     assert store.append_turn(turn(1, "fjord trip", "booked")) is False  # replayed: one doc
+    assert rows_of(db_url, "SELECT turn_id FROM agent_recall_pending") == [("turn_0001",)]
+    assert store.index_pending_turns() == 1
     assert rows_of(
         db_url, "SELECT kind, ref_id, chat_id, terms, n_terms FROM agent_recall_docs"
     ) == [("turn", "turn_0001", CHAT, "fjord trip book", 3)]
-    # A doc that cannot be written fails the whole write: the turn is not stored either.
+    assert store.pending_recall_turns() == 0
+    # A turn indexed already (a doc written another way) is skipped, not a failed batch.
     engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
     with engine.begin() as conn:
         conn.execute(
@@ -256,11 +258,13 @@ def test_a_turn_s_doc_is_written_in_the_transaction_that_stores_it(
             )
         )
     engine.dispose()
-    with pytest.raises(StoreError):
-        store.append_turn(turn(2, "fjord again", "ok"))
-    assert [t.id for t in store.list_turns(CHAT)] == ["turn_0001"]
+    assert store.append_turn(turn(2, "fjord again", "ok"))
+    assert store.index_pending_turns() == 1
+    assert store.pending_recall_turns() == 0
+    assert [t.id for t in store.list_turns(CHAT)] == ["turn_0001", "turn_0002"]
     with pytest.raises(StoreError):
         store.append_turn(turn(3, "no such chat", "ok", chat_id="chat_none"))
+    assert store.pending_recall_turns() == 0  # nothing of a failed write is queued
     assert [h.id for h in store.recall("fjord", k=10)] == ["turn_0001"]
 
 

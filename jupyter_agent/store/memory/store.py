@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING
 
 from jupyter_agent.core.memory.records import HIT_KINDS, Memory, RecallHit
 from jupyter_agent.store.memory import queries as memory_queries
-from jupyter_agent.store.memory import recall_queries
+from jupyter_agent.store.memory import recall_queries, recall_queue
 from jupyter_agent.store.memory.recall_queries import DEFAULT_CANDIDATES
 
 if TYPE_CHECKING:
     from sqlmodel import Session
+
+    from jupyter_agent.store.memory.turn_indexer import TurnIndexer
 
 __all__ = ["MemoryMethods"]
 
@@ -31,6 +33,7 @@ class MemoryMethods:
     """Memories, vectors and recall; the Store provides its sessions."""
 
     if TYPE_CHECKING:
+        _indexer: TurnIndexer
 
         def _read(self, what: str) -> AbstractContextManager[Session]: ...
         def _write(self, what: str) -> AbstractContextManager[Session]: ...
@@ -126,6 +129,23 @@ class MemoryMethods:
 
     # --- recall ----------------------------------------------------------------------------
 
+    def index_pending_turns(self, limit: int = recall_queue.BATCH) -> int:
+        """Write the recall docs of the ``limit`` oldest turns waiting for theirs, in one
+        transaction (:func:`.recall_queue.index_batch`); the turns taken. The indexer
+        thread calls it; so can a test or a tool that must see the index complete."""
+        with self._write("cannot index the stored turns for recall") as session:
+            return recall_queue.index_batch(session.connection(), limit)
+
+    def pending_recall_turns(self) -> int:
+        """How many stored turns wait for their recall doc."""
+        with self._read("cannot count the turns waiting for recall") as session:
+            return recall_queue.pending_turns(session.connection())
+
+    def resume_indexing(self) -> None:
+        """Index, in the background, the turns an earlier process left waiting (the
+        server's start calls it; it does not wait)."""
+        self._indexer.resume()
+
     def recall(
         self,
         query: str,
@@ -145,7 +165,9 @@ class MemoryMethods:
         query). ``exclude_chat`` + ``exclude_since``: that chat's turns created at or after
         it are left out (a run's window holds them); ``exclude_chunks``: that chat's chunks
         by (level, first_turn). [] when the query has no terms; ValueError for an unknown
-        kind or ``candidates`` < 1."""
+        kind or ``candidates`` < 1. Turns this Store stored are found at once: any still
+        waiting for their doc are indexed first."""
+        self._indexer.catch_up()
         with self._read("cannot search memory") as session:
             return recall_queries.recall(
                 session.connection(),
