@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -17,9 +18,10 @@ from jupyter_agent.core.memory.records import Memory
 from jupyter_agent.exceptions import StoreError, StoreUnavailable
 from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.store import Store
-from jupyter_agent.store.memory import turn_indexer
-from jupyter_agent.store.memory.turn_indexer import DELAY_S, TurnIndexer
-from tests.store.factories import iso, make_turn
+from jupyter_agent.store.chat_store import MessageWrite
+from jupyter_agent.store.memory import recall_queue, turn_indexer
+from jupyter_agent.store.memory.turn_indexer import DELAY_S, THREAD_NAME, TurnIndexer
+from tests.store.factories import iso, make_run, make_turn
 from tests.store.test_recall_races import WORDS, orphans, recount
 
 #: The bound a test allows for the stated delay (DELAY_S plus a write, on a loaded machine).
@@ -246,3 +248,122 @@ def _deleter(
     except BaseException as exc:
         with lock:
             errors.append(exc)
+
+
+def test_a_recall_waits_for_a_drain_under_way(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The indexer thread is mid-batch when a recall comes: the recall waits for it (a
+    drain counts only once committed) and finds the turn."""
+    monkeypatch.setattr(store, "_indexer", TurnIndexer(store, delay_s=0.0))
+    entered = threading.Event()
+    real = recall_queue.put_docs
+
+    def slow(conn: Any, docs: Any) -> None:
+        if threading.current_thread().name == THREAD_NAME:
+            entered.set()
+            time.sleep(0.5)
+        real(conn, docs)
+
+    monkeypatch.setattr(recall_queue, "put_docs", slow)
+    store.create_chat(chat_id="chat_01A", title="t", now=iso(0))
+    assert store.append_turn(_turn(1))  # type: ignore[arg-type]
+    assert entered.wait(BOUND_S)
+    assert [h.id for h in store.recall("fjord kayak", k=5)] == ["turn_000001"]
+
+
+@pytest.mark.postgres
+def test_a_batch_never_deadlocks_a_grouped_message_commit(
+    pg_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grouped commit locks its chats in arrival order (B, then A) while a batch locks
+    A and B: the batch's key-share locks hold up neither."""
+    store = Store(pg_db_url)
+    try:
+        monkeypatch.setattr(store, "_indexer", TurnIndexer(store, delay_s=60))
+        for chat in ("chat_01A", "chat_01B"):
+            store.create_chat(chat_id=chat, title="t", now=iso(0))
+        assert store.append_turn(_turn(1, chat_id="chat_01A"))  # type: ignore[arg-type]
+        assert store.append_turn(_turn(2, chat_id="chat_01B"))  # type: ignore[arg-type]
+        real = store._store_message
+        first_done = threading.Event()
+
+        def paused(conn: Any, write: MessageWrite) -> Any:
+            stored = real(conn, write)
+            if write.chat_id == "chat_01B":
+                first_done.set()
+                time.sleep(1.0)  # the batch comes now, for A and B
+            return stored
+
+        monkeypatch.setattr(store, "_store_message", paused)
+        errors: list[tuple[str, BaseException]] = []
+
+        def group() -> None:
+            try:
+                store.store_messages(
+                    [
+                        MessageWrite(
+                            chat_id="chat_01B",
+                            item={"id": "m1", "at": iso(5)},
+                            run=make_run(10, status="running", chat_id="chat_01B"),
+                        ),
+                        MessageWrite(
+                            chat_id="chat_01A",
+                            item={"id": "m2", "at": iso(5)},
+                            run=make_run(11, status="running", chat_id="chat_01A"),
+                        ),
+                    ]
+                )
+            except BaseException as exc:
+                errors.append(("group", exc))
+
+        def batch() -> None:
+            first_done.wait(BOUND_S)
+            try:
+                assert store.index_pending_turns() == 2
+            except BaseException as exc:
+                errors.append(("batch", exc))
+
+        threads = [threading.Thread(target=group), threading.Thread(target=batch)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert errors == []
+        assert store.pending_recall_turns() == 0
+    finally:
+        store.close()
+
+
+@pytest.mark.postgres
+def test_a_catch_up_waits_for_the_rows_another_server_holds(
+    pg_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Server A's batch holds the first 200 waiting rows; B's recall still finds B's own
+    turn, the 251st: its catch-up goes past the rows A holds."""
+    a, b = Store(pg_db_url), Store(pg_db_url)
+    try:
+        monkeypatch.setattr(a, "_indexer", TurnIndexer(a, delay_s=60))
+        monkeypatch.setattr(b, "_indexer", TurnIndexer(b, delay_s=60))
+        a.create_chat(chat_id="chat_01A", title="t", now=iso(0))
+        for n in range(1, 251):
+            assert a.append_turn(_turn(n, words="other"))  # type: ignore[arg-type]
+        assert b.append_turn(_turn(251))  # type: ignore[arg-type]
+        entered = threading.Event()
+        real = recall_queue.put_docs
+
+        def slow(conn: Any, docs: Any) -> None:
+            if threading.current_thread().name == "server-a":
+                entered.set()
+                time.sleep(1.0)
+            real(conn, docs)
+
+        monkeypatch.setattr(recall_queue, "put_docs", slow)
+        first = threading.Thread(target=a.index_pending_turns, name="server-a")
+        first.start()
+        assert entered.wait(BOUND_S)
+        assert [h.id for h in b.recall("fjord kayak", k=5)] == ["turn_000251"]
+        first.join()
+    finally:
+        a.close()
+        b.close()

@@ -20,11 +20,12 @@ Contracts:
   suppressed (a memory it saved was deleted: checked when the batch runs, so a deletion
   made while the turn waited counts); a turn whose chat was deleted meanwhile is dropped.
 - **Locks** (PostgreSQL; SQLite's writes are serialised by the Store): the batch locks its
-  turns' chat rows ``FOR UPDATE`` in id order first, the order ``delete_chat``,
-  ``append_turn`` and ``delete_memory`` take them in, then its waiting rows ``FOR UPDATE
-  SKIP LOCKED`` (two servers on one database never index the same turn), and only then
-  reads the turns and the suppressed runs: a chat deleted or a memory forgotten while the
-  batch waited for the lock is seen.
+  turns' chat rows ``FOR KEY SHARE`` in id order first (the chat before anything else, as
+  ``delete_chat``, ``delete_memory`` and ``fork_chat`` take it ``FOR UPDATE``: the batch
+  waits for them and they for it; the writes of turns and messages are not held up),
+  then its waiting rows ``FOR UPDATE SKIP LOCKED`` (two servers on one database never
+  index the same turn), and only then reads the turns and the suppressed runs: a chat
+  deleted or a memory forgotten while the batch waited for the lock is seen.
 """
 
 from __future__ import annotations
@@ -52,8 +53,11 @@ _WAITING: Final = text(
     "SELECT p.turn_id, t.chat_id FROM agent_recall_pending p"
     " LEFT JOIN agent_turns t ON t.id = p.turn_id ORDER BY p.seq LIMIT :n"
 )
+# KEY SHARE: it waits for (and holds off) the FOR UPDATE of delete_chat, delete_memory and
+# fork_chat, never for the writes of turns and messages (a grouped commit of several chats'
+# messages locks them in arrival order: FOR UPDATE here would deadlock with it).
 _LOCK_CHATS: Final = text(
-    "SELECT id FROM chats WHERE id IN :chats ORDER BY id FOR UPDATE"
+    "SELECT id FROM chats WHERE id IN :chats ORDER BY id FOR KEY SHARE"
 ).bindparams(bindparam("chats", expanding=True))
 _TAKE: Final = text(
     "SELECT turn_id FROM agent_recall_pending WHERE turn_id IN :ids ORDER BY seq"
@@ -93,13 +97,14 @@ def pending_turns(conn: Any) -> int:
     return int(conn.execute(text("SELECT COUNT(*) FROM agent_recall_pending")).scalar() or 0)
 
 
-def index_batch(conn: Any, limit: int = BATCH) -> int:
+def index_batch(conn: Any, limit: int = BATCH) -> tuple[int, int]:
     """Write the docs of the ``limit`` first waiting turns (in the order they were stored)
-    and delete their waiting rows, in the caller's (write) transaction; the number of
-    waiting rows taken (0: none left, or all of them taken by another server's batch)."""
+    and delete their waiting rows, in the caller's (write) transaction: (the waiting rows
+    seen, the rows taken). Fewer are taken than seen when another server's batch holds
+    some (it writes them); (0, 0): none waits."""
     waiting = conn.execute(_WAITING, {"n": limit}).all()
     if not waiting:
-        return 0
+        return 0, 0
     ids = [str(turn_id) for turn_id, _ in waiting]
     if conn.dialect.name == "postgresql":
         chats = sorted({str(chat) for _, chat in waiting if chat is not None})
@@ -107,7 +112,7 @@ def index_batch(conn: Any, limit: int = BATCH) -> int:
             conn.execute(_LOCK_CHATS, {"chats": chats})
         ids = [str(row[0]) for row in conn.execute(_TAKE, {"ids": ids})]
         if not ids:
-            return 0
+            return len(waiting), 0
     order = {turn_id: n for n, turn_id in enumerate(ids)}  # docs in the order turns were stored
     rows = sorted(conn.execute(_TURNS, {"ids": ids}).all(), key=lambda r: order[str(r.id)])
     runs = sorted({str(row.run_id) for row in rows})
@@ -127,4 +132,4 @@ def index_batch(conn: Any, limit: int = BATCH) -> int:
     ]
     put_docs(conn, docs)
     conn.execute(_DONE, {"ids": ids})
-    return len(ids)
+    return len(waiting), len(ids)

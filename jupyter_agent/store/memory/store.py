@@ -130,9 +130,14 @@ class MemoryMethods:
     # --- recall ----------------------------------------------------------------------------
 
     def index_pending_turns(self, limit: int = recall_queue.BATCH) -> int:
-        """Write the recall docs of the ``limit`` oldest turns waiting for theirs, in one
-        transaction (:func:`.recall_queue.index_batch`); the turns taken. The indexer
-        thread calls it; so can a test or a tool that must see the index complete."""
+        """Write the recall docs of the ``limit`` first turns waiting for theirs, in one
+        transaction; the turns taken (a test or a tool that must see the index complete
+        calls it; the indexer thread calls :meth:`index_pending`)."""
+        return self.index_pending(limit)[1]
+
+    def index_pending(self, limit: int) -> tuple[int, int]:
+        """One batch (:func:`.recall_queue.index_batch`): (waiting rows seen, rows taken:
+        fewer when another server's batch holds some)."""
         with self._write("cannot index the stored turns for recall") as session:
             return recall_queue.index_batch(session.connection(), limit)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
 from typing import Final, Protocol
 
@@ -42,12 +43,16 @@ DELAY_S: Final = 0.2
 MAX_BACKOFF_S: Final = 30.0
 #: An idle thread checks this often whether its Store is gone.
 _IDLE_S: Final = 5.0
+#: How long a drain waits for waiting rows another server's batch holds.
+_OTHERS_S: Final = 5.0
+#: How long a close waits for a drain under way (its thread's).
+_CLOSE_WAIT_S: Final = 30.0
 
 
 class Indexes(Protocol):
     """What the indexer needs of its Store."""
 
-    def index_pending_turns(self, limit: int = ...) -> int: ...
+    def index_pending(self, limit: int) -> tuple[int, int]: ...
 
 
 class TurnIndexer:
@@ -58,20 +63,24 @@ class TurnIndexer:
         self._delay_s = DELAY_S if delay_s is None else delay_s
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._guard = threading.Lock()  # the thread's start, and one drain at a time
+        self._guard = threading.Lock()  # the thread's start, the counters
         self._drain_lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._dirty = False  # turns queued by this Store that may not be indexed yet
+        # Wakes told, and the wakes a finished drain covers: turns this Store queued may
+        # wait while indexed < queued (a drain under way counts only once it committed).
+        self._queued = 0
+        self._indexed = 0
         self.batches = 0  # batches that indexed something (tests, benches)
 
     @property
     def dirty(self) -> bool:
         """Whether turns this Store queued may still wait for their doc."""
-        return self._dirty
+        return self._indexed < self._queued
 
     def wake(self) -> None:
         """A turn was queued (committed): index it within the delay."""
-        self._dirty = True
+        with self._guard:
+            self._queued += 1
         self._start()
         self._wake.set()
 
@@ -80,9 +89,10 @@ class TurnIndexer:
         self.wake()
 
     def catch_up(self) -> None:
-        """Index now what this Store queued and its thread has not indexed yet (a recall
-        is about to read). Free when nothing is; raises StoreError as a write would."""
-        if self._dirty:
+        """Index now what this Store queued and no finished drain covered (a recall is
+        about to read): a drain under way is waited for, then whatever is left indexed.
+        Free when nothing is; raises StoreError as a write would."""
+        if self.dirty:
             self._drain()
 
     def close(self) -> None:
@@ -92,9 +102,9 @@ class TurnIndexer:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
-        if self._dirty:
+        if self.dirty:
             try:
-                self._drain()
+                self._drain(wait_s=_CLOSE_WAIT_S)
             except StoreError as err:
                 log.warning("recall: turns left to index at the next start (%s)", err)
 
@@ -107,25 +117,36 @@ class TurnIndexer:
             )
             self._thread.start()
 
-    def _drain(self) -> int:
-        """Index every waiting turn, a batch per transaction; the turns taken."""
-        with self._drain_lock:
+    def _drain(self, wait_s: float | None = None) -> int:
+        """Index every waiting turn, a batch per transaction; the turns taken. Rows another
+        server's batch holds are waited for (it commits them) up to :data:`_OTHERS_S`, so
+        what this Store queued is indexed, by it or by them, when this returns.
+        ``wait_s``: how long to wait for a drain under way (None: as long as it takes)."""
+        if not self._drain_lock.acquire(timeout=-1 if wait_s is None else wait_s):
+            log.warning("recall: an index drain is still under way; the next start ends it")
+            return 0
+        try:
             store = self._store()
             if store is None:
                 return 0
-            self._dirty = False
+            target = self._queued
             total = 0
-            try:
-                while True:
-                    taken = store.index_pending_turns(BATCH)
-                    total += taken
-                    if taken:
-                        self.batches += 1
-                    if taken < BATCH:
-                        return total
-            except BaseException:
-                self._dirty = True  # still to do
-                raise
+            others_until = time.monotonic() + _OTHERS_S
+            while True:
+                seen, taken = store.index_pending(BATCH)
+                total += taken
+                self.batches += bool(taken)
+                if seen < BATCH and taken == seen:
+                    break  # everything waiting was seen and written
+                if taken < seen:  # another server's batch holds some: it commits soon
+                    if time.monotonic() > others_until:
+                        break
+                    time.sleep(0.01)
+            with self._guard:
+                self._indexed = max(self._indexed, target)
+            return total
+        finally:
+            self._drain_lock.release()
 
     def _cycle(self) -> bool:
         """One wake's work; False when the thread should end."""
