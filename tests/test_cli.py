@@ -240,10 +240,10 @@ def test_plural():
 def test_export_a_local_log(log_file, tmp_path, capsys):
     out = tmp_path / "run.ipynb"
     assert main(["export", str(log_file), "-o", str(out)]) == 0
-    assert capsys.readouterr().out.strip() == f"Wrote {out} (4 cells)"
+    assert capsys.readouterr().out.strip() == f"Wrote {out} (5 cells)"  # with its setup cell
     nb = nbformat.read(out, as_version=4)
     nbformat.validate(nb)
-    assert [c.id for c in nb.cells if c.cell_type == "code"] == ["c1"]
+    assert [c.id for c in nb.cells if c.cell_type == "code"] == ["replay-setup", "c1"]
     assert nb.metadata["jupyter_agent"]["run_id"] == RUN
 
 

@@ -203,8 +203,10 @@ def test_open_trace_as_notebook(page: Page, fake: FakeProvider) -> None:
     expect(view.locator(".jp-agent-end")).to_have_text("Done", timeout=60000)
     view.locator(".jp-agent-open-trace").first.click()
     notebook = page.locator(".jp-NotebookPanel:visible")
-    expect(notebook.locator(".jp-CodeCell").first).to_contain_text("print(x * 2)", timeout=30000)
-    expect(notebook.locator(".jp-CodeCell .jp-OutputArea-output").first).to_contain_text("42")
+    # Its first code cell is the hidden replay set-up; the agent's cell comes after it.
+    cell = notebook.locator(".jp-CodeCell").nth(1)
+    expect(cell).to_contain_text("print(x * 2)", timeout=30000)
+    expect(cell.locator(".jp-OutputArea-output").first).to_contain_text("42")
     shot(page, "trace-notebook")
     opened = opened_notebook_state(page)
     assert opened["path"] == "agent-traces/Trace me - turn 1.ipynb"
