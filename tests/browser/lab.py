@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from playwright.sync_api import Locator, Page
 
 from jupyter_agent.cli.main import install_kernelspec
@@ -31,12 +32,28 @@ __all__ = [
     "CHROMIUM",
     "CHROMIUM_ARGS",
     "LabServer",
+    "browser_marks",
     "new_chat",
     "open_lab",
     "send_message",
 ]
 
 CHROMIUM = "/usr/bin/chromium"
+
+
+def browser_marks(*, timeout_s: int) -> list[pytest.MarkDecorator]:
+    """A browser test module's marks: ``browser``, skipped without Debian's chromium
+    (except in CI, where a missing browser is a failure), and its timeout."""
+    return [
+        pytest.mark.browser,
+        pytest.mark.skipif(
+            not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
+            reason="needs Debian's chromium",
+        ),
+        pytest.mark.timeout(timeout_s),
+    ]
+
+
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

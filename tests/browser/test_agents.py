@@ -10,24 +10,15 @@ answered (its ``fromAgent``).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
-from tests.browser.lab import CHROMIUM, LabServer, send_message, shot
+from tests.browser.lab import LabServer, browser_marks, send_message, shot
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(180),
-]
+pytestmark = browser_marks(timeout_s=180)
 
 REVIEWER_SOUL = "You are Reviewer: you read code and say what could break.\n"
 

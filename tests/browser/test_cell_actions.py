@@ -6,25 +6,16 @@ did not fail."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import nbformat
 import pytest
 from playwright.sync_api import Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
-from tests.browser.lab import CHROMIUM, LabServer, shot
+from tests.browser.lab import LabServer, browser_marks, shot
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(240),
-]
+pytestmark = browser_marks(timeout_s=240)
 
 NOTEBOOK = "broken.ipynb"
 BROKEN = "total = prices_sum + 1\nprint(total)"

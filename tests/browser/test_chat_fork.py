@@ -9,23 +9,13 @@ message's answer.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
-import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
-from tests.browser.lab import CHROMIUM, LabServer, new_chat, send_message, shot
+from tests.browser.lab import LabServer, browser_marks, new_chat, send_message, shot
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(180),
-]
+pytestmark = browser_marks(timeout_s=180)
 
 
 def _new_view(page: Page, before: list[str]) -> Locator:

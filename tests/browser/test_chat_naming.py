@@ -4,24 +4,15 @@ is whole and the panel shows it."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
-from tests.browser.lab import CHROMIUM, LabServer, new_chat, send_message, shot
+from tests.browser.lab import LabServer, browser_marks, new_chat, send_message, shot
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(180),
-]
+pytestmark = browser_marks(timeout_s=180)
 
 FIRST = "Plot a sine wave and tell me its maximum"
 

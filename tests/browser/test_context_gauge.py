@@ -5,24 +5,14 @@ with the next turn."""
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
-from tests.browser.lab import CHROMIUM, new_chat, send_message, shot
+from tests.browser.lab import browser_marks, new_chat, send_message, shot
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(180),
-]
+pytestmark = browser_marks(timeout_s=180)
 
 
 def test_the_gauge_shows_tokens_and_cost_after_a_turn(page: Page, fake: FakeProvider) -> None:

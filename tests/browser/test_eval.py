@@ -10,7 +10,6 @@ notification.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,16 +19,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
-from tests.browser.lab import CHROMIUM, LabServer, shot
+from tests.browser.lab import LabServer, browser_marks, shot
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(240),
-]
+pytestmark = browser_marks(timeout_s=240)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eval"
 

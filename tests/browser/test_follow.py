@@ -9,18 +9,15 @@ container's, never with a screenshot or a fixed wait.
 from __future__ import annotations
 
 import contextlib
-import os
-from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import (
-    CHROMIUM,
     LabServer,
+    browser_marks,
     new_chat,
     send_message,
     wait_restored,
@@ -28,14 +25,7 @@ from tests.browser.lab import (
 
 VIEWPORT = {"width": 1300, "height": 800}
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(180),
-]
+pytestmark = browser_marks(timeout_s=180)
 
 
 PNG_CELL = (

@@ -3,30 +3,20 @@
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import (
-    CHROMIUM,
+    browser_marks,
     new_chat,
     send_message,
     shot,
     wait_restored,
 )
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(180),
-]
+pytestmark = browser_marks(timeout_s=180)
 
 
 TICKING = "import time\nfor i in range(5):\n    print('live-tick', i)\n    time.sleep(1)\n"

@@ -15,26 +15,22 @@ Screenshots go to ``test-artifacts/browser/`` (printed).
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
-from tests.browser.lab import CHROMIUM, LabServer, new_chat, open_lab, send_message, shot
+from tests.browser.lab import (
+    LabServer,
+    browser_marks,
+    new_chat,
+    open_lab,
+    send_message,
+    shot,
+)
 
-pytestmark = [
-    pytest.mark.browser,
-    # Skipped without chromium, except in CI, where a missing browser is a failure.
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(240),
-]
+pytestmark = browser_marks(timeout_s=240)
 
 #: A credential-like text: refused by the server, never stored, never echoed.
 SECRET = "sk-proj-" + "Zq7xY2wL9mN4bV6cR1tK8hJ3"

@@ -10,26 +10,17 @@ summary) and carries the attached file.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import nbformat
 import pytest
 from playwright.sync_api import Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
-from tests.browser.lab import CHROMIUM, LabServer, new_chat, shot
+from tests.browser.lab import LabServer, browser_marks, new_chat, shot
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(240),
-]
+pytestmark = browser_marks(timeout_s=240)
 
 NOTEBOOK = "mentions.ipynb"
 PERSON = "import pandas as pd\ndf = pd.DataFrame({'a': range(4), 'b': list('wxyz')})"

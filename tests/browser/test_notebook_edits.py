@@ -11,26 +11,24 @@ back with its outcome. A denied cell never runs and the model is told.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import nbformat
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
-from tests.browser.lab import CHROMIUM, LabServer, new_chat, send_message, shot, wait_restored
+from tests.browser.lab import (
+    LabServer,
+    browser_marks,
+    new_chat,
+    send_message,
+    shot,
+    wait_restored,
+)
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(240),
-]
+pytestmark = browser_marks(timeout_s=240)
 
 NOTEBOOK = "edit-me.ipynb"
 OLD = "x = 1\nprint(x)"

@@ -7,19 +7,16 @@ provider. Screenshots of the chat view go to ``test-artifacts/browser/`` (printe
 from __future__ import annotations
 
 import base64
-import os
 import re
-from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.sync_api import Page, expect
 
 import jupyter_agent
 from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import (
-    CHROMIUM,
     LabServer,
+    browser_marks,
     new_chat,
     open_lab,
     send_message,
@@ -27,15 +24,7 @@ from tests.browser.lab import (
     wait_restored,
 )
 
-pytestmark = [
-    pytest.mark.browser,
-    # Skipped without chromium, except in CI, where a missing browser is a failure.
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(180),
-]
+pytestmark = browser_marks(timeout_s=180)
 
 
 def agent_errors(page: Page) -> list[str]:

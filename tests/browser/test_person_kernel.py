@@ -9,25 +9,16 @@ the variables, the figure and the reply; the person's kernel has no new name.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import nbformat
 import pytest
 from playwright.sync_api import Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
-from tests.browser.lab import CHROMIUM, LabServer, new_chat, send_message, shot
+from tests.browser.lab import LabServer, browser_marks, new_chat, send_message, shot
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(240),
-]
+pytestmark = browser_marks(timeout_s=240)
 
 NOTEBOOK = "person.ipynb"
 PERSON = "import pandas as pd\ndf = pd.DataFrame({'a': range(5), 'b': list('vwxyz')})"

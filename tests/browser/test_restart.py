@@ -7,31 +7,21 @@ the page reloads and must show the chat exactly as before (the chat view's text)
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
-import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import (
-    CHROMIUM,
     LabServer,
+    browser_marks,
     new_chat,
     open_lab,
     send_message,
     shot,
 )
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-        reason="needs Debian's chromium",
-    ),
-    pytest.mark.timeout(240),
-]
+pytestmark = browser_marks(timeout_s=240)
 
 SLEEPY = "import time\ntime.sleep(3)\nprint('slept')"
 STOPPABLE = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -66,3 +67,17 @@ def wait_turn(
                 return dict(turn)
         spin(0.05)
     raise AssertionError(f"no turn for {run_id} within {timeout_s} s")
+
+
+def run_cli(spin: Any, argv: list[str]) -> int:
+    """``jupyter agent ARGV`` (the CLI's ``main``) in a thread, the server's loop spinning
+    meanwhile (the test's server runs on this thread's loop); its exit code."""
+    from jupyter_agent.cli.main import main
+
+    code: list[int] = []
+    thread = threading.Thread(target=lambda: code.append(main(argv)))
+    thread.start()
+    while thread.is_alive():
+        spin(0.02)
+    thread.join()
+    return code[0]

@@ -10,14 +10,13 @@ does the same from a file.
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 
-from tests.server.helpers import call, new_chat, refused, wait_turn
+from tests.server.helpers import call, new_chat, refused, run_cli, wait_turn
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -125,19 +124,6 @@ def test_other_notebooks_are_refused_with_nothing_made(fetch: Any) -> None:
     assert _chat_count(fetch) == before
 
 
-def _cli(spin: Any, argv: list[str]) -> int:
-    """``jupyter agent ARGV`` (``main``) in a thread, the server's loop spinning meanwhile."""
-    from jupyter_agent.cli.main import main
-
-    code: list[int] = []
-    thread = threading.Thread(target=lambda: code.append(main(argv)))
-    thread.start()
-    while thread.is_alive():
-        spin(0.02)
-    thread.join()
-    return code[0]
-
-
 def test_the_cli_imports_a_notebook_file(
     fetch: Any, spin: Any, fake: Any, jp_http_port: int, jp_base_url: str, jp_serverapp: Any,
     capsys: Any, tmp_path: Path,
@@ -149,7 +135,7 @@ def test_the_cli_imports_a_notebook_file(
     nbformat.write(nbformat.from_dict(exported), path)
     addr = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
     server = ["--addr", addr, "--token", jp_serverapp.identity_provider.token]
-    assert _cli(spin, ["import", str(path), "--title", "shared plans", *server]) == 0
+    assert run_cli(spin, ["import", str(path), "--title", "shared plans", *server]) == 0
     new_id = capsys.readouterr().out.strip()
     _, chat = call(fetch, "agent", "chats", new_id)
     assert chat["title"] == "shared plans"
@@ -158,9 +144,9 @@ def test_the_cli_imports_a_notebook_file(
     before = _chat_count(fetch)
     plain = tmp_path / "plain.ipynb"
     nbformat.write(nbformat.v4.new_notebook(), plain)
-    assert _cli(spin, ["import", str(plain), *server]) == 2
+    assert run_cli(spin, ["import", str(plain), *server]) == 2
     assert "not an exported chat notebook" in capsys.readouterr().err
-    assert _cli(spin, ["import", str(tmp_path / "missing.ipynb"), *server]) == 2
+    assert run_cli(spin, ["import", str(tmp_path / "missing.ipynb"), *server]) == 2
     assert "cannot read" in capsys.readouterr().err
-    assert _cli(spin, ["import", str(tmp_path), *server]) == 2
+    assert run_cli(spin, ["import", str(tmp_path), *server]) == 2
     assert _chat_count(fetch) == before

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.server.helpers import call, new_chat, refused, wait_turn
+from tests.server.helpers import call, new_chat, refused, run_cli, wait_turn
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("server_kernelspec")]
 
@@ -199,7 +198,7 @@ def test_the_cli_runs_the_suite_and_says_how_it_went(
 ) -> None:  # fmt: skip
     addr = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
     server = ["--addr", addr, "--token", jp_serverapp.identity_provider.token]
-    code = _cli(spin, ["eval", suite, "--tier", "codegen=classify", "-n", "1", *server])
+    code = run_cli(spin, ["eval", suite, "--tier", "codegen=classify", "-n", "1", *server])
     captured = capsys.readouterr()
     assert code == 0, captured
     lines = captured.out.splitlines()
@@ -210,32 +209,19 @@ def test_the_cli_runs_the_suite_and_says_how_it_went(
     nb = nbformat.read(jp_root_dir / suite / "cases.ipynb", as_version=4)
     nb.cells[8].source = "assert '13' in reply, 'not 13'"
     nbformat.write(nb, jp_root_dir / suite / "cases.ipynb")
-    assert _cli(spin, ["eval", suite, "--json", *server]) == 1
+    assert run_cli(spin, ["eval", suite, "--json", *server]) == 1
     state = json.loads(capsys.readouterr().out)
     failed = [r for r in state["results"] if r["status"] != "passed"]
     assert [(r["case"], r["message"]) for r in failed] == [
         ("mean-temperature", "AssertionError: not 13")
     ]
     # Expected failures: one line, exit status 2.
-    assert _cli(spin, ["eval", *server]) == 2
+    assert run_cli(spin, ["eval", *server]) == 2
     assert "give a SUITE" in capsys.readouterr().err
-    assert _cli(spin, ["eval", "no/such/suite", *server]) == 2
+    assert run_cli(spin, ["eval", "no/such/suite", *server]) == 2
     assert "no suite at no/such/suite" in capsys.readouterr().err
-    assert _cli(spin, ["eval", suite, "--tier", "classify=x", *server]) == 2
+    assert run_cli(spin, ["eval", suite, "--tier", "classify=x", *server]) == 2
     assert "--tier takes codegen=MODEL" in capsys.readouterr().err
-
-
-def _cli(spin: Any, argv: list[str]) -> int:
-    """``jupyter agent ARGV`` (``main``) in a thread, the server's loop spinning meanwhile."""
-    from jupyter_agent.cli.main import main
-
-    code: list[int] = []
-    thread = threading.Thread(target=lambda: code.append(main(argv)))
-    thread.start()
-    while thread.is_alive():
-        spin(0.02)
-    thread.join()
-    return code[0]
 
 
 def test_an_owner_has_at_most_two_evals_going(

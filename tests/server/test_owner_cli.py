@@ -8,13 +8,12 @@ not.
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 import pytest
 
-from jupyter_agent.cli.main import main
 from tests.plugins.identities import identity_server_config
+from tests.server.helpers import run_cli
 from tests.server.test_owners import TOKENS, _chat, _send, _wait
 
 pytestmark = pytest.mark.timeout(240)
@@ -36,17 +35,6 @@ def jp_server_config(agent_config: dict[str, Any]) -> dict[str, Any]:
     return identity_server_config(agent_config, TOKENS)
 
 
-def _cli(spin: Any, argv: list[str]) -> int:
-    """``main(argv)`` in a thread, the server's loop spinning meanwhile."""
-    code: list[int] = []
-    thread = threading.Thread(target=lambda: code.append(main(argv)))
-    thread.start()
-    while thread.is_alive():
-        spin(0.02)
-    thread.join()
-    return code[0]
-
-
 def test_trace_ls_owner_lists_another_owners_runs_for_an_admin_only(
     fetch: Any, spin: Any, jp_http_port: int, jp_base_url: str, capsys: Any
 ) -> None:
@@ -58,21 +46,21 @@ def test_trace_ls_owner_lists_another_owners_runs_for_an_admin_only(
     def server(who: str) -> list[str]:
         return ["--addr", addr, "--token", TOKENS[who]]
 
-    assert _cli(spin, ["trace", "ls", "--owner", "*", "--json", *server("carol")]) == 0
+    assert run_cli(spin, ["trace", "ls", "--owner", "*", "--json", *server("carol")]) == 0
     runs = json.loads(capsys.readouterr().out)["runs"]
     assert {(r["run_id"], r["owner"]) for r in runs} == {(run_id, "alice")}
-    assert _cli(spin, ["trace", "ls", "--owner", "alice", *server("carol")]) == 0
+    assert run_cli(spin, ["trace", "ls", "--owner", "alice", *server("carol")]) == 0
     table = capsys.readouterr().out
     assert run_id in table
     assert "owner" in table
     assert "alice" in table
     # carol's own runs (none): the default.
-    assert _cli(spin, ["trace", "ls", "--json", *server("carol")]) == 0
+    assert run_cli(spin, ["trace", "ls", "--json", *server("carol")]) == 0
     assert json.loads(capsys.readouterr().out)["runs"] == []
 
-    assert _cli(spin, ["trace", "ls", "--owner", "alice", *server("bob")]) == 2
+    assert run_cli(spin, ["trace", "ls", "--owner", "alice", *server("bob")]) == 2
     err = capsys.readouterr().err
     assert "only an admin" in err
     assert run_id not in err
-    assert _cli(spin, ["trace", "ls", "--json", *server("alice")]) == 0
+    assert run_cli(spin, ["trace", "ls", "--json", *server("alice")]) == 0
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)["runs"]] == [run_id]

@@ -11,14 +11,13 @@ program; bad input and a run still going are refused with nothing started.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.server.helpers import call, new_chat, refused, wait_turn
+from tests.server.helpers import call, new_chat, refused, run_cli, wait_turn
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("server_kernelspec")]
 
@@ -197,28 +196,15 @@ def test_the_cli_reruns_and_waits(
     original = _turn(fetch, spin, chat_id, "what is 40 + 2?")
     addr = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
     server = ["--addr", addr, "--token", jp_serverapp.identity_provider.token]
-    code = _cli(spin, ["rerun", original, "--model", "claude-opus-4-1", "--wait", *server])
+    code = run_cli(spin, ["rerun", original, "--model", "claude-opus-4-1", "--wait", *server])
     out = capsys.readouterr().out
     assert code == 0, out
     rows = dict(line.split(None, 1) for line in out.splitlines())
     assert rows["model"].split() == ["claude-sonnet-4-5", "claude-opus-4-1"]
     assert rows["status"].split() == ["done", "done"]
     assert rows["reply"].count("The answer is 42.") == 2
-    assert _cli(spin, ["rerun", original, "--model", "two words", *server]) == 2
+    assert run_cli(spin, ["rerun", original, "--model", "two words", *server]) == 2
     assert "no spaces" in capsys.readouterr().err
-
-
-def _cli(spin: Any, argv: list[str]) -> int:
-    """``jupyter agent ARGV`` (``main``) in a thread, the server's loop spinning meanwhile."""
-    from jupyter_agent.cli.main import main
-
-    code: list[int] = []
-    thread = threading.Thread(target=lambda: code.append(main(argv)))
-    thread.start()
-    while thread.is_alive():
-        spin(0.02)
-    thread.join()
-    return code[0]
 
 
 def test_a_rerun_keeps_the_chats_own_model_unless_told(fetch: Any, spin: Any, fake: Any) -> None:

@@ -1,10 +1,14 @@
-"""Builders of turn records and run summaries for the store tests."""
+"""Builders of turn records and run summaries for the store tests, and what a test of an
+older schema runs past the Store (:func:`sql`, :func:`queue_table`)."""
 
 from __future__ import annotations
+
+from sqlalchemy import create_engine, text
 
 from jupyter_agent.core.loop.machine import PROGRAM
 from jupyter_agent.core.turns import Reply, RunSummary, Steering, TurnLLM, TurnRecord
 from jupyter_agent.messages import Usage
+from jupyter_agent.store import migration_steps
 
 
 def iso(n: int) -> str:
@@ -82,3 +86,23 @@ def make_run(
         stop_reason=None if status == "running" else "done",
         end_cause=None if status == "running" else "done",
     )
+
+
+def sql(db_url: str, statement: str) -> None:
+    """Run ``statement`` on the database past the Store (an older schema's test)."""
+    engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(statement))
+    finally:
+        engine.dispose()
+
+
+def queue_table(db_url: str) -> None:
+    """Add the recall queue (v16) to an older schema: today's Store queues its turns."""
+    engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.begin() as conn:
+            migration_steps.v16(conn)
+    finally:
+        engine.dispose()

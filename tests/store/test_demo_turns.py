@@ -11,9 +11,9 @@ from sqlalchemy import create_engine, text
 
 from jupyter_agent.core.demo import DEMO_MODEL
 from jupyter_agent.core.turns import TurnRecord
-from jupyter_agent.store import Store, migration_steps, migrations
+from jupyter_agent.store import Store, migrations
 from jupyter_agent.store.memory import recall_index
-from tests.store.factories import iso, make_turn
+from tests.store.factories import iso, make_turn, queue_table, sql
 
 WORDS = "quarterly revenue of the teal widgets"
 
@@ -34,25 +34,7 @@ def _docs(db_url: str) -> list[tuple[str, str]]:
 
 
 def _alter(db_url: str, change: str, table: str = "chats") -> None:
-    _sql(db_url, f"ALTER TABLE {table} {change}")
-
-
-def _queue_table(db_url: str) -> None:
-    engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
-    try:
-        with engine.begin() as conn:
-            migration_steps.v16(conn)
-    finally:
-        engine.dispose()
-
-
-def _sql(db_url: str, statement: str) -> None:
-    engine = create_engine(db_url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(text(statement))
-    finally:
-        engine.dispose()
+    sql(db_url, f"ALTER TABLE {table} {change}")
 
 
 def test_a_demo_turn_is_not_indexed(store: Store, db_url: str) -> None:
@@ -74,7 +56,7 @@ def test_migration_v11_removes_the_demo_turns_docs(
         _alter(db_url, "ADD COLUMN forked_from TEXT")  # today's Store writes it (v13)
         _alter(db_url, "ADD COLUMN model TEXT")  # and this (v14)
         _alter(db_url, "ADD COLUMN rerun_of TEXT", table="agent_runs")  # and this (v15)
-        _queue_table(db_url)  # and queues its turns for recall (v16)
+        queue_table(db_url)  # and queues its turns for recall (v16)
         try:
             old.create_chat(chat_id="chat_01A", title="demo", now=iso(0))
             for n, model in ((1, DEMO_MODEL), (2, "claude-test")):
@@ -92,7 +74,7 @@ def test_migration_v11_removes_the_demo_turns_docs(
             _alter(db_url, "DROP COLUMN forked_from")
             _alter(db_url, "DROP COLUMN model")
             _alter(db_url, "DROP COLUMN rerun_of", table="agent_runs")
-            _sql(db_url, "DROP TABLE agent_recall_pending")
+            sql(db_url, "DROP TABLE agent_recall_pending")
     store = Store(db_url)  # migrates to the latest
     try:
         assert _docs(db_url) == [("turn", "turn_000002")]

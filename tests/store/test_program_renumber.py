@@ -28,10 +28,10 @@ from jupyter_agent.programs.builtin import builtin_hash
 from jupyter_agent.programs.files import content_hash
 from jupyter_agent.programs.refs import ProgramRef
 from jupyter_agent.programs.registry import ProgramRegistry
-from jupyter_agent.store import Store, migration_steps, migrations
+from jupyter_agent.store import Store, migrations
 from jupyter_agent.store.program_renumber import Renumbered, renumber_shadowed
 from jupyter_agent.store.program_store import ProgramRow
-from tests.store.factories import iso, make_run, make_turn
+from tests.store.factories import iso, make_run, make_turn, queue_table, sql
 
 SOURCE = """from .lib import MARK
 
@@ -84,7 +84,7 @@ def _old_database(
         if schema < 15:  # and a run's rerun_of (v15)
             _chat_column(db_url, "ADD COLUMN rerun_of TEXT", table="agent_runs")
         if schema < 16:  # and queues its turns for recall (v16)
-            _queue_table(db_url)
+            queue_table(db_url)
         try:
             low = _deploy(store, "low", after=first - 1)
             high = _deploy(store, "high", after=first - 1)
@@ -112,30 +112,12 @@ def _old_database(
             if schema < 15:
                 _chat_column(db_url, "DROP COLUMN rerun_of", table="agent_runs")
             if schema < 16:
-                _sql(db_url, "DROP TABLE agent_recall_pending")
+                sql(db_url, "DROP TABLE agent_recall_pending")
     return low, high
 
 
 def _chat_column(db_url: str, change: str, table: str = "chats") -> None:
-    _sql(db_url, f"ALTER TABLE {table} {change}")
-
-
-def _queue_table(db_url: str) -> None:
-    engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
-    try:
-        with engine.begin() as conn:
-            migration_steps.v16(conn)
-    finally:
-        engine.dispose()
-
-
-def _sql(db_url: str, statement: str) -> None:
-    engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
-    try:
-        with engine.begin() as conn:
-            conn.execute(text(statement))
-    finally:
-        engine.dispose()
+    sql(db_url, f"ALTER TABLE {table} {change}")
 
 
 def _owner_columns(db_url: str, change: str) -> None:

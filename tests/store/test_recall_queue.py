@@ -20,7 +20,7 @@ from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.store import Store
 from jupyter_agent.store.chat_store import MessageWrite
 from jupyter_agent.store.memory import recall_queue, turn_indexer
-from jupyter_agent.store.memory.turn_indexer import DELAY_S, THREAD_NAME, TurnIndexer
+from jupyter_agent.store.memory.turn_indexer import THREAD_NAME, TurnIndexer
 from tests.store.factories import iso, make_run, make_turn
 from tests.store.test_recall_races import WORDS, orphans, recount
 
@@ -58,9 +58,21 @@ def test_a_stored_turn_is_indexed_within_the_delay_with_no_call(store: Store, db
     for n in (1, 2, 3):
         assert store.append_turn(_turn(n))  # type: ignore[arg-type]
     assert _docs(db_url) == []  # not in the turn's transaction
-    took = _until(lambda: _docs(db_url) == ["turn_000001", "turn_000002", "turn_000003"])
-    assert took >= DELAY_S * 0.5  # batched: it waited for the turns stored meanwhile
+    _until(lambda: _docs(db_url) == ["turn_000001", "turn_000002", "turn_000003"])
     assert store.pending_recall_turns() == 0
+
+
+def test_turns_stored_within_the_delay_are_one_batch(
+    store: Store, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store, "_indexer", TurnIndexer(store, delay_s=1.0))
+    store.create_chat(chat_id="chat_01A", title="t", now=iso(0))
+    for n in (1, 2, 3):
+        assert store.append_turn(_turn(n))  # type: ignore[arg-type]
+    assert _docs(db_url) == []
+    took = _until(lambda: _docs(db_url) == ["turn_000001", "turn_000002", "turn_000003"])
+    assert took >= 0.5  # it waited out the delay
+    assert store._indexer.batches == 1  # one transaction for the three
 
 
 def test_a_recall_through_the_store_sees_a_turn_at_once(
