@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.server.helpers import call, new_chat, refused
-from tests.server.test_rerun import _cli, _ended, _turn
+from tests.server.helpers import call, new_chat, refused, run_cli
+from tests.server.test_rerun import _ended, _turn
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("server_kernelspec")]
 
@@ -90,13 +90,13 @@ def test_two_runs_of_one_turn_are_identical_and_a_rerun_differs(
 
     server = ["--addr", f"http://127.0.0.1:{jp_http_port}{jp_base_url}"]
     server += ["--token", jp_serverapp.identity_provider.token]
-    assert _cli(spin, ["trace", "diff", first, second, *server]) == 0
+    assert run_cli(spin, ["trace", "diff", first, second, *server]) == 0
     assert "identical" in capsys.readouterr().out
-    assert _cli(spin, ["trace", "diff", first, other, *server]) == 1
+    assert run_cli(spin, ["trace", "diff", first, other, *server]) == 1
     out = capsys.readouterr().out
     assert "first divergence: effect" in out
     assert "model: claude-sonnet-4-5 -> claude-haiku-4-5" in out
-    assert _cli(spin, ["trace", "diff", first, "run_01NOSUCHRUN00000000000000", *server]) == 2
+    assert run_cli(spin, ["trace", "diff", first, "run_01NOSUCHRUN00000000000000", *server]) == 2
     assert "no such run" in capsys.readouterr().err
 
 
