@@ -26,6 +26,7 @@ is answered item by item, an item without an entry failing alone.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -141,9 +142,10 @@ def play_recorded(data: Mapping[str, Any] | str) -> None:
     record = json.loads(data) if isinstance(data, str) else data
     if not isinstance(record, Mapping):
         raise TypeError("play_recorded takes the record's mapping {calls, cells}")
-    from IPython import get_ipython
-
-    shell = get_ipython()
+    # Through importlib: IPython's typing of get_ipython differs between releases (8.x
+    # neither exports it nor types it), and this one call must check under all of them.
+    getipython = importlib.import_module("IPython.core.getipython")
+    shell: object = getipython.get_ipython()
     install = getattr(getattr(shell, "kernel", None), "use_recorded", None)
     if not callable(install):
         raise NotAnAgentKernel(
