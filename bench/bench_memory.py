@@ -27,6 +27,18 @@ from bench_hot_path import CHAT, Agent, _rss_kb
 from jupyter_agent.llm.fake.server import FakeProvider
 
 
+def _db_kb(base: Path) -> int:
+    """The SQLite files' size (what the connections' page caches can fill with)."""
+    return sum(p.stat().st_size for p in base.rglob("*.sqlite*")) // 1024
+
+
+def _threads(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
 def main(runs: int, tracing: bool) -> None:
     fake = FakeProvider([])
     fake.start()
@@ -55,6 +67,8 @@ def main(runs: int, tracing: bool) -> None:
         turns(100)
         time.sleep(1.0)
         rss_a = _rss_kb(pid)  # before tracing: its own memory is not the agent's
+        db_a, threads_a = _db_kb(base), _threads(pid)
+        types_a = client.get("bench/types").json()
         frames = "25" if "--tb" in sys.argv else "1"
         if tracing:
             client.get("bench/tracemalloc", params={"start": frames}).raise_for_status()
@@ -64,6 +78,8 @@ def main(runs: int, tracing: bool) -> None:
         took = time.perf_counter() - started
         time.sleep(1.0)
         rss_b = _rss_kb(pid)  # traced: tracing's own memory included (an upper bound)
+        db_b, threads_b = _db_kb(base), _threads(pid)
+        types_b = client.get("bench/types").json()
         top = []
         if tracing:
             client.get("bench/tracemalloc", params={"take": "b"}).raise_for_status()
@@ -81,6 +97,11 @@ def main(runs: int, tracing: bool) -> None:
     )
     print(f"RSS after 100 runs {rss_a / 1024:.1f} MB, after {runs} more {rss_b / 1024:.1f} MB: "
           f"{(rss_b - rss_a) / 1024:+.1f} MB (goal: within 5 MB)")  # fmt: skip
+    print(f"database {db_a / 1024:.1f} MB -> {db_b / 1024:.1f} MB;"
+          f" threads {threads_a} -> {threads_b}")  # fmt: skip
+    growth = sorted(((n - types_a.get(t, 0), t) for t, n in types_b.items()), reverse=True)
+    print("live objects that grew most (type: count):")
+    print("  " + ", ".join(f"{t} {d:+d}" for d, t in growth[:12] if d > 0))
     grown = sum(t["size_kb"] for t in top if t["size_kb"] > 0)
     if tracing:
         print(f"where the heap grew (top 25 lines, {grown / 1024:+.2f} MB in all):")

@@ -1,7 +1,9 @@
 """A bench-only Jupyter server extension: ``GET /bench/tracemalloc?start=FRAMES`` starts
 tracing, ``?take=NAME`` keeps a
 tracemalloc snapshot under NAME, ``?diff=A,B`` answers the top lines that grew from A to
-B (``[{where, size_kb, count}]``), and ``GET /bench/gc`` collects. Loaded by
+B (``[{where, size_kb, count}]``), and ``GET /bench/types`` collects and counts the live
+gc-tracked objects per type (``{type: count}``: what holds the growth, beside where it was
+allocated). Loaded by
 ``bench/bench_memory.py`` only (``PYTHONTRACEMALLOC`` set, this folder on ``PYTHONPATH``);
 never part of the package.
 """
@@ -58,9 +60,22 @@ class _Trace(JupyterHandler):  # type: ignore[misc]
         self.finish(json.dumps(top))
 
 
+class _Types(JupyterHandler):  # type: ignore[misc]
+    @web.authenticated
+    def get(self) -> None:
+        gc.collect()
+        counts: dict[str, int] = {}
+        for obj in gc.get_objects():
+            name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+            counts[name] = counts.get(name, 0) + 1
+        self.finish(json.dumps(counts))
+
+
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     return [{"module": "bench_tracemalloc_ext"}]
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
-    serverapp.web_app.add_handlers(".*$", [(r"/bench/tracemalloc", _Trace)])
+    serverapp.web_app.add_handlers(
+        ".*$", [(r"/bench/tracemalloc", _Trace), (r"/bench/types", _Types)]
+    )
