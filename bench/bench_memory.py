@@ -3,7 +3,8 @@
 
 Not a test: ``python bench/bench_memory.py [RUNS] [--trace | --tb]`` (default 1,000;
 untraced: the RSS only; ``--trace``: where the heap grew; ``--tb``: 25 frames per
-allocation and the tracebacks of the 8 biggest growths). A real ``jupyter
+allocation and the tracebacks of the 8 biggest growths; ``--holders``: what refers to the
+live objects whose count grew most). A real ``jupyter
 server`` with the agent on the loopback fake provider (chat-only turns, 50 chats, some
 deleted and made again as people do), started with the bench's
 own extension (:mod:`bench_tracemalloc_ext`), which starts tracing after the warm-up (100
@@ -80,6 +81,14 @@ def main(runs: int, tracing: bool) -> None:
         rss_b = _rss_kb(pid)  # traced: tracing's own memory included (an upper bound)
         db_b, threads_b = _db_kb(base), _threads(pid)
         types_b = client.get("bench/types").json()
+        holders = {}
+        timers = client.get("bench/timers").json()
+        if "--holders" in sys.argv:  # who holds the live objects that grew most
+            grew = sorted(types_b, key=lambda t: types_a.get(t, 0) - types_b[t])
+            named = [t for t in grew if not t.startswith("builtins.")][:4]
+            for name in [*named, *[t for t in sys.argv if t.startswith("--holders=")]]:
+                name = name.removeprefix("--holders=")
+                holders[name] = client.get("bench/holders", params={"type": name}).json()
         top = []
         if tracing:
             client.get("bench/tracemalloc", params={"take": "b"}).raise_for_status()
@@ -102,6 +111,11 @@ def main(runs: int, tracing: bool) -> None:
     growth = sorted(((n - types_a.get(t, 0), t) for t, n in types_b.items()), reverse=True)
     print("live objects that grew most (type: count):")
     print("  " + ", ".join(f"{t} {d:+d}" for d, t in growth[:12] if d > 0))
+    print(f"timers: {timers['cancelled']} cancelled still held; live: {timers['live']}")
+    for name, held in holders.items():
+        print(f"held: {name} ({held['count']} sampled)")
+        for chain in held["chains"]:
+            print("    <- " + " <- ".join(chain))
     grown = sum(t["size_kb"] for t in top if t["size_kb"] > 0)
     if tracing:
         print(f"where the heap grew (top 25 lines, {grown / 1024:+.2f} MB in all):")

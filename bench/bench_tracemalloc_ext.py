@@ -10,8 +10,10 @@ never part of the package.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
+import sys
 import tracemalloc
 from typing import Any
 
@@ -71,11 +73,91 @@ class _Types(JupyterHandler):  # type: ignore[misc]
         self.finish(json.dumps(counts))
 
 
+class _Holders(JupyterHandler):  # type: ignore[misc]
+    """``?type=MODULE.QUALNAME``: for 3 live objects of that type (the newest), the chain
+    of what refers to them, 6 levels up (types and, for dicts, their keys): who holds the
+    growth."""
+
+    @web.authenticated
+    def get(self) -> None:
+        gc.collect()
+        wanted = self.get_argument("type")
+        targets = [
+            o for o in gc.get_objects() if f"{type(o).__module__}.{type(o).__qualname__}" == wanted
+        ][-3:]
+        chains = [
+            [repr(targets[i])[:200], *_chain(targets[i], 6, {id(targets)})]
+            for i in range(len(targets))
+        ]
+        self.finish(json.dumps({"count": len(chains), "chains": chains}))
+
+
+def _chain(obj: object, depth: int, ignore: set[int]) -> list[str]:
+    """A path of referrers from ``obj`` up: at each step the first referrer that is not a
+    frame nor this search's own bookkeeping. Plain loops: a comprehension naming
+    ``current`` would make it a cell, itself a referrer."""
+    path: list[str] = []
+    frame_type = type(sys._getframe())
+    current = obj
+    for _ in range(depth):
+        referrers = gc.get_referrers(current)
+        ignore.add(id(referrers))
+        holder = None
+        for r in referrers:
+            if id(r) not in ignore and not isinstance(r, frame_type):
+                holder = r
+                break
+        if holder is None:
+            break
+        label = f"{type(holder).__module__}.{type(holder).__qualname__}"
+        if isinstance(holder, dict):
+            for k, v in holder.items():
+                if v is current:
+                    label += f" key={k!r}"[:100]
+                    break
+        elif hasattr(holder, "__qualname__"):
+            label += f" {holder.__qualname__}"
+        path.append(label)
+        current = holder
+    return path
+
+
+class _Timers(JupyterHandler):  # type: ignore[misc]
+    """The loop's scheduled timers: cancelled ones still held, and the live ones by
+    callback and by how far ahead they fire (what keeps request contexts alive)."""
+
+    @web.authenticated
+    def get(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        live: dict[str, int] = {}
+        cancelled = 0
+        for handle in list(getattr(loop, "_scheduled", [])):
+            if handle.cancelled():
+                cancelled += 1
+                continue
+            callback = getattr(handle, "_callback", None)
+            args = getattr(handle, "_args", None) or ()
+            if args and getattr(callback, "__name__", "") == "_run_callback":
+                callback = args[0]  # IOLoop.call_later's wrapper: what it runs
+                callback = getattr(callback, "func", callback)  # a functools.partial's
+            name = getattr(callback, "__qualname__", repr(callback))[:80]
+            key = f"{name} in ~{round(handle.when() - now, -1):.0f} s"
+            live[key] = live.get(key, 0) + 1
+        self.finish(json.dumps({"cancelled": cancelled, "live": live}))
+
+
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     return [{"module": "bench_tracemalloc_ext"}]
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     serverapp.web_app.add_handlers(
-        ".*$", [(r"/bench/tracemalloc", _Trace), (r"/bench/types", _Types)]
+        ".*$",
+        [
+            (r"/bench/tracemalloc", _Trace),
+            (r"/bench/types", _Types),
+            (r"/bench/holders", _Holders),
+            (r"/bench/timers", _Timers),
+        ],
     )

@@ -94,7 +94,14 @@ class EventsSocket(WebSocketMixin, WebSocketHandler, AgentBase):
         """Ignored: the socket only carries events to the client."""
 
     def on_close(self) -> None:
-        """Stop forwarding and unsubscribe."""
+        """Stop forwarding, unsubscribe, and stop the keep-alive pings."""
+        # jupyter_server's WebSocketMixin stops its ping timer only at the next ping (30 s
+        # on): until then the timer holds this handler and its request, a few KB per closed
+        # socket (bench/bench_memory.py: most of the server's growth per run).
+        ping = getattr(self, "ping_callback", None)
+        if ping is not None:
+            ping.stop()
+            self.ping_callback = None
         if self._pump is not None:
             self._pump.cancel()
             self._pump = None

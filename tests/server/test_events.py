@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+from asyncio import base_events
 from typing import Any
 
 import pytest
@@ -11,6 +13,8 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from jupyter_agent.runtime.settings.demo import DEMO_MODEL
+from jupyter_agent.server.events import EventsSocket
+from tests.server.conftest import agent_app
 from tests.server.helpers import call, new_chat, wait_turn
 
 SCRIPT = [
@@ -121,3 +125,36 @@ def test_demo_model_without_any_key(
     assert [c["status"] for c in cells] == ["ok", "ok"]
     assert "55" in json.dumps(cells[1])  # 1 + 4 + 9 + 16 + 25, computed in the kernel
     assert agent_service.demo.running
+
+
+def test_closed_sockets_are_let_go(
+    fetch: Any,
+    fake: Any,
+    jp_serverapp: Any,
+    jp_http_port: int,
+    jp_base_url: str,
+    jp_asyncio_loop: Any,
+    jp_auth_header: dict[str, str],
+) -> None:
+    """A closed events socket is not held until its keep-alive ping 30 s later (most of the
+    server's memory growth per run, bench/bench_memory.py): of 150 sockets opened and
+    closed in a row, at most asyncio's own bound of cancelled timers (each holding its
+    request's context until the loop purges them) are still in memory."""
+    chat_id = new_chat(fetch)
+    url = f"ws://127.0.0.1:{jp_http_port}{jp_base_url}agent/chats/{chat_id}/events"
+    bus = agent_app(jp_serverapp).services.chats.events
+
+    async def scenario() -> None:
+        for _ in range(150):
+            conn = await websocket_connect(HTTPRequest(url, headers=jp_auth_header))
+            while not bus._subscribers.get(chat_id):  # open on the server
+                await asyncio.sleep(0.005)
+            conn.close()
+            while bus._subscribers.get(chat_id):  # its close seen by the server
+                await asyncio.sleep(0.005)
+        await asyncio.sleep(0.2)  # the last connections' teardown; the loop's purge
+
+    jp_asyncio_loop.run_until_complete(asyncio.wait_for(scenario(), 60))
+    gc.collect()
+    held = [o for o in gc.get_objects() if isinstance(o, EventsSocket)]
+    assert len(held) <= base_events._MIN_SCHEDULED_TIMER_HANDLES  # type: ignore[attr-defined]
