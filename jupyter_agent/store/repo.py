@@ -249,7 +249,7 @@ class Store(
         """
         inserted = self._store_turn(turn, delivered=delivered, ended=ended, bump=bump_to_end)
         if inserted and not is_demo_model(turn.model):
-            self._indexer.wake()
+            self._indexer.wake(turn.chat_id, turn.created)
         return inserted
 
     def _store_turn(

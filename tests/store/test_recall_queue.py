@@ -86,13 +86,39 @@ def test_a_recall_through_the_store_sees_a_turn_at_once(
     assert store.recall("nothing like it") == []  # and a recall with nothing waiting: free
 
 
+def test_a_recall_does_not_wait_for_the_turns_it_leaves_out(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quick next message: the turns just stored are in its own window (of its chat,
+    from ``exclude_since``), so its recall indexes nothing now; a waiting turn it could
+    find (another chat's, or one of its chat from before the window) is indexed first."""
+    monkeypatch.setattr(store, "_indexer", TurnIndexer(store, delay_s=60))
+    store.create_chat(chat_id="chat_01A", title="a", now=iso(0))
+    store.create_chat(chat_id="chat_01B", title="b", now=iso(0))
+    turns = [_turn(n) for n in (1, 2)]
+    for turn in turns:
+        assert store.append_turn(turn)  # type: ignore[arg-type]
+    since = turns[0].created  # type: ignore[attr-defined]
+    window = {"exclude_chat": "chat_01A", "exclude_since": since}
+    assert store.recall("fjord kayak", **window) == []  # type: ignore[arg-type]
+    assert store.pending_recall_turns() == 2  # left to the indexer
+    later = turns[1].created  # type: ignore[attr-defined]
+    hits = store.recall("fjord kayak", exclude_chat="chat_01A", exclude_since=later)
+    assert [h.id for h in hits] == ["turn_000001"]  # before this window: indexed first
+    assert store.pending_recall_turns() == 0
+    assert store.append_turn(_turn(3, chat_id="chat_01B"))  # type: ignore[arg-type]
+    hits = store.recall("fjord kayak", **window)  # type: ignore[arg-type]
+    assert [h.id for h in hits] == ["turn_000003"]  # another chat's: indexed first
+    assert store.pending_recall_turns() == 0
+
+
 def test_a_restart_indexes_what_a_dead_process_left(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dead = Store(db_url)
     dead.create_chat(chat_id="chat_01A", title="t", now=iso(0))
     with monkeypatch.context() as patch:  # the process dies right after the commits
-        patch.setattr(TurnIndexer, "wake", lambda self: None)
+        patch.setattr(TurnIndexer, "wake", lambda self, *turn: None)
         for n in (1, 2):
             assert dead.append_turn(_turn(n))  # type: ignore[arg-type]
     dead.close()  # nothing told it of the turns: nothing indexed at its close either

@@ -171,8 +171,8 @@ class MemoryMethods:
         it are left out (a run's window holds them); ``exclude_chunks``: that chat's chunks
         by (level, first_turn). [] when the query has no terms; ValueError for an unknown
         kind or ``candidates`` < 1. Turns this Store stored are found at once: any still
-        waiting for their doc are indexed first."""
-        self._indexer.catch_up()
+        waiting for their doc are indexed first (none when all of them are left out)."""
+        self._indexer.catch_up(exclude_chat, exclude_since)
         with self._read("cannot search memory") as session:
             return recall_queries.recall(
                 session.connection(),

@@ -70,6 +70,9 @@ class TurnIndexer:
         # wait while indexed < queued (a drain under way counts only once it committed).
         self._queued = 0
         self._indexed = 0
+        # (wake number, chat, created) of the turns woken for and not yet covered: a
+        # recall that leaves all of them out (its own window) need not wait for them.
+        self._waiting: list[tuple[int, str | None, str | None]] = []
         self.batches = 0  # batches that indexed something (tests, benches)
 
     @property
@@ -77,10 +80,13 @@ class TurnIndexer:
         """Whether turns this Store queued may still wait for their doc."""
         return self._indexed < self._queued
 
-    def wake(self) -> None:
-        """A turn was queued (committed): index it within the delay."""
+    def wake(self, chat_id: str | None = None, created: str | None = None) -> None:
+        """A turn was queued (committed): index it within the delay. ``chat_id`` and
+        ``created`` (the turn's) let :meth:`catch_up` skip it for a recall that leaves it
+        out; without them every recall waits for it."""
         with self._guard:
             self._queued += 1
+            self._waiting.append((self._queued, chat_id, created))
         self._start()
         self._wake.set()
 
@@ -88,12 +94,24 @@ class TurnIndexer:
         """Index what an earlier process left queued (within the delay; not awaited)."""
         self.wake()
 
-    def catch_up(self) -> None:
+    def catch_up(self, exclude_chat: str | None = None, exclude_since: str | None = None) -> None:
         """Index now what this Store queued and no finished drain covered (a recall is
         about to read): a drain under way is waited for, then whatever is left indexed.
-        Free when nothing is; raises StoreError as a write would."""
-        if self.dirty:
-            self._drain()
+        Free when nothing is, or when every such turn is one the recall leaves out (of
+        ``exclude_chat``, created at or after ``exclude_since``: the run's own window, so
+        the turn just before a quick next message costs that message nothing); raises
+        StoreError as a write would."""
+        if not self.dirty:
+            return
+        if exclude_chat is not None and exclude_since is not None:
+            with self._guard:
+                waiting = [w for w in self._waiting if w[0] > self._indexed]
+            if all(
+                chat == exclude_chat and created is not None and created >= exclude_since
+                for _, chat, created in waiting
+            ):
+                return
+        self._drain()
 
     def close(self) -> None:
         """Stop the thread, then index what is left (a failure is logged, not raised)."""
@@ -144,6 +162,7 @@ class TurnIndexer:
                     time.sleep(0.01)
             with self._guard:
                 self._indexed = max(self._indexed, target)
+                self._waiting = [w for w in self._waiting if w[0] > self._indexed]
             return total
         finally:
             self._drain_lock.release()
