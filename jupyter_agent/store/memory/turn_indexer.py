@@ -8,7 +8,8 @@ run's path. Contracts:
 - **Bounded delay**: a stored turn is in the recall index about :data:`DELAY_S` plus one
   write after its commit. A recall through this Store sees it at once: :meth:`catch_up`
   (called by ``Store.recall`` before it reads) indexes what this Store queued and its
-  indexer has not indexed yet. Through another server on the same database, a turn is
+  indexer has not indexed yet, unless the recall leaves all of it out anyway (its own
+  chat's window). Through another server on the same database, a turn is
   found once that server's indexer wrote it (the same bound).
 - **Durable**: what is queued is in the database; :meth:`resume` (the server's start)
   indexes what an earlier process left, and :meth:`close` indexes what is left before the
