@@ -9,6 +9,7 @@ from sqlalchemy import event
 
 from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk
 from jupyter_agent.exceptions import StoreError
+from jupyter_agent.runtime.runs.parts import read_anchored
 from jupyter_agent.store import Store
 from jupyter_agent.store.memory.turn_indexer import THREAD_NAME
 from tests.store.factories import iso, make_turn
@@ -111,6 +112,35 @@ def test_turns_at_reads_only_its_range(store: Store, chat: str) -> None:
         event.remove(engine, "after_cursor_execute", count_rows)
     assert [t.id for t in got] == [f"turn_{n:06d}" for n in range(101, 111)]
     assert len(rows) == 1  # one statement, LIMIT 10 OFFSET 100
+
+
+def test_a_runs_window_is_read_in_one_transaction(store: Store, chat: str) -> None:
+    # A window that needs its count, its summaries and three batches of turns (8, 16, 32).
+    for n in range(1, 61):
+        store.append_turn(make_turn(n, chat_id=chat))
+    store.add_chunk(chunk(1, 1, 10))
+    begins: list[int] = []
+    statements: list[str] = []
+
+    def on_begin(conn) -> None:  # type: ignore[no-untyped-def]
+        if threading.current_thread().name != THREAD_NAME:  # the recall indexer's own
+            begins.append(1)
+
+    def on_statement(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        if threading.current_thread().name != THREAD_NAME and "SELECT" in statement:
+            statements.append(statement)
+
+    engine = store._engine
+    event.listen(engine, "begin", on_begin)
+    event.listen(engine, "after_cursor_execute", on_statement)
+    try:
+        window = read_anchored(store, chat, 1_000_000, {"chunk_turns": 10, "l2_chunks": 2})
+    finally:
+        event.remove(engine, "begin", on_begin)
+        event.remove(engine, "after_cursor_execute", on_statement)
+    assert [t.id for t in window.turns] == [f"turn_{n:06d}" for n in range(1, 61)]
+    assert len(statements) >= 5  # count, summaries, turns 53-60, 37-52, 5-36, 1-4
+    assert len(begins) == 1
 
 
 def test_pending_spans_from_the_stored_chunks(store: Store, chat: str) -> None:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from jupyter_agent.runtime.notebook.person_kernels import PersonKernels
     from jupyter_agent.runtime.notebook.proposals import ProposalService
     from jupyter_agent.runtime.settings.agents import AgentRegistry
+    from jupyter_agent.store.history.chunk_store import WindowReads
     from jupyter_agent.store.repo import Store
 
 __all__ = [
@@ -205,11 +206,17 @@ def read_anchored(
     """The anchored window's history (blocking; see :mod:`jupyter_agent.core.history.window`): the
     chat's summaries, then its newest turns in doubling batches until
     :func:`~jupyter_agent.core.history.window.tail_size` can tell how many the window keeps.
-    O(window) turns (and the chat's summary rows, a tenth of its turns by default)."""
-    count = store.turn_count(chat_id)
+    O(window) turns (and the chat's summary rows, a tenth of its turns by default), all
+    read in one read transaction (:meth:`~jupyter_agent.store.repo.Store.window_reads`)."""
+    with store.window_reads(chat_id) as reads:
+        return _anchored(reads, budget_tokens, layout)
+
+
+def _anchored(reads: WindowReads, budget_tokens: int, layout: dict[str, int]) -> HistoryWindow:
+    count = reads.turn_count()
     chunks = tuple(
         ChunkSummary(level=c.level, first_turn=c.first_turn, last_turn=c.last_turn, text=c.text)
-        for c in store.list_chunks(chat_id)
+        for c in reads.list_chunks()
     )
     chunk_turns = int(layout.get("chunk_turns") or 10)
     newest: list[Any] = []  # oldest first: positions count - len(newest) + 1 .. count
@@ -223,7 +230,7 @@ def read_anchored(
         if not complete and sum(costs) <= budget_tokens:
             last = count - len(newest)
             first = max(1, last - batch + 1)
-            read = store.turns_at(chat_id, first, last)
+            read = reads.turns_at(first, last)
             newest = [*read, *newest]
             costs.extend(turn_tokens(t) for t in reversed(read))
             batch = min(batch * 2, 256)
@@ -242,7 +249,7 @@ def read_anchored(
         last = count - len(newest)
         if last < 1:
             raise AssertionError("tail_size undecided over the whole chat")
-        read = store.turns_at(chat_id, max(1, last - batch + 1), last)
+        read = reads.turns_at(max(1, last - batch + 1), last)
         newest = [*read, *newest]
         costs.extend(turn_tokens(t) for t in reversed(read))
     kept = newest[len(newest) - keep :] if keep else []

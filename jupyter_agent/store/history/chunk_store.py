@@ -9,8 +9,9 @@ Positions are 1-based in the chat's turn order (:mod:`jupyter_agent.core.history
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any
 
 from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk
 from jupyter_agent.core.turns import TurnRecord
@@ -20,7 +21,29 @@ from jupyter_agent.store.memory import recall_index
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-__all__ = ["ChunkMethods"]
+__all__ = ["ChunkMethods", "WindowReads"]
+
+
+class WindowReads:
+    """A chat's history as one read transaction sees it (what a run's window reads: its
+    turn count, its summaries, its turns by position), from one snapshot on PostgreSQL's
+    repeatable reads and SQLite's read lock alike; see :meth:`ChunkMethods.window_reads`."""
+
+    def __init__(self, conn: Any, chat_id: str) -> None:
+        self._conn = conn
+        self.chat_id = chat_id
+
+    def turn_count(self) -> int:
+        """How many turns the chat has (0 for an unknown chat)."""
+        return chunk_queries.turn_count(self._conn, self.chat_id)
+
+    def list_chunks(self) -> list[StoredChunk]:
+        """The chat's stored summaries, in (level, first_turn) order."""
+        return chunk_queries.list_chunks(self._conn, self.chat_id)
+
+    def turns_at(self, first_turn: int, last_turn: int) -> list[TurnRecord]:
+        """As :meth:`ChunkMethods.turns_at`, in this transaction."""
+        return chunk_queries.turns_at(self._conn, self.chat_id, first_turn, last_turn)
 
 
 class ChunkMethods:
@@ -43,6 +66,15 @@ class ChunkMethods:
                 owner = turn_queries.chat_owner(conn, chunk.chat_id)
                 recall_index.put_docs(conn, [recall_index.chunk_doc(chunk, owner)])
             return inserted
+
+    @contextmanager
+    def window_reads(self, chat_id: str) -> Iterator[WindowReads]:
+        """One read transaction for a run's window: every read of the
+        :class:`WindowReads` it yields shares it (one connection, one begin, one end:
+        a window's three or four reads cost about one, and see one state of the chat).
+        Store errors are raised as the other reads raise them."""
+        with self._read("cannot read the chat's history") as session:
+            yield WindowReads(session.connection(), chat_id)
 
     def list_chunks(self, chat_id: str) -> list[StoredChunk]:
         """The chat's stored summaries, in (level, first_turn) order."""
