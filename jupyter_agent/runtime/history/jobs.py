@@ -250,18 +250,29 @@ class HistoryScheduler:
         return turns, chunks
 
     def chat_config(self, chat_id: str) -> RunConfig:
-        """The run config of a summary of ``chat_id``: its agent's (the default agent's
-        when the chat is gone or the store predates agents)."""
+        """The run config of a summary of ``chat_id``: its agent's and owner's (the
+        default agent's when the chat is gone or the store predates agents). One read of
+        the chat (blocking)."""
         agent, owner = DEFAULT_AGENT, ""
-        chat_agent = getattr(self.store, "chat_agent", None)
-        if chat_agent is not None:
-            with contextlib.suppress(NotFound):  # gone: its runs end at their next read
-                agent = str(chat_agent(chat_id))
         get_chat = getattr(self.store, "get_chat", None)
-        chat = get_chat(chat_id) if get_chat is not None else None
-        if chat is not None:
-            owner = str(getattr(chat, "owner", "") or "")
+        if get_chat is not None:
+            chat = get_chat(chat_id)  # gone: its runs end at their next read
+            if chat is not None:
+                agent = str(getattr(chat, "agent", "") or DEFAULT_AGENT)
+                owner = str(getattr(chat, "owner", "") or "")
+        else:
+            chat_agent = getattr(self.store, "chat_agent", None)
+            if chat_agent is not None:
+                with contextlib.suppress(NotFound):
+                    agent = str(chat_agent(chat_id))
         return self._config(agent, owner=owner)
+
+    def _due(self, chat_id: str) -> tuple[RunConfig, list[ChunkSpan]]:
+        """The chat's config and its due spans by that config's layout: one thread hop
+        after each turn (blocking)."""
+        config = self.chat_config(chat_id)
+        chunk_turns, l2_chunks = self._layout(config)
+        return config, self.store.pending_spans(chat_id, chunk_turns, l2_chunks)
 
     def _due_chats(self) -> dict[str, int]:
         due: dict[str, int] = {}
@@ -298,13 +309,10 @@ class HistoryScheduler:
                 span: ChunkSpan | None = None
                 error: str | None
                 try:
-                    # The config (read from disk: off the loop) of this pass's run, if any.
-                    config = await asyncio.to_thread(self.chat_config, chat_id)
+                    # The config of this pass's run, if any, and what is due (read from
+                    # disk: off the loop).
+                    config, spans = await asyncio.to_thread(self._due, chat_id)
                     self.namer.offer(chat_id, config)  # named after its first turn?
-                    chunk_turns, l2_chunks = self._layout(config)
-                    spans = await asyncio.to_thread(
-                        self.store.pending_spans, chat_id, chunk_turns, l2_chunks
-                    )
                     self._pending[chat_id] = len(spans)
                     if not spans:
                         self._failing.pop(chat_id, None)
