@@ -9,14 +9,15 @@ the history scheduler (chunk summaries, made in the background after each turn),
 embedder (facts' vectors through the optional ``embed`` tier) and the agents the server
 hosts (:mod:`.settings.agents`: each run answers as its chat's agent, with that agent's
 spaces and tiers), and over them the services, one per concern, each built once
-(:class:`~.services.Services`). Nothing here answers a request: the services do.
+(:class:`~.services.Services`; the evals service at its first use). Nothing here answers
+a request: the services do.
 
 Construction is synchronous (the server's loop may not run yet); :meth:`Parts.start`
 (idempotent, shielded; every service awaits it) logs the admin's warnings and which tiers
 are ready, recovers runs left running and resumes the summaries left pending, and
 schedules the warm pool's start (``KernelPool.start_delay_s`` later, not awaited);
-:meth:`Parts.stop` (idempotent) ends everything, in the order that loses nothing:
-embeddings, summaries and names, runs, MCP servers (:mod:`.mcp.hub`), pool, transport, store, demo.
+:meth:`Parts.stop` (idempotent) ends everything, in the order that loses nothing: embeddings,
+summaries and names, evals, runs, MCP servers (:mod:`.mcp.hub`), pool, transport, store, demo.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ from jupyter_agent.llm.transport import Transport
 from jupyter_agent.programs.check_process import CheckProcess
 from jupyter_agent.programs.registry import ProgramRegistry
 from jupyter_agent.programs.service import ProgramService
+from jupyter_agent.runtime import evals
 from jupyter_agent.runtime.admin import AdminConfig
 from jupyter_agent.runtime.complete.wiring import completion_service
-from jupyter_agent.runtime.evals.service import EvalService
 from jupyter_agent.runtime.events import EventBus
 from jupyter_agent.runtime.history.jobs import HistoryScheduler
 from jupyter_agent.runtime.kernels.cell_service import CellService
@@ -120,8 +121,8 @@ class Parts:
             contents_manager, root_dir=self.root_dir, max_bytes=admin.max_attachment_bytes
         )
         self.notebooks = NotebookWriter(self.contents, admin.trace_dir)
-        # The person's notebooks: open ones through their shared model (RTC),
-        # the others through the contents manager; the run manager's notices tell runs.
+        # The person's notebooks: open ones through their shared model (RTC), the others
+        # through the contents manager; the run manager's notices tell runs.
         self.live_docs = live_docs or LiveDocs()
         self.proposals = ProposalService(
             store=store,
@@ -131,8 +132,7 @@ class Parts:
             root_dir=self.root_dir,
         )
         self.demo = DemoModel()
-        # The agents (trait and folders, read once), before the scrubber: their tiers'
-        # key references are secrets too.
+        # The agents (trait and folders, read once), before the scrubber: their keys too.
         self.agents = AgentRegistry.build(
             admin.agents, data_dir=self.data_dir, policy=admin.key_policy
         )
@@ -198,8 +198,7 @@ class Parts:
             embedder=self.embedder,
             memory=self.memory,
             agents=self.agents,
-            # The in-cell notebook app: reads live documents or the contents
-            # manager; proposes through the proposal service.
+            # The in-cell notebook app: reads live documents or the contents manager.
             notebooks=NotebookReader(self.contents, live=self.live_docs),
             proposals=self.proposals,
             approvals=self.approvals,
@@ -280,7 +279,7 @@ class Parts:
             cells=cells,
             variables=variables,
             complete=completion_service(self, variables),
-            evals=EvalService(runs=runs, notebooks=self.notebooks, root_dir=self.root_dir),
+            make_evals=evals.builder(runs, self.notebooks, self.root_dir),
             start=self.start,
         )
 
@@ -378,7 +377,8 @@ class Parts:
         try:
             await self.embedder.stop()
             await self.history.stop()
-            await self.services.evals.stop()
+            if (built := self.services.evals_built()) is not None:
+                await built.stop()
             await self.services.runs.reruns.stop()
             await self.manager.shutdown()
         finally:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.runtime.complete.service import CompletionService
-from jupyter_agent.runtime.evals.service import EvalService
 from jupyter_agent.runtime.kernels.cell_service import CellService
 from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.runtime.notebook.person_variables import PersonVariables
@@ -24,6 +25,9 @@ from jupyter_agent.runtime.notebook.proposals import ProposalService
 from jupyter_agent.runtime.runs.chat_service import ChatService
 from jupyter_agent.runtime.runs.run_service import RunService
 from jupyter_agent.runtime.settings.service import SettingsService
+
+if TYPE_CHECKING:
+    from jupyter_agent.runtime.evals.service import EvalService
 
 __all__ = ["Services"]
 
@@ -50,7 +54,19 @@ class Services:
     variables: PersonVariables
     #: ``agent/complete``: inline completions (not runs), their usage per owner.
     complete: CompletionService
-    #: ``agent/evals``: suites of cases run, checked and reported.
-    evals: EvalService
+    #: Builds the evals service (:attr:`evals`) at its first use.
+    make_evals: Callable[[], EvalService]
     #: Start the parts (idempotent; shielded from a cancelled caller).
     start: Callable[[], Awaitable[None]]
+
+    @cached_property
+    def evals(self) -> EvalService:
+        """``agent/evals``: suites of cases run, checked and reported. Built at its first
+        use: what it imports (reruns, reports, the cells view) is not on the server's
+        start path, and most servers never run an eval."""
+        return self.make_evals()
+
+    def evals_built(self) -> EvalService | None:
+        """The evals service if something used it (what a stop must stop), else None."""
+        built: EvalService | None = self.__dict__.get("evals")
+        return built

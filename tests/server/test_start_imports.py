@@ -1,10 +1,11 @@
 """What a start loads (issue 27, item 6): a real ``jupyter server`` with the agent, the
 default config (no ``mcp_servers``, no embed tier) and no other extension, answers ``GET
 agent/status`` without having imported the ``mcp`` SDK, numpy, pandas, matplotlib,
-SQLAlchemy's PostgreSQL dialect or IPython (the agent's kernelspec is read at the first
-kernel start), and with no agent kernel started yet (the warm pool fills
-``KernelPool.start_delay_s`` after the start); the pool then fills; the first request to
-``agent/mcp`` loads the SDK (the endpoint is made then) and is answered."""
+SQLAlchemy's PostgreSQL dialect, IPython (the agent's kernelspec is read at the first
+kernel start) or the evals service, and with no agent kernel started yet (the warm pool
+fills ``KernelPool.start_delay_s`` after the start); the pool then fills; the first request
+to ``agent/mcp`` loads the SDK (the endpoint is made then) and is answered; the first to
+``agent/evals`` builds the evals service."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ LAZY = (
     "jupyter_agent.server.mcp.endpoint",
     "jupyter_agent.server.mcp.tools",
     "sqlalchemy.dialects.postgresql",  # the default database is SQLite
+    # the evals service is built at its first use (reruns, reports, the cells view)
+    "jupyter_agent.runtime.evals.service",
+    "jupyter_agent.trace.cells_view",
     # reading the agent's kernelspec imports it: at the first kernel start, not at start
     "IPython",
 )
@@ -121,6 +125,11 @@ def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(
         assert answer.headers.get("mcp-session-id")
         loaded = set(httpx.get(url + "test/modules", headers=headers).json())
         assert "mcp" in loaded
+        # The first evals request builds the service (an unknown eval: 404, and loaded).
+        unknown = httpx.get(url + "agent/evals/eval_none", headers=headers)
+        assert unknown.status_code == 404, unknown.text
+        loaded = set(httpx.get(url + "test/modules", headers=headers).json())
+        assert "jupyter_agent.runtime.evals.service" in loaded
     finally:
         proc.terminate()
         proc.wait(30)
