@@ -2,10 +2,11 @@
 default config (no ``mcp_servers``, no embed tier) and no other extension, answers ``GET
 agent/status`` without having imported the ``mcp`` SDK, numpy, pandas, matplotlib,
 SQLAlchemy's PostgreSQL dialect, IPython (the agent's kernelspec is read at the first
-kernel start) or the evals service, and with no agent kernel started yet (the warm pool
-fills ``KernelPool.start_delay_s`` after the start); the pool then fills; the first request
-to ``agent/mcp`` loads the SDK (the endpoint is made then) and is answered; the first to
-``agent/evals`` builds the evals service."""
+kernel start), the evals service or the demo's fake provider (this server has no model:
+it starts at the first demo run, not for the summaries' start-up read), and with no agent
+kernel started yet (the warm pool fills ``KernelPool.start_delay_s`` after the start); the
+pool then fills; the first request to ``agent/mcp`` loads the SDK (the endpoint is made
+then) and is answered; the first to ``agent/evals`` builds the evals service."""
 
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ LAZY = (
     # the evals service is built at its first use (reruns, reports, the cells view)
     "jupyter_agent.runtime.evals.service",
     "jupyter_agent.trace.cells_view",
+    # the demo's fake provider: at the first demo run (this server's tiers are not ready)
+    "jupyter_agent.llm.fake.server",
     # reading the agent's kernelspec imports it: at the first kernel start, not at start
     "IPython",
 )

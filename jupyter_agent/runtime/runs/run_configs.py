@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any, Final, Protocol
 
 from jupyter_agent.runtime.runs.ceilings import RunCeilings
@@ -94,6 +93,9 @@ class RunConfigs:
         model takes its place. Called on the event loop at each run start: the spaces
         come from the spaces cache (a ``stat`` walk unless a layer changed).
         """
+        return self._snapshot(agent, owner, model, with_demo=True)
+
+    def _snapshot(self, agent: str, owner: str, model: str | None, *, with_demo: bool) -> RunConfig:
         chosen = self._agents.agents.for_run(agent)
         tiers, demo = self._agents.ready_tiers(chosen, owner)
         profiles = {model: dict(fields) for model, fields in self._profiles.items()}
@@ -105,8 +107,9 @@ class RunConfigs:
                 profiles[model] = {**profiles.get(model, {}), **said}
                 tiers[name] = tier
         if demo:
-            tiers["codegen"] = self._demo.tier()
-            profiles.update(self._demo.profiles())
+            if with_demo:  # else no codegen: nothing to run with (a summary waits)
+                tiers["codegen"] = self._demo.tier()
+                profiles.update(self._demo.profiles())
         elif model:
             tiers["codegen"] = chat_codegen(tiers, model)
         limits = self._limits()
@@ -156,9 +159,5 @@ class RunConfigs:
         """The snapshot a summary run of ``agent``'s chat starts with: :meth:`run_config`'s,
         but never the demo model (a canned summary would be stored for good): with no
         ready codegen tier there is no tier to summarise with, and the scheduler retries
-        later."""
-        config = self.run_config(agent, owner=owner)
-        if not self._agents.ready_tiers(self._agents.agents.for_run(config.agent), owner)[1]:
-            return config
-        tiers = {name: tier for name, tier in config.tiers.items() if name != "codegen"}
-        return replace(config, tiers=tiers)
+        later. The demo provider is not started for it (a server's start reads this)."""
+        return self._snapshot(agent, owner, None, with_demo=False)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import threading
 from importlib import resources
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from jupyter_agent.core.demo import DEMO_MODEL
-from jupyter_agent.llm.fake.server import FakeProvider
+
+if TYPE_CHECKING:
+    from jupyter_agent.llm.fake.server import FakeProvider
 
 __all__ = ["DEMO_MODEL", "DEMO_PROFILE", "DemoModel", "demo_script"]
 
@@ -63,6 +65,9 @@ class DemoModel:
         """The codegen tier that talks to the demo provider (started if needed)."""
         with self._lock:
             if self._fake is None:
+                # Imported here: a server with a real model never loads the fake provider.
+                from jupyter_agent.llm.fake.server import FakeProvider
+
                 self._fake = FakeProvider(demo_script()).start()
             base_url = self._fake.base_url
         return {"provider": "fake", "model": DEMO_MODEL, "base_url": base_url}
