@@ -32,11 +32,10 @@ from typing import Any
 
 from traitlets.config import Config
 
+from jupyter_agent import programs
 from jupyter_agent.llm.embeddings import EMBED_TIER
 from jupyter_agent.llm.transport import Transport
-from jupyter_agent.programs.check_process import CheckProcess
 from jupyter_agent.programs.registry import ProgramRegistry
-from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.runtime import evals
 from jupyter_agent.runtime.admin import AdminConfig
 from jupyter_agent.runtime.complete.wiring import completion_service
@@ -182,9 +181,10 @@ class Parts:
         )
         # Deployed program versions: which one a run uses; deploys and rollbacks.
         self.programs = ProgramRegistry(store, cache_dir=self.data_dir / "programs")
-        timeout_s = admin.program_check_timeout_s
-        checks = CheckProcess.for_pool(pool, timeout_s=timeout_s, clean=self.scrubber.clean)
-        self.program_service = ProgramService(store, self.programs, checks=checks)
+        self.program_service = programs.service_builder(
+            store, self.programs, pool, timeout_s=admin.program_check_timeout_s,
+            clean=self.scrubber.clean,
+        )  # fmt: skip
         self.approvals = ApprovalWaits()
         services = RunServices(
             programs=self.programs,
@@ -274,7 +274,7 @@ class Parts:
             runs=runs,
             memory=self.memory,
             proposals=self.proposals,
-            programs=self.program_service,
+            make_programs=self.program_service,
             settings=settings,
             cells=cells,
             variables=variables,

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from jupyter_agent.programs.service import ProgramService
 from jupyter_agent.runtime.complete.service import CompletionService
 from jupyter_agent.runtime.kernels.cell_service import CellService
 from jupyter_agent.runtime.memory.service import MemoryService
@@ -27,6 +26,7 @@ from jupyter_agent.runtime.runs.run_service import RunService
 from jupyter_agent.runtime.settings.service import SettingsService
 
 if TYPE_CHECKING:
+    from jupyter_agent.programs.service import ProgramService
     from jupyter_agent.runtime.evals.service import EvalService
 
 __all__ = ["Services"]
@@ -44,8 +44,6 @@ class Services:
     memory: MemoryService
     #: ``agent/proposals``: the agent's notebook edits, decided and undone by the person.
     proposals: ProposalService
-    #: ``agent/programs``: deploys, listings, rollbacks.
-    programs: ProgramService
     #: ``agent/status``, ``agent/settings``, ``agent/agents``: each owner's settings.
     settings: SettingsService
     #: The MCP endpoint's ``run_cell``: single cells in fresh kernels.
@@ -54,10 +52,19 @@ class Services:
     variables: PersonVariables
     #: ``agent/complete``: inline completions (not runs), their usage per owner.
     complete: CompletionService
+    #: Builds the deploys' service (:attr:`programs`) at its first use.
+    make_programs: Callable[[], ProgramService]
     #: Builds the evals service (:attr:`evals`) at its first use.
     make_evals: Callable[[], EvalService]
     #: Start the parts (idempotent; shielded from a cancelled caller).
     start: Callable[[], Awaitable[None]]
+
+    @cached_property
+    def programs(self) -> ProgramService:
+        """``agent/programs``: deploys, listings, rollbacks. Built at its first use: the
+        deploy checks and their check process are not on the server's start path (runs
+        resolve their program through the registry)."""
+        return self.make_programs()
 
     @cached_property
     def evals(self) -> EvalService:

@@ -1,12 +1,13 @@
 """What a start loads (issue 27, item 6): a real ``jupyter server`` with the agent, the
-default config (no ``mcp_servers``, no embed tier) and no other extension, answers ``GET
-agent/status`` without having imported the ``mcp`` SDK, numpy, pandas, matplotlib,
-SQLAlchemy's PostgreSQL dialect, IPython (the agent's kernelspec is read at the first
-kernel start), the evals service or the demo's fake provider (this server has no model:
-it starts at the first demo run, not for the summaries' start-up read), and with no agent
-kernel started yet (the warm pool fills ``KernelPool.start_delay_s`` after the start); the
-pool then fills; the first request to ``agent/mcp`` loads the SDK (the endpoint is made
-then) and is answered; the first to ``agent/evals`` builds the evals service."""
+default config (no ``mcp_servers``, no embed tier, no model) and no other extension,
+answers ``GET agent/status`` without having imported the ``mcp`` SDK, numpy, pandas,
+matplotlib, SQLAlchemy's PostgreSQL dialect, IPython (the agent's kernelspec is read at the
+first kernel start), the evals and deploys' services or the demo's fake provider (started
+at the first demo run, not for the summaries' start-up read), and with no agent kernel
+started yet (the warm pool fills ``KernelPool.start_delay_s`` after the start); the pool
+then fills; the first request to ``agent/mcp`` loads the SDK (the endpoint is made then)
+and is answered; the first to ``agent/evals`` builds the evals service, the first to
+``agent/programs`` the deploys' service."""
 
 from __future__ import annotations
 
@@ -43,6 +44,9 @@ LAZY = (
     # the evals service is built at its first use (reruns, reports, the cells view)
     "jupyter_agent.runtime.evals.service",
     "jupyter_agent.trace.cells_view",
+    # the deploys' service, its checks and their process: at the first agent/programs
+    "jupyter_agent.programs.service",
+    "jupyter_agent.programs.check_process",
     # the demo's fake provider: at the first demo run (this server's tiers are not ready)
     "jupyter_agent.llm.fake.server",
     # reading the agent's kernelspec imports it: at the first kernel start, not at start
@@ -133,6 +137,10 @@ def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(
         assert unknown.status_code == 404, unknown.text
         loaded = set(httpx.get(url + "test/modules", headers=headers).json())
         assert "jupyter_agent.runtime.evals.service" in loaded
+        programs = httpx.get(url + "agent/programs", headers=headers)
+        assert programs.status_code == 200, programs.text
+        loaded = set(httpx.get(url + "test/modules", headers=headers).json())
+        assert "jupyter_agent.programs.service" in loaded
     finally:
         proc.terminate()
         proc.wait(30)
