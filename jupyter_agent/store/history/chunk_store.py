@@ -26,8 +26,10 @@ __all__ = ["ChunkMethods", "WindowReads"]
 
 class WindowReads:
     """A chat's history as one read transaction sees it (what a run's window reads: its
-    turn count, its summaries, its turns by position), from one snapshot on PostgreSQL's
-    repeatable reads and SQLite's read lock alike; see :meth:`ChunkMethods.window_reads`."""
+    turn count, its summaries, its turns by position); see
+    :meth:`ChunkMethods.window_reads`. On SQLite the transaction's read lock gives every
+    read one state of the chat; on PostgreSQL (read committed) each read sees what was
+    committed before it, as separate reads did."""
 
     def __init__(self, conn: Any, chat_id: str) -> None:
         self._conn = conn
@@ -71,8 +73,8 @@ class ChunkMethods:
     def window_reads(self, chat_id: str) -> Iterator[WindowReads]:
         """One read transaction for a run's window: every read of the
         :class:`WindowReads` it yields shares it (one connection, one begin, one end:
-        a window's three or four reads cost about one, and see one state of the chat).
-        Store errors are raised as the other reads raise them."""
+        a window's three or four reads cost about one). Store errors are raised as the
+        other reads raise them."""
         with self._read("cannot read the chat's history") as session:
             yield WindowReads(session.connection(), chat_id)
 
