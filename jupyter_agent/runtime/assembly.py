@@ -181,7 +181,7 @@ class Parts:
         )
         # Deployed program versions: which one a run uses; deploys and rollbacks.
         self.programs = ProgramRegistry(store, cache_dir=self.data_dir / "programs")
-        self.program_service = programs.service_builder(
+        self.build_program_service = programs.service_builder(
             store, self.programs, pool, timeout_s=admin.program_check_timeout_s,
             clean=self.scrubber.clean,
         )  # fmt: skip
@@ -274,7 +274,7 @@ class Parts:
             runs=runs,
             memory=self.memory,
             proposals=self.proposals,
-            make_programs=self.program_service,
+            make_programs=self.build_program_service,
             settings=settings,
             cells=cells,
             variables=variables,

@@ -76,6 +76,20 @@ def test_a_chat_answers_with_its_own_model(fetch: Any, spin: Any, fake: Any) -> 
     assert _asked(fetch, spin, fake, other, "five") == ("claude-sonnet-4-5",) * 2
 
 
+def test_a_tier_profile_does_not_replace_the_chats_model(fetch: Any, spin: Any, fake: Any) -> None:
+    # The person describes their classify tier's model (a profile in their settings): the
+    # chat's own model still answers, and codegen's when the chat has none.
+    classify = {"provider": "fake", "model": "claude-haiku-4-5", "base_url": fake.base_url}
+    said = {"context_window": 32768, "max_output": 4096, "tool_mode": "native"}
+    body = {"tiers": {"classify": {**classify, "profile": said}}}
+    code, _ = call(fetch, "agent", "settings", method="PUT", body=body)
+    assert code == 200
+    chat_id = new_chat(fetch, "profiled")
+    assert _asked(fetch, spin, fake, chat_id, "one") == ("claude-sonnet-4-5",) * 2
+    _model(fetch, chat_id, "claude-opus-4-1")
+    assert _asked(fetch, spin, fake, chat_id, "two") == ("claude-opus-4-1",) * 2
+
+
 @pytest.mark.parametrize(
     ("body", "words"),
     [

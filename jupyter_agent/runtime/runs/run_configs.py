@@ -103,8 +103,8 @@ class RunConfigs:
             if "profile" in tier:  # the person's word on the model, over the admin's
                 tier = dict(tier)
                 said = tier.pop("profile") or {}
-                model = str(tier.get("model"))
-                profiles[model] = {**profiles.get(model, {}), **said}
+                of = str(tier.get("model"))  # not ``model``: the chat's, used below
+                profiles[of] = {**profiles.get(of, {}), **said}
                 tiers[name] = tier
         if demo:
             if with_demo:  # else no codegen: nothing to run with (a summary waits)
