@@ -106,6 +106,17 @@ class ProgramRegistry:
                 self._by_key[key] = found
             return found
 
+    def cached(self, agent: str, family: str, mark: int) -> Resolved | None:
+        """The active version of run family ``family`` for ``agent`` with no store read and
+        no file read, or None (then :meth:`resolve`, in a thread): found when ``mark``, the
+        store's :meth:`~jupyter_agent.store.repo.Store.activation_mark` as the caller just
+        read it, is the one this registry's layers were read at, and that version was
+        resolved before. Never blocks on the lock (the event loop calls it): it reads the
+        mark first, and a layers update seen half-way gives the newer layers or None."""
+        if family not in DEFAULTS or mark != self._mark:
+            return None
+        return self._by_key.get(active_version(self._layers, agent, family))
+
     def resolve_key(self, key: str) -> Resolved:
         """The version ``key`` (``toolcaller@v7``: built in or deployed), active or not
         (a rerun names one). ProgramFault when it is not stored or does not load."""

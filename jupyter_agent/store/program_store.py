@@ -32,7 +32,13 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 
 from jupyter_agent.exceptions import NotFound, StoreError
-from jupyter_agent.store.tables import AgentProgramActivationRow, AgentProgramRow, AgentRunRow
+from jupyter_agent.store.rows import Chat, chat
+from jupyter_agent.store.tables import (
+    AgentProgramActivationRow,
+    AgentProgramRow,
+    AgentRunRow,
+    ChatRow,
+)
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -45,6 +51,11 @@ _RUNS: Final = AgentRunRow.metadata.tables["agent_runs"]
 _CHATS: Final = AgentRunRow.metadata.tables["chats"]
 #: How many times a deploy retries after losing the race for a version number.
 _ATTEMPTS: Final = 8
+
+
+def _mark(session: Session) -> int:
+    query = core_select(func.max(_ACTIVATIONS.c.id))
+    return int(session.connection().execute(query).scalar() or 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,9 +252,16 @@ class ProgramMethods:
 
     def activation_mark(self) -> int:
         """The newest activation's id (0 when none): changes exactly when one is written."""
-        query = core_select(func.max(_ACTIVATIONS.c.id))
         with self._read("cannot read the activations") as session:
-            return int(session.connection().execute(query).scalar() or 0)
+            return _mark(session)
+
+    def chat_marked(self, chat_id: str) -> tuple[Chat | None, int]:
+        """The chat (None: no such chat) and :meth:`activation_mark`, in one read: what a
+        message's send reads before its write (the run it starts resolves its program with
+        the mark, reading nothing more when its registry is current)."""
+        with self._read("cannot read the chat") as session:
+            row = session.get(ChatRow, chat_id)
+            return (chat(row) if row is not None else None), _mark(session)
 
     # --- what runs and chats name --------------------------------------------------------
 

@@ -115,6 +115,31 @@ def test_the_hot_path_reads_one_mark_and_imports_once(store: Store, tmp_path: Pa
     assert timings[9] - timings[8] < 0.001, timings
 
 
+def test_cached_answers_only_at_the_mark_its_layers_were_read_at(
+    store: Store, tmp_path: Path
+) -> None:
+    counting = Counting(store)
+    registry = ProgramRegistry(counting, tmp_path / "programs")
+    deployed(store, "five")
+    store.activate("", "toolcaller", 9, "ann")
+    mark = store.activation_mark()
+    assert registry.cached("agent", "toolcaller", mark) is None  # nothing read yet
+    resolved = registry.resolve("agent", "toolcaller")
+    counting.calls.clear()
+    # What a message's send read with its chat: the same mark, no store call.
+    assert registry.cached("agent", "toolcaller", mark) is resolved
+    assert registry.cached("agent", "no_such_family", mark) is None
+    assert counting.calls == {}
+    # Another server activates another version: the send's fresh mark misses, and the
+    # resolve it falls back to answers the new version.
+    store.activate("", "toolcaller", 8, "ann")
+    fresh = store.activation_mark()
+    assert registry.cached("agent", "toolcaller", fresh) is None
+    assert registry.resolve("agent", "toolcaller").ref.text.startswith("toolcaller@v8")
+    assert registry.cached("agent", "toolcaller", fresh) is not None
+    assert registry.cached("agent", "toolcaller", mark) is None  # an older mark: no
+
+
 def test_load_for_replay(store: Store, tmp_path: Path) -> None:
     registry = ProgramRegistry(store, tmp_path / "programs")
     v5 = deployed(store, "five")

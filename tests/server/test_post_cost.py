@@ -166,3 +166,39 @@ def test_concurrent_messages_of_eight_chats_share_their_commits(
         turn = wait_turn(fetch, spin, chat, answer["run_id"])
         assert turn["userText"] == f"hello {i}"
     assert agent_service.store.queued_mail() == []
+
+
+def test_a_message_reads_the_store_once_before_its_write(
+    fetch: Any, spin: Any, agent_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The chat (is it there, whose, its model) and the program activations' mark, in one
+    # read transaction; the run it starts resolves its program with that mark (the
+    # registry is current after the first run), then the one write transaction.
+    first = new_chat(fetch, "warm")
+    answer = json.loads(fetch("agent", "chats", first, "messages", **_post(first, "hi")).body)
+    wait_turn(fetch, spin, first, answer["run_id"])
+    chat = new_chat(fetch, "counted")
+    begins: list[int] = []
+    seen: list[int] = []
+
+    def began(_conn: Any) -> None:
+        if threading.current_thread().name != THREAD_NAME:  # the recall indexer's own
+            begins.append(1)
+
+    real = ChatService.send
+
+    async def send(self: ChatService, *args: Any, **kw: Any) -> dict[str, Any]:
+        answer = await real(self, *args, **kw)
+        seen.append(len(begins))  # what the 202 answers after
+        return answer
+
+    monkeypatch.setattr(ChatService, "send", send)
+    engine = agent_service.store._engine
+    event.listen(engine, "begin", began)
+    try:
+        response = fetch("agent", "chats", chat, "messages", **_post(chat, "count me"))
+    finally:
+        event.remove(engine, "begin", began)
+    assert response.code == 202
+    assert seen == [2]  # one read, one write
+    wait_turn(fetch, spin, chat, json.loads(response.body)["run_id"])

@@ -81,12 +81,21 @@ class RunProgram:
         return cls(ref=ref, programs=(ref.text,), factory=factory, builtin=False)
 
 
-async def resolve_run_program(registry: Any, agent: str, family: str) -> RunProgram:
+async def resolve_run_program(
+    registry: Any, agent: str, family: str, *, mark: int | None = None
+) -> RunProgram:
     """The active version of ``family`` for ``agent`` in ``registry`` (a ProgramRegistry,
     or None: the built-in default; module docstring). Store errors propagate (the run does
-    not start: the sender gets the error)."""
+    not start: the sender gets the error). ``mark``: the store's activation mark as the
+    caller just read it (a message's send reads it with the chat): a version the registry
+    resolved at that mark is answered on the loop, with no thread and no read."""
     if registry is None:
         return RunProgram.of_builtin(DEFAULTS[family])
+    cached = getattr(registry, "cached", None)
+    if mark is not None and cached is not None:
+        found = cached(agent, family, mark)
+        if found is not None:
+            return RunProgram.of(found)
     try:
         resolved = await asyncio.to_thread(registry.resolve, agent, family)
     except ProgramFault as fault:

@@ -144,6 +144,17 @@ class ChatService:
             raise _no_chat(chat_id)
         return chat
 
+    async def _chat_marked(self, chat_id: str, owner: str) -> tuple[Chat, int | None]:
+        """:meth:`_chat` and the store's activation mark, in one read (None: a store
+        without marks)."""
+        read = getattr(self._store, "chat_marked", None)
+        if read is None:
+            return await self._chat(chat_id, owner), None
+        chat, mark = await asyncio.to_thread(read, chat_id)
+        if chat is None or chat.owner != owner:
+            raise _no_chat(chat_id)
+        return chat, mark
+
     def _title(self, title: str) -> str:
         if len(title) > MAX_TITLE:
             raise BadRequest(f"'title' is longer than {MAX_TITLE} characters", reason="bad_title")
@@ -373,7 +384,7 @@ class ChatService:
             )
         if control is None and not text.strip():
             raise BadRequest("the message has no text", reason="empty_message")
-        chat = await self._chat(chat_id, owner)
+        chat, mark = await self._chat_marked(chat_id, owner)
         await self._know_owner(owner)  # the run starts on the loop with the owner's tiers
         files = [await self._contents.read_attachment(p) for p in attachments]
         # No known secret a person sends (or attaches) is stored, queued or sent on.
@@ -389,9 +400,16 @@ class ChatService:
         # The title is stored with the message (one transaction, one commit).
         title = None if chat.title else chat_title(text)
         self._manager.slots.know(chat_id, agent=chat.agent, owner=chat.owner, model=chat.model)
-        return await self._manager.send(
-            chat_id, text=text, view=view_json, attachments=files, title=title
-        )
+        # The run this message starts, if it does, resolves its program with this read's
+        # mark (no second read); cleared after, so no later start takes it stale.
+        slot = self._manager.slots.slot(chat_id)
+        slot.activations = mark
+        try:
+            return await self._manager.send(
+                chat_id, text=text, view=view_json, attachments=files, title=title
+            )
+        finally:
+            slot.activations = None
 
     def _view(self, view: View | None) -> dict[str, Any] | None:
         if view is None:

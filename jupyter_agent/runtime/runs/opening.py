@@ -156,6 +156,7 @@ async def open_run(
     syncer: GroupSyncer | None = None,
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
     owner: str = "",
+    activations: int | None = None,
 ) -> Opening:
     """Write a new run's records; its first message in ``items`` opens it.
 
@@ -169,11 +170,14 @@ async def open_run(
     The run's program is resolved first (:func:`resolve_run_program`, for ``config.agent``):
     the header, the summary and the opening name it. ``step_timeout_s``: a deployed
     program's step deadline, recorded in the header for replay. ``owner``: the chat's
-    owner, the run's (its summary records it).
+    owner, the run's (its summary records it). ``activations``: the store's activation
+    mark as the sender just read it, if it did (see :func:`resolve_run_program`).
     """
     first = next(i for i in items if isinstance(i, MessageItem))
     run_id = run_id or new_id("run")
-    program = await resolve_run_program(services.programs, config.agent, "toolcaller")
+    program = await resolve_run_program(
+        services.programs, config.agent, "toolcaller", mark=activations
+    )
     started = now_iso()
     model = (config.tiers.get("codegen") or {}).get("model")
     header: dict[str, Any] = {

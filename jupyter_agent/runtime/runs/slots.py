@@ -70,6 +70,8 @@ class ChatSlot:
     agent: str | None = None  # read from the store at its first run
     owner: str = ""
     model: str | None = None  # the chat's model as last read (it may change)
+    #: The store's activation mark as the send under way read it (None between sends).
+    activations: int | None = None
     active: ActiveRun | None = None
     next: NextRun | None = None
 

@@ -100,6 +100,8 @@ class RunStarts:
             syncer=self._new_syncer(),
             step_timeout_s=self._step_timeout_s(),
             owner=slot.owner,
+            # The send under way read it with the chat, for the run it starts (``new``).
+            activations=slot.activations if new is not None else None,
         )
         lifecycle = reserved.lifecycle if reserved else RunLifecycle(opening.summary.run_id)
         try:
