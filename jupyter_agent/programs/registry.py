@@ -111,11 +111,13 @@ class ProgramRegistry:
         no file read, or None (then :meth:`resolve`, in a thread): found when ``mark``, the
         store's :meth:`~jupyter_agent.store.repo.Store.activation_mark` as the caller just
         read it, is the one this registry's layers were read at, and that version was
-        resolved before. Never blocks on the lock (the event loop calls it): it reads the
-        mark first, and a layers update seen half-way gives the newer layers or None."""
+        resolved before. Never blocks on the lock (the event loop calls it): the mark is
+        read before and after the lookup, and :meth:`layers` sets no mark while it changes
+        the layers and the versions, so a lookup an update overlapped answers None."""
         if family not in DEFAULTS or mark != self._mark:
             return None
-        return self._by_key.get(active_version(self._layers, agent, family))
+        found = self._by_key.get(active_version(self._layers, agent, family))
+        return found if mark == self._mark else None
 
     def resolve_key(self, key: str) -> Resolved:
         """The version ``key`` (``toolcaller@v7``: built in or deployed), active or not
@@ -137,6 +139,7 @@ class ProgramRegistry:
                 layers: dict[tuple[str, str], int | None] = {}
                 for row in self._store.activations():
                     layers[(row.agent, row.name)] = row.version
+                self._mark = -1  # what :meth:`cached` reads unlocked: no mark while they change
                 self._layers = layers
                 self._by_key = {}  # a pruned number may have been deployed again
                 self._mark = mark
