@@ -9,7 +9,7 @@ the history scheduler (chunk summaries, made in the background after each turn),
 embedder (facts' vectors through the optional ``embed`` tier) and the agents the server
 hosts (:mod:`.settings.agents`: each run answers as its chat's agent, with that agent's
 spaces and tiers), and over them the services, one per concern, each built once
-(:class:`~.services.Services`; the evals service at its first use). Nothing here answers
+(:class:`~.services.Services`; evals and deploys at their first use). Nothing here answers
 a request: the services do.
 
 Construction is synchronous (the server's loop may not run yet); :meth:`Parts.start`
