@@ -29,7 +29,6 @@ summaries.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +40,6 @@ from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk
 from jupyter_agent.core.history.program import HistoryJob
 from jupyter_agent.core.history.window import render_turn
 from jupyter_agent.core.tokens import chars_for_tokens, count_tokens
-from jupyter_agent.exceptions import NotFound
 from jupyter_agent.runtime.history.driver import run_history
 from jupyter_agent.runtime.history.naming import ChatNamer
 from jupyter_agent.runtime.ids import new_id
@@ -253,19 +251,10 @@ class HistoryScheduler:
         """The run config of a summary of ``chat_id``: its agent's and owner's (the
         default agent's when the chat is gone or the store predates agents). One read of
         the chat (blocking)."""
-        agent, owner = DEFAULT_AGENT, ""
-        get_chat = getattr(self.store, "get_chat", None)
-        if get_chat is not None:
-            chat = get_chat(chat_id)  # gone: its runs end at their next read
-            if chat is not None:
-                agent = str(getattr(chat, "agent", "") or DEFAULT_AGENT)
-                owner = str(getattr(chat, "owner", "") or "")
-        else:
-            chat_agent = getattr(self.store, "chat_agent", None)
-            if chat_agent is not None:
-                with contextlib.suppress(NotFound):
-                    agent = str(chat_agent(chat_id))
-        return self._config(agent, owner=owner)
+        chat = self.store.get_chat(chat_id)  # gone: its runs end at their next read
+        if chat is None:
+            return self._config(DEFAULT_AGENT, owner="")
+        return self._config(chat.agent or DEFAULT_AGENT, owner=chat.owner)
 
     def _due(self, chat_id: str) -> tuple[RunConfig, list[ChunkSpan]]:
         """The chat's config and its due spans by that config's layout: one thread hop

@@ -91,9 +91,8 @@ async def resolve_run_program(
     resolved at that mark is answered on the loop, with no thread and no read."""
     if registry is None:
         return RunProgram.of_builtin(DEFAULTS[family])
-    cached = getattr(registry, "cached", None)
-    if mark is not None and cached is not None:
-        found = cached(agent, family, mark)
+    if mark is not None:
+        found = registry.cached(agent, family, mark)
         if found is not None:
             return RunProgram.of(found)
     try:

@@ -144,13 +144,9 @@ class ChatService:
             raise _no_chat(chat_id)
         return chat
 
-    async def _chat_marked(self, chat_id: str, owner: str) -> tuple[Chat, int | None]:
-        """:meth:`_chat` and the store's activation mark, in one read (None: a store
-        without marks)."""
-        read = getattr(self._store, "chat_marked", None)
-        if read is None:
-            return await self._chat(chat_id, owner), None
-        chat, mark = await asyncio.to_thread(read, chat_id)
+    async def _chat_marked(self, chat_id: str, owner: str) -> tuple[Chat, int]:
+        """:meth:`_chat` and the store's activation mark, in one read."""
+        chat, mark = await asyncio.to_thread(self._store.chat_marked, chat_id)
         if chat is None or chat.owner != owner:
             raise _no_chat(chat_id)
         return chat, mark
