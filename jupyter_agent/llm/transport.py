@@ -50,10 +50,9 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
 from traitlets import Float, Int, TraitError, validate
 from traitlets.config import LoggingConfigurable
 
@@ -75,6 +74,9 @@ from jupyter_agent.llm.spec import HttpReply, RequestSpec, encode_body
 from jupyter_agent.llm.sse import StreamReader
 from jupyter_agent.llm.streams import StreamErrorEvent
 from jupyter_agent.text import repair, repair_json
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["RetryInfo", "Transport", "resolve_credential"]
 
@@ -250,7 +252,15 @@ class Transport(LoggingConfigurable):
         self._env = env
         self._pools: ClientPools[httpx.AsyncClient] = ClientPools(self._new_client)
 
+    @staticmethod
+    def preload() -> None:
+        """Import httpx (about 50 ms with the click, rich and pygments its package imports):
+        not at the server's start, in a thread once it listens (or at the first call)."""
+        import httpx  # noqa: F401
+
     def _new_client(self, loopback: bool) -> httpx.AsyncClient:
+        import httpx
+
         return httpx.AsyncClient(
             trust_env=not loopback,  # loopback never goes through a proxy
             timeout=httpx.Timeout(None, connect=self.connect_timeout_s),
@@ -363,6 +373,8 @@ class Transport(LoggingConfigurable):
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _attempt(self, call: _Call) -> _Outcome:
+        import httpx  # loaded by then (the client is built): a dict lookup
+
         spec = call.spec
         client = self._pools.client(spec.url)
         try:

@@ -38,6 +38,7 @@ from traitlets import Bool, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Config
 
 from jupyter_agent import __version__
+from jupyter_agent.core.memory.terms import preload as preload_stemmer
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.assembly import AdminConfig, Parts, assemble
 from jupyter_agent.runtime.events import EventBus
@@ -298,9 +299,9 @@ class JupyterAgent(ExtensionApp, AppSettings):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Recover runs left running once the loop runs (the server listens already); the
         pool's start is scheduled, not awaited."""
-        # The prompt names the kernel's data packages: their metadata read once, in a
-        # thread beside the start (tens of ms a turn's loop must not pay).
-        warming = asyncio.ensure_future(asyncio.to_thread(warm_kernel_packages))
+        # In a thread beside the start, what a first turn would otherwise pay: the kernel's
+        # data packages' metadata (the prompt names them), httpx and the stemmer's imports.
+        warming = asyncio.ensure_future(asyncio.to_thread(_warm_first_turn))
         warming.add_done_callback(_log_failure)
         self._activity.start(getattr(serverapp, "web_app", None))
         if self.parts is not None:
@@ -369,6 +370,13 @@ main = launch_new_instance = JupyterAgent.launch_instance
 
 if __name__ == "__main__":  # python -m jupyter_agent.server.app --help-all
     main()  # type: ignore[no-untyped-call]
+
+
+def _warm_first_turn() -> None:
+    """What the first turn needs and the start does not load (blocking: a worker thread)."""
+    warm_kernel_packages()
+    Transport.preload()
+    preload_stemmer()
 
 
 def _log_failure(task: asyncio.Future[None]) -> None:

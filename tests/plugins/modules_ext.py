@@ -1,5 +1,7 @@
 """A tiny Jupyter server extension for tests: ``GET /test/modules`` answers the names in
-``sys.modules`` of the server's process (which modules a start loaded)."""
+``sys.modules`` of the server's process (which modules a start loaded); with ``?at=load``,
+those loaded when the extensions were loaded (this one after ``jupyter_agent``), before
+the server's loop ran anything the agent starts once it listens."""
 
 from __future__ import annotations
 
@@ -10,11 +12,14 @@ from typing import Any
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+_AT_LOAD: list[str] = []
+
 
 class ModulesHandler(APIHandler):  # type: ignore[misc]
     @web.authenticated
     def get(self) -> None:
-        self.finish(json.dumps(sorted(sys.modules)))
+        at_load = self.get_query_argument("at", "") == "load"
+        self.finish(json.dumps(_AT_LOAD if at_load else sorted(sys.modules)))
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
@@ -22,4 +27,5 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
+    _AT_LOAD[:] = sorted(sys.modules)
     serverapp.web_app.add_handlers(".*$", [(r"/test/modules", ModulesHandler)])

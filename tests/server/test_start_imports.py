@@ -52,6 +52,9 @@ LAZY = (
     # reading the agent's kernelspec imports it: at the first kernel start, not at start
     "IPython",
 )
+#: Not loaded while the extension loads; in a thread once the server listens (what the
+#: first turn needs: httpx imports click, rich and pygments; snowballstemmer every language).
+AFTER_LISTEN = ("httpx", "click", "rich", "pygments", "snowballstemmer")
 NO_KERNELS = {"warm": 0, "starting": 0, "in_use": 0}
 
 # Only the extensions the test enables: the machine's other installed ones (and what they
@@ -108,6 +111,13 @@ def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(
             time.sleep(0.1)
         loaded = set(httpx.get(url + "test/modules", headers=headers).json())
         assert sorted(m for m in LAZY if m in loaded) == []
+        at_load = httpx.get(url + "test/modules", headers=headers, params={"at": "load"})
+        assert "jupyter_agent.server.app" in at_load.json()  # loaded before this extension
+        assert sorted(m for m in AFTER_LISTEN if m in at_load.json()) == []
+        while not {"httpx", "snowballstemmer"} <= loaded:  # preloaded once it listens
+            assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            time.sleep(0.1)
+            loaded = set(httpx.get(url + "test/modules", headers=headers).json())
         assert status.json()["kernels"] == NO_KERNELS  # the pool fills after the start
         while httpx.get(url + "agent/status", headers=headers).json()["kernels"]["warm"] < 2:
             assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()

@@ -32,9 +32,10 @@ import threading
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from snowballstemmer.english_stemmer import EnglishStemmer  # type: ignore[import-untyped]
+if TYPE_CHECKING:
+    from snowballstemmer.english_stemmer import EnglishStemmer  # type: ignore[import-untyped]
 
 __all__ = [
     "ELLIPSIS",
@@ -46,6 +47,7 @@ __all__ = [
     "clip_words",
     "hit_score",
     "idf",
+    "preload",
     "query_terms",
     "score",
     "terms",
@@ -95,9 +97,17 @@ def clip_words(text: str, limit: int) -> str:
     return text[:cut].rstrip() + ELLIPSIS
 
 
+def preload() -> None:
+    """Import the stemmer: the ``snowballstemmer`` package imports every language's (about
+    15 ms), so not at the server's start; in a thread once it listens, or at the first use."""
+    from snowballstemmer.english_stemmer import EnglishStemmer  # noqa: F401
+
+
 def _stemmer() -> EnglishStemmer:
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:
+        from snowballstemmer.english_stemmer import EnglishStemmer
+
         stemmer = _local.stemmer = EnglishStemmer()
     return stemmer
 
