@@ -108,11 +108,12 @@ class EventBus(LoggingConfigurable):
     """Publish/subscribe of chat events within one event loop, with bounded catch-up (see
     the module docstring). Configured as ``c.EventBus.tail_bytes`` / ``max_bytes``."""
 
-    # A reconnecting client's catch-up needs a short tail (a reload reads ended runs from
-    # their turn records); the old 256 KiB x chats was most of the server's growth per
-    # 1,000 runs (bench/bench_memory.py).
+    # A reconnecting client's catch-up needs a short tail: a reload reads ended runs from
+    # their turn records, and the panel reads them again after a gap. 16 KiB holds about 7
+    # chat-only runs (2.1 KB of events each) or 4 one-cell runs (3.7 KB); 64 KiB x 50 chats
+    # was half the server's growth over 1,000 runs, 256 KiB most of it (bench_memory.py).
     tail_bytes = Int(
-        64 * 1024,
+        16 * 1024,
         min=0,
         help="Bytes (encoded JSON) of ended runs' events kept per chat for ?since= catch-up;"
         " the events of a run in progress are all kept.",

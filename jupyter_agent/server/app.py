@@ -8,7 +8,7 @@ owners, programs, approvals and MCP servers, are in
 :mod:`jupyter_agent.server.app_settings`); the kernel pool, the transport, the run manager
 and the event bus hold theirs (``c.KernelPool.size = 3``,
 ``c.Transport.retry_after_cap_s = 30``, ``c.RunManager.max_cells = 30``,
-``c.EventBus.tail_bytes = 65536``). One ``jupyter_server_config.py`` (or the command line:
+``c.EventBus.tail_bytes = 16384``). One ``jupyter_server_config.py`` (or the command line:
 ``jupyter lab --RunManager.max_cells=30``) configures them all: the app passes its config
 to the parts.
 The old names of the moved settings (``c.JupyterAgent.pool_size``, ...) still work, with one

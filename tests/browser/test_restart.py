@@ -3,13 +3,18 @@ run's steps (``GET agent/chats/{id}``, ``GET agent/runs/{id}``), never from a no
 
 One lab server whose process is stopped and started again on the same data dir and port;
 the page reloads and must show the chat exactly as before (the chat view's text).
+
+And a chat survives its events socket dropping while more runs end than the server keeps
+(``EventBus.tail_bytes``): the reconnection's ``gap`` frame makes the panel read them.
 """
 
 from __future__ import annotations
 
 import re
+import time
+from typing import Any
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, WebSocketRoute, expect
 
 from jupyter_agent.llm.fake.server import FakeProvider
 from tests.browser.lab import (
@@ -94,3 +99,54 @@ def test_a_chat_renders_the_same_after_a_server_restart(
     assert chat_text(restored) == before
     assert [u for u in requests if "/agent/runs/" in u and "full=1" in u]  # from the steps
     assert [u for u in requests if re.search(r"/notebook(\?|$)", u)] == []
+
+
+def test_a_reconnection_after_a_gap_shows_the_runs_that_ended_meanwhile(
+    page: Page, fake: FakeProvider, lab: LabServer
+) -> None:
+    # Each events socket goes through this route: forwarded while `up`, else cut.
+    up, sockets = [True], []
+
+    def route(ws: WebSocketRoute) -> None:
+        if not up[0]:
+            ws.close()
+            return
+        ws.connect_to_server()
+        sockets.append(ws)
+
+    page.route_web_socket(re.compile(r"/agent/chats/[^/]+/events"), route)
+    open_lab(page, lab)  # the panel's sockets opened again, through the route
+    fake.load({"steps": [{"text": "Reply number one."}], "repeat": True})
+    view = new_chat(page)
+    chat_id = (view.get_attribute("id") or "").removeprefix("jp-agent-chat-")
+    send_message(view, "first")
+    expect(view.locator(".jp-agent-reply")).to_have_count(1, timeout=30000)
+
+    up[0] = False
+    for ws in sockets:
+        ws.close()
+    expect(view.locator(".jp-agent-connection")).not_to_have_attribute("data-state", "open")
+    # More ended runs than the 16 KiB the server keeps of them (over 3 KB each).
+    texts = [f"Reply {i} while away." for i in range(2, 12)]
+    for text in texts:
+        fake.load({"steps": [{"text": text + " More words." * 200}]})
+        run_id = lab.request("POST", f"agent/chats/{chat_id}/messages", {"text": "more"})
+        assert run_id.status_code == 202, run_id.text
+        _wait_idle(lab, chat_id)
+    up[0] = True
+    view.locator(".jp-agent-connection[data-state='open']").wait_for(timeout=30000)
+    # The kept events alone would show only the newest runs: the gap made it read them all.
+    expect(view.locator(".jp-agent-reply")).to_have_count(11, timeout=30000)
+    replies = view.locator(".jp-agent-reply").all_inner_texts()
+    assert [r.split(" More")[0].strip() for r in replies] == ["Reply number one.", *texts]
+    page.unroute_all()
+
+
+def _wait_idle(lab: LabServer, chat_id: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        chat: dict[str, Any] = lab.get(f"agent/chats/{chat_id}").json()
+        if chat.get("active_run_id") is None:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the run did not end")

@@ -157,7 +157,7 @@ def test_traits_come_from_config() -> None:
     config.EventBus.max_bytes = 56789
     bus = EventBus(config=config)
     assert (bus.tail_bytes, bus.max_bytes) == (1234, 56789)
-    assert (EventBus().tail_bytes, EventBus().max_bytes) == (64 * 1024, 8 * 1024 * 1024)
+    assert (EventBus().tail_bytes, EventBus().max_bytes) == (16 * 1024, 8 * 1024 * 1024)
 
 
 async def test_subscribers_get_every_event_and_leave_nothing_behind() -> None:

@@ -13,6 +13,10 @@
  *    cells with their outputs, as the events showed them. A run whose trace is gone
  *    (pruned) keeps its record.
  *
+ * Steps 1 and 4 again after a `gap` frame on a reconnection (`afterGap`): the server no
+ * longer held some events after the stream's last seq (it keeps a short tail of ended
+ * runs), so the runs that ended meanwhile are read from their records and steps.
+ *
  * The state's pure functions (`runs/records.ts`) do the merging; this module only asks.
  */
 import type { IChatDetail } from '../api/types';
@@ -36,10 +40,13 @@ export class ChatHydration {
     private readonly state: ChatState
   ) {}
 
-  /** Step 1: the chat and its turns (throws what the server answered). */
-  async loadChat(): Promise<IChatDetail> {
+  /**
+   * Step 1: the chat and its turns (throws what the server answered); `afterGap`: every
+   * run with a record is shown from it again (see `withTurns`).
+   */
+  async loadChat(afterGap = false): Promise<IChatDetail> {
     const chat = await this.source.getChat(this.state.chatId);
-    this.state.loadTurns(chat.turns || [], chat.active_run_id ?? null);
+    this.state.loadTurns(chat.turns || [], chat.active_run_id ?? null, afterGap);
     return chat;
   }
 
@@ -50,6 +57,24 @@ export class ChatHydration {
     } catch {
       // Older servers have no proposals; the turns' entries show what they can.
     }
+  }
+
+  /**
+   * A `gap` frame (`{type: 'gap', since, pruned_through}`, first on an events WebSocket
+   * whose `since` is older than what the server kept): on a reconnection (`since` > 0)
+   * the turns and the newest steps are read again (what ended while the view was away);
+   * on the first connection (`since` 0) the opening read covers it. Returns whether it
+   * read; throws what the server answered.
+   */
+  async afterGap(frame: { since?: unknown; [key: string]: unknown }, stopped: () => boolean = () => false): Promise<boolean> {
+    if (typeof frame.since !== 'number' || frame.since <= 0) {
+      return false;
+    }
+    await this.loadChat(true);
+    if (!stopped()) {
+      await this.loadSteps(stopped);
+    }
+    return true;
   }
 
   /**

@@ -188,9 +188,9 @@ export class ChatState {
    * proposals they name (known without edits until `GET agent/proposals` brings them).
    * `activeRunId`: the run in progress, built from its events.
    */
-  loadTurns(turns: ITurnRecord[], activeRunId: string | null): void {
+  loadTurns(turns: ITurnRecord[], activeRunId: string | null, afterGap = false): void {
     this.batch(() => {
-      this._runs = withTurns(this._runs, turns, activeRunId);
+      this._runs = withTurns(this._runs, turns, activeRunId, afterGap);
       for (const turn of turns) {
         if (Array.isArray(turn.proposals) && turn.proposals.length) {
           this.addRows(turn.proposals, turn.run_id);

@@ -287,6 +287,13 @@ export class ChatView extends Panel {
   }
 
   private onEvent(event: IAgentEvent): void {
+    if (event.type === 'gap') {
+      // Not an event: the server pruned some after our last seq (see ChatHydration).
+      this.hydration.afterGap(event, () => this.isDisposed).catch(err => {
+        this.composer.showError(`Could not catch up with the chat: ${errorText(err)}`);
+      });
+      return;
+    }
     if (event.type === 'title') {
       // Named after its first turn: the server's title now (a later rename wins, so the
       // event's own title is not taken as is: a catch-up replays it).

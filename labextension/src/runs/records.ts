@@ -49,12 +49,24 @@ function runFromRecord(turn: ITurnRecord): IRunState {
  * keeps its items and gains the record; a new one shows what the record holds until its
  * steps arrive. `activeRunId`: the run in progress (its events build it). Always a new
  * state.
+ *
+ * `afterGap`: some of the chat's events never reached this view (the server pruned them
+ * while it was away), so a run known from events may lack its start or its end: every run
+ * with a record is shown from it (its steps follow), in the records' order, and only the
+ * runs without one (in progress) keep what their events built.
  */
 export function withTurns(
   state: IChatRuns,
   turns: ReadonlyArray<ITurnRecord>,
-  activeRunId: string | null
+  activeRunId: string | null,
+  afterGap = false
 ): IChatRuns {
+  if (afterGap) {
+    const recorded = new Set(turns.map(t => t.run_id));
+    const unrecorded = state.runs.filter(r => !recorded.has(r.runId));
+    const active = unrecorded.some(r => r.runId === state.activeRunId) ? state.activeRunId : null;
+    state = { ...state, runs: unrecorded, activeRunId: active };
+  }
   let runs = [...state.runs];
   let active = state.activeRunId;
   for (const turn of turns) {

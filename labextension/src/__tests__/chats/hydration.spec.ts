@@ -87,6 +87,44 @@ describe('ChatHydration', () => {
     expect(gone.asked.filter(a => a.startsWith('steps'))).toHaveLength(1);
   });
 
+  it('reads again after a gap on a reconnection, not on the first connection', async () => {
+    const server = new Server(chat(['r1']));
+    const state = new ChatState(CHAT);
+    const hydration = new ChatHydration(server, state);
+    await hydration.loadChat();
+    await hydration.loadSteps();
+    // The first connection's gap (since 0): the opening read covered it.
+    expect(await hydration.afterGap({ type: 'gap', since: 0, pruned_through: 9 })).toBe(false);
+    expect(server.asked).toEqual([`chat ${CHAT}`, 'steps r1']);
+    // A run seen live, then the socket dropped; it and two more ended while away, the
+    // server kept only the last one's end (its start pruned), and a fifth is running.
+    state.applyEvent({ type: 'run_start', chat_id: CHAT, run_id: 'r2', seq: 12 });
+    expect(state.run('r2')!.ended).toBe(false);
+    const frame = { type: 'gap', since: 12, pruned_through: 30 };
+    state.applyEvent({ type: 'run_end', chat_id: CHAT, run_id: 'r4', seq: 31 });
+    state.applyEvent({ type: 'run_start', chat_id: CHAT, run_id: 'r5', seq: 32 });
+    server.detail.turns = ['r1', 'r2', 'r3', 'r4'].map(id => turn(id));
+    server.detail.active_run_id = 'r5';
+    expect(await hydration.afterGap(frame)).toBe(true);
+    expect(server.asked.slice(2)).toEqual([`chat ${CHAT}`, 'steps r4', 'steps r3', 'steps r2', 'steps r1']);
+    // In order, each ended one whole from its record and steps; the running one live.
+    expect(state.runs.map(r => [r.runId, r.ended])).toEqual([
+      ['r1', true],
+      ['r2', true],
+      ['r3', true],
+      ['r4', true],
+      ['r5', false]
+    ]);
+    expect(state.activeRunId).toBe('r5');
+    for (const id of ['r2', 'r3', 'r4']) {
+      expect(state.run(id)!.reply).toMatchObject({ text: 'It is **2**.' });
+      expect(state.run(id)!.items).toEqual([
+        expect.objectContaining({ kind: 'bubble' }),
+        expect.objectContaining({ kind: 'cell', cellId: 'c1' })
+      ]);
+    }
+  });
+
   it('shows the turns when the server has no proposals route', async () => {
     const server = new Server(chat(['r1']));
     server.listProposals = async () => {
