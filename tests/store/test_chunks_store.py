@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk
 from jupyter_agent.exceptions import StoreError
@@ -141,6 +142,29 @@ def test_a_runs_window_is_read_in_one_transaction(store: Store, chat: str) -> No
     assert [t.id for t in window.turns] == [f"turn_{n:06d}" for n in range(1, 61)]
     assert len(statements) >= 5  # count, summaries, turns 53-60, 37-52, 5-36, 1-4
     assert len(begins) == 1
+
+
+def test_a_windows_turns_are_parsed_once_and_a_rewritten_record_again(
+    store: Store, chat: str
+) -> None:
+    for n in range(1, 4):
+        store.append_turn(make_turn(n, chat_id=chat))
+    layout = {"chunk_turns": 10, "l2_chunks": 2}
+    first = read_anchored(store, chat, 1_000_000, layout).turns
+    again = read_anchored(store, chat, 1_000_000, layout).turns
+    assert [t.id for t in again] == [f"turn_{n:06d}" for n in range(1, 4)]
+    assert all(a is b for a, b in zip(first, again, strict=True))  # parsed once
+    # A migration's rewrite of a stored record (as program_renumber's) is read as written.
+    changed = {**first[1].to_json(), "userText": "rewritten"}
+    with store._engine.begin() as conn:
+        conn.execute(
+            text("UPDATE agent_turns SET record = :rec WHERE id = :id"),
+            {"rec": json.dumps(changed), "id": first[1].id},
+        )
+    after = read_anchored(store, chat, 1_000_000, layout).turns
+    assert [t.user_text for t in after] == [first[0].user_text, "rewritten", first[2].user_text]
+    assert after[0] is first[0]
+    assert after[2] is first[2]
 
 
 def test_pending_spans_from_the_stored_chunks(store: Store, chat: str) -> None:
