@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -162,6 +163,7 @@ def main(k: int = 5) -> None:
     print("what the agent's import adds (cumulative ms, top modules):")
     for name, ms in import_profile():
         print(f"  {ms:8.1f}  {name}")
+    shutil.rmtree(PYCACHE["PYTHONPYCACHEPREFIX"], ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -3,11 +3,11 @@ goal <= 1.2x). Not a test: ``python bench/bench_long_chat.py [N]`` (default 100 
 
 One server with the agent on the fake's OpenAI-compatible wire (the turn budget's,
 :mod:`bench_turn_budget`). One chat gets N messages (``message i`` and 40 words each),
-chat-only turns, each after the same 50 ms pause. Beside each of the last five, side by
+chat-only turns, each after the same 50 ms pause. Beside each of the last ten, side by
 side, a first message of a new chat whose text is padded so that the model request the
 fake receives is as large as the long chat's (what a longer prompt costs to encode, send
-and parse is the prompt's, not the chat's length's). Prints, as medians: messages 1-5, the
-last five, the padded first messages, the ratios, each turn's phases (the turn budget's:
+and parse is the prompt's, not the chat's length's). Prints, as medians: messages 1-10, the
+last ten, the padded first messages, the ratios, each turn's phases (the turn budget's:
 POST, set-up, each effect, after the reply) for the three groups, and the request sizes.
 """
 
@@ -27,6 +27,8 @@ from bench_turn_budget import CHAT, Agent, _med, phases
 from jupyter_agent.llm.fake.server import FakeProvider
 
 PAUSE_S = 0.05
+#: Messages per group (the first K, the last K, K padded first messages).
+K = 10
 WORDS = "words " * 40
 
 
@@ -71,12 +73,12 @@ def main(n: int = 100) -> None:
         chat_id = agent.chat()
         for i in range(1, n + 1):
             figures, size = _turn(agent, chat_id, f"message {i} " + WORDS)
-            if i <= 5:
-                groups["messages 1-5"].append(figures)
-                sizes["messages 1-5"].append(size)
-            if i > n - 5:
-                groups[f"messages {n - 4}-{n}"].append(figures)
-                sizes[f"messages {n - 4}-{n}"].append(size)
+            if i <= K:
+                groups[f"messages 1-{K}"].append(figures)
+                sizes[f"messages 1-{K}"].append(size)
+            if i > n - K:
+                groups[f"messages {n - K + 1}-{n}"].append(figures)
+                sizes[f"messages {n - K + 1}-{n}"].append(size)
                 figures, size = _padded_first(agent, size)
                 groups["first messages, padded"].append(figures)
                 sizes["first messages, padded"].append(size)

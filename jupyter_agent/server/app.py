@@ -373,10 +373,13 @@ if __name__ == "__main__":  # python -m jupyter_agent.server.app --help-all
 
 
 def _warm_first_turn() -> None:
-    """What the first turn needs and the start does not load (blocking: a worker thread)."""
-    warm_kernel_packages()
-    Transport.preload()
-    preload_stemmer()
+    """What the first turn needs and the start does not load (blocking: a worker thread).
+    Each part alone: one failing (logged) leaves the others warmed, the first turn pays."""
+    for part in (warm_kernel_packages, Transport.preload, preload_stemmer):
+        try:
+            part()
+        except Exception:
+            log.warning("warming %s failed", part.__qualname__, exc_info=True)
 
 
 def _log_failure(task: asyncio.Future[None]) -> None:

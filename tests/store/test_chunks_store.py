@@ -12,6 +12,7 @@ from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.runtime.runs.parts import read_anchored
 from jupyter_agent.store import Store
+from jupyter_agent.store.history.chunk_queries import _ParsedTurns
 from jupyter_agent.store.memory.turn_indexer import THREAD_NAME
 from tests.store.factories import iso, make_turn
 
@@ -165,6 +166,19 @@ def test_a_windows_turns_are_parsed_once_and_a_rewritten_record_again(
     assert [t.user_text for t in after] == [first[0].user_text, "rewritten", first[2].user_text]
     assert after[0] is first[0]
     assert after[2] is first[2]
+
+
+def test_the_parsed_records_kept_are_bounded_by_their_json() -> None:
+    raws = [json.dumps(make_turn(n, chat_id=CHAT).to_json()) for n in range(1, 5)]
+    kept = _ParsedTurns(max_chars=2 * len(raws[0]) + 1)
+    first = [kept.get(raw) for raw in raws[:2]]
+    assert kept.get(raws[0]) is first[0]  # read again: the same object, now the newest
+    kept.get(raws[2])  # over the bound: the least recently read one (raws[1]) goes
+    assert kept.get(raws[0]) is first[0]
+    assert kept.get(raws[1]) is not first[1]
+    assert kept.get(raws[1]).id == first[1].id
+    long = json.dumps({**make_turn(9, chat_id=CHAT).to_json(), "userText": "x" * 9000})
+    assert kept.get(long) is not kept.get(long)  # too long to keep: parsed at each read
 
 
 def test_pending_spans_from_the_stored_chunks(store: Store, chat: str) -> None:

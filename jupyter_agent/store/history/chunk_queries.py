@@ -12,15 +12,17 @@ turns by default, one indexed range scan) and records only those it shows.
 
 A stored turn record is never changed once written (only migrations rewrite them), and a
 chat's next run reads again most of the turns its last run read: :func:`turns_at` keeps
-the newest :data:`PARSED_TURNS` records it parsed, by their stored JSON text (so a
-rewritten record is parsed again), and parses only the others. A long chat's window read
+the newest records it parsed, by their stored JSON text (so a rewritten record is parsed
+again), up to :data:`PARSED_TURNS_CHARS` characters of JSON in all (a 100-turn window of
+500-character turns is 50,000), and parses only the others. A long chat's window read
 (100 turns) went from about 5.5 to 2 ms (bench/bench_long_chat.py).
 """
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+import threading
+from collections import OrderedDict
 from typing import Any, Final
 
 from sqlalchemy import func
@@ -37,7 +39,7 @@ from jupyter_agent.store.rows import valid
 from jupyter_agent.store.tables import AgentChunkRow, AgentTurnRow, ChatRow
 
 __all__ = [
-    "PARSED_TURNS",
+    "PARSED_TURNS_CHARS",
     "add_chunk",
     "delete_chunks",
     "list_chunks",
@@ -140,24 +142,6 @@ def turns_at(conn: Any, chat_id: str, first_turn: int, last_turn: int) -> list[T
     return [_parsed(r) for r in conn.execute(query).scalars()]
 
 
-#: How many parsed turn records :func:`turns_at` keeps (a 100-turn window and more).
-PARSED_TURNS: Final = 256
-#: A record's JSON longer than this is parsed at each read, not kept.
-_KEPT_JSON_CHARS: Final = 16 * 1024
-
-
-def _parsed(raw: str) -> TurnRecord:
-    # A shared record is safe: TurnRecord is frozen, and nothing changes its parts.
-    return _parse(raw) if len(raw) > _KEPT_JSON_CHARS else _kept(raw)
-
-
-def _parse(raw: str) -> TurnRecord:
-    return TurnRecord.from_json(json.loads(raw))
-
-
-_kept = lru_cache(maxsize=PARSED_TURNS)(_parse)
-
-
 def pending_spans(conn: Any, chat_id: str, chunk_turns: int, l2_chunks: int) -> list[ChunkSpan]:
     """The chat's closed spans with no stored summary
     (:func:`~jupyter_agent.core.history.chunks.closed_spans`)."""
@@ -166,3 +150,41 @@ def pending_spans(conn: Any, chat_id: str, chunk_turns: int, l2_chunks: int) -> 
     )
     have = [(int(level), int(first)) for level, first in conn.execute(have_query)]
     return closed_spans(turn_count(conn, chat_id), chunk_turns, l2_chunks, have)
+
+
+#: The characters of stored JSON whose parsed records :func:`turns_at` keeps, in all (a
+#: bound on memory whatever the records hold: a parsed record takes a few times its JSON).
+PARSED_TURNS_CHARS: Final = 256 * 1024
+#: A record's JSON longer than this is parsed at each read, not kept.
+_KEPT_JSON_CHARS: Final = 8 * 1024
+
+
+class _ParsedTurns:
+    """The newest parsed records by their JSON text, least recently read evicted first."""
+
+    def __init__(self, max_chars: int) -> None:
+        self._max_chars = max_chars
+        self._records: OrderedDict[str, TurnRecord] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()  # window reads run in worker threads
+
+    def get(self, raw: str) -> TurnRecord:
+        with self._lock:
+            found = self._records.get(raw)
+            if found is not None:
+                self._records.move_to_end(raw)
+                return found
+        # Shared once kept: safe, TurnRecord is frozen and nothing changes its parts.
+        record = TurnRecord.from_json(json.loads(raw))
+        if len(raw) <= _KEPT_JSON_CHARS:
+            with self._lock:
+                if raw not in self._records:
+                    self._records[raw] = record
+                    self._chars += len(raw)
+                    while self._chars > self._max_chars:
+                        old, _ = self._records.popitem(last=False)
+                        self._chars -= len(old)
+        return record
+
+
+_parsed = _ParsedTurns(PARSED_TURNS_CHARS).get

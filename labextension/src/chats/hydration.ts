@@ -15,7 +15,8 @@
  *
  * Steps 1 and 4 again after a `gap` frame on a reconnection (`afterGap`): the server no
  * longer held some events after the stream's last seq (it keeps a short tail of ended
- * runs), so the runs that ended meanwhile are read from their records and steps.
+ * runs), so the runs that ended meanwhile are read from their records and steps; those
+ * the view saw end stay as they are.
  *
  * The state's pure functions (`runs/records.ts`) do the merging; this module only asks.
  */
@@ -40,13 +41,10 @@ export class ChatHydration {
     private readonly state: ChatState
   ) {}
 
-  /**
-   * Step 1: the chat and its turns (throws what the server answered); `afterGap`: every
-   * run with a record is shown from it again (see `withTurns`).
-   */
-  async loadChat(afterGap = false): Promise<IChatDetail> {
+  /** Step 1: the chat and its turns (throws what the server answered). */
+  async loadChat(): Promise<IChatDetail> {
     const chat = await this.source.getChat(this.state.chatId);
-    this.state.loadTurns(chat.turns || [], chat.active_run_id ?? null, afterGap);
+    this.state.loadTurns(chat.turns || [], chat.active_run_id ?? null);
     return chat;
   }
 
@@ -60,21 +58,20 @@ export class ChatHydration {
   }
 
   /**
-   * A `gap` frame (`{type: 'gap', since, pruned_through}`, first on an events WebSocket
-   * whose `since` is older than what the server kept): on a reconnection (`since` > 0)
-   * the turns and the newest steps are read again (what ended while the view was away);
-   * on the first connection (`since` 0) the opening read covers it. Returns whether it
-   * read; throws what the server answered.
+   * After a `gap` frame (`{type: 'gap', since, pruned_through}`, first on an events
+   * WebSocket whose `since` is older than what the server kept) on a reconnection: the
+   * turns read again, each run with a record that is not in `whole` (the runs the view saw
+   * end, taken when the frame came) shown from it, then the steps of the newest
+   * `STEP_RUNS` of those, newest first. Returns their ids; throws what the chat's read
+   * answered (a run's steps that cannot be read keep its record).
    */
-  async afterGap(frame: { since?: unknown; [key: string]: unknown }, stopped: () => boolean = () => false): Promise<boolean> {
-    if (typeof frame.since !== 'number' || frame.since <= 0) {
-      return false;
-    }
-    await this.loadChat(true);
-    if (!stopped()) {
-      await this.loadSteps(stopped);
-    }
-    return true;
+  async afterGap(whole: ReadonlySet<string>, stopped: () => boolean = () => false): Promise<string[]> {
+    const chat = await this.source.getChat(this.state.chatId);
+    const turns = chat.turns || [];
+    this.state.loadTurns(turns, chat.active_run_id ?? null, whole);
+    const rebuilt = turns.map(t => t.run_id).filter(id => !whole.has(id));
+    await this.stepsOf(rebuilt.slice(-STEP_RUNS).reverse(), stopped);
+    return rebuilt;
   }
 
   /**
@@ -82,7 +79,11 @@ export class ChatHydration {
    * `stopped()` says the view is gone.
    */
   async loadSteps(stopped: () => boolean = () => false): Promise<void> {
-    for (const runId of this.state.runsToLoad().slice(-STEP_RUNS).reverse()) {
+    await this.stepsOf(this.state.runsToLoad().slice(-STEP_RUNS).reverse(), stopped);
+  }
+
+  private async stepsOf(runIds: string[], stopped: () => boolean): Promise<void> {
+    for (const runId of runIds) {
       try {
         this.state.loadSteps(runId, await this.source.runSteps(runId));
       } catch {

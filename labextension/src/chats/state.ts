@@ -186,11 +186,12 @@ export class ChatState {
   /**
    * Show the chat's turn records (`GET agent/chats/{id}`), oldest first, and the
    * proposals they name (known without edits until `GET agent/proposals` brings them).
-   * `activeRunId`: the run in progress, built from its events.
+   * `activeRunId`: the run in progress, built from its events. `whole`: after a gap, the
+   * runs this view saw end (see `withTurns`).
    */
-  loadTurns(turns: ITurnRecord[], activeRunId: string | null, afterGap = false): void {
+  loadTurns(turns: ITurnRecord[], activeRunId: string | null, whole?: ReadonlySet<string>): void {
     this.batch(() => {
-      this._runs = withTurns(this._runs, turns, activeRunId, afterGap);
+      this._runs = withTurns(this._runs, turns, activeRunId, whole);
       for (const turn of turns) {
         if (Array.isArray(turn.proposals) && turn.proposals.length) {
           this.addRows(turn.proposals, turn.run_id);
@@ -215,6 +216,11 @@ export class ChatState {
     });
   }
 
+  /** The ids of the runs shown as ended. */
+  endedRunIds(): Set<string> {
+    return new Set(this._runs.runs.filter(r => r.ended).map(r => r.runId));
+  }
+
   /** The ids of ended runs shown from their record only (whose steps to load), oldest first. */
   runsToLoad(): string[] {
     return runsToLoad(this._runs);
@@ -226,8 +232,11 @@ export class ChatState {
       if (!item) {
         continue;
       }
-      if (this.proposals.get(item.proposalId)) {
+      const known = this.proposals.get(item.proposalId);
+      if (known) {
         this.proposals.merge(item);
+        // Its run may show it no more (rebuilt from its record after a gap).
+        this._runs = withProposal(this._runs, item.runId, item.proposalId, known.agentCellId);
         continue;
       }
       const next = withProposal(this._runs, item.runId, item.proposalId, item.agentCellId);

@@ -288,10 +288,12 @@ export class ChatView extends Panel {
 
   private onEvent(event: IAgentEvent): void {
     if (event.type === 'gap') {
-      // Not an event: the server pruned some after our last seq (see ChatHydration).
-      this.hydration.afterGap(event, () => this.isDisposed).catch(err => {
-        this.composer.showError(`Could not catch up with the chat: ${errorText(err)}`);
-      });
+      // Not an event: the server let go of some after our last seq. On the first
+      // connection the opening read covered them; on a reconnection they are read again,
+      // all but the runs this view saw end (see ChatHydration.afterGap).
+      if (this.streamOpens > 1) {
+        void this.catchUp(this.state.endedRunIds());
+      }
       return;
     }
     if (event.type === 'title') {
@@ -307,7 +309,26 @@ export class ChatView extends Panel {
     }
   }
 
+  /** `afterGap`, tried again twice (1 s, then 2 s later) when the server does not answer. */
+  private async catchUp(whole: ReadonlySet<string>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.hydration.afterGap(whole, () => this.isDisposed);
+        return;
+      } catch (err) {
+        if (attempt >= 3 || this.isDisposed) {
+          this.composer.showError(`Could not catch up with the chat: ${errorText(err)}`);
+          return;
+        }
+        await new Promise(resolve => setTimeout(resolve, 1000 * attempt));
+      }
+    }
+  }
+
   private onStreamState(state: StreamState): void {
+    if (state === 'open') {
+      this.streamOpens += 1;
+    }
     const labels: { [k in StreamState]: string } = {
       connecting: 'Connecting…',
       open: 'Live',
@@ -416,6 +437,8 @@ export class ChatView extends Panel {
   }
 
   private readonly hydration: ChatHydration;
+  /** How many times the events stream has opened (a gap after the first is a catch-up). */
+  private streamOpens = 0;
   private readonly actions: IRunActions;
   private readonly header: Widget;
   private readonly messages: Panel;

@@ -50,22 +50,28 @@ function runFromRecord(turn: ITurnRecord): IRunState {
  * steps arrive. `activeRunId`: the run in progress (its events build it). Always a new
  * state.
  *
- * `afterGap`: some of the chat's events never reached this view (the server pruned them
- * while it was away), so a run known from events may lack its start or its end: every run
- * with a record is shown from it (its steps follow), in the records' order, and only the
- * runs without one (in progress) keep what their events built.
+ * `whole` (after a gap: some of the chat's events never reached this view, the server let
+ * them go while it was away): the runs this view saw end, shown as they are. Any other run
+ * with a record may lack its start or its end, so it is shown from its record again (its
+ * steps follow); the runs go in the records' order, then those without one (in progress,
+ * or ended after the records were read).
  */
 export function withTurns(
   state: IChatRuns,
   turns: ReadonlyArray<ITurnRecord>,
   activeRunId: string | null,
-  afterGap = false
+  whole?: ReadonlySet<string>
 ): IChatRuns {
-  if (afterGap) {
+  if (whole) {
+    const known = new Map(state.runs.map(r => [r.runId, r]));
     const recorded = new Set(turns.map(t => t.run_id));
-    const unrecorded = state.runs.filter(r => !recorded.has(r.runId));
-    const active = unrecorded.some(r => r.runId === state.activeRunId) ? state.activeRunId : null;
-    state = { ...state, runs: unrecorded, activeRunId: active };
+    const fromRecords = turns.map(t => {
+      const run = known.get(t.run_id);
+      return run && whole.has(t.run_id) ? run : runFromRecord(t);
+    });
+    const runs = [...fromRecords, ...state.runs.filter(r => !recorded.has(r.runId))];
+    const active = runs.some(r => r.runId === state.activeRunId && !r.ended);
+    state = { ...state, runs, activeRunId: active ? state.activeRunId : null };
   }
   let runs = [...state.runs];
   let active = state.activeRunId;

@@ -87,42 +87,42 @@ describe('ChatHydration', () => {
     expect(gone.asked.filter(a => a.startsWith('steps'))).toHaveLength(1);
   });
 
-  it('reads again after a gap on a reconnection, not on the first connection', async () => {
+  it('after a gap, shows again from records only the runs it did not see end', async () => {
     const server = new Server(chat(['r1']));
     const state = new ChatState(CHAT);
     const hydration = new ChatHydration(server, state);
     await hydration.loadChat();
+    await hydration.loadProposals();
     await hydration.loadSteps();
-    // The first connection's gap (since 0): the opening read covered it.
-    expect(await hydration.afterGap({ type: 'gap', since: 0, pruned_through: 9 })).toBe(false);
-    expect(server.asked).toEqual([`chat ${CHAT}`, 'steps r1']);
-    // A run seen live, then the socket dropped; it and two more ended while away, the
-    // server kept only the last one's end (its start pruned), and a fifth is running.
-    state.applyEvent({ type: 'run_start', chat_id: CHAT, run_id: 'r2', seq: 12 });
-    expect(state.run('r2')!.ended).toBe(false);
-    const frame = { type: 'gap', since: 12, pruned_through: 30 };
-    state.applyEvent({ type: 'run_end', chat_id: CHAT, run_id: 'r4', seq: 31 });
-    state.applyEvent({ type: 'run_start', chat_id: CHAT, run_id: 'r5', seq: 32 });
-    server.detail.turns = ['r1', 'r2', 'r3', 'r4'].map(id => turn(id));
+    const r1 = state.run('r1');
+    // r2 seen live (its cell proposing p2), then the socket dropped. While away r2, r3 and
+    // r4 ended and r5 started; the server kept r4's end (its start let go) and r5's start.
+    const live = (type: string, run_id: string, seq: number, fields: object = {}) =>
+      state.applyEvent({ type, chat_id: CHAT, run_id, seq, ...fields });
+    live('run_start', 'r2', 12, { started: 'x', text: 'tidy it', message_id: 'm0' });
+    live('cell_start', 'r2', 13, { cell_id: 'c1', kind: 'python', code: 'propose()' });
+    live('proposal', 'r2', 14, { proposal_id: 'p2', path: 'b.ipynb', edits: [] });
+    const whole = state.endedRunIds(); // when the gap frame comes
+    expect([...whole]).toEqual(['r1']);
+    live('run_end', 'r4', 31, { stop_reason: 'done', end_cause: 'done' });
+    live('run_start', 'r5', 32, { started: 'x', text: 'more', message_id: 'm9' });
+    const p2 = { proposal_id: 'p2', path: 'b.ipynb', status: 'pending', applied: [] };
+    server.detail.turns = [turn('r1'), turn('r2', { proposals: [p2] }), turn('r3'), turn('r4')];
     server.detail.active_run_id = 'r5';
-    expect(await hydration.afterGap(frame)).toBe(true);
-    expect(server.asked.slice(2)).toEqual([`chat ${CHAT}`, 'steps r4', 'steps r3', 'steps r2', 'steps r1']);
-    // In order, each ended one whole from its record and steps; the running one live.
-    expect(state.runs.map(r => [r.runId, r.ended])).toEqual([
-      ['r1', true],
-      ['r2', true],
-      ['r3', true],
-      ['r4', true],
-      ['r5', false]
-    ]);
-    expect(state.activeRunId).toBe('r5');
+    const reading = hydration.afterGap(whole);
+    // r6 starts and ends while the chat is read (no record of it in that answer).
+    live('run_start', 'r6', 40, { started: 'x', text: 'quick', message_id: 'm10' });
+    expect(await reading).toEqual(['r2', 'r3', 'r4']);
+    expect(server.asked.slice(3)).toEqual([`chat ${CHAT}`, 'steps r4', 'steps r3', 'steps r2']);
+    expect(state.runs.map(r => r.runId)).toEqual(['r1', 'r2', 'r3', 'r4', 'r5', 'r6']);
+    expect(state.run('r1')).toEqual(r1); // seen whole: as it was, not read again
     for (const id of ['r2', 'r3', 'r4']) {
+      expect(state.run(id)!.ended).toBe(true);
       expect(state.run(id)!.reply).toMatchObject({ text: 'It is **2**.' });
-      expect(state.run(id)!.items).toEqual([
-        expect.objectContaining({ kind: 'bubble' }),
-        expect.objectContaining({ kind: 'cell', cellId: 'c1' })
-      ]);
     }
+    // r2's proposal is back in its run, after the cell that made it.
+    expect(state.run('r2')!.items.map(i => i.kind)).toEqual(['bubble', 'cell', 'proposal']);
+    expect(state.activeRunId).toBe('r5');
   });
 
   it('shows the turns when the server has no proposals route', async () => {
