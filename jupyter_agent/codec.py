@@ -39,7 +39,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache, partial
 from typing import Annotated, Any, Final, TypeVar
 
@@ -55,6 +55,7 @@ __all__ = [
     "load",
     "snake",
     "tagged",
+    "warm",
     "wire",
     "wire_name",
     "wire_names",
@@ -142,6 +143,18 @@ def _decoder(tp: Any, by_name: bool) -> Callable[[Any], Any]:
     decode = partial(validate, by_alias=False, by_name=True) if by_name else validate
     _DECODERS[tp, by_name] = decode
     return decode
+
+
+def warm(dumped: Iterable[Any] = (), loaded: Iterable[tuple[Any, bool]] = ()) -> None:
+    """Build now the encoders of the types ``dumped`` and the decoders of ``loaded`` (each
+    ``(type, by_name)``), which pydantic otherwise builds at their first use: a few ms a
+    type (blocking: the server calls it in a worker thread once it listens)."""
+    for tp in dumped:
+        if tp not in _ENCODERS:
+            _encoder(tp)
+    for tp, by_name in loaded:
+        if (tp, by_name) not in _DECODERS:
+            _decoder(tp, by_name)
 
 
 def dump(value: Any, tp: Any = None) -> Any:

@@ -10,7 +10,8 @@ the pools are kept per running loop, and a loop's are dropped with it.
 
 Proxies: provider calls honour the usual ``HTTP(S)_PROXY``/``NO_PROXY`` environment
 (``trust_env``); the factory is told when an origin is loopback (a local model server, the
-fake provider) so that its client ignores the proxy environment.
+fake provider) so that its client ignores the proxy environment. Every client verifies
+with the one TLS context of :func:`tls_context`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import ipaddress
+import os
 import weakref
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
+if TYPE_CHECKING:
+    import ssl
+
 __all__ = [
+    "tls_context",
     "POOL_KEEPALIVE",
     "POOL_KEEPALIVE_S",
     "POOL_MAX_CONNECTIONS",
@@ -109,3 +115,19 @@ class ClientPools(Generic[C]):
             return
         for client in self._clients.pop(loop, {}).values():
             await client.aclose()
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The one TLS context every client verifies with, as httpx makes its default one
+    (``SSL_CERT_FILE``, else ``SSL_CERT_DIR``, else certifi's bundle): reading the bundle
+    takes about 30 ms, which each client paid at its creation, on the event loop."""
+    import ssl
+
+    import certifi
+
+    if os.environ.get("SSL_CERT_FILE"):
+        return ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+    if os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
+    return ssl.create_default_context(cafile=certifi.where())

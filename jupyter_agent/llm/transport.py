@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import importlib
 import json
 import logging
 import os
@@ -69,6 +70,7 @@ from jupyter_agent.llm.pools import (
     POOL_KEEPALIVE_S,
     POOL_MAX_CONNECTIONS,
     ClientPools,
+    tls_context,
 )
 from jupyter_agent.llm.spec import HttpReply, RequestSpec, encode_body
 from jupyter_agent.llm.sse import StreamReader
@@ -254,14 +256,18 @@ class Transport(LoggingConfigurable):
 
     @staticmethod
     def preload() -> None:
-        """Import httpx (about 50 ms with the click, rich and pygments its package imports):
-        not at the server's start, in a thread once it listens (or at the first call)."""
-        import httpx  # noqa: F401
+        """Load what a first model call would load on the event loop (httpx, httpcore's
+        asyncio backend, the TLS context). Blocking: a worker thread at the start."""
+        importlib.import_module("httpx")
+        importlib.import_module("httpcore._backends.anyio")
+        importlib.import_module("anyio._backends._asyncio")
+        tls_context()
 
     def _new_client(self, loopback: bool) -> httpx.AsyncClient:
         import httpx
 
         return httpx.AsyncClient(
+            verify=tls_context(),
             trust_env=not loopback,  # loopback never goes through a proxy
             timeout=httpx.Timeout(None, connect=self.connect_timeout_s),
             limits=httpx.Limits(

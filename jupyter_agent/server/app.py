@@ -38,7 +38,6 @@ from traitlets import Bool, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Config
 
 from jupyter_agent import __version__
-from jupyter_agent.core.memory.terms import preload as preload_stemmer
 from jupyter_agent.llm.transport import Transport
 from jupyter_agent.runtime.assembly import AdminConfig, Parts, assemble
 from jupyter_agent.runtime.events import EventBus
@@ -49,9 +48,9 @@ from jupyter_agent.runtime.paths import agent_data_dir, default_db_url
 from jupyter_agent.runtime.runs.manager import RunManager
 from jupyter_agent.runtime.services import Services
 from jupyter_agent.runtime.settings.keypolicy import KeyPolicy
-from jupyter_agent.runtime.settings.packages import warm_kernel_packages
 from jupyter_agent.runtime.settings.profiles import admin_profiles
 from jupyter_agent.runtime.settings.readiness import build_status
+from jupyter_agent.runtime.warm import warm_first_turn
 from jupyter_agent.server.activity import AgentActivity, close_kernel_manager
 from jupyter_agent.server.app_settings import DEFAULT_TIERS, AppSettings
 from jupyter_agent.server.auth.isolation import checked_pool
@@ -299,9 +298,10 @@ class JupyterAgent(ExtensionApp, AppSettings):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Recover runs left running once the loop runs (the server listens already); the
         pool's start is scheduled, not awaited."""
-        # In a thread beside the start, what a first turn would otherwise pay: the kernel's
-        # data packages' metadata (the prompt names them), httpx and the stemmer's imports.
-        warming = asyncio.ensure_future(asyncio.to_thread(_warm_first_turn))
+        # In a thread beside the start, what a first turn would otherwise pay on the loop:
+        # the kernel's data packages' metadata (the prompt names them), httpx, the TLS
+        # context, the stemmer, the codecs of a turn's types (see runtime.warm).
+        warming = asyncio.ensure_future(asyncio.to_thread(warm_first_turn))
         warming.add_done_callback(_log_failure)
         self._activity.start(getattr(serverapp, "web_app", None))
         if self.parts is not None:
@@ -370,16 +370,6 @@ main = launch_new_instance = JupyterAgent.launch_instance
 
 if __name__ == "__main__":  # python -m jupyter_agent.server.app --help-all
     main()  # type: ignore[no-untyped-call]
-
-
-def _warm_first_turn() -> None:
-    """What the first turn needs and the start does not load (blocking: a worker thread).
-    Each part alone: one failing (logged) leaves the others warmed, the first turn pays."""
-    for part in (warm_kernel_packages, Transport.preload, preload_stemmer):
-        try:
-            part()
-        except Exception:
-            log.warning("warming %s failed", part.__qualname__, exc_info=True)
 
 
 def _log_failure(task: asyncio.Future[None]) -> None:

@@ -62,11 +62,27 @@ export class ChatHydration {
    * WebSocket whose `since` is older than what the server kept) on a reconnection: the
    * turns read again, each run with a record that is not in `whole` (the runs the view saw
    * end, taken when the frame came) shown from it, then the steps of the newest
-   * `STEP_RUNS` of those, newest first. Returns their ids; throws what the chat's read
-   * answered (a run's steps that cannot be read keep its record).
+   * `STEP_RUNS` of those, newest first. Returns their ids. The chat's read is tried again
+   * twice (`retryMs` apart, then twice that) before it throws what the server answered (a
+   * run's steps that cannot be read keep its record).
    */
-  async afterGap(whole: ReadonlySet<string>, stopped: () => boolean = () => false): Promise<string[]> {
-    const chat = await this.source.getChat(this.state.chatId);
+  async afterGap(
+    whole: ReadonlySet<string>,
+    stopped: () => boolean = () => false,
+    retryMs = 1000
+  ): Promise<string[]> {
+    let chat: IChatDetail;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        chat = await this.source.getChat(this.state.chatId);
+        break;
+      } catch (err) {
+        if (attempt >= 3 || stopped()) {
+          throw err;
+        }
+        await new Promise(resolve => setTimeout(resolve, retryMs * attempt));
+      }
+    }
     const turns = chat.turns || [];
     this.state.loadTurns(turns, chat.active_run_id ?? null, whole);
     const rebuilt = turns.map(t => t.run_id).filter(id => !whole.has(id));

@@ -292,7 +292,9 @@ export class ChatView extends Panel {
       // connection the opening read covered them; on a reconnection they are read again,
       // all but the runs this view saw end (see ChatHydration.afterGap).
       if (this.streamOpens > 1) {
-        void this.catchUp(this.state.endedRunIds());
+        this.hydration.afterGap(this.state.endedRunIds(), () => this.isDisposed).catch(err => {
+          this.composer.showError(`Could not catch up with the chat: ${errorText(err)}`);
+        });
       }
       return;
     }
@@ -305,22 +307,6 @@ export class ChatView extends Panel {
       if (event.type === 'run_end' || event.type === 'run_start') {
         this.stopStage = 0;
         this.options.service.notifyChanged();
-      }
-    }
-  }
-
-  /** `afterGap`, tried again twice (1 s, then 2 s later) when the server does not answer. */
-  private async catchUp(whole: ReadonlySet<string>): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.hydration.afterGap(whole, () => this.isDisposed);
-        return;
-      } catch (err) {
-        if (attempt >= 3 || this.isDisposed) {
-          this.composer.showError(`Could not catch up with the chat: ${errorText(err)}`);
-          return;
-        }
-        await new Promise(resolve => setTimeout(resolve, 1000 * attempt));
       }
     }
   }

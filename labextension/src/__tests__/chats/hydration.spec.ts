@@ -125,6 +125,22 @@ describe('ChatHydration', () => {
     expect(state.activeRunId).toBe('r5');
   });
 
+  it('tries the chat read again after a gap, then says what the server answered', async () => {
+    const server = new Server(chat(['r1']));
+    const hydration = new ChatHydration(server, new ChatState(CHAT));
+    const read = server.getChat.bind(server);
+    let failures = 2;
+    server.getChat = async id => {
+      if (failures-- > 0) {
+        throw new Error('503: restarting');
+      }
+      return read(id);
+    };
+    expect(await hydration.afterGap(new Set(), () => false, 1)).toEqual(['r1']);
+    failures = 3;
+    await expect(hydration.afterGap(new Set(), () => false, 1)).rejects.toThrow('503: restarting');
+  });
+
   it('shows the turns when the server has no proposals route', async () => {
     const server = new Server(chat(['r1']));
     server.listProposals = async () => {
