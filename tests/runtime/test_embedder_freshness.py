@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from typing import Any
 
@@ -205,6 +206,34 @@ async def test_many_changes_are_folded_and_score_as_a_fresh_load(
     assert facts[20].id in near
     assert len(index) == len(fresh) == 140
     assert await index.cosines(query) == pytest.approx(await fresh.cosines(query), abs=1e-5)
+
+
+async def test_the_first_vector_put_while_the_first_load_reads_an_empty_store_is_kept(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new owner's first fact: its vector is stored and put while the index's first load
+    # reads the store, which has none yet (the read started before the vector was stored).
+    index = vector_index.VectorIndex(store, owner="", model=MODEL)
+    reading, release = threading.Event(), threading.Event()
+    read = index._read
+
+    def slow_read(dim: int) -> Any:
+        found = read(dim)
+        reading.set()
+        release.wait(10)
+        return found
+
+    monkeypatch.setattr(index, "_read", slow_read)
+    load = index.start_load()
+    assert load is not None
+    await asyncio.to_thread(reading.wait, 10)
+    dog = save(store, "x", DOG)
+    assert store.put_vector(dog.id, MODEL, vec(DOG))
+    index.put(dog.id, vec(DOG))
+    release.set()
+    await load
+    assert index.dim == len(vec(DOG))
+    assert set(await index.cosines(vec(QUERY))) == {dog.id}
 
 
 async def test_put_and_drop_on_the_loop_while_a_search_runs_in_a_worker(

@@ -177,6 +177,10 @@ class VectorIndex:
                 later = self._during_load
             finally:
                 self._during_load = None
+            # The store held no vector (its read kept the dimension known at its start):
+            # a vector put meanwhile (the first fact saved) gives the dimension, it is not
+            # dropped as another one's.
+            dim = dim or self.dim
             self._snap, self.dim, self._stamp = snap, dim, stamp
             self._overlay = {i: v for i, v in later.items() if v is None or len(v) == dim}
             self._loaded = True
