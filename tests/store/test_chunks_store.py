@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import event, text
 
 from jupyter_agent.core.history.chunks import ChunkSpan, StoredChunk
+from jupyter_agent.core.history.window import turn_tokens
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.runtime.runs.parts import read_anchored
 from jupyter_agent.store import Store
@@ -166,6 +167,19 @@ def test_a_windows_turns_are_parsed_once_and_a_rewritten_record_again(
     assert [t.user_text for t in after] == [first[0].user_text, "rewritten", first[2].user_text]
     assert after[0] is first[0]
     assert after[2] is first[2]
+
+
+def test_a_window_that_keeps_every_turn_records_no_summary(store: Store, chat: str) -> None:
+    for n in range(1, 13):
+        store.append_turn(make_turn(n, chat_id=chat))
+    store.add_chunk(chunk(1, 1, 10))
+    layout = {"chunk_turns": 10, "l2_chunks": 2}
+    whole = read_anchored(store, chat, 1_000_000, layout)
+    assert (whole.omitted, whole.chunks, len(whole.turns)) == (0, (), 12)
+    # One that leaves turns out shows the summary of those it left out.
+    small = read_anchored(store, chat, 2 * turn_tokens(make_turn(1, chat_id=chat)) + 60, layout)
+    assert small.omitted > 0
+    assert [c.first_turn for c in small.chunks] == [1]
 
 
 def test_the_parsed_records_kept_are_bounded_by_their_json() -> None:

@@ -267,20 +267,25 @@ def _anchored(reads: WindowReads, budget_tokens: int, layout: dict[str, int]) ->
     anchor_at = start if start is not None and budget_tokens > 0 else 0
     # Only the summaries this window shows go in the answer (and so in the run's log):
     # picking again from them gives them again (see Window.summaries), and all of a long
-    # chat's summaries would make every run's log grow with the chat.
-    shown = boot_window(
-        kept,
-        budget_tokens=budget_tokens,
-        chunks=chunks,
-        first_position=omitted + 1,
-        older=omitted,
-        chunk_turns=chunk_turns,
-        anchor_at=anchor_at,
+    # chat's summaries would make every run's log grow with the chat. A window that keeps
+    # every turn shows none (nothing is older): not built here, the program builds it.
+    shown = (
+        boot_window(
+            kept,
+            budget_tokens=budget_tokens,
+            chunks=chunks,
+            first_position=omitted + 1,
+            older=omitted,
+            chunk_turns=chunk_turns,
+            anchor_at=anchor_at,
+        ).summaries
+        if omitted
+        else ()
     )
     return HistoryWindow(
         turns=tuple(kept),
         omitted=omitted,
-        chunks=shown.summaries,
+        chunks=shown,
         layout=dict(layout),
         anchor=anchor_at,
     )
