@@ -27,11 +27,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Protocol
+from typing import Final, Protocol
 
-__all__ = ["GroupSyncer", "Syncable"]
+__all__ = ["THREAD_NAME", "GroupSyncer", "Syncable"]
 
 log = logging.getLogger(__name__)
+
+#: The name of the syncer's thread (its fdatasyncs are on no writer's path).
+THREAD_NAME: Final = "effect-log-sync"
 
 
 class Syncable(Protocol):
@@ -66,9 +69,7 @@ class GroupSyncer:
                 return False
             self._marked.add(target)
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._loop, name="effect-log-sync", daemon=True
-                )
+                self._thread = threading.Thread(target=self._loop, name=THREAD_NAME, daemon=True)
                 self._thread.start()
             self._cond.notify()
             return True
