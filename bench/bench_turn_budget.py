@@ -27,14 +27,24 @@ Per turn, from the client's clock and the run's own effect log (its ``t`` stamps
   not wait for, but the next message does).
 
 Each line is a median, in ms and as a ratio of the turn's floor, with the phase's budget
-(:data:`BUDGET`) and whether it is met. Nothing is asserted: exit status 0 whatever the
-figures (a wide machine-to-machine noise); the README's performance section states the
-same budget.
+(:data:`BUDGET`) and whether it is met.
+
+Then what any durable turn through a Jupyter server pays here, at the same pace
+(:func:`structural`): the server's own cheapest authenticated request (``GET api/status``,
+jupyter_server's handler, no agent code) and one durable SQLite commit with the store's
+settings (``journal_mode=TRUNCATE``, ``synchronous=FULL``, in the agent's data folder). A
+chat turn stores its message before its 202 and its turn before its reply, so it costs at
+least the floor, one request and two commits: that sum, as a ratio of the floor, is the
+least any durable implementation could show on this machine.
+
+Nothing is asserted: exit status 0 whatever the figures (a wide machine-to-machine noise);
+the README's performance section states the same budget.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -230,6 +240,34 @@ def measure(
     return _med(floor), {name: _med(values) for name, values in per.items()}
 
 
+def structural(agent: Agent, n: int, pause_s: float) -> dict[str, float]:
+    """Seconds (medians of ``n``, each after ``pause_s``) of what every durable turn
+    through a Jupyter server pays: ``request`` (``GET api/status``, jupyter_server's own
+    handler) and ``commit`` (one row of 1 KB committed with the store's durability)."""
+    assert agent.client is not None
+    db = sqlite3.connect(agent.server.base / "data" / "bench-commit.sqlite", isolation_level=None)
+    db.execute("PRAGMA journal_mode=TRUNCATE")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, body TEXT)")
+    request: list[float] = []
+    commit: list[float] = []
+    try:
+        for _ in range(n):
+            time.sleep(pause_s)
+            start = time.perf_counter()
+            agent.client.get("api/status").raise_for_status()
+            request.append(time.perf_counter() - start)
+            time.sleep(pause_s)
+            start = time.perf_counter()
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO t (body) VALUES (?)", ("x" * 1024,))
+            db.execute("COMMIT")
+            commit.append(time.perf_counter() - start)
+    finally:
+        db.close()
+    return {"request": _med(request), "commit": _med(commit)}
+
+
 def report(kind: str, floor: float, figures: dict[str, float]) -> list[dict[str, Any]]:
     budget = BUDGET[kind]
     order = ["total (to the reply)", "total (to run_end)", "POST", "set-up"]
@@ -266,6 +304,7 @@ def main(n: int = 20, as_json: bool = False) -> None:
             hot = {kind: floors.back_to_back(kind, n) for kind in ("chat", "code")}
             chat_floor, chat = measure(agent, floors, "chat", n, 0.05)
             code_floor, code = measure(agent, floors, "code", n, 1.5)
+            least = structural(agent, n, 0.05)
         finally:
             floors.close()
     finally:
@@ -277,8 +316,18 @@ def main(n: int = 20, as_json: bool = False) -> None:
         f"{hot['chat'] * 1e3:.2f} ms, code {hot['code'] * 1e3:.2f} ms)"
     )
     rows = {"chat": report("chat", chat_floor, chat), "code": report("code", code_floor, code)}
+    request, commit = least["request"], least["commit"]
+    durable = chat_floor + request + 2 * commit
+    print(
+        f"\nwhat any durable chat turn through Jupyter pays here: the floor {chat_floor * 1e3:.2f}"
+        f" ms + one request {request * 1e3:.2f} ms (GET api/status, no agent code) + two"
+        f" durable commits {commit * 1e3:.2f} ms each = {durable * 1e3:.2f} ms ="
+        f" {durable / chat_floor:.2f}x the chat floor; the chat turn is"
+        f" {chat['total (to the reply)'] / durable:.2f}x that"
+    )
     if as_json:
         figures = {
+            "least_ms": {"request": request * 1e3, "commit": commit * 1e3, "chat": durable * 1e3},
             "floors_ms": {"chat": chat_floor * 1e3, "code": code_floor * 1e3},
             "hot_floors_ms": {kind: value * 1e3 for kind, value in hot.items()},
             **rows,
