@@ -54,7 +54,7 @@ from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 from jupyter_agent.store import Store
 from jupyter_agent.store.memory import recall_index
 from jupyter_agent.store.rows import turn_values
-from jupyter_agent.store.tables import AgentChunkRow, AgentMemoryRow, AgentTurnRow
+from jupyter_agent.store.tables import CHUNKS, MEMORIES, TURNS
 from tests.store.factories import iso
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,9 +101,6 @@ def load(url: str, facts: int, turns: int, texts: Texts) -> None:
     """Bulk-load chats, turns, chunks and facts with their docs (batches of 2,000 rows)."""
     Store(url).close()  # migrated
     engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
-    turn_table = AgentTurnRow.metadata.tables["agent_turns"]
-    chunk_table = AgentChunkRow.metadata.tables["agent_chunks"]
-    memory_table = AgentMemoryRow.metadata.tables["agent_memories"]
     chats = [f"chat_{n:05d}" for n in range(max(1, turns // 50))]
     with engine.begin() as conn:
         conn.execute(
@@ -139,8 +136,8 @@ def load(url: str, facts: int, turns: int, texts: Texts) -> None:
                 chunks.append(chunk_row(chunk))
                 docs.append(recall_index.chunk_doc(chunk))
         with engine.begin() as conn:
-            conn.execute(turn_table.insert(), rows)
-            conn.execute(chunk_table.insert(), chunks)
+            conn.execute(TURNS.insert(), rows)
+            conn.execute(CHUNKS.insert(), chunks)
             recall_index.put_docs(conn, docs)
     for start in range(0, facts, batch):
         rows, docs = [], []
@@ -169,7 +166,7 @@ def load(url: str, facts: int, turns: int, texts: Texts) -> None:
                 )
             )
         with engine.begin() as conn:
-            conn.execute(memory_table.insert(), rows)
+            conn.execute(MEMORIES.insert(), rows)
             recall_index.put_docs(conn, docs)
     with engine.connect() as conn:
         if engine.dialect.name == "postgresql":

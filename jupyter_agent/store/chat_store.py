@@ -2,7 +2,7 @@
 touch) and the durable mailbox (a user message stored before it is acknowledged, a run's
 opening).
 
-A mixin of :class:`~jupyter_agent.store.repo.Store`, which provides its sessions and its
+A mixin of :class:`~jupyter_agent.store.repo.Store`, which provides its connections and its
 prepared run upsert. ``delete_chat`` deletes the chat, its turns, its chunk summaries,
 their recall docs and its queued messages; its run summaries stay (traces outlive chats)
 and memories saved in it stay, with their docs. It locks the chat row before anything
@@ -21,28 +21,55 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import delete, func, update
+from sqlalchemy import bindparam, delete, func, update
 from sqlalchemy import select as core_select
-from sqlmodel import col, select
 
 from jupyter_agent.core.turns import RunSummary, TurnRecord
 from jupyter_agent.store.history import chunk_queries, fork
 from jupyter_agent.store.memory import recall_index, recall_queue
 from jupyter_agent.store.rows import Chat, chat, mail_row, run_values, valid
-from jupyter_agent.store.tables import AgentMailRow, AgentTurnRow, ChatRow
+from jupyter_agent.store.tables import CHATS, MAIL, TURNS
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
     from sqlalchemy.sql.dml import Insert
-    from sqlmodel import Session
 
-__all__ = ["ChatMethods", "MessageWrite"]
+__all__ = ["ChatMethods", "MessageWrite", "read_chat"]
 
-_CHATS: Final = ChatRow.metadata.tables["chats"]
-_MAIL: Final = AgentMailRow.metadata.tables["agent_mail"]
+#: What a new chat's row holds unless given: every column is written.
+_NEW_CHAT: Final[dict[str, Any]] = {
+    "active_run_id": None,
+    "agent": "agent",
+    "owner": "",
+    "forked_from": None,
+    "model": None,
+}
+# Built once: the hot reads (a message's send reads its chat).
+_CHAT_BY_ID: Final = core_select(CHATS).where(CHATS.c.id == bindparam("chat_id"))
+
+
+def read_chat(conn: Any, chat_id: str) -> Chat | None:
+    """The chat, or None (in the caller's transaction)."""
+    row = conn.execute(_CHAT_BY_ID, {"chat_id": chat_id}).first()
+    return chat(row._mapping) if row is not None else None
+
+
+def _insert_chat(conn: Any, **values: Any) -> Chat:
+    """Insert a chat row (the columns not given as in :data:`_NEW_CHAT`); the chat."""
+    row = {**_NEW_CHAT, **values}
+    conn.execute(CHATS.insert(), row)
+    return chat(row)
+
+
+def _set_chat(conn: Any, chat_id: str, **values: Any) -> Chat | None:
+    """Set these columns of the chat; the chat as stored, or None when there is none."""
+    statement = update(CHATS).where(CHATS.c.id == chat_id).values(**values)
+    row = conn.execute(statement.returning(*CHATS.c)).first()
+    return chat(row._mapping) if row is not None else None
 
 
 def _chat_exists(conn: Any, chat_id: str) -> bool:
-    query = core_select(_CHATS.c.id).where(_CHATS.c.id == chat_id)
+    query = core_select(CHATS.c.id).where(CHATS.c.id == chat_id)
     return conn.execute(query).first() is not None
 
 
@@ -67,8 +94,8 @@ class ChatMethods:
     if TYPE_CHECKING:
         _upsert_run_sql: Insert
 
-        def _read(self, what: str) -> AbstractContextManager[Session]: ...
-        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+        def _read(self, what: str) -> AbstractContextManager[Connection]: ...
+        def _write(self, what: str) -> AbstractContextManager[Connection]: ...
 
     def create_chat(
         self, *, chat_id: str, title: str, now: str, agent: str = "agent", owner: str = ""
@@ -77,9 +104,9 @@ class ChatMethods:
         ``agent`` (the caller checks the name). A duplicate id is a StoreError."""
         title = valid(title, "chat title")
         owner = valid(owner, "chat owner")
-        row = ChatRow(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
-        with self._write("cannot create the chat") as session:
-            session.add(row)
+        values = {"title": title, "created": now, "updated": now, "agent": agent, "owner": owner}
+        with self._write("cannot create the chat") as conn:
+            _insert_chat(conn, id=chat_id, **values)
         return Chat(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
 
     def import_chat(
@@ -97,73 +124,59 @@ class ChatMethods:
         :func:`~.history.fork.add_turns`): all of it or nothing."""
         title = valid(title, "chat title")
         owner = valid(owner, "chat owner")
-        row = ChatRow(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
-        with self._write("cannot import the chat") as session:
-            session.add(row)
-            session.flush()
-            fork.add_turns(session.connection(), turns, owner=owner)
+        values = {"title": title, "created": now, "updated": now, "agent": agent, "owner": owner}
+        with self._write("cannot import the chat") as conn:
+            _insert_chat(conn, id=chat_id, **values)
+            fork.add_turns(conn, turns, owner=owner)
         return Chat(id=chat_id, title=title, created=now, updated=now, agent=agent, owner=owner)
 
     def get_chat(self, chat_id: str) -> Chat | None:
         """The chat, or None."""
-        with self._read("cannot read the chat") as session:
-            row = session.get(ChatRow, chat_id)
-            return chat(row) if row is not None else None
+        with self._read("cannot read the chat") as conn:
+            return read_chat(conn, chat_id)
 
     def owner_turn_count(self, owner: str) -> int:
         """How many turns ``owner``'s chats hold, all chats together (one query: what the
         runtime's recall counters start from, :mod:`jupyter_agent.runtime.memory.counts`)."""
-        turns = AgentTurnRow.metadata.tables["agent_turns"]
         query = (
             core_select(func.count())
-            .select_from(turns.join(_CHATS, turns.c.chat_id == _CHATS.c.id))
-            .where(_CHATS.c.owner == owner)
+            .select_from(TURNS.join(CHATS, TURNS.c.chat_id == CHATS.c.id))
+            .where(CHATS.c.owner == owner)
         )
-        with self._read("cannot count the turns") as session:
-            return int(session.connection().execute(query).scalar() or 0)
+        with self._read("cannot count the turns") as conn:
+            return int(conn.execute(query).scalar() or 0)
 
     def list_chats(self, *, owner: str | None = None) -> list[Chat]:
         """The chats of ``owner`` (None: every owner's), the most recently updated first
         (ties: larger id first)."""
-        query = select(ChatRow).order_by(col(ChatRow.updated).desc(), col(ChatRow.id).desc())
+        query = core_select(CHATS).order_by(CHATS.c.updated.desc(), CHATS.c.id.desc())
         if owner is not None:
-            query = query.where(col(ChatRow.owner) == owner)
-        with self._read("cannot list chats") as session:
-            return [chat(row) for row in session.exec(query)]
+            query = query.where(CHATS.c.owner == owner)
+        with self._read("cannot list chats") as conn:
+            return [chat(row._mapping) for row in conn.execute(query)]
 
     def rename_chat(self, chat_id: str, title: str, *, now: str) -> Chat | None:
         """Set the title and ``updated``; None when there is no such chat."""
         title = valid(title, "chat title")
-        with self._write("cannot rename the chat") as session:
-            row = session.get(ChatRow, chat_id)
-            if row is None:
-                return None
-            row.title, row.updated = title, now
-            session.add(row)
-            session.flush()
-            return chat(row)
+        with self._write("cannot rename the chat") as conn:
+            return _set_chat(conn, chat_id, title=title, updated=now)
 
     def set_chat_model(self, chat_id: str, model: str | None, *, now: str) -> Chat | None:
         """Set (or, with None, drop) the chat's model and ``updated``; None when there is no
         such chat. The value is the caller's to check (:mod:`~.runtime.runs.chat_models`)."""
-        with self._write("cannot set the chat's model") as session:
-            row = session.get(ChatRow, chat_id)
-            if row is None:
-                return None
-            row.model, row.updated = (valid(model, "chat model") if model else None), now
-            session.add(row)
-            session.flush()
-            return chat(row)
+        model = valid(model, "chat model") if model else None
+        with self._write("cannot set the chat's model") as conn:
+            return _set_chat(conn, chat_id, model=model, updated=now)
 
     def retitle_chat_if(self, chat_id: str, expected: str, title: str) -> bool:
         """Set the title only while it is still ``expected`` (one conditional write: a
         rename by the person that lands first wins); True when it was set. ``updated``
         stays (a name given in the background does not move the chat in the list)."""
         title = valid(title, "chat title")
-        with self._write("cannot retitle the chat") as session:
-            done = session.connection().execute(
-                update(_CHATS)
-                .where(_CHATS.c.id == chat_id, _CHATS.c.title == expected)
+        with self._write("cannot retitle the chat") as conn:
+            done = conn.execute(
+                update(CHATS)
+                .where(CHATS.c.id == chat_id, CHATS.c.title == expected)
                 .values(title=title)
             )
             return bool(done.rowcount)
@@ -171,20 +184,18 @@ class ChatMethods:
     def delete_chat(self, chat_id: str) -> bool:
         """Delete the chat, its turns and chunks and their recall docs (runs stay, and so do
         memories saved in it); False when it did not exist."""
-        with self._write("cannot delete the chat") as session:
+        with self._write("cannot delete the chat") as conn:
             # The chat row first (FOR UPDATE; SQLite writes are serialised anyway), the
             # order append_turn and add_chunk lock in (the chat by their insert's foreign
             # key and the bump, then the counts): the other order deadlocks on PostgreSQL.
             # Once it is held, no turn or chunk of the chat can be stored until we commit.
-            session.connection().execute(
-                core_select(_CHATS.c.id).where(_CHATS.c.id == chat_id).with_for_update()
-            )
-            recall_index.delete_chat_docs(session.connection(), chat_id)
-            recall_queue.unqueue_chat(session.connection(), chat_id)
-            chunk_queries.delete_chunks(session.connection(), chat_id)
-            session.exec(delete(AgentTurnRow).where(col(AgentTurnRow.chat_id) == chat_id))
-            session.exec(delete(AgentMailRow).where(col(AgentMailRow.chat_id) == chat_id))
-            result = session.exec(delete(ChatRow).where(col(ChatRow.id) == chat_id))
+            conn.execute(core_select(CHATS.c.id).where(CHATS.c.id == chat_id).with_for_update())
+            recall_index.delete_chat_docs(conn, chat_id)
+            recall_queue.unqueue_chat(conn, chat_id)
+            chunk_queries.delete_chunks(conn, chat_id)
+            conn.execute(delete(TURNS).where(TURNS.c.chat_id == chat_id))
+            conn.execute(delete(MAIL).where(MAIL.c.chat_id == chat_id))
+            result = conn.execute(delete(CHATS).where(CHATS.c.id == chat_id))
             return bool(result.rowcount)
 
     def fork_chat(
@@ -203,12 +214,11 @@ class ChatMethods:
         (:func:`~.history.fork.copy_history`), in one transaction. None for an unknown
         source; ``ValueError`` (nothing written) when ``upto`` is not in 0..its turn count."""
         title = valid(title, "chat title")
-        with self._write("cannot fork the chat") as session:
-            conn = session.connection()
+        with self._write("cannot fork the chat") as conn:
             # The source's row first (FOR UPDATE), the order append_turn and delete_chat lock
             # in: no turn of it is stored or deleted while it is copied.
             source = conn.execute(
-                core_select(_CHATS).where(_CHATS.c.id == source_id).with_for_update()
+                core_select(CHATS).where(CHATS.c.id == source_id).with_for_update()
             ).first()
             if source is None:
                 return None
@@ -216,26 +226,24 @@ class ChatMethods:
             if not 0 <= upto <= count:
                 raise ValueError(f"the chat has {count} turns: fork at a turn from 0 to {count}")
             origin = json.dumps({"chat_id": source_id, "turn": upto}, separators=(",", ":"))
-            row = ChatRow(
-                id=chat_id, title=title, created=now, updated=now, agent=source.agent,
+            made = _insert_chat(
+                conn, id=chat_id, title=title, created=now, updated=now, agent=source.agent,
                 owner=source.owner, forked_from=origin, model=source.model,
             )  # fmt: skip
-            session.add(row)
-            session.flush()
             fork.copy_history(
-                conn, source=source_id, target=chat_id, upto=upto, owner=row.owner, make_id=make_id
+                conn, source=source_id, target=chat_id, upto=upto, owner=made.owner, make_id=make_id
             )
-            return chat(row)
+            return made
 
     def touch_chat(self, chat_id: str, *, now: str, active_run_id: str | None) -> None:
         """Set ``updated`` and the active run (None when no run is going). Unknown: no-op."""
         statement = (
-            update(ChatRow)
-            .where(col(ChatRow.id) == chat_id)
+            update(CHATS)
+            .where(CHATS.c.id == chat_id)
             .values(updated=now, active_run_id=active_run_id)
         )
-        with self._write("cannot update the chat") as session:
-            session.exec(statement)
+        with self._write("cannot update the chat") as conn:
+            conn.execute(statement)
 
     # --- the durable mailbox --------------------------------------------------------------
 
@@ -257,8 +265,7 @@ class ChatMethods:
         answer per write: False for one whose chat does not exist (nothing of it stored),
         True for the others. A database error (a duplicate id, a lock) stores none of
         them: the caller may try them one by one to tell whose it was."""
-        with self._write("cannot store the message") as session:
-            conn = session.connection()
+        with self._write("cannot store the message") as conn:
             return [self._store_message(conn, write) for write in writes]
 
     def _store_message(self, conn: Any, write: MessageWrite) -> bool:
@@ -266,18 +273,18 @@ class ChatMethods:
         if not _chat_exists(conn, chat_id):
             return False
         if write.item is not None:
-            conn.execute(_MAIL.insert(), mail_row(chat_id, write.item))
+            conn.execute(MAIL.insert(), mail_row(chat_id, write.item))
         if write.title:
             conn.execute(
-                update(_CHATS)
-                .where(_CHATS.c.id == chat_id, _CHATS.c.title == "")
+                update(CHATS)
+                .where(CHATS.c.id == chat_id, CHATS.c.title == "")
                 .values(title=valid(write.title, "chat title"), updated=write.now)
             )
         if write.run is not None:
             conn.execute(self._upsert_run_sql, run_values(write.run))
             conn.execute(
-                update(_CHATS)
-                .where(_CHATS.c.id == chat_id)
+                update(CHATS)
+                .where(CHATS.c.id == chat_id)
                 .values(updated=write.run.started, active_run_id=write.run.run_id)
             )
         return True
@@ -285,16 +292,16 @@ class ChatMethods:
     def queued_mail(self, chat_id: str | None = None) -> list[dict[str, Any]]:
         """The stored messages no stored turn holds yet, oldest first (ids are ULIDs), as
         mailbox items each with its ``chat_id``; every chat's unless ``chat_id``."""
-        query = core_select(_MAIL.c.chat_id, _MAIL.c.item).order_by(_MAIL.c.id)
+        query = core_select(MAIL.c.chat_id, MAIL.c.item).order_by(MAIL.c.id)
         if chat_id is not None:
-            query = query.where(_MAIL.c.chat_id == chat_id)
-        with self._read("cannot read the mailbox") as session:
-            rows = session.connection().execute(query).all()
+            query = query.where(MAIL.c.chat_id == chat_id)
+        with self._read("cannot read the mailbox") as conn:
+            rows = conn.execute(query).all()
         return [{**json.loads(item), "chat_id": chat} for chat, item in rows]
 
     def delete_mail(self, ids: Sequence[str]) -> None:
         """Forget these queued messages (a start that failed after storing its message)."""
         if not ids:
             return
-        with self._write("cannot update the mailbox") as session:
-            session.connection().execute(delete(_MAIL).where(_MAIL.c.id.in_(list(ids))))
+        with self._write("cannot update the mailbox") as conn:
+            conn.execute(delete(MAIL).where(MAIL.c.id.in_(list(ids))))

@@ -32,30 +32,23 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 
 from jupyter_agent.exceptions import NotFound, StoreError
-from jupyter_agent.store.rows import Chat, chat
-from jupyter_agent.store.tables import (
-    AgentProgramActivationRow,
-    AgentProgramRow,
-    AgentRunRow,
-    ChatRow,
-)
+from jupyter_agent.store.chat_store import read_chat
+from jupyter_agent.store.rows import Chat
+from jupyter_agent.store.tables import CHATS, PROGRAM_ACTIVATIONS, PROGRAMS, RUNS
 
 if TYPE_CHECKING:
-    from sqlmodel import Session
+    from sqlalchemy import Connection
 
 __all__ = ["Activation", "ProgramMethods", "ProgramRow"]
 
-_PROGRAMS: Final = AgentProgramRow.metadata.tables["agent_programs"]
-_ACTIVATIONS: Final = AgentProgramActivationRow.metadata.tables["agent_program_activations"]
-_RUNS: Final = AgentRunRow.metadata.tables["agent_runs"]
-_CHATS: Final = AgentRunRow.metadata.tables["chats"]
 #: How many times a deploy retries after losing the race for a version number.
 _ATTEMPTS: Final = 8
+#: The newest activation's id (:meth:`ProgramMethods.activation_mark`).
+_MARK: Final = core_select(func.max(PROGRAM_ACTIVATIONS.c.id))
 
 
-def _mark(session: Session) -> int:
-    query = core_select(func.max(_ACTIVATIONS.c.id))
-    return int(session.connection().execute(query).scalar() or 0)
+def _mark(conn: Connection) -> int:
+    return int(conn.execute(_MARK).scalar() or 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,12 +102,12 @@ def _now() -> str:
 
 
 class ProgramMethods:
-    """Deployed programs and activations; the Store provides its sessions."""
+    """Deployed programs and activations; the Store provides its connections."""
 
     if TYPE_CHECKING:
 
-        def _read(self, what: str) -> AbstractContextManager[Session]: ...
-        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+        def _read(self, what: str) -> AbstractContextManager[Connection]: ...
+        def _write(self, what: str) -> AbstractContextManager[Connection]: ...
 
     # --- versions ------------------------------------------------------------------------
 
@@ -137,21 +130,21 @@ class ProgramMethods:
         raise StoreError(f"cannot store {row.name}: the version number stayed taken")
 
     def _insert_program(self, row: ProgramRow, after: int) -> ProgramRow:
-        with self._write("cannot store the program") as session:
-            conn = session.connection()
+        with self._write("cannot store the program") as conn:
             same = conn.execute(
-                core_select(_PROGRAMS).where(
-                    _PROGRAMS.c.name == row.name, _PROGRAMS.c.hash == row.hash
+                core_select(PROGRAMS).where(
+                    PROGRAMS.c.name == row.name, PROGRAMS.c.hash == row.hash
                 )
             ).first()
             if same is not None:
                 return _row(same._mapping)
             top = conn.execute(
-                core_select(func.max(_PROGRAMS.c.version)).where(_PROGRAMS.c.name == row.name)
+                core_select(func.max(PROGRAMS.c.version)).where(PROGRAMS.c.name == row.name)
             ).scalar()
             # A number an activation names stays taken, even after its row was pruned.
+            activated = PROGRAM_ACTIVATIONS.c
             named = conn.execute(
-                core_select(func.max(_ACTIVATIONS.c.version)).where(_ACTIVATIONS.c.name == row.name)
+                core_select(func.max(activated.version)).where(activated.name == row.name)
             ).scalar()
             version = max(int(top or 0), int(named or 0), after) + 1
             stored = ProgramRow(
@@ -166,7 +159,7 @@ class ProgramMethods:
                 created_by=row.created_by,
             )
             conn.execute(
-                _PROGRAMS.insert(),
+                PROGRAMS.insert(),
                 {
                     "name": stored.name,
                     "version": stored.version,
@@ -183,11 +176,9 @@ class ProgramMethods:
 
     def program(self, name: str, version: int) -> ProgramRow | None:
         """The stored version (with its files), or None."""
-        query = core_select(_PROGRAMS).where(
-            _PROGRAMS.c.name == name, _PROGRAMS.c.version == version
-        )
-        with self._read("cannot read the program") as session:
-            found = session.connection().execute(query).first()
+        query = core_select(PROGRAMS).where(PROGRAMS.c.name == name, PROGRAMS.c.version == version)
+        with self._read("cannot read the program") as conn:
+            found = conn.execute(query).first()
         return _row(found._mapping) if found is not None else None
 
     def program_by_hash(self, name: str, hash_prefix: str) -> ProgramRow | None:
@@ -196,32 +187,30 @@ class ProgramMethods:
         than one matches."""
         if len(hash_prefix) < 6 or any(c not in "0123456789abcdef" for c in hash_prefix):
             return None
-        query = core_select(_PROGRAMS).where(
-            _PROGRAMS.c.name == name, _PROGRAMS.c.hash.startswith(hash_prefix)
+        query = core_select(PROGRAMS).where(
+            PROGRAMS.c.name == name, PROGRAMS.c.hash.startswith(hash_prefix)
         )
-        with self._read("cannot read the program") as session:
-            found = session.connection().execute(query.limit(2)).all()
+        with self._read("cannot read the program") as conn:
+            found = conn.execute(query.limit(2)).all()
         return _row(found[0]._mapping) if len(found) == 1 else None
 
     def programs(self, name: str | None = None, *, files: bool = False) -> list[ProgramRow]:
         """Every stored version (of ``name``), by name then version; ``files`` empty
         unless asked for."""
-        columns = [c for c in _PROGRAMS.c if files or c.name != "files"]
-        query = core_select(*columns).order_by(_PROGRAMS.c.name, _PROGRAMS.c.version)
+        columns = [c for c in PROGRAMS.c if files or c.name != "files"]
+        query = core_select(*columns).order_by(PROGRAMS.c.name, PROGRAMS.c.version)
         if name is not None:
-            query = query.where(_PROGRAMS.c.name == name)
-        with self._read("cannot list programs") as session:
-            rows = session.connection().execute(query).all()
+            query = query.where(PROGRAMS.c.name == name)
+        with self._read("cannot list programs") as conn:
+            rows = conn.execute(query).all()
         return [_row(r._mapping, files=files) for r in rows]
 
     def delete_program(self, name: str, version: int) -> bool:
         """Delete a stored version (``trace prune``: no run names it, no layer runs it;
         the caller checks). False when there was none."""
-        statement = delete(_PROGRAMS).where(
-            _PROGRAMS.c.name == name, _PROGRAMS.c.version == version
-        )
-        with self._write("cannot delete the program") as session:
-            return bool(session.connection().execute(statement).rowcount)
+        statement = delete(PROGRAMS).where(PROGRAMS.c.name == name, PROGRAMS.c.version == version)
+        with self._write("cannot delete the program") as conn:
+            return bool(conn.execute(statement).rowcount)
 
     # --- activations ---------------------------------------------------------------------
 
@@ -231,18 +220,18 @@ class ProgramMethods:
         """Record that layer ``agent`` ("" = server-wide) runs ``name@v{version}`` from now
         on (None: clear the layer's override). The caller checks that the version exists."""
         values = {"agent": agent, "name": name, "version": version, "at": now or _now()}
-        with self._write("cannot activate the program") as session:
-            session.connection().execute(_ACTIVATIONS.insert(), {**values, "by": by})
+        with self._write("cannot activate the program") as conn:
+            conn.execute(PROGRAM_ACTIVATIONS.insert(), {**values, "by": by})
 
     def activations(self, agent: str | None = None, name: str | None = None) -> list[Activation]:
         """The activation rows (of layer ``agent``, of family ``name``), oldest first."""
-        query = core_select(_ACTIVATIONS).order_by(_ACTIVATIONS.c.id)
+        query = core_select(PROGRAM_ACTIVATIONS).order_by(PROGRAM_ACTIVATIONS.c.id)
         if agent is not None:
-            query = query.where(_ACTIVATIONS.c.agent == agent)
+            query = query.where(PROGRAM_ACTIVATIONS.c.agent == agent)
         if name is not None:
-            query = query.where(_ACTIVATIONS.c.name == name)
-        with self._read("cannot read the activations") as session:
-            rows = session.connection().execute(query).all()
+            query = query.where(PROGRAM_ACTIVATIONS.c.name == name)
+        with self._read("cannot read the activations") as conn:
+            rows = conn.execute(query).all()
         return [
             Activation(
                 id=int(r.id), agent=r.agent, name=r.name, version=r.version, at=r.at, by=r.by
@@ -252,24 +241,23 @@ class ProgramMethods:
 
     def activation_mark(self) -> int:
         """The newest activation's id (0 when none): changes exactly when one is written."""
-        with self._read("cannot read the activations") as session:
-            return _mark(session)
+        with self._read("cannot read the activations") as conn:
+            return _mark(conn)
 
     def chat_marked(self, chat_id: str) -> tuple[Chat | None, int]:
         """The chat (None: no such chat) and :meth:`activation_mark`, in one read: what a
         message's send reads before its write (the run it starts resolves its program with
         the mark, reading nothing more when its registry is current)."""
-        with self._read("cannot read the chat") as session:
-            row = session.get(ChatRow, chat_id)
-            return (chat(row) if row is not None else None), _mark(session)
+        with self._read("cannot read the chat") as conn:
+            return read_chat(conn, chat_id), _mark(conn)
 
     # --- what runs and chats name --------------------------------------------------------
 
     def chat_agent(self, chat_id: str) -> str:
         """The agent the chat talks to; NotFound when there is no such chat."""
-        query = core_select(_CHATS.c.agent).where(_CHATS.c.id == chat_id)
-        with self._read("cannot read the chat") as session:
-            found = session.connection().execute(query).scalar()
+        query = core_select(CHATS.c.agent).where(CHATS.c.id == chat_id)
+        with self._read("cannot read the chat") as conn:
+            found = conn.execute(query).scalar()
         if found is None:
             raise NotFound(f"no chat {chat_id}")
         return str(found)
@@ -277,10 +265,10 @@ class ProgramMethods:
     def named_programs(self) -> set[str]:
         """Every program reference any stored run names (its ``program`` and each of its
         ``programs``): what ``trace prune`` must keep."""
-        query = core_select(_RUNS.c.program, _RUNS.c.programs).distinct()
+        query = core_select(RUNS.c.program, RUNS.c.programs).distinct()
         names: set[str] = set()
-        with self._read("cannot list the runs' programs") as session:
-            for program, programs in session.connection().execute(query):
+        with self._read("cannot list the runs' programs") as conn:
+            for program, programs in conn.execute(query):
                 names.add(program)
                 try:
                     listed = json.loads(programs or "[]")

@@ -2,7 +2,7 @@
 
 A mixin of :class:`~jupyter_agent.store.repo.Store`, like
 :class:`~jupyter_agent.store.program_store.ProgramMethods`; the table is
-``agent_proposals`` (:class:`~jupyter_agent.store.tables.AgentProposalRow`).
+``agent_proposals`` (:data:`~jupyter_agent.store.tables.PROPOSALS`).
 
 - Every read takes ``owner`` and never answers another owner's row: another owner's id
   answers None, as a missing one does.
@@ -24,14 +24,13 @@ from sqlalchemy import select as core_select
 from sqlalchemy import update
 
 from jupyter_agent.store.rows import valid
-from jupyter_agent.store.tables import AgentProposalRow
+from jupyter_agent.store.tables import PROPOSALS
 
 if TYPE_CHECKING:
-    from sqlmodel import Session
+    from sqlalchemy import Connection
 
 __all__ = ["STATUSES", "ProposalMethods", "ProposalRow"]
 
-_PROPOSALS: Final = AgentProposalRow.metadata.tables["agent_proposals"]
 #: A proposal's statuses: ``pending`` until decided, then one of the outcomes.
 STATUSES: Final = ("pending", "applied", "partly", "discarded", "conflict", "undone")
 
@@ -110,12 +109,12 @@ def _row(values: Any) -> ProposalRow:
 
 
 class ProposalMethods:
-    """Proposals; the Store provides its sessions."""
+    """Proposals; the Store provides its connections."""
 
     if TYPE_CHECKING:
 
-        def _read(self, what: str) -> AbstractContextManager[Session]: ...
-        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+        def _read(self, what: str) -> AbstractContextManager[Connection]: ...
+        def _write(self, what: str) -> AbstractContextManager[Connection]: ...
 
     def add_proposal(self, row: ProposalRow) -> ProposalRow:
         """Store a new proposal (its ``created``/``updated`` as given); a duplicate id is a
@@ -135,17 +134,17 @@ class ProposalMethods:
             "created": row.created,
             "updated": row.updated or row.created,
         }
-        with self._write("cannot store the proposal") as session:
-            session.connection().execute(_PROPOSALS.insert(), values)
+        with self._write("cannot store the proposal") as conn:
+            conn.execute(PROPOSALS.insert(), values)
         return _row(values)
 
     def get_proposal(self, proposal_id: str, *, owner: str = "") -> ProposalRow | None:
         """The owner's proposal, or None (missing, or another owner's)."""
-        query = core_select(_PROPOSALS).where(
-            _PROPOSALS.c.id == proposal_id, _PROPOSALS.c.owner == owner
+        query = core_select(PROPOSALS).where(
+            PROPOSALS.c.id == proposal_id, PROPOSALS.c.owner == owner
         )
-        with self._read("cannot read the proposal") as session:
-            found = session.connection().execute(query).first()
+        with self._read("cannot read the proposal") as conn:
+            found = conn.execute(query).first()
         return _row(found._mapping) if found is not None else None
 
     def list_proposals(
@@ -156,16 +155,16 @@ class ProposalMethods:
         run_ids: Sequence[str] | None = None,
     ) -> list[ProposalRow]:
         """The owner's proposals (of one chat, of these runs), oldest first."""
-        query = core_select(_PROPOSALS).where(_PROPOSALS.c.owner == owner)
+        query = core_select(PROPOSALS).where(PROPOSALS.c.owner == owner)
         if chat_id is not None:
-            query = query.where(_PROPOSALS.c.chat_id == chat_id)
+            query = query.where(PROPOSALS.c.chat_id == chat_id)
         if run_ids is not None:
             if not run_ids:
                 return []
-            query = query.where(_PROPOSALS.c.run_id.in_(list(run_ids)))
-        query = query.order_by(_PROPOSALS.c.created, _PROPOSALS.c.id)
-        with self._read("cannot list the proposals") as session:
-            rows = session.connection().execute(query).all()
+            query = query.where(PROPOSALS.c.run_id.in_(list(run_ids)))
+        query = query.order_by(PROPOSALS.c.created, PROPOSALS.c.id)
+        with self._read("cannot list the proposals") as conn:
+            rows = conn.execute(query).all()
         return [_row(r._mapping) for r in rows]
 
     def finish_proposal(
@@ -193,13 +192,13 @@ class ProposalMethods:
         if via is not None:
             values["via"] = via
         statement = (
-            update(_PROPOSALS)
+            update(PROPOSALS)
             .where(
-                _PROPOSALS.c.id == proposal_id,
-                _PROPOSALS.c.owner == owner,
-                _PROPOSALS.c.status.in_(list(expect)),
+                PROPOSALS.c.id == proposal_id,
+                PROPOSALS.c.owner == owner,
+                PROPOSALS.c.status.in_(list(expect)),
             )
             .values(**values)
         )
-        with self._write("cannot update the proposal") as session:
-            return bool(session.connection().execute(statement).rowcount)
+        with self._write("cannot update the proposal") as conn:
+            return bool(conn.execute(statement).rowcount)

@@ -1,7 +1,9 @@
-"""The Store: the agent database behind a small synchronous API (Session in, dataclasses out).
+"""The Store: the agent database behind a small synchronous API (Core in, dataclasses out).
 
-One engine per Store (pooled), one Session per call. Methods are blocking: the server calls
-them through ``asyncio.to_thread``; a Store is safe to share between threads.
+One engine per Store (pooled), one SQLAlchemy Core connection per call (a read's
+transaction ends with it; a write is one transaction, committed at its end). Methods are
+blocking: the server calls them through ``asyncio.to_thread``; a Store is safe to share
+between threads.
 
 Writes on SQLite are serialised in-process by a lock shared by every Store on the same
 file, and across processes by ``BEGIN IMMEDIATE`` plus a 5 s busy timeout. Any database
@@ -49,9 +51,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 
-from sqlalchemy import Engine, bindparam, delete, update
+from sqlalchemy import Connection, Engine, bindparam, delete, update
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
-from sqlmodel import Session
 
 from jupyter_agent.core.demo import is_demo_model
 from jupyter_agent.core.turns import RunSummary, TurnRecord
@@ -76,20 +77,16 @@ from jupyter_agent.store.proposal_store import ProposalMethods
 from jupyter_agent.store.rows import Chat, run_values, turn_values
 from jupyter_agent.store.run_store import MAX_PAGE, RunMethods
 from jupyter_agent.store.settings_store import SettingsMethods
-from jupyter_agent.store.tables import AgentMailRow, AgentRunRow, AgentTurnRow, ChatRow
+from jupyter_agent.store.tables import CHATS, MAIL, RUNS, TURNS
 
 __all__ = ["MAX_PAGE", "Chat", "MessageWrite", "Store"]
 
 log = logging.getLogger(__name__)
 
-_TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
-_RUNS: Final = AgentRunRow.metadata.tables["agent_runs"]
-_CHATS: Final = ChatRow.metadata.tables["chats"]
-_MAIL: Final = AgentMailRow.metadata.tables["agent_mail"]
 # Bump a chat's ``updated`` to a turn's time, never backwards.
 _BUMP_CHAT: Final = (
-    update(_CHATS)
-    .where(_CHATS.c.id == bindparam("b_chat"), _CHATS.c.updated < bindparam("b_at"))
+    update(CHATS)
+    .where(CHATS.c.id == bindparam("b_chat"), CHATS.c.updated < bindparam("b_at"))
     .values(updated=bindparam("b_at"))
 )
 
@@ -135,12 +132,12 @@ class Store(
                 self._lock = _SQLITE_LOCKS.setdefault(key, threading.Lock())
         # Built once: a statement compiled per call cost more than the SQLite write itself.
         dialect = dialect_module(self.dialect)
-        turn_insert = dialect.insert(_TURNS)
-        self._append_turn_sql = turn_insert.on_conflict_do_nothing().returning(_TURNS.c.id)
-        run_insert = dialect.insert(_RUNS)
+        turn_insert = dialect.insert(TURNS)
+        self._append_turn_sql = turn_insert.on_conflict_do_nothing().returning(TURNS.c.id)
+        run_insert = dialect.insert(RUNS)
         self._upsert_run_sql = run_insert.on_conflict_do_update(
-            index_elements=[_RUNS.c.run_id],
-            set_={c.name: run_insert.excluded[c.name] for c in _RUNS.c if c.name != "run_id"},
+            index_elements=[RUNS.c.run_id],
+            set_={c.name: run_insert.excluded[c.name] for c in RUNS.c if c.name != "run_id"},
         )
         try:
             if not is_current(self._engine):  # one query when up to date
@@ -173,7 +170,7 @@ class Store(
         self._indexer.close()
         self._engine.dispose()
 
-    # --- sessions ------------------------------------------------------------------------
+    # --- connections ---------------------------------------------------------------------
 
     def _error(self, what: str, exc: BaseException) -> StoreError:
         orig = getattr(exc, "orig", None)
@@ -206,18 +203,22 @@ class Store(
             yield
 
     @contextmanager
-    def _read(self, what: str) -> Iterator[Session]:
+    def _read(self, what: str) -> Iterator[Connection]:
+        """A connection whose first statement begins a transaction; closing it rolls the
+        transaction back (a read writes nothing)."""
         try:
-            with Session(self._engine) as session:
-                yield session
+            with self._engine.connect() as conn:
+                yield conn
         except SQLAlchemyError as exc:
             raise self._error(what, exc) from exc
 
     @contextmanager
-    def _write(self, what: str) -> Iterator[Session]:
+    def _write(self, what: str) -> Iterator[Connection]:
+        """A connection in one write transaction (``BEGIN IMMEDIATE`` on SQLite, under the
+        file's lock), committed when the block ends, rolled back when it raises."""
         try:
-            with self._locked(), Session(self._writer) as session, session.begin():
-                yield session
+            with self._locked(), self._writer.begin() as conn:
+                yield conn
         except SQLAlchemyError as exc:
             raise self._error(what, exc) from exc
 
@@ -260,9 +261,8 @@ class Store(
         ended: RunSummary | None,
         bump: bool,
     ) -> bool:
-        with self._write("cannot append the turn") as session:
+        with self._write("cannot append the turn") as conn:
             # RETURNING, not rowcount: rowcount is unreliable here through psycopg.
-            conn = session.connection()  # Core: the ORM execution path doubled the cost
             found = conn.execute(self._append_turn_sql, turn_values(turn)).first()
             inserted = found is not None
             if inserted:
@@ -270,12 +270,12 @@ class Store(
                 if not is_demo_model(turn.model):
                     recall_queue.queue_turn(conn, turn.id)
             if delivered:
-                conn.execute(delete(_MAIL).where(_MAIL.c.id.in_(list(delivered))))
+                conn.execute(delete(MAIL).where(MAIL.c.id.in_(list(delivered))))
             if ended is not None:
                 conn.execute(self._upsert_run_sql, run_values(ended))
                 conn.execute(
-                    update(_CHATS)
-                    .where(_CHATS.c.id == ended.chat_id, _CHATS.c.active_run_id == ended.run_id)
+                    update(CHATS)
+                    .where(CHATS.c.id == ended.chat_id, CHATS.c.active_run_id == ended.run_id)
                     .values(active_run_id=None)
                 )
                 if ended.ended and bump:
@@ -284,10 +284,10 @@ class Store(
 
     def list_turns(self, chat_id: str) -> list[TurnRecord]:
         """The chat's turns, oldest first (by ``created``, then id)."""
-        with self._read("cannot list turns") as session:
-            return turn_queries.list_turns(session.connection(), chat_id)
+        with self._read("cannot list turns") as conn:
+            return turn_queries.list_turns(conn, chat_id)
 
     def get_turn_by_run(self, run_id: str) -> TurnRecord | None:
         """The turn a run wrote, or None."""
-        with self._read("cannot read the turn") as session:
-            return turn_queries.turn_by_run(session.connection(), run_id)
+        with self._read("cannot read the turn") as conn:
+            return turn_queries.turn_by_run(conn, run_id)

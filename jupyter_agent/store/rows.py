@@ -19,7 +19,7 @@ from sqlalchemy import Row
 from jupyter_agent.codec import dump_dict, load, snake, wire_names
 from jupyter_agent.core.turns import RunSummary, TurnLLM, TurnRecord
 from jupyter_agent.messages import Usage
-from jupyter_agent.store.tables import AgentRunRow, AgentTurnRow, ChatRow
+from jupyter_agent.store.tables import RUNS, TURNS
 from jupyter_agent.text import has_lone_surrogate, repair
 
 __all__ = [
@@ -37,9 +37,6 @@ __all__ = [
 
 # The repo's logger: these warnings are about its writes.
 log = logging.getLogger("jupyter_agent.store.repo")
-
-_TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
-_RUNS: Final = AgentRunRow.metadata.tables["agent_runs"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,8 +63,8 @@ class Chat:
 
 
 _USAGE_COLUMNS: Final = {name: "usage_" + snake(key) for name, key in wire_names(Usage).items()}
-_TURN_COLUMN_NAMES: Final = frozenset(_TURNS.c.keys())
-RUN_COLUMNS: Final = tuple(_RUNS.c)
+_TURN_COLUMN_NAMES: Final = frozenset(TURNS.c.keys())
+RUN_COLUMNS: Final = tuple(RUNS.c)
 
 
 def _columns(value: TurnLLM | TurnRecord | RunSummary) -> dict[str, Any]:
@@ -79,8 +76,9 @@ def _columns(value: TurnLLM | TurnRecord | RunSummary) -> dict[str, Any]:
     return out
 
 
-def chat(row: ChatRow) -> Chat:
-    values = row.model_dump()
+def chat(row: Mapping[Any, Any]) -> Chat:
+    """A ``chats`` row (a Core row's ``_mapping``, or the values written) as a Chat."""
+    values = dict(row)
     origin = values.get("forked_from")
     try:
         values["forked_from"] = json.loads(origin) if isinstance(origin, str) else None

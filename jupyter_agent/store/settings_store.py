@@ -17,20 +17,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select as core_select
 from sqlalchemy import update
 
 from jupyter_agent.store.engine import dialect_module
-from jupyter_agent.store.tables import AgentSettingsRow
+from jupyter_agent.store.tables import SETTINGS
 
 if TYPE_CHECKING:
-    from sqlmodel import Session
+    from sqlalchemy import Connection
 
 __all__ = ["SettingsMethods"]
-
-_SETTINGS: Final = AgentSettingsRow.metadata.tables["agent_settings"]
 
 
 class SettingsMethods:
@@ -39,8 +37,8 @@ class SettingsMethods:
     if TYPE_CHECKING:
         _sqlite: bool
 
-        def _read(self, what: str) -> AbstractContextManager[Session]: ...
-        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+        def _read(self, what: str) -> AbstractContextManager[Connection]: ...
+        def _write(self, what: str) -> AbstractContextManager[Connection]: ...
 
     def owner_tiers(self, owner: str) -> dict[str, dict[str, Any]] | None:
         """``owner``'s stored overrides ``{tier: tier}``, or None when it has no row.
@@ -48,9 +46,9 @@ class SettingsMethods:
         A row whose JSON is not an object of objects reads as no overrides (``{}``): the
         admin's tiers apply, and the next change from the browser replaces it.
         """
-        query = core_select(_SETTINGS.c.tiers).where(_SETTINGS.c.owner == owner)
-        with self._read("cannot read the settings") as session:
-            found = session.connection().execute(query).scalar()
+        query = core_select(SETTINGS.c.tiers).where(SETTINGS.c.owner == owner)
+        with self._read("cannot read the settings") as conn:
+            found = conn.execute(query).scalar()
         return None if found is None else _parse(found)
 
     def change_owner_tiers(
@@ -66,17 +64,16 @@ class SettingsMethods:
         none is lost."""
         empty = {"owner": owner, "tiers": "{}", "updated": now}
         dialect = dialect_module("sqlite" if self._sqlite else "postgresql")
-        ensure = dialect.insert(_SETTINGS).values(**empty).on_conflict_do_nothing()
-        read = core_select(_SETTINGS.c.tiers).where(_SETTINGS.c.owner == owner)
+        ensure = dialect.insert(SETTINGS).values(**empty).on_conflict_do_nothing()
+        read = core_select(SETTINGS.c.tiers).where(SETTINGS.c.owner == owner)
         if not self._sqlite:
             read = read.with_for_update()
-        with self._write("cannot store the settings") as session:
-            conn = session.connection()
+        with self._write("cannot store the settings") as conn:
             conn.execute(ensure)
             tiers = change(_parse(conn.execute(read).scalar()))
             conn.execute(
-                update(_SETTINGS)
-                .where(_SETTINGS.c.owner == owner)
+                update(SETTINGS)
+                .where(SETTINGS.c.owner == owner)
                 .values(tiers=json.dumps(tiers, sort_keys=True), updated=now)
             )
         return tiers
@@ -89,9 +86,9 @@ class SettingsMethods:
         """
         values = {"owner": owner, "tiers": json.dumps(tiers, sort_keys=True), "updated": now}
         dialect = dialect_module("sqlite" if self._sqlite else "postgresql")
-        statement = dialect.insert(_SETTINGS).values(**values).on_conflict_do_nothing()
-        with self._write("cannot store the settings") as session:
-            result = session.connection().execute(statement)
+        statement = dialect.insert(SETTINGS).values(**values).on_conflict_do_nothing()
+        with self._write("cannot store the settings") as conn:
+            result = conn.execute(statement)
         return bool(result.rowcount)
 
 

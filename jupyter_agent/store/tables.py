@@ -1,8 +1,10 @@
-"""Table models of the agent database (sqlmodel): the LATEST schema, for queries only.
+"""Tables of the agent database (SQLAlchemy Core): the LATEST schema, for queries only.
 
 The schema itself is created and evolved by :mod:`jupyter_agent.store.migrations`, never by
-``SQLModel.metadata.create_all``: these classes must describe exactly what the migrations
-build (a test reflects a migrated database and compares column and index names).
+``METADATA.create_all``: these tables must describe exactly what the migrations build (a
+test reflects a migrated database and compares column and index names). Core, not the
+ORM: the store reads rows and writes statements, and SQLModel and the ORM cost the
+server's start about 0.13 s of imports.
 
 Tables:
 
@@ -76,322 +78,293 @@ Tables:
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Float, ForeignKey, Index, Integer, Text, UniqueConstraint
-from sqlmodel import Field, SQLModel
+from typing import Any, Final
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 
 __all__ = [
-    "AgentChunkRow",
-    "AgentMailRow",
-    "AgentMemoryRow",
-    "AgentMemoryVectorRow",
-    "AgentProgramActivationRow",
-    "AgentProgramRow",
-    "AgentProposalRow",
-    "AgentRecallDfRow",
-    "AgentRecallDocRow",
-    "AgentRecallPendingRow",
-    "AgentRecallSuppressedRow",
-    "AgentRunRow",
-    "AgentSettingsRow",
-    "AgentTurnRow",
-    "ChatRow",
-    "SchemaVersionRow",
+    "CHATS",
+    "CHUNKS",
+    "MAIL",
+    "MEMORIES",
+    "MEMORY_VECTORS",
+    "METADATA",
+    "PROGRAMS",
+    "PROGRAM_ACTIVATIONS",
+    "PROPOSALS",
+    "RECALL_DF",
+    "RECALL_DOCS",
+    "RECALL_PENDING",
+    "RECALL_SUPPRESSED",
+    "RUNS",
+    "SCHEMA_VERSION",
+    "SETTINGS",
+    "TURNS",
 ]
 
-
-def _text(*, nullable: bool = False, index: bool = False) -> Column[str]:
-    return Column(Text, nullable=nullable, index=index)
-
-
-class ChatRow(SQLModel, table=True):
-    """``chats``: id, title, created, updated (ISO-8601 UTC ``Z`` strings), active run,
-    agent, owner, the chat and turn it was forked from, and its model override."""
-
-    __tablename__ = "chats"
-    __table_args__ = (
-        Index("ix_chats_updated", "updated", "id"),
-        Index("ix_chats_owner_updated", "owner", "updated", "id"),  # since v9
-    )
-
-    id: str = Field(sa_column=Column(Text, primary_key=True))
-    title: str = Field(sa_column=_text())
-    created: str = Field(sa_column=_text())
-    updated: str = Field(sa_column=_text())
-    active_run_id: str | None = Field(default=None, sa_column=_text(nullable=True))
-    agent: str = Field(default="agent", sa_column=_text())  # since v6
-    owner: str = Field(default="", sa_column=_text())  # since v9
-    #: ``{"chat_id", "turn"}`` (JSON) of a chat forked from another (since v13).
-    forked_from: str | None = Field(default=None, sa_column=_text(nullable=True))
-    #: The model this chat's runs answer with, over its agent's codegen tier (since v14):
-    #: a tier name or a model name (see ``runtime/runs/run_configs.chat_model``).
-    model: str | None = Field(default=None, sa_column=_text(nullable=True))
-
-
-class AgentTurnRow(SQLModel, table=True):
-    """``agent_turns``: ``record`` (JSON) is authoritative; the rest is a query projection."""
-
-    __tablename__ = "agent_turns"
-    __table_args__ = (Index("ix_agent_turns_chat", "chat_id", "created", "id"),)
-
-    id: str = Field(sa_column=Column(Text, primary_key=True))
-    chat_id: str = Field(
-        sa_column=Column(Text, ForeignKey("chats.id", ondelete="CASCADE"), nullable=False)
-    )
-    run_id: str = Field(sa_column=Column(Text, nullable=False, unique=True))
-    user_text: str = Field(sa_column=_text())
-    created: str = Field(sa_column=_text())
-    interrupted: bool
-    from_agent: str = Field(sa_column=_text())
-    duration_ms: int = Field(sa_type=BigInteger)
-    model: str | None = Field(default=None, sa_column=_text(nullable=True))
-    stop_reason: str = Field(sa_column=_text())
-    end_cause: str | None = Field(default=None, sa_column=_text(nullable=True))  # since v2
-    model_calls: int
-    cells: int
-    usage_in: int = Field(sa_type=BigInteger)
-    usage_out: int = Field(sa_type=BigInteger)
-    usage_cache_read: int = Field(sa_type=BigInteger)
-    usage_cache_write: int = Field(sa_type=BigInteger)
-    usage_reasoning: int = Field(sa_type=BigInteger)
-    cost: float | None = Field(default=None, sa_column=Column(Float, nullable=True))
-    fingerprint_system: str | None = Field(default=None, sa_column=_text(nullable=True))
-    fingerprint_identity: str | None = Field(default=None, sa_column=_text(nullable=True))
-    record: str = Field(sa_column=_text())
-
-
-class AgentRunRow(SQLModel, table=True):
-    """``agent_runs``: one :class:`RunSummary` per run, newest-first listing by index."""
-
-    __tablename__ = "agent_runs"
-    __table_args__ = (
-        Index("ix_agent_runs_program_started", "program", "started", "run_id"),
-        Index("ix_agent_runs_started", "started", "run_id"),
-        Index("ix_agent_runs_status", "status", "started"),  # since v2
-        Index("ix_agent_runs_owner_started", "owner", "started", "run_id"),  # since v9
-    )
-
-    run_id: str = Field(sa_column=Column(Text, primary_key=True))
-    chat_id: str = Field(sa_column=_text())
-    program: str = Field(sa_column=_text())
-    status: str = Field(sa_column=_text())
-    started: str = Field(sa_column=_text())
-    ended: str | None = Field(default=None, sa_column=_text(nullable=True))
-    model: str | None = Field(default=None, sa_column=_text(nullable=True))
-    model_calls: int
-    cells: int
-    usage_in: int = Field(sa_type=BigInteger)
-    usage_out: int = Field(sa_type=BigInteger)
-    usage_cache_read: int = Field(sa_type=BigInteger)
-    usage_cache_write: int = Field(sa_type=BigInteger)
-    usage_reasoning: int = Field(sa_type=BigInteger)
-    cost: float | None = Field(default=None, sa_column=Column(Float, nullable=True))
-    stop_reason: str | None = Field(default=None, sa_column=_text(nullable=True))
-    end_cause: str | None = Field(default=None, sa_column=_text(nullable=True))  # since v2
-    programs: str = Field(default="[]", sa_column=_text())  # since v6: JSON list of refs
-    agent: str = Field(default="agent", sa_column=_text())  # since v6
-    owner: str = Field(default="", sa_column=_text())  # since v9
-    #: The run a rerun re-ran (since v15; NULL: a run of its chat).
-    rerun_of: str | None = Field(default=None, sa_column=_text(nullable=True))
-
-
-class AgentMailRow(SQLModel, table=True):
-    """``agent_mail``: a queued user message (since v3)."""
-
-    __tablename__ = "agent_mail"
-    __table_args__ = (Index("ix_agent_mail_chat", "chat_id", "created", "id"),)
-
-    id: str = Field(sa_column=Column(Text, primary_key=True))
-    chat_id: str = Field(sa_column=_text())
-    created: str = Field(sa_column=_text())
-    item: str = Field(sa_column=_text())
-
-
-class AgentChunkRow(SQLModel, table=True):
-    """``agent_chunks``: a summary of turns ``first_turn``..``last_turn`` at ``level``."""
-
-    __tablename__ = "agent_chunks"
-    __table_args__ = (
-        UniqueConstraint("chat_id", "level", "first_turn", name="uq_agent_chunks_span"),
-        Index("ix_agent_chunks_chat", "chat_id", "level", "last_turn"),
-    )
-
-    id: str = Field(sa_column=Column(Text, primary_key=True))
-    chat_id: str = Field(
-        sa_column=Column(Text, ForeignKey("chats.id", ondelete="CASCADE"), nullable=False)
-    )
-    level: int = Field(sa_column=Column(Integer, nullable=False))
-    first_turn: int = Field(sa_column=Column(Integer, nullable=False))
-    last_turn: int = Field(sa_column=Column(Integer, nullable=False))
-    text: str = Field(sa_column=_text())
-    run_id: str = Field(sa_column=_text())
-    model: str | None = Field(default=None, sa_column=_text(nullable=True))
-    created: str = Field(sa_column=_text())
-
-
-class AgentMemoryRow(SQLModel, table=True):
-    """``agent_memories``: one fact (since v5)."""
-
-    __tablename__ = "agent_memories"
-    __table_args__ = (
-        Index("ix_agent_memories_category", "owner", "category", "updated"),
-        Index("ix_agent_memories_updated", "owner", "updated"),
-    )
-
-    id: str = Field(sa_column=Column(Text, primary_key=True))
-    owner: str = Field(sa_column=_text())
-    category: str = Field(sa_column=_text())
-    text: str = Field(sa_column=_text())
-    chat_id: str | None = Field(default=None, sa_column=_text(nullable=True))
-    run_id: str | None = Field(default=None, sa_column=_text(nullable=True))
-    author: str = Field(sa_column=_text())
-    created: str = Field(sa_column=_text())
-    updated: str = Field(sa_column=_text())
-
-
-class AgentRecallDocRow(SQLModel, table=True):
-    """``agent_recall_docs``: one doc of the recall index (since v5)."""
-
-    __tablename__ = "agent_recall_docs"
-    __table_args__ = (
-        UniqueConstraint("kind", "ref_id", name="uq_agent_recall_docs_ref"),
-        Index("ix_agent_recall_docs_chat", "chat_id"),
-    )
-
-    # INTEGER on SQLite: only "INTEGER PRIMARY KEY" is the rowid the FTS5 table indexes.
-    doc_id: int = Field(
-        sa_column=Column(
-            BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
-        )
-    )
-    owner: str = Field(sa_column=_text())
-    kind: str = Field(sa_column=_text())
-    ref_id: str = Field(sa_column=_text())
-    chat_id: str | None = Field(default=None, sa_column=_text(nullable=True))
-    created: str = Field(sa_column=_text())
-    terms: str = Field(sa_column=_text())
-    n_terms: int = Field(sa_column=Column(Integer, nullable=False))
-
-
-class AgentRecallDfRow(SQLModel, table=True):
-    """``agent_recall_df``: docs per (owner, term); term "" holds the owner's doc count."""
-
-    __tablename__ = "agent_recall_df"
-
-    owner: str = Field(sa_column=Column(Text, primary_key=True))
-    term: str = Field(sa_column=Column(Text, primary_key=True))
-    df: int = Field(sa_column=Column(BigInteger, nullable=False))
-
-
-class AgentRecallSuppressedRow(SQLModel, table=True):
-    """``agent_recall_suppressed``: a run whose turn is not indexed (a memory it saved was
-    deleted; since v5)."""
-
-    __tablename__ = "agent_recall_suppressed"
-
-    run_id: str = Field(sa_column=Column(Text, primary_key=True))
-
-
-class AgentRecallPendingRow(SQLModel, table=True):
-    """``agent_recall_pending``: a stored turn waiting for its recall doc (since v16; the
-    indexer deletes the row when it writes the doc)."""
-
-    __tablename__ = "agent_recall_pending"
-
-    seq: int = Field(
-        sa_column=Column(
-            BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
-        )
-    )
-    turn_id: str = Field(sa_column=Column(Text, nullable=False, unique=True))
-
-
-class AgentMemoryVectorRow(SQLModel, table=True):
-    """``agent_memory_vectors``: a memory's embedding by ``model`` (since v5)."""
-
-    __tablename__ = "agent_memory_vectors"
-
-    memory_id: str = Field(
-        sa_column=Column(
-            Text, ForeignKey("agent_memories.id", ondelete="CASCADE"), primary_key=True
-        )
-    )
-    model: str = Field(sa_column=_text())
-    dim: int = Field(sa_column=Column(Integer, nullable=False))
-    vector: str = Field(sa_column=_text())
-
-
-class AgentProgramRow(SQLModel, table=True):
-    """``agent_programs``: one deployed version of a program (since v6)."""
-
-    __tablename__ = "agent_programs"
-    __table_args__ = (UniqueConstraint("name", "hash", name="uq_agent_programs_hash"),)
-
-    name: str = Field(sa_column=Column(Text, primary_key=True))
-    version: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
-    hash: str = Field(sa_column=_text())
-    files: str = Field(sa_column=_text())
-    entry: str = Field(sa_column=_text())
-    uses: str = Field(sa_column=_text())
-    description: str = Field(sa_column=_text())
-    created: str = Field(sa_column=_text())
-    created_by: str = Field(sa_column=_text())
-
-
-class AgentProgramActivationRow(SQLModel, table=True):
-    """``agent_program_activations``: one activation of a version for a layer (since v6)."""
-
-    __tablename__ = "agent_program_activations"
-    __table_args__ = (Index("ix_agent_program_activations_layer", "agent", "name", "id"),)
-
-    id: int | None = Field(
-        default=None,
-        sa_column=Column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
-    )
-    agent: str = Field(sa_column=_text())
-    name: str = Field(sa_column=_text())
-    version: int | None = Field(default=None, sa_column=Column(Integer, nullable=True))
-    at: str = Field(sa_column=_text())
-    by: str = Field(sa_column=_text())
-
-
-class AgentProposalRow(SQLModel, table=True):
-    """``agent_proposals``: edits the agent proposed to a notebook (since v7)."""
-
-    __tablename__ = "agent_proposals"
-    __table_args__ = (
-        Index("ix_agent_proposals_chat", "chat_id", "created"),
-        Index("ix_agent_proposals_run", "run_id"),
-    )
-
-    id: str = Field(sa_column=Column(Text, primary_key=True))
-    owner: str = Field(sa_column=_text())
-    chat_id: str = Field(sa_column=_text())
-    run_id: str = Field(sa_column=_text())
-    cell_id: str = Field(sa_column=_text())
-    path: str = Field(sa_column=_text())
-    edits: str = Field(sa_column=_text())
-    status: str = Field(sa_column=_text())
-    applied: str = Field(sa_column=_text())
-    undo: str = Field(sa_column=_text())
-    via: str = Field(sa_column=_text())
-    created: str = Field(sa_column=_text())
-    updated: str = Field(sa_column=_text())
-
-
-class SchemaVersionRow(SQLModel, table=True):
-    """``schema_version``: one row per applied migration (version, ISO time applied)."""
-
-    __tablename__ = "schema_version"
-
-    version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
-    applied: str = Field(sa_column=_text())
-
-
-class AgentSettingsRow(SQLModel, table=True):
-    """``agent_settings``: one owner's tier overrides (since v9)."""
-
-    __tablename__ = "agent_settings"
-
-    owner: str = Field(sa_column=Column(Text, primary_key=True))
-    tiers: str = Field(sa_column=_text())
-    updated: str = Field(sa_column=_text())
+#: Every table below.
+METADATA: Final = MetaData()
+
+
+def _text(name: str, *, nullable: bool = False) -> Column[Any]:
+    return Column(name, Text, nullable=nullable)
+
+
+def _int(name: str, kind: Any = Integer) -> Column[Any]:
+    return Column(name, kind, nullable=False)
+
+
+def _usage() -> list[Column[Any]]:
+    """A Usage flattened (:mod:`jupyter_agent.store.rows`), in turns and runs alike."""
+    names = ("usage_in", "usage_out", "usage_cache_read", "usage_cache_write", "usage_reasoning")
+    return [_int(name, BigInteger) for name in names]
+
+
+def _serial(name: str, **kwargs: Any) -> Column[Any]:
+    """An integer primary key the database numbers. INTEGER on SQLite: only "INTEGER
+    PRIMARY KEY" is the rowid (the one the FTS5 table indexes)."""
+    return Column(name, BigInteger().with_variant(Integer, "sqlite"), primary_key=True, **kwargs)
+
+
+#: id, title, created, updated (ISO-8601 UTC ``Z`` strings), active run, agent (since v6),
+#: owner (since v9), ``forked_from`` (``{"chat_id", "turn"}`` JSON of a chat forked from
+#: another, since v13) and ``model`` (the model this chat's runs answer with, over its
+#: agent's codegen tier: a tier name or a model name, since v14; see
+#: ``runtime/runs/run_configs.chat_model``).
+CHATS: Final = Table(
+    "chats",
+    METADATA,
+    Column("id", Text, primary_key=True),
+    _text("title"),
+    _text("created"),
+    _text("updated"),
+    _text("active_run_id", nullable=True),
+    _text("agent"),
+    _text("owner"),
+    _text("forked_from", nullable=True),
+    _text("model", nullable=True),
+    Index("ix_chats_updated", "updated", "id"),
+    Index("ix_chats_owner_updated", "owner", "updated", "id"),
+)
+
+#: ``record`` (JSON) is authoritative; the rest is a query projection (``end_cause`` since v2).
+TURNS: Final = Table(
+    "agent_turns",
+    METADATA,
+    Column("id", Text, primary_key=True),
+    Column("chat_id", Text, ForeignKey("chats.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", Text, nullable=False, unique=True),
+    _text("user_text"),
+    _text("created"),
+    Column("interrupted", Boolean, nullable=False),
+    _text("from_agent"),
+    _int("duration_ms", BigInteger),
+    _text("model", nullable=True),
+    _text("stop_reason"),
+    _text("end_cause", nullable=True),
+    _int("model_calls"),
+    _int("cells"),
+    *_usage(),
+    Column("cost", Float, nullable=True),
+    _text("fingerprint_system", nullable=True),
+    _text("fingerprint_identity", nullable=True),
+    _text("record"),
+    Index("ix_agent_turns_chat", "chat_id", "created", "id"),
+)
+
+#: One :class:`RunSummary` per run, newest-first listing by index (``end_cause`` and the
+#: status index since v2, ``programs`` (JSON list of refs) and ``agent`` since v6,
+#: ``owner`` since v9, ``rerun_of`` (the run a rerun re-ran; NULL: a run of its chat)
+#: since v15).
+RUNS: Final = Table(
+    "agent_runs",
+    METADATA,
+    Column("run_id", Text, primary_key=True),
+    _text("chat_id"),
+    _text("program"),
+    _text("status"),
+    _text("started"),
+    _text("ended", nullable=True),
+    _text("model", nullable=True),
+    _int("model_calls"),
+    _int("cells"),
+    *_usage(),
+    Column("cost", Float, nullable=True),
+    _text("stop_reason", nullable=True),
+    _text("end_cause", nullable=True),
+    _text("programs"),
+    _text("agent"),
+    _text("owner"),
+    _text("rerun_of", nullable=True),
+    Index("ix_agent_runs_program_started", "program", "started", "run_id"),
+    Index("ix_agent_runs_started", "started", "run_id"),
+    Index("ix_agent_runs_status", "status", "started"),
+    Index("ix_agent_runs_owner_started", "owner", "started", "run_id"),
+)
+
+#: A queued user message (since v3).
+MAIL: Final = Table(
+    "agent_mail",
+    METADATA,
+    Column("id", Text, primary_key=True),
+    _text("chat_id"),
+    _text("created"),
+    _text("item"),
+    Index("ix_agent_mail_chat", "chat_id", "created", "id"),
+)
+
+#: A summary of turns ``first_turn``..``last_turn`` at ``level``.
+CHUNKS: Final = Table(
+    "agent_chunks",
+    METADATA,
+    Column("id", Text, primary_key=True),
+    Column("chat_id", Text, ForeignKey("chats.id", ondelete="CASCADE"), nullable=False),
+    _int("level"),
+    _int("first_turn"),
+    _int("last_turn"),
+    _text("text"),
+    _text("run_id"),
+    _text("model", nullable=True),
+    _text("created"),
+    UniqueConstraint("chat_id", "level", "first_turn", name="uq_agent_chunks_span"),
+    Index("ix_agent_chunks_chat", "chat_id", "level", "last_turn"),
+)
+
+#: One fact (since v5).
+MEMORIES: Final = Table(
+    "agent_memories",
+    METADATA,
+    Column("id", Text, primary_key=True),
+    _text("owner"),
+    _text("category"),
+    _text("text"),
+    _text("chat_id", nullable=True),
+    _text("run_id", nullable=True),
+    _text("author"),
+    _text("created"),
+    _text("updated"),
+    Index("ix_agent_memories_category", "owner", "category", "updated"),
+    Index("ix_agent_memories_updated", "owner", "updated"),
+)
+
+#: One doc of the recall index (since v5).
+RECALL_DOCS: Final = Table(
+    "agent_recall_docs",
+    METADATA,
+    _serial("doc_id", autoincrement=True),
+    _text("owner"),
+    _text("kind"),
+    _text("ref_id"),
+    _text("chat_id", nullable=True),
+    _text("created"),
+    _text("terms"),
+    _int("n_terms"),
+    UniqueConstraint("kind", "ref_id", name="uq_agent_recall_docs_ref"),
+    Index("ix_agent_recall_docs_chat", "chat_id"),
+)
+
+#: Docs per (owner, term); term "" holds the owner's doc count.
+RECALL_DF: Final = Table(
+    "agent_recall_df",
+    METADATA,
+    Column("owner", Text, primary_key=True),
+    Column("term", Text, primary_key=True),
+    _int("df", BigInteger),
+)
+
+#: A run whose turn is not indexed (a memory it saved was deleted; since v5).
+RECALL_SUPPRESSED: Final = Table(
+    "agent_recall_suppressed",
+    METADATA,
+    Column("run_id", Text, primary_key=True),
+)
+
+#: A stored turn waiting for its recall doc (since v16; the indexer deletes the row when
+#: it writes the doc).
+RECALL_PENDING: Final = Table(
+    "agent_recall_pending",
+    METADATA,
+    _serial("seq", autoincrement=True),
+    Column("turn_id", Text, nullable=False, unique=True),
+)
+
+#: A memory's embedding by ``model`` (since v5).
+MEMORY_VECTORS: Final = Table(
+    "agent_memory_vectors",
+    METADATA,
+    Column(
+        "memory_id", Text, ForeignKey("agent_memories.id", ondelete="CASCADE"), primary_key=True
+    ),
+    _text("model"),
+    _int("dim"),
+    _text("vector"),
+)
+
+#: One deployed version of a program (since v6).
+PROGRAMS: Final = Table(
+    "agent_programs",
+    METADATA,
+    Column("name", Text, primary_key=True),
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    _text("hash"),
+    _text("files"),
+    _text("entry"),
+    _text("uses"),
+    _text("description"),
+    _text("created"),
+    _text("created_by"),
+    UniqueConstraint("name", "hash", name="uq_agent_programs_hash"),
+)
+
+#: One activation of a version for a layer (since v6).
+PROGRAM_ACTIVATIONS: Final = Table(
+    "agent_program_activations",
+    METADATA,
+    _serial("id"),
+    _text("agent"),
+    _text("name"),
+    Column("version", Integer, nullable=True),
+    _text("at"),
+    _text("by"),
+    Index("ix_agent_program_activations_layer", "agent", "name", "id"),
+)
+
+#: Edits the agent proposed to a notebook (since v7).
+PROPOSALS: Final = Table(
+    "agent_proposals",
+    METADATA,
+    Column("id", Text, primary_key=True),
+    *(_text(name) for name in ("owner", "chat_id", "run_id", "cell_id", "path", "edits")),
+    *(_text(name) for name in ("status", "applied", "undo", "via", "created", "updated")),
+    Index("ix_agent_proposals_chat", "chat_id", "created"),
+    Index("ix_agent_proposals_run", "run_id"),
+)
+
+#: One row per applied migration (version, ISO time applied).
+SCHEMA_VERSION: Final = Table(
+    "schema_version",
+    METADATA,
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    _text("applied"),
+)
+
+#: One owner's tier overrides (since v9).
+SETTINGS: Final = Table(
+    "agent_settings",
+    METADATA,
+    Column("owner", Text, primary_key=True),
+    _text("tiers"),
+    _text("updated"),
+)

@@ -1,9 +1,10 @@
 """What a start loads (issue 27, item 6): a real ``jupyter server`` with the agent, the
 default config (no ``mcp_servers``, no embed tier, no model) and no other extension,
 answers ``GET agent/status`` without having imported the ``mcp`` SDK, numpy, pandas,
-matplotlib, SQLAlchemy's PostgreSQL dialect, IPython (the agent's kernelspec is read at the
-first kernel start), the evals and deploys' services or the demo's fake provider (started
-at the first demo run, not for the summaries' start-up read), and with no agent kernel
+matplotlib, SQLAlchemy's PostgreSQL dialect or its ORM, SQLModel, IPython (the agent's
+kernelspec is read at the first kernel start), the evals and deploys' services or the
+demo's fake provider (started at the first demo run, not for the summaries' start-up
+read), and with no agent kernel
 started yet (the warm pool fills ``KernelPool.start_delay_s`` after the start); the pool
 then fills; the first request to ``agent/mcp`` loads the SDK (the endpoint is made then)
 and is answered; the first to ``agent/evals`` builds the evals service, the first to
@@ -41,6 +42,9 @@ LAZY = (
     "jupyter_agent.server.mcp.endpoint",
     "jupyter_agent.server.mcp.tools",
     "sqlalchemy.dialects.postgresql",  # the default database is SQLite
+    # the store is SQLAlchemy Core: neither its ORM nor SQLModel, ever (0.13 s of imports)
+    "sqlalchemy.orm",
+    "sqlmodel",
     # the evals service is built at its first use (reruns, reports, the cells view)
     "jupyter_agent.runtime.evals.service",
     "jupyter_agent.trace.cells_view",

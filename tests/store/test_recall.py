@@ -16,7 +16,7 @@ from jupyter_agent.exceptions import StoreError
 from jupyter_agent.store import Store
 from jupyter_agent.store.migrations import MIGRATIONS
 from jupyter_agent.store.rows import turn_values
-from jupyter_agent.store.tables import AgentTurnRow
+from jupyter_agent.store.tables import TURNS
 from tests.store import recall_corpus
 from tests.store.factories import iso
 
@@ -325,7 +325,6 @@ def test_migration_v5_indexes_the_turns_and_chunks_already_stored(
     """A v4 database (turns and chunks, no index) upgraded: the same docs and hits as a
     database that indexed them as they were stored."""
     engine = create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
-    turns_table = AgentTurnRow.metadata.tables["agent_turns"]
     with engine.begin() as conn:
         conn.execute(
             text("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied TEXT NOT NULL)")
@@ -338,7 +337,7 @@ def test_migration_v5_indexes_the_turns_and_chunks_already_stored(
                 text("INSERT INTO chats VALUES (:c, :t, :n, :n, NULL)"),
                 {"c": chat_id, "t": f"title of {chat_id}", "n": iso(0)},
             )
-        conn.execute(turns_table.insert(), [turn_values(t) for t in corpus.turns])
+        conn.execute(TURNS.insert(), [turn_values(t) for t in corpus.turns])
         for c in corpus.chunks:
             conn.execute(
                 text(

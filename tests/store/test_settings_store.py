@@ -48,8 +48,6 @@ def test_two_changes_at_once_lose_neither(db_url: str) -> None:
 
 def test_a_malformed_row_reads_as_no_overrides(store: Store) -> None:
     store.change_owner_tiers("alice", lambda t: {"codegen": CODEGEN}, now="t1")
-    with store._write("test") as session:  # a row another version wrote badly
-        session.connection().exec_driver_sql(
-            "UPDATE agent_settings SET tiers = '[1, 2]' WHERE owner = 'alice'"
-        )
+    with store._write("test") as conn:  # a row another version wrote badly
+        conn.exec_driver_sql("UPDATE agent_settings SET tiers = '[1, 2]' WHERE owner = 'alice'")
     assert store.owner_tiers("alice") == {}

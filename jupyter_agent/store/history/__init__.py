@@ -1,4 +1,4 @@
 """The store's turns and chunk summaries: the queries and the mixin of
 :class:`~jupyter_agent.store.repo.Store` that reads turns by position and writes chunks.
-May import sqlmodel and core/history. Used by store/repo.py.
+May import sqlalchemy (Core) and core/history. Used by store/repo.py.
 """

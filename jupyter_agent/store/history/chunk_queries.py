@@ -36,7 +36,7 @@ from jupyter_agent.exceptions import StoreError
 from jupyter_agent.runtime.ids import new_id
 from jupyter_agent.store.engine import dialect_module
 from jupyter_agent.store.rows import valid
-from jupyter_agent.store.tables import AgentChunkRow, AgentTurnRow, ChatRow
+from jupyter_agent.store.tables import CHATS, CHUNKS, TURNS
 
 __all__ = [
     "PARSED_TURNS_CHARS",
@@ -49,18 +49,15 @@ __all__ = [
 ]
 
 
-_CHUNKS: Final = AgentChunkRow.metadata.tables["agent_chunks"]
-_TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
-_CHATS: Final = ChatRow.metadata.tables["chats"]
 _COLUMNS: Final = (
-    _CHUNKS.c.chat_id,
-    _CHUNKS.c.level,
-    _CHUNKS.c.first_turn,
-    _CHUNKS.c.last_turn,
-    _CHUNKS.c.text,
-    _CHUNKS.c.run_id,
-    _CHUNKS.c.model,
-    _CHUNKS.c.created,
+    CHUNKS.c.chat_id,
+    CHUNKS.c.level,
+    CHUNKS.c.first_turn,
+    CHUNKS.c.last_turn,
+    CHUNKS.c.text,
+    CHUNKS.c.run_id,
+    CHUNKS.c.model,
+    CHUNKS.c.created,
 )
 
 
@@ -85,7 +82,7 @@ def add_chunk(conn: Any, chunk: StoredChunk) -> bool:
         raise StoreError(
             f"not a chunk span: level {chunk.level}, turns {chunk.first_turn}-{chunk.last_turn}"
         )
-    found = conn.execute(core_select(_CHATS.c.id).where(_CHATS.c.id == chunk.chat_id)).first()
+    found = conn.execute(core_select(CHATS.c.id).where(CHATS.c.id == chunk.chat_id)).first()
     if found is None:
         raise StoreError(f"cannot store the chunk: no chat {chunk.chat_id!r}")
     what = f"chunk of chat {chunk.chat_id}"
@@ -102,28 +99,28 @@ def add_chunk(conn: Any, chunk: StoredChunk) -> bool:
     }
     dialect = dialect_module(conn.dialect.name)
     # RETURNING, not rowcount: rowcount is unreliable through psycopg.
-    insert = dialect.insert(_CHUNKS).on_conflict_do_nothing().returning(_CHUNKS.c.id)
+    insert = dialect.insert(CHUNKS).on_conflict_do_nothing().returning(CHUNKS.c.id)
     return conn.execute(insert, values).first() is not None
 
 
 def delete_chunks(conn: Any, chat_id: str) -> None:
     """Delete the chat's summaries (in the caller's transaction)."""
-    conn.execute(_CHUNKS.delete().where(_CHUNKS.c.chat_id == chat_id))
+    conn.execute(CHUNKS.delete().where(CHUNKS.c.chat_id == chat_id))
 
 
 def list_chunks(conn: Any, chat_id: str) -> list[StoredChunk]:
     """The chat's summaries in (level, first_turn) order."""
     query = (
         core_select(*_COLUMNS)
-        .where(_CHUNKS.c.chat_id == chat_id)
-        .order_by(_CHUNKS.c.level, _CHUNKS.c.first_turn)
+        .where(CHUNKS.c.chat_id == chat_id)
+        .order_by(CHUNKS.c.level, CHUNKS.c.first_turn)
     )
     return [_chunk(row) for row in conn.execute(query)]
 
 
 def turn_count(conn: Any, chat_id: str) -> int:
     """How many turns the chat has (0 for an unknown chat)."""
-    query = core_select(func.count()).select_from(_TURNS).where(_TURNS.c.chat_id == chat_id)
+    query = core_select(func.count()).select_from(TURNS).where(TURNS.c.chat_id == chat_id)
     return int(conn.execute(query).scalar() or 0)
 
 
@@ -133,9 +130,9 @@ def turns_at(conn: Any, chat_id: str, first_turn: int, last_turn: int) -> list[T
     if first_turn < 1 or last_turn < first_turn:
         raise ValueError(f"not a range of turn positions: {first_turn}..{last_turn}")
     query = (
-        core_select(_TURNS.c.record)
-        .where(_TURNS.c.chat_id == chat_id)
-        .order_by(_TURNS.c.created, _TURNS.c.id)
+        core_select(TURNS.c.record)
+        .where(TURNS.c.chat_id == chat_id)
+        .order_by(TURNS.c.created, TURNS.c.id)
         .limit(last_turn - first_turn + 1)
         .offset(first_turn - 1)
     )
@@ -145,9 +142,7 @@ def turns_at(conn: Any, chat_id: str, first_turn: int, last_turn: int) -> list[T
 def pending_spans(conn: Any, chat_id: str, chunk_turns: int, l2_chunks: int) -> list[ChunkSpan]:
     """The chat's closed spans with no stored summary
     (:func:`~jupyter_agent.core.history.chunks.closed_spans`)."""
-    have_query = core_select(_CHUNKS.c.level, _CHUNKS.c.first_turn).where(
-        _CHUNKS.c.chat_id == chat_id
-    )
+    have_query = core_select(CHUNKS.c.level, CHUNKS.c.first_turn).where(CHUNKS.c.chat_id == chat_id)
     have = [(int(level), int(first)) for level, first in conn.execute(have_query)]
     return closed_spans(turn_count(conn, chat_id), chunk_turns, l2_chunks, have)
 

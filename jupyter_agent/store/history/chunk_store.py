@@ -19,7 +19,7 @@ from jupyter_agent.store.history import chunk_queries, turn_queries
 from jupyter_agent.store.memory import recall_index
 
 if TYPE_CHECKING:
-    from sqlmodel import Session
+    from sqlalchemy import Connection
 
 __all__ = ["ChunkMethods", "WindowReads"]
 
@@ -49,20 +49,19 @@ class WindowReads:
 
 
 class ChunkMethods:
-    """Chunk summaries and turn positions; the Store provides its sessions."""
+    """Chunk summaries and turn positions; the Store provides its connections."""
 
     if TYPE_CHECKING:
 
-        def _read(self, what: str) -> AbstractContextManager[Session]: ...
-        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+        def _read(self, what: str) -> AbstractContextManager[Connection]: ...
+        def _write(self, what: str) -> AbstractContextManager[Connection]: ...
 
     def add_chunk(self, chunk: StoredChunk) -> bool:
         """Store a chunk's summary. Idempotent: the first write for (chat, level,
         first_turn) wins and False is returned for a later one. StoreError for an unknown
         chat (or a span that is not one). A stored summary's recall doc is written in the
         same transaction."""
-        with self._write("cannot store the chunk") as session:
-            conn = session.connection()
+        with self._write("cannot store the chunk") as conn:
             inserted = chunk_queries.add_chunk(conn, chunk)
             if inserted:
                 owner = turn_queries.chat_owner(conn, chunk.chat_id)
@@ -75,30 +74,28 @@ class ChunkMethods:
         :class:`WindowReads` it yields shares it (one connection, one begin, one end:
         a window's three or four reads cost about one). Store errors are raised as the
         other reads raise them."""
-        with self._read("cannot read the chat's history") as session:
-            yield WindowReads(session.connection(), chat_id)
+        with self._read("cannot read the chat's history") as conn:
+            yield WindowReads(conn, chat_id)
 
     def list_chunks(self, chat_id: str) -> list[StoredChunk]:
         """The chat's stored summaries, in (level, first_turn) order."""
-        with self._read("cannot list the chat's chunks") as session:
-            return chunk_queries.list_chunks(session.connection(), chat_id)
+        with self._read("cannot list the chat's chunks") as conn:
+            return chunk_queries.list_chunks(conn, chat_id)
 
     def turn_count(self, chat_id: str) -> int:
         """How many turns the chat has (0 for an unknown chat)."""
-        with self._read("cannot count the chat's turns") as session:
-            return chunk_queries.turn_count(session.connection(), chat_id)
+        with self._read("cannot count the chat's turns") as conn:
+            return chunk_queries.turn_count(conn, chat_id)
 
     def turns_at(self, chat_id: str, first_turn: int, last_turn: int) -> list[TurnRecord]:
         """The turns at positions ``first_turn``..``last_turn`` (inclusive), oldest first,
         read in O(range) rows; fewer where the chat is shorter. ValueError for a range
         that is not one (``first_turn < 1`` or ``last_turn < first_turn``)."""
-        with self._read("cannot read the chat's turns") as session:
-            return chunk_queries.turns_at(session.connection(), chat_id, first_turn, last_turn)
+        with self._read("cannot read the chat's turns") as conn:
+            return chunk_queries.turns_at(conn, chat_id, first_turn, last_turn)
 
     def pending_spans(self, chat_id: str, chunk_turns: int, l2_chunks: int) -> list[ChunkSpan]:
         """The chat's closed spans that have no stored summary yet, oldest first, level 1
         before level 2 (:func:`~jupyter_agent.core.history.chunks.closed_spans`)."""
-        with self._read("cannot read the chat's chunks") as session:
-            return chunk_queries.pending_spans(
-                session.connection(), chat_id, chunk_turns, l2_chunks
-            )
+        with self._read("cannot read the chat's chunks") as conn:
+            return chunk_queries.pending_spans(conn, chat_id, chunk_turns, l2_chunks)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import Any
 
 from sqlalchemy import select as core_select
 
@@ -32,11 +32,9 @@ from jupyter_agent.core.turns import TurnRecord
 from jupyter_agent.store.history.chunk_queries import add_chunk, list_chunks, turn_count
 from jupyter_agent.store.memory import recall_index
 from jupyter_agent.store.rows import turn_values
-from jupyter_agent.store.tables import AgentTurnRow
+from jupyter_agent.store.tables import TURNS
 
 __all__ = ["add_turns", "copy_history", "turn_count"]
-
-_TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
 
 
 def copy_history(
@@ -46,9 +44,9 @@ def copy_history(
     (see the module docstring), the copies' ids from ``make_id("turn")``; the number of
     turns copied."""
     query = (
-        core_select(_TURNS.c.record)
-        .where(_TURNS.c.chat_id == source)
-        .order_by(_TURNS.c.created, _TURNS.c.id)
+        core_select(TURNS.c.record)
+        .where(TURNS.c.chat_id == source)
+        .order_by(TURNS.c.created, TURNS.c.id)
         .limit(upto)
     )
     turns = [TurnRecord.from_json(json.loads(row[0])) for row in conn.execute(query)]
@@ -57,7 +55,7 @@ def copy_history(
         copy = replace(turn, id=make_id("turn"), chat_id=target)
         values = turn_values(copy)
         values["run_id"] = f"{turn.run_id}~{target}"  # the projection is unique per row
-        conn.execute(_TURNS.insert(), values)
+        conn.execute(TURNS.insert(), values)
         if not is_demo_model(copy.model):
             docs.append(recall_index.turn_doc(copy, owner))
     for stored in list_chunks(conn, source):
@@ -76,7 +74,7 @@ def add_turns(conn: Any, turns: Sequence[TurnRecord], *, owner: str) -> None:
     transaction."""
     docs = []
     for turn in turns:
-        conn.execute(_TURNS.insert(), turn_values(turn))
+        conn.execute(TURNS.insert(), turn_values(turn))
         if not is_demo_model(turn.model):
             docs.append(recall_index.turn_doc(turn, owner))
     recall_index.put_docs(conn, docs)

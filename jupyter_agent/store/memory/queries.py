@@ -23,12 +23,7 @@ from sqlalchemy import select as core_select
 from jupyter_agent.core.memory.records import Memory
 from jupyter_agent.store.memory import recall_index
 from jupyter_agent.store.rows import valid
-from jupyter_agent.store.tables import (
-    AgentMemoryRow,
-    AgentMemoryVectorRow,
-    AgentTurnRow,
-    ChatRow,
-)
+from jupyter_agent.store.tables import CHATS, MEMORIES, MEMORY_VECTORS, TURNS
 
 __all__ = [
     "add_memory",
@@ -43,17 +38,13 @@ __all__ = [
     "update_memory",
 ]
 
-_MEMORIES: Final = AgentMemoryRow.metadata.tables["agent_memories"]
-_VECTORS: Final = AgentMemoryVectorRow.metadata.tables["agent_memory_vectors"]
-_TURNS: Final = AgentTurnRow.metadata.tables["agent_turns"]
-_CHATS: Final = ChatRow.metadata.tables["chats"]
-_M = _MEMORIES.c
+_M = MEMORIES.c
 _COLUMNS: Final = (
     _M.id,
     _M.text,
     _M.category,
     _M.chat_id,
-    _TURNS.c.id,
+    TURNS.c.id,
     _M.author,
     _M.created,
     _M.updated,
@@ -62,7 +53,7 @@ _COLUMNS: Final = (
 )
 # turn_id: the turn the saving run stored, once it is stored.
 _SELECT: Final = core_select(*_COLUMNS).select_from(
-    _MEMORIES.outerjoin(_TURNS, _TURNS.c.run_id == _M.run_id)
+    MEMORIES.outerjoin(TURNS, TURNS.c.run_id == _M.run_id)
 )
 
 
@@ -115,7 +106,7 @@ def add_memory(conn: Any, memory: Memory) -> Memory:
         "created": memory.created,
         "updated": memory.updated,
     }
-    conn.execute(_MEMORIES.insert(), values)
+    conn.execute(MEMORIES.insert(), values)
     stored = get_memory(conn, memory.id, memory.owner)
     assert stored is not None  # inserted just above, in this transaction
     recall_index.put_docs(conn, [_doc(stored)])
@@ -142,7 +133,7 @@ def update_memory(
     if category is not None:
         values["category"] = valid(category, what)
     found = conn.execute(
-        update(_MEMORIES)
+        update(MEMORIES)
         .where(_M.id == memory_id, _M.owner == owner)
         .values(**values)
         .returning(_M.id)
@@ -152,7 +143,7 @@ def update_memory(
     stored = get_memory(conn, memory_id, owner)
     assert stored is not None
     if before is not None and before.text != stored.text:
-        conn.execute(delete(_VECTORS).where(_VECTORS.c.memory_id == memory_id))
+        conn.execute(delete(MEMORY_VECTORS).where(MEMORY_VECTORS.c.memory_id == memory_id))
     recall_index.replace_doc(conn, _doc(stored))
     return stored
 
@@ -174,9 +165,9 @@ def delete_memory(conn: Any, memory_id: str, owner: str) -> bool:
         return False
     chat_id, run_id = found
     if chat_id is not None:
-        conn.execute(core_select(_CHATS.c.id).where(_CHATS.c.id == chat_id).with_for_update())
+        conn.execute(core_select(CHATS.c.id).where(CHATS.c.id == chat_id).with_for_update())
     deleted = conn.execute(
-        delete(_MEMORIES).where(_M.id == memory_id, _M.owner == owner).returning(_M.id)
+        delete(MEMORIES).where(_M.id == memory_id, _M.owner == owner).returning(_M.id)
     ).first()
     if deleted is None:
         return False
@@ -221,17 +212,17 @@ def put_vector(
         "dim": len(vector),
         "vector": json.dumps([float(x) for x in vector], separators=(",", ":")),
     }
-    conn.execute(delete(_VECTORS).where(_VECTORS.c.memory_id == memory_id))
-    conn.execute(_VECTORS.insert(), values)
+    conn.execute(delete(MEMORY_VECTORS).where(MEMORY_VECTORS.c.memory_id == memory_id))
+    conn.execute(MEMORY_VECTORS.insert(), values)
     return True
 
 
 def memory_vectors(conn: Any, owner: str, model: str) -> list[tuple[str, list[float]]]:
     """The owner's memories' vectors by ``model``, as (memory id, vector), by memory id."""
     query = (
-        core_select(_VECTORS.c.memory_id, _VECTORS.c.vector)
-        .select_from(_VECTORS.join(_MEMORIES, _M.id == _VECTORS.c.memory_id))
-        .where(_M.owner == owner, _VECTORS.c.model == model)
+        core_select(MEMORY_VECTORS.c.memory_id, MEMORY_VECTORS.c.vector)
+        .select_from(MEMORY_VECTORS.join(MEMORIES, _M.id == MEMORY_VECTORS.c.memory_id))
+        .where(_M.owner == owner, MEMORY_VECTORS.c.model == model)
     )
     found = [(str(mid), [float(x) for x in json.loads(v)]) for mid, v in conn.execute(query)]
     return sorted(found)
@@ -242,8 +233,8 @@ def memory_vectors_stamp(conn: Any, owner: str, model: str) -> tuple[int, str]:
     ``updated`` of their memories (a vector stored, dropped or replaced changes it)."""
     query = (
         core_select(func.count(), func.max(_M.updated))
-        .select_from(_VECTORS.join(_MEMORIES, _M.id == _VECTORS.c.memory_id))
-        .where(_M.owner == owner, _VECTORS.c.model == model)
+        .select_from(MEMORY_VECTORS.join(MEMORIES, _M.id == MEMORY_VECTORS.c.memory_id))
+        .where(_M.owner == owner, MEMORY_VECTORS.c.model == model)
     )
     count, latest = conn.execute(query).one()
     return int(count or 0), str(latest or "")
@@ -251,8 +242,8 @@ def memory_vectors_stamp(conn: Any, owner: str, model: str) -> tuple[int, str]:
 
 def memories_without_vector(conn: Any, owner: str, model: str, limit: int) -> list[Memory]:
     """Up to ``limit`` of the owner's memories with no vector by ``model``, oldest first."""
-    has = core_select(_VECTORS.c.memory_id).where(
-        _VECTORS.c.memory_id == _M.id, _VECTORS.c.model == model
+    has = core_select(MEMORY_VECTORS.c.memory_id).where(
+        MEMORY_VECTORS.c.memory_id == _M.id, MEMORY_VECTORS.c.model == model
     )
     query = _SELECT.where(_M.owner == owner, ~has.exists()).order_by(_M.created, _M.id).limit(limit)
     return [_memory(row) for row in conn.execute(query)]

@@ -22,7 +22,7 @@ from jupyter_agent.store.memory import recall_queries, recall_queue
 from jupyter_agent.store.memory.recall_queries import DEFAULT_CANDIDATES
 
 if TYPE_CHECKING:
-    from sqlmodel import Session
+    from sqlalchemy import Connection
 
     from jupyter_agent.store.memory.turn_indexer import TurnIndexer
 
@@ -30,13 +30,13 @@ __all__ = ["MemoryMethods"]
 
 
 class MemoryMethods:
-    """Memories, vectors and recall; the Store provides its sessions."""
+    """Memories, vectors and recall; the Store provides its connections."""
 
     if TYPE_CHECKING:
         _indexer: TurnIndexer
 
-        def _read(self, what: str) -> AbstractContextManager[Session]: ...
-        def _write(self, what: str) -> AbstractContextManager[Session]: ...
+        def _read(self, what: str) -> AbstractContextManager[Connection]: ...
+        def _write(self, what: str) -> AbstractContextManager[Connection]: ...
 
     # --- memories ------------------------------------------------------------------------
 
@@ -44,13 +44,13 @@ class MemoryMethods:
         """Store a new memory (its ``owner`` is its scope) and index it; return it as
         stored (``turn_id`` resolved when its run's turn is already stored). A duplicate
         id is a StoreError."""
-        with self._write("cannot save the memory") as session:
-            return memory_queries.add_memory(session.connection(), memory)
+        with self._write("cannot save the memory") as conn:
+            return memory_queries.add_memory(conn, memory)
 
     def get_memory(self, memory_id: str, *, owner: str = "") -> Memory | None:
         """The memory, with ``turn_id`` from the turn its run stored; None when missing."""
-        with self._read("cannot read the memory") as session:
-            return memory_queries.get_memory(session.connection(), memory_id, owner)
+        with self._read("cannot read the memory") as conn:
+            return memory_queries.get_memory(conn, memory_id, owner)
 
     def update_memory(
         self,
@@ -64,9 +64,9 @@ class MemoryMethods:
         """Change the text and/or the category (None: unchanged), set ``updated`` = ``now``
         and reindex it (a changed text drops its vectors); the memory as stored, or None
         when missing."""
-        with self._write("cannot update the memory") as session:
+        with self._write("cannot update the memory") as conn:
             return memory_queries.update_memory(
-                session.connection(),
+                conn,
                 memory_id,
                 text=text,
                 category=category,
@@ -78,8 +78,8 @@ class MemoryMethods:
         """Delete the memory, its recall doc and its vectors, and the recall doc of the turn
         its run stored (the turn stays in its chat; stored later, it is not indexed): a
         forgotten fact is not recalled again. False when missing."""
-        with self._write("cannot delete the memory") as session:
-            return memory_queries.delete_memory(session.connection(), memory_id, owner)
+        with self._write("cannot delete the memory") as conn:
+            return memory_queries.delete_memory(conn, memory_id, owner)
 
     def list_memories(
         self, *, owner: str = "", category: str | None = None, limit: int = 1000
@@ -88,13 +88,13 @@ class MemoryMethods:
         ValueError for a ``limit`` below 1."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        with self._read("cannot list memories") as session:
-            return memory_queries.list_memories(session.connection(), owner, category, limit)
+        with self._read("cannot list memories") as conn:
+            return memory_queries.list_memories(conn, owner, category, limit)
 
     def memory_categories(self, *, owner: str = "") -> list[tuple[str, int]]:
         """The categories in use with their memory counts, sorted by category."""
-        with self._read("cannot list memory categories") as session:
-            return memory_queries.categories(session.connection(), owner)
+        with self._read("cannot list memory categories") as conn:
+            return memory_queries.categories(conn, owner)
 
     # --- vectors (the embeddings' side table) ----------------------------------------------
 
@@ -104,28 +104,26 @@ class MemoryMethods:
         """Store the memory's embedding by ``model`` (replacing its previous one); False
         when the memory does not exist (deleted meanwhile) or, ``updated`` given, was
         updated since (the vector is of an older text: discarded)."""
-        with self._write("cannot store the vector") as session:
-            return memory_queries.put_vector(
-                session.connection(), memory_id, model, vector, updated
-            )
+        with self._write("cannot store the vector") as conn:
+            return memory_queries.put_vector(conn, memory_id, model, vector, updated)
 
     def memory_vectors(self, *, owner: str = "", model: str) -> list[tuple[str, list[float]]]:
         """Every (memory id, vector) of the owner's memories embedded by ``model``."""
-        with self._read("cannot read vectors") as session:
-            return memory_queries.memory_vectors(session.connection(), owner, model)
+        with self._read("cannot read vectors") as conn:
+            return memory_queries.memory_vectors(conn, owner, model)
 
     def memory_vectors_stamp(self, *, owner: str = "", model: str) -> tuple[int, str]:
         """A cheap stamp of :meth:`memory_vectors` (count, latest ``updated``): the index
         reloads only when it changed."""
-        with self._read("cannot read vectors") as session:
-            return memory_queries.memory_vectors_stamp(session.connection(), owner, model)
+        with self._read("cannot read vectors") as conn:
+            return memory_queries.memory_vectors_stamp(conn, owner, model)
 
     def memories_without_vector(
         self, *, owner: str = "", model: str, limit: int = 100
     ) -> list[Memory]:
         """Up to ``limit`` memories with no vector by ``model``, oldest first (a backfill)."""
-        with self._read("cannot read memories") as session:
-            return memory_queries.memories_without_vector(session.connection(), owner, model, limit)
+        with self._read("cannot read memories") as conn:
+            return memory_queries.memories_without_vector(conn, owner, model, limit)
 
     # --- recall ----------------------------------------------------------------------------
 
@@ -138,13 +136,13 @@ class MemoryMethods:
     def index_pending(self, limit: int) -> tuple[int, int]:
         """One batch (:func:`.recall_queue.index_batch`): (waiting rows seen, rows taken:
         fewer when another server's batch holds some)."""
-        with self._write("cannot index the stored turns for recall") as session:
-            return recall_queue.index_batch(session.connection(), limit)
+        with self._write("cannot index the stored turns for recall") as conn:
+            return recall_queue.index_batch(conn, limit)
 
     def pending_recall_turns(self) -> int:
         """How many stored turns wait for their recall doc."""
-        with self._read("cannot count the turns waiting for recall") as session:
-            return recall_queue.pending_turns(session.connection())
+        with self._read("cannot count the turns waiting for recall") as conn:
+            return recall_queue.pending_turns(conn)
 
     def resume_indexing(self) -> None:
         """Index, in the background, the turns an earlier process left waiting (the
@@ -173,9 +171,9 @@ class MemoryMethods:
         kind or ``candidates`` < 1. Turns this Store stored are found at once: any still
         waiting for their doc are indexed first (none when all of them are left out)."""
         self._indexer.catch_up(exclude_chat, exclude_since)
-        with self._read("cannot search memory") as session:
+        with self._read("cannot search memory") as conn:
             return recall_queries.recall(
-                session.connection(),
+                conn,
                 query,
                 owner=owner,
                 kinds=kinds,

@@ -57,8 +57,8 @@ def pgvector_installed(store: Any) -> bool:
     found = False
     if store.dialect == "postgresql":
         try:
-            with store._read("cannot check for pgvector") as session:
-                row = session.connection().execute(
+            with store._read("cannot check for pgvector") as conn:
+                row = conn.execute(
                     text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
                 )
                 found = row.first() is not None
@@ -88,8 +88,7 @@ def nearest_vectors(
         "model": model,
         "dim": len(query),
     }
-    with store._read("cannot search vectors") as session:
-        conn = session.connection()
+    with store._read("cannot search vectors") as conn:
         found = {str(i): float(c) for i, c in conn.execute(_NEAREST, {**params, "limit": limit})}
         if ids:
             rows = conn.execute(_OF_IDS, {**params, "ids": list(ids)})
