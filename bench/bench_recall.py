@@ -104,7 +104,7 @@ def load(url: str, facts: int, turns: int, texts: Texts) -> None:
     chats = [f"chat_{n:05d}" for n in range(max(1, turns // 50))]
     with engine.begin() as conn:
         conn.execute(
-            text("INSERT INTO chats VALUES (:id, :t, :n, :n, NULL)"),
+            text("INSERT INTO chats (id, title, created, updated) VALUES (:id, :t, :n, :n)"),
             [{"id": c, "t": texts.window(2, 6), "n": iso(0)} for c in chats],
         )
     batch = 2000

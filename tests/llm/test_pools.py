@@ -4,7 +4,11 @@ shutdown: counted by the fake provider, which counts the sockets it accepts."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 from typing import Any
 
 from jupyter_agent.effects import HTTP_POST, Effect
@@ -119,3 +123,39 @@ def test_origins_name_scheme_host_and_port() -> None:
     assert origin("http://localhost/v1") == ("http://localhost:80", True)
     # two base URLs of one origin share its pool
     assert origin("https://x.io/a/v1/messages")[0] == origin("https://x.io:443/b/responses")[0]
+
+
+class _Searches:
+    """A meta path finder that finds nothing and records what was searched for: a module
+    imported already is never searched for, a missing one at every import."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        self.names.append(name)
+        return None
+
+
+async def test_a_model_call_searches_for_no_module(fake_provider: Any) -> None:
+    """httpcore asks ``import sniffio`` several times a call: without sniffio installed
+    each is a failed import, a search of every ``sys.path`` entry (about 50 us each on these
+    machines). The package depends on sniffio so that none is; no other per-call import
+    may come back either."""
+    fake = fake_provider({"steps": [{"text": "no imports"}], "repeat": True})
+    transport = production()
+    searches = _Searches()
+    try:
+        for provider in ("anthropic", "openai"):  # first uses may import: not counted
+            await call(transport, effect(fake.base_url, provider))
+        sys.meta_path.insert(0, searches)
+        try:
+            for provider in ("anthropic", "openai", "anthropic"):
+                await call(transport, effect(fake.base_url, provider))
+        finally:
+            sys.meta_path.remove(searches)
+        assert searches.names == [], f"a model call searched for {sorted(set(searches.names))}"
+    finally:
+        await transport.aclose()
