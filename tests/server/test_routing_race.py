@@ -61,12 +61,12 @@ def test_every_answer_names_the_run_that_holds_its_message(
             n = len(store.list_turns(chat_id))
             _spin_until(spin, lambda n=n: len(store.list_turns(chat_id)) > n, "a turn")
         elif mode == 1:  # the final reply is out: the run is closing
-            seen = len([e for e in events.since(chat_id, 0) if e["type"] == "reply"])
+            # By seq, not by count: the bus lets ended runs' events go past its tail, so
+            # the count of kept replies may stay the same as a new one comes.
+            seen = max([0, *(e["seq"] for e in events.since(chat_id, 0) if e["type"] == "reply")])
             _spin_until(
                 spin,
-                lambda seen=seen: (
-                    len([e for e in events.since(chat_id, 0) if e["type"] == "reply"]) > seen
-                ),
+                lambda seen=seen: any(e["type"] == "reply" for e in events.since(chat_id, seen)),
                 "a reply",
             )
         elif mode == 2:  # the model is answering
