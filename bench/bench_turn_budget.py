@@ -30,7 +30,7 @@ Each line is a median, in ms and as a ratio of the turn's floor, with the phase'
 (:data:`BUDGET`) and whether it is met.
 
 Then what any durable turn through a Jupyter server pays here, at the same pace
-(:func:`structural`): the server's own cheapest authenticated request (``GET api/status``,
+(:func:`structural`): the server's own cheapest authenticated request (``GET api/me``,
 jupyter_server's handler, no agent code) and one durable SQLite commit with the store's
 settings (``journal_mode=TRUNCATE``, ``synchronous=FULL``, in the agent's data folder). A
 chat turn stores its message before its 202 and its turn before its reply, so it costs at
@@ -242,7 +242,7 @@ def measure(
 
 def structural(agent: Agent, n: int, pause_s: float) -> dict[str, float]:
     """Seconds (medians of ``n``, each after ``pause_s``) of what every durable turn
-    through a Jupyter server pays: ``request`` (``GET api/status``, jupyter_server's own
+    through a Jupyter server pays: ``request`` (``GET api/me``, jupyter_server's own
     handler) and ``commit`` (one row of 1 KB committed with the store's durability)."""
     assert agent.client is not None
     db = sqlite3.connect(agent.server.base / "data" / "bench-commit.sqlite", isolation_level=None)
@@ -255,7 +255,7 @@ def structural(agent: Agent, n: int, pause_s: float) -> dict[str, float]:
         for _ in range(n):
             time.sleep(pause_s)
             start = time.perf_counter()
-            agent.client.get("api/status").raise_for_status()
+            agent.client.get("api/me").raise_for_status()
             request.append(time.perf_counter() - start)
             time.sleep(pause_s)
             start = time.perf_counter()
@@ -320,7 +320,7 @@ def main(n: int = 20, as_json: bool = False) -> None:
     durable = chat_floor + request + 2 * commit
     print(
         f"\nwhat any durable chat turn through Jupyter pays here: the floor {chat_floor * 1e3:.2f}"
-        f" ms + one request {request * 1e3:.2f} ms (GET api/status, no agent code) + two"
+        f" ms + one request {request * 1e3:.2f} ms (GET api/me, no agent code) + two"
         f" durable commits {commit * 1e3:.2f} ms each = {durable * 1e3:.2f} ms ="
         f" {durable / chat_floor:.2f}x the chat floor; the chat turn is"
         f" {chat['total (to the reply)'] / durable:.2f}x that"
