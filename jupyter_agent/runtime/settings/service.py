@@ -58,9 +58,15 @@ class SettingsService:
         each tier ``{provider, model, ready, key_set, reason}``; ``history``: ``{pending,
         failing, last_error}`` of the chunk summaries (:meth:`HistoryScheduler.status
         <jupyter_agent.runtime.history.jobs.HistoryScheduler.status>`); ``kernels``: the
-        agent kernels' ``{warm, starting, in_use}`` (they are in no Jupyter listing). Reads
-        the owner's settings (the store, at most every few seconds) in a thread."""
-        tiers = await asyncio.to_thread(self._tiers.status, owner)
+        agent kernels' ``{warm, starting, in_use}`` (they are in no Jupyter listing).
+        Answered on the event loop once the owner's settings are cached (their refresh from
+        the store runs in a thread of its own): no worker thread is waited for, so a status
+        answers at once while every one of them waits on a slow store. The owner's first
+        read is made in a worker thread."""
+        if self._user.cached(owner):
+            tiers = self._tiers.status(owner)
+        else:
+            tiers = await asyncio.to_thread(self._tiers.status, owner)
         answer = {**tiers, "history": self._history_status()}
         if self._kernels is not None:
             answer["kernels"] = self._kernels()
