@@ -175,48 +175,27 @@ def test_a_slow_store_does_not_delay_status_during_a_delete(
 
 
 def test_status_answers_while_every_worker_thread_is_busy(
-    fetch: Any, jp_asyncio_loop: Any, jp_http_port: int, jp_auth_header: dict[str, str]
+    fetch: Any, jp_asyncio_loop: Any, status: Callable[[], tuple[int, Any]]
 ) -> None:
     """Under load every worker thread of the server's loop may be waiting on the store
-    (a run's reads, a chat's, the history's): a status must not queue behind them. The
-    probe is a blocking client in a thread of its own (the test client resolves the host
-    in a worker thread, which would wait too)."""
+    (a run's reads, a chat's, the history's): a status must not queue behind them."""
     assert call(fetch, "agent", "status")[0] == 200  # the owner's settings are cached
     release = threading.Event()
 
-    def probe() -> tuple[int, dict[str, Any], float]:
-        conn = http.client.HTTPConnection("127.0.0.1", jp_http_port, timeout=10)
-        try:
-            started = time.monotonic()
-            conn.request("GET", "/agent/status", headers=jp_auth_header)
-            response = conn.getresponse()
-            return response.status, json.loads(response.read()), time.monotonic() - started
-        finally:
-            conn.close()
-
-    async def while_busy() -> tuple[int, dict[str, Any], float]:
+    async def while_busy() -> tuple[tuple[int, Any], float]:
         loop = asyncio.get_running_loop()
         # More than any default executor has workers (at most 32): every one is taken.
         busy = [loop.run_in_executor(None, release.wait) for _ in range(40)]
-        done: asyncio.Future[tuple[int, dict[str, Any], float]] = loop.create_future()
-
-        def run() -> None:
-            try:
-                result = probe()
-            except BaseException as exc:  # reported to the test, not lost in the thread
-                loop.call_soon_threadsafe(done.set_exception, exc)
-            else:
-                loop.call_soon_threadsafe(done.set_result, result)
-
-        threading.Thread(target=run, daemon=True).start()
         try:
-            return await asyncio.wait_for(done, 10)
+            started = time.monotonic()
+            answer = await asyncio.wait_for(_in_thread(status), 10)
+            return answer, time.monotonic() - started
         finally:
             release.set()
             await asyncio.gather(*busy)
 
-    status, body, took = jp_asyncio_loop.run_until_complete(while_busy())
-    assert status == 200
+    (code, body), took = jp_asyncio_loop.run_until_complete(while_busy())
+    assert code == 200
     assert "tiers" in body
     assert "demo" in body
     assert took < 2.0, took
