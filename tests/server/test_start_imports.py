@@ -12,12 +12,14 @@ and is answered; the first to ``agent/evals`` builds the evals service, the firs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import httpx
@@ -74,9 +76,12 @@ sys.exit(main())
 """
 
 
-def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@contextlib.contextmanager
+def _server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent: Mapping[str, object] | None = None
+) -> Iterator[tuple[str, dict[str, str], Callable[[], str]]]:
+    """A real ``jupyter server`` with the agent (``agent``: its ``JupyterAgent`` config)
+    and the modules extension, answering ``GET agent/status``: (url, headers, its log)."""
     dirs = jupyter_dirs(tmp_path)
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(dirs["data"]))
     install_kernelspec(user=True)  # the pool's kernels, in the server's data dir
@@ -86,6 +91,7 @@ def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(
         },
         # the default pool size (2); a delay no poll below can miss
         "KernelPool": {"start_delay_s": 3.0},
+        "JupyterAgent": dict(agent or {}),
     }
     (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
     env = jupyter_env(dirs)
@@ -101,30 +107,46 @@ def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(
     log = (tmp_path / "server.log").open("wb")
     proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
     url, headers = f"http://127.0.0.1:{port}/", {"Authorization": f"token {token}"}
+
+    def read_log() -> str:
+        return (tmp_path / "server.log").read_text()
+
     try:
         deadline = time.monotonic() + 90
         while True:
             try:
-                status = httpx.get(url + "agent/status", headers=headers)
-                if status.status_code == 200:
+                if httpx.get(url + "agent/status", headers=headers).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
-            assert proc.poll() is None, (tmp_path / "server.log").read_text()
-            assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            assert proc.poll() is None, read_log()
+            assert time.monotonic() < deadline, read_log()
             time.sleep(0.1)
+        yield url, headers, read_log
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+
+
+def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _server(tmp_path, monkeypatch) as (url, headers, read_log):
+        status = httpx.get(url + "agent/status", headers=headers)
+        deadline = time.monotonic() + 90
         loaded = set(httpx.get(url + "test/modules", headers=headers).json())
         assert sorted(m for m in LAZY if m in loaded) == []
         at_load = httpx.get(url + "test/modules", headers=headers, params={"at": "load"})
         assert "jupyter_agent.server.app" in at_load.json()  # loaded before this extension
         assert sorted(m for m in AFTER_LISTEN if m in at_load.json()) == []
         while not {"httpx", "snowballstemmer"} <= loaded:  # preloaded once it listens
-            assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            assert time.monotonic() < deadline, read_log()
             time.sleep(0.1)
             loaded = set(httpx.get(url + "test/modules", headers=headers).json())
         assert status.json()["kernels"] == NO_KERNELS  # the pool fills after the start
         while httpx.get(url + "agent/status", headers=headers).json()["kernels"]["warm"] < 2:
-            assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            assert time.monotonic() < deadline, read_log()
             time.sleep(0.2)
         assert "numpy" not in set(httpx.get(url + "test/modules", headers=headers).json())
         answer = httpx.post(
@@ -155,7 +177,16 @@ def test_a_start_loads_no_heavy_module_and_mcp_loads_on_first_use(
         assert programs.status_code == 200, programs.text
         loaded = set(httpx.get(url + "test/modules", headers=headers).json())
         assert "jupyter_agent.programs.service" in loaded
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
+
+
+def test_the_start_freezes_its_heap_once_and_the_admin_can_say_no(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``JupyterAgent.freeze_start_heap`` (default True): the server's start-up objects are
+    out of the collector's reach once the agent has loaded; False leaves them in it."""
+    with _server(tmp_path / "on", monkeypatch) as (url, headers, _):
+        frozen = httpx.get(url + "test/gc", headers=headers).json()["frozen"]
+        assert frozen > 100_000  # jupyter_server's modules, classes, config, and the agent's
+    off = {"freeze_start_heap": False}
+    with _server(tmp_path / "off", monkeypatch, off) as (url, headers, _):
+        assert httpx.get(url + "test/gc", headers=headers).json() == {"frozen": 0}
