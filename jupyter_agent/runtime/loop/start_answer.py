@@ -11,8 +11,9 @@ ceilings, spaces, tier and profile from the run's config snapshot. The window's 
 
 Then, when the program will search (:func:`~jupyter_agent.core.loop.start.planned_recall`
 of the answer and the opening message waiting in the mailbox, as the drain will hand it,
-scrubbed), the search starts at once (:class:`~jupyter_agent.runtime.memory.search.Prefetch`)
-and runs while the answer is logged, the mailbox drained and the prompt built. The
+scrubbed), the search starts at once (:class:`~jupyter_agent.runtime.memory.search.Prefetch`:
+its store read is in a worker thread before the answer returns) and runs while the answer
+is logged, the mailbox drained and the prompt built. The
 ``recall.search`` performer answers with it only when the program's intent equals the
 planned one (else it searches afresh): the log holds what the program asked and got.
 """
@@ -36,7 +37,7 @@ from jupyter_agent.runtime.loop.context import RunContext
 from jupyter_agent.runtime.mcp.app import mcp_current
 from jupyter_agent.runtime.memory.counts import counts_of
 from jupyter_agent.runtime.memory.hybrid import hybrid_rank
-from jupyter_agent.runtime.memory.search import Prefetch, search
+from jupyter_agent.runtime.memory.search import Prefetch, begin_search
 from jupyter_agent.runtime.runs.mailbox import items_json
 from jupyter_agent.runtime.runs.parts import read_anchored
 
@@ -128,15 +129,22 @@ def _prefetch(run: RunContext, answer: StartAnswer) -> None:
     planned = planned_recall(answer, str(item.get("text") or ""), run.chat_id)
     if planned is None:
         return
-    task = asyncio.ensure_future(recall_hits(run, planned))
+    try:
+        task = _begin(run, planned)  # its store read is under way before the answer is logged
+    except ValueError:  # a bad plan: the program's own intent searches (and fails) as before
+        return
     run.prefetch = Prefetch(data=planned, task=task)
 
 
 async def recall_hits(run: RunContext, data: Mapping[str, Any]) -> list[RecallHit]:
     """The hits of the ``recall.search`` intent ``data`` for this run (packed; raises as
     :func:`~jupyter_agent.runtime.memory.search.search`)."""
+    return await _begin(run, data)
+
+
+def _begin(run: RunContext, data: Mapping[str, Any]) -> asyncio.Future[list[RecallHit]]:
     services = run.services
-    return await search(
+    return begin_search(
         services.store,
         data,
         owner=run.owner,

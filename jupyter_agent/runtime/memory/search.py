@@ -27,9 +27,11 @@ Owner: ``""``, the server's user (the multi-user issue gives runs their own).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 from jupyter_agent.core.memory.recall import pack_hits, without_secrets
@@ -41,6 +43,7 @@ __all__ = [
     "Prefetch",
     "Rank",
     "RecallTimeout",
+    "begin_search",
     "memory_answer",
     "search",
     "search_args",
@@ -134,24 +137,61 @@ async def search(
     """The hits of a ``recall.search`` intent, packed (see the module docstring);
     ``known(text)`` truthy when ``text`` holds a secret the server knows
     (``Scrubber.spans``); :class:`RecallTimeout` past ``timeout_s`` (None: no deadline)."""
+    return await begin_search(store, data, owner=owner, rank=rank, known=known, timeout_s=timeout_s)
+
+
+def begin_search(
+    store: Any,
+    data: Mapping[str, Any],
+    *,
+    owner: str,
+    rank: Rank | None = None,
+    known: Callable[[str], object] | None = None,
+    timeout_s: float | None = None,
+) -> asyncio.Future[list[RecallHit]]:
+    """:func:`search`, begun now: the store's read is in a worker thread before this
+    returns (the lexical ranking; the hybrid one starts at the loop's next step), so a
+    search begun ahead of its intent (:class:`Prefetch`) runs while the caller goes on
+    without yielding. Call on the loop; a bad intent raises ValueError here."""
     args = search_args(data)
     query = str(data["query"])
     threshold = float(data.get("threshold") or 0.0)
     budget = int(data.get("budget_tokens") or 0)
+    loop = asyncio.get_running_loop()
     if args["k"] == 0 or budget <= 0:
-        return []
+        done: asyncio.Future[list[RecallHit]] = loop.create_future()
+        done.set_result([])
+        return done
+    raw: asyncio.Future[list[RecallHit]]
+    if rank is None:
+        # As asyncio.to_thread, but submitted at once (to_thread's coroutine would submit
+        # it at its first step, after the caller yields).
+        read = partial(contextvars.copy_context().run, _recall, store, query, owner, args)
+        raw = loop.run_in_executor(None, read)
+    else:
+        more = {} if timeout_s is None else {"vector_deadline_s": timeout_s * VECTOR_SHARE}
+        raw = asyncio.ensure_future(rank(store, query, owner=owner, **args, **more))
 
-    async def ranked() -> list[RecallHit]:
-        if rank is not None:
-            more = {} if timeout_s is None else {"vector_deadline_s": timeout_s * VECTOR_SHARE}
-            return list(await rank(store, query, owner=owner, **args, **more))
-        return list(await asyncio.to_thread(lambda: store.recall(query, owner=owner, **args)))
+    async def packed() -> list[RecallHit]:
+        try:
+            # On timeout the awaited read is cancelled: its late answer is dropped.
+            hits = await asyncio.wait_for(raw, timeout_s)
+        except asyncio.TimeoutError:  # (TimeoutError itself from Python 3.11)
+            ms = round((timeout_s or 0) * 1000)
+            raise RecallTimeout(f"recall took longer than {ms} ms: no recall this run") from None
+        safe = without_secrets(hits, known)[: args["k"]]
+        return pack_hits(safe, threshold, budget, args["exclude_chat"])
 
-    try:
-        # On timeout the awaited thread's future is cancelled: its late answer is dropped.
-        hits = await asyncio.wait_for(ranked(), timeout_s)
-    except asyncio.TimeoutError:  # (TimeoutError itself from Python 3.11)
-        ms = round((timeout_s or 0) * 1000)
-        raise RecallTimeout(f"recall took longer than {ms} ms: no recall this run") from None
-    safe = without_secrets(hits, known)[: args["k"]]
-    return pack_hits(safe, threshold, budget, args["exclude_chat"])
+    task = asyncio.ensure_future(packed())
+    task.add_done_callback(lambda _: _drop(raw))  # a search cancelled: its read too
+    return task
+
+
+def _drop(read: asyncio.Future[list[RecallHit]]) -> None:
+    """Cancel a read nobody awaits any more; a failure it already had is not reported."""
+    if not read.cancel() and not read.cancelled():
+        read.exception()
+
+
+def _recall(store: Any, query: str, owner: str, args: Mapping[str, Any]) -> list[RecallHit]:
+    return list(store.recall(query, owner=owner, **args))

@@ -1,0 +1,134 @@
+"""A recall begun ahead of its intent (``toolcaller@v7``'s start answer, issue 27): its store
+read runs in a worker thread from the moment it is begun, not from the loop's next step,
+so it overlaps what the driver does without yielding (logging the start answer, draining
+the mailbox, building the prompt); and a run's ``recall.search`` is answered by that one
+search (the store is read once per turn)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_agent.core.memory.records import RecallHit
+from jupyter_agent.runtime.memory.search import Prefetch, RecallTimeout, begin_search
+from jupyter_agent.trace.log import pair_effects
+from tests.runtime.harness import Harness, close_harness, make_harness
+
+pytestmark = pytest.mark.timeout(120)
+
+INTENT = {"query": "quarterly sales", "k": 5, "threshold": 0.0, "budget_tokens": 800}
+
+
+class GatedStore:
+    """A store whose ``recall`` says when it starts, then waits to be let go."""
+
+    def __init__(self, hits: list[RecallHit] | None = None, error: Exception | None = None):
+        self.started = threading.Event()
+        self.go = threading.Event()
+        self.hits = hits or []
+        self.error = error
+        self.calls = 0
+
+    def recall(self, query: str, **kwargs: Any) -> list[RecallHit]:
+        self.calls += 1
+        self.started.set()
+        self.go.wait(10)
+        if self.error is not None:
+            raise self.error
+        return self.hits
+
+
+def hit(text: str = "Quarterly sales live in data/q.parquet.") -> RecallHit:
+    return RecallHit(
+        kind="memory", id="mem_1", text=text, score=0.9, created="2026-12-06T12:00:00.000Z"
+    )
+
+
+async def test_the_store_read_is_under_way_before_begin_search_returns() -> None:
+    store = GatedStore([hit()])
+    search = begin_search(store, INTENT, owner="")
+    # No await since: the loop has not run a step. A blocking wait here only lets the
+    # worker thread run; a read started at the search's first step would never start.
+    assert store.started.wait(5), "the read waits for the loop's next step"
+    store.go.set()
+    hits = await search
+    assert [h.id for h in hits] == ["mem_1"]
+    assert store.calls == 1
+
+
+async def test_a_bad_intent_is_refused_at_once_and_nothing_is_read() -> None:
+    store = GatedStore()
+    with pytest.raises(ValueError, match="query and k"):
+        begin_search(store, {"query": "x"}, owner="")
+    assert store.calls == 0
+
+
+async def test_no_budget_answers_nothing_without_reading() -> None:
+    store = GatedStore()
+    assert await begin_search(store, {**INTENT, "budget_tokens": 0}, owner="") == []
+    assert store.calls == 0
+
+
+async def test_a_prefetch_not_taken_is_cancelled_and_its_failure_never_reported() -> None:
+    loop = asyncio.get_running_loop()
+    unretrieved: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+    try:
+        store = GatedStore(error=RuntimeError("database gone"))
+        prefetch = Prefetch(data=INTENT, task=begin_search(store, INTENT, owner=""))
+        assert store.started.wait(5)
+        assert prefetch.take({**INTENT, "query": "something else"}) is None
+        store.go.set()
+        with pytest.raises(asyncio.CancelledError):
+            await prefetch.task
+        await asyncio.sleep(0.2)  # the read's thread ends with its error
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert unretrieved == []
+
+
+async def test_a_search_past_its_deadline_times_out_and_drops_the_late_answer() -> None:
+    store = GatedStore([hit()])
+    search = begin_search(store, INTENT, owner="", timeout_s=0.05)
+    with pytest.raises(RecallTimeout, match="longer than 50 ms"):
+        await search
+    store.go.set()
+
+
+@pytest.fixture
+async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> AsyncIterator[Harness]:
+    harness = await make_harness(tmp_path, fake_provider([]), kernel_manager)
+    harness.fake.load({"steps": [{"text": "Noted."}], "repeat": True})
+    yield harness
+    await close_harness(harness)
+
+
+async def test_a_turn_reads_the_store_once_for_its_recall(
+    agent: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search begun with the start answer is the one ``recall.search`` answers with
+    (the program's intent equals the planned one): one store read per turn, begun before
+    the program asked, and the hits the log holds are that read's."""
+    first = agent.new_chat()
+    await agent.ask(first, "The ingest pipeline runs nightly at 02:00.")
+    reads: list[str] = []
+    recall = agent.store.recall
+
+    def counted(query: str, **kwargs: Any) -> list[RecallHit]:
+        reads.append(query)
+        return recall(query, **kwargs)
+
+    monkeypatch.setattr(agent.store, "recall", counted)
+    turn = await agent.ask(agent.new_chat(), "When does the ingest pipeline run?")
+    [searched] = [e for e in pair_effects(agent.trace(turn.run_id)) if e.name == "recall.search"]
+    assert reads == [searched.data["query"]]
+    assert searched.result is not None
+    assert {h["chat_id"] for h in searched.result.data["hits"]} == {first}
