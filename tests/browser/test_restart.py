@@ -126,11 +126,19 @@ def test_a_reconnection_after_a_gap_shows_the_runs_that_ended_meanwhile(
     for ws in sockets:
         ws.close()
     expect(view.locator(".jp-agent-connection")).not_to_have_attribute("data-state", "open")
-    # More ended runs than the 16 KiB the server keeps of them (over 3 KB each).
+    # More ended runs than the 16 KiB the server keeps of them (over 3 KB each). Each
+    # message has its reply whatever else asks the model meanwhile (the summary of the
+    # chat's first ten turns, made in the background as the tenth ends): a turn plays the
+    # route its message names, and no call uses up another's step.
     texts = [f"Reply {i} while away." for i in range(2, 12)]
-    for text in texts:
-        fake.load({"steps": [{"text": text + " More words." * 200}]})
-        run_id = lab.request("POST", f"agent/chats/{chat_id}/messages", {"text": "more"})
+    routes = [
+        {"when": f"away-{i:02d}", "steps": [{"text": text + " More words." * 200}]}
+        for i, text in enumerate(texts, start=2)
+    ]
+    fake.load({"per_turn": True, "routes": routes, "steps": [{"text": "A summary."}]})
+    for i in range(2, 12):
+        message = {"text": f"away-{i:02d}"}
+        run_id = lab.request("POST", f"agent/chats/{chat_id}/messages", message)
         assert run_id.status_code == 202, run_id.text
         _wait_idle(lab, chat_id)
     up[0] = True
