@@ -65,6 +65,7 @@ class _Trace(JupyterHandler):  # type: ignore[misc]
 class _Types(JupyterHandler):  # type: ignore[misc]
     @web.authenticated
     def get(self) -> None:
+        gc.unfreeze()  # the start's heap (freeze_start_heap) is counted too
         gc.collect()
         counts: dict[str, int] = {}
         for obj in gc.get_objects():
@@ -80,6 +81,7 @@ class _Holders(JupyterHandler):  # type: ignore[misc]
 
     @web.authenticated
     def get(self) -> None:
+        gc.unfreeze()  # a holder made at the start (freeze_start_heap) is a referrer too
         gc.collect()
         wanted = self.get_argument("type")
         targets = [

@@ -20,6 +20,13 @@ for _name, _sub in (
     os.environ.setdefault(_name, os.path.join(_ISOLATED, _sub))
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
 
+# The test process is not a server: the in-process servers it starts do not freeze its
+# heap (JupyterAgent.freeze_start_heap freezes once per process, so it is marked done).
+# Real servers started as processes freeze theirs (tests/server/test_start_imports.py).
+import jupyter_agent.server.app as _agent_app  # noqa: E402
+
+_agent_app._FROZEN = True
+
 pytest_plugins = (
     "pytest_jupyter.jupyter_server",
     "tests.plugins.postgres",

@@ -104,8 +104,10 @@ class JupyterAgent(ExtensionApp, AppSettings):
             "250,000) out of the garbage collector's reach when the agent loads "
             "(gc.freeze(), once per process). The start then pays no full collection over "
             "them (two, about 0.1 s each here), nor does any full collection later, which "
-            "pauses every request. The cost: a reference cycle among those objects that "
-            "becomes garbage later is never freed. False leaves the collector as it is."
+            "pauses every request. It is process-wide: a reference cycle among those objects "
+            "that becomes garbage later is never freed, and gc.get_objects() and "
+            "gc.get_referrers() (objgraph, pympler) no longer list them. False leaves the "
+            "collector as it is."
         ),
     ).tag(config=True)
 

@@ -129,7 +129,8 @@ def test_a_reconnection_after_a_gap_shows_the_runs_that_ended_meanwhile(
     # More ended runs than the 16 KiB the server keeps of them (over 3 KB each). Each
     # message has its reply whatever else asks the model meanwhile (the summary of the
     # chat's first ten turns, made in the background as the tenth ends): a turn plays the
-    # route its message names, and no call uses up another's step.
+    # route its message names, per turn, so no call uses up another's step (the summary
+    # plays a route its transcript names, or the default step).
     texts = [f"Reply {i} while away." for i in range(2, 12)]
     routes = [
         {"when": f"away-{i:02d}", "steps": [{"text": text + " More words." * 200}]}

@@ -31,6 +31,7 @@ class GatedStore:
     def __init__(self, hits: list[RecallHit] | None = None, error: Exception | None = None):
         self.started = threading.Event()
         self.go = threading.Event()
+        self.ended = threading.Event()
         self.hits = hits or []
         self.error = error
         self.calls = 0
@@ -38,10 +39,13 @@ class GatedStore:
     def recall(self, query: str, **kwargs: Any) -> list[RecallHit]:
         self.calls += 1
         self.started.set()
-        self.go.wait(10)
-        if self.error is not None:
-            raise self.error
-        return self.hits
+        try:
+            self.go.wait(10)
+            if self.error is not None:
+                raise self.error
+            return self.hits
+        finally:
+            self.ended.set()
 
 
 def hit(text: str = "Quarterly sales live in data/q.parquet.") -> RecallHit:
@@ -87,7 +91,8 @@ async def test_a_prefetch_not_taken_is_cancelled_and_its_failure_never_reported(
         store.go.set()
         with pytest.raises(asyncio.CancelledError):
             await prefetch.task
-        await asyncio.sleep(0.2)  # the read's thread ends with its error
+        assert await asyncio.to_thread(store.ended.wait, 5)  # the read ended with its error
+        await asyncio.sleep(0.05)  # its result reaches the loop (call_soon_threadsafe)
         gc.collect()
         await asyncio.sleep(0)
     finally:

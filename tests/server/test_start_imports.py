@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import jupyter_agent.server.app as agent_app
 from jupyter_agent.cli.main import install_kernelspec
 from tests.plugins.jupyter_dirs import jupyter_dirs, jupyter_env
 from tests.rest_stub import free_port
@@ -190,3 +191,14 @@ def test_the_start_freezes_its_heap_once_and_the_admin_can_say_no(
     off = {"freeze_start_heap": False}
     with _server(tmp_path / "off", monkeypatch, off) as (url, headers, _):
         assert httpx.get(url + "test/gc", headers=headers).json() == {"frozen": 0}
+
+
+def test_the_heap_is_frozen_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another server of the same process (tests, a hub's in-process spawner) freezes
+    nothing more: its start would freeze what the first one left as garbage."""
+    calls: list[str] = []
+    monkeypatch.setattr(agent_app, "_FROZEN", False)
+    monkeypatch.setattr(agent_app.gc, "freeze", lambda: calls.append("freeze"))
+    assert agent_app.freeze_start_heap() is True
+    assert agent_app.freeze_start_heap() is False
+    assert calls == ["freeze"]

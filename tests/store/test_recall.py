@@ -14,6 +14,7 @@ from jupyter_agent.core.memory.records import Memory, RecallHit
 from jupyter_agent.core.turns import Reply, TurnLLM, TurnRecord
 from jupyter_agent.exceptions import StoreError
 from jupyter_agent.store import Store
+from jupyter_agent.store.memory.turn_indexer import TurnIndexer
 from jupyter_agent.store.migrations import MIGRATIONS
 from jupyter_agent.store.rows import turn_values
 from jupyter_agent.store.tables import TURNS
@@ -238,8 +239,12 @@ def test_the_window_s_turns_and_chunks_are_left_out(chats: Store) -> None:
     assert {h.id for h in hits} == every - {f"{CHAT}:1:1"}
 
 
-def test_a_turn_is_queued_with_it_and_indexed_after_it(chats: Store, db_url: str) -> None:
+def test_a_turn_is_queued_with_it_and_indexed_after_it(
+    chats: Store, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = chats
+    # Its indexer waits past the test: what is pending is this test's to index.
+    monkeypatch.setattr(store, "_indexer", TurnIndexer(store, delay_s=60))
     assert store.append_turn(turn(1, "fjord trip", "booked"))
     assert store.append_turn(turn(1, "fjord trip", "booked")) is False  # replayed: one doc
     assert rows_of(db_url, "SELECT turn_id FROM agent_recall_pending") == [("turn_0001",)]

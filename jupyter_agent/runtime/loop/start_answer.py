@@ -12,8 +12,9 @@ ceilings, spaces, tier and profile from the run's config snapshot. The window's 
 Then, when the program will search (:func:`~jupyter_agent.core.loop.start.planned_recall`
 of the answer and the opening message waiting in the mailbox, as the drain will hand it,
 scrubbed), the search starts at once (:class:`~jupyter_agent.runtime.memory.search.Prefetch`:
-its store read is in a worker thread before the answer returns) and runs while the answer
-is logged, the mailbox drained and the prompt built. The
+with the lexical ranking its store read is in a worker thread before the answer returns;
+the hybrid one, with an ``embed`` tier, starts at the loop's next step) and runs while the
+answer is logged, the mailbox drained and the prompt built. The
 ``recall.search`` performer answers with it only when the program's intent equals the
 planned one (else it searches afresh): the log holds what the program asked and got.
 """
@@ -131,8 +132,9 @@ def _prefetch(run: RunContext, answer: StartAnswer) -> None:
         return
     try:
         task = _begin(run, planned)  # its store read is under way before the answer is logged
-    except ValueError:  # a bad plan: the program's own intent searches (and fails) as before
-        return
+    except Exception as err:  # a bad plan, an executor shut down: the program's own intent
+        log.debug("run %s: no early recall (%s)", run.run_id, type(err).__name__)
+        return  # searches (and fails, if it does) as it would without the early start
     run.prefetch = Prefetch(data=planned, task=task)
 
 

@@ -152,7 +152,9 @@ def begin_search(
     """:func:`search`, begun now: the store's read is in a worker thread before this
     returns (the lexical ranking; the hybrid one starts at the loop's next step), so a
     search begun ahead of its intent (:class:`Prefetch`) runs while the caller goes on
-    without yielding. Call on the loop; a bad intent raises ValueError here."""
+    without yielding. Call on the loop; a bad intent raises ValueError here. The deadline
+    (``timeout_s``) counts from the search's first wait, so a read begun early has its head
+    start on top of it: the bound on the time to the first model call holds the same."""
     args = search_args(data)
     query = str(data["query"])
     threshold = float(data.get("threshold") or 0.0)

@@ -38,9 +38,9 @@ log = logging.getLogger(__name__)
 
 #: The indexer thread's name (a test counting a run's statements leaves its work out).
 THREAD_NAME: Final = "agent-recall-indexer"
-#: A woken indexer waits this long before its batch (turns stored meanwhile join it):
-#: the run's own end (its log's close, ``run_end``, the summaries' read) goes first, and a
-#: next message sent 0.1 s after a reply (a script, an eval's cases, another chat) finds
+#: A woken indexer waits this long before its batch (turns stored meanwhile join it): the
+#: run's own end (its log's close, ``run_end``, the summaries' read) usually goes first, and
+#: a next message sent 0.1 s after a reply (a script, an eval's cases, another chat) finds
 #: the turn indexed rather than indexing it itself before its recall (about 2 ms).
 DELAY_S: Final = 0.05
 #: The longest pause between retries while the database fails.
