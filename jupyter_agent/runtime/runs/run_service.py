@@ -186,8 +186,11 @@ class RunService:
         from jupyter_agent.trace.show import show_run
 
         trace = await self._trace(run_id, owner, admin)
-        turn = await asyncio.to_thread(self._store.get_turn_by_run, run_id)
+        # The summary first: a run's end stores its turn and its ended summary in one
+        # transaction, so an ended summary read first means its turn is read too (read
+        # after, a turn stored in between would be missing beside an ended summary).
         summary = await asyncio.to_thread(self._store.get_run, run_id)
+        turn = await asyncio.to_thread(self._store.get_turn_by_run, run_id)
         # The run's owner's proposals (an admin reads another owner's run).
         run_owner = summary.owner if summary is not None else owner
         rows = await asyncio.to_thread(
