@@ -18,7 +18,7 @@ import pytest
 
 from jupyter_agent.llm.fake.server import FakeProvider
 from jupyter_agent.runtime.memory.hybrid import hybrid_rank
-from jupyter_agent.runtime.memory.search import search
+from jupyter_agent.runtime.memory.search import begin_search
 from jupyter_agent.store import Store
 from tests.runtime import test_embedder as base
 from tests.runtime.test_embedder import FACTS, MODEL, QUERY, Tiers, embedder_for, save, tier_of
@@ -85,10 +85,13 @@ async def test_a_slow_index_load_leaves_recall_lexical_until_it_is_done(
     rank = hybrid_rank(embedder, "")
     embedder.kick()  # the server's start: the load begins now, in the background
     for _ in range(3):  # every search while it loads: lexical, in time, never cancelling it
-        hits = await search(slow_store, intent(LEXICAL), rank=rank, timeout_s=DEADLINE_S, owner="")
+        hits = await begin_search(
+            slow_store, intent(LEXICAL), rank=rank, timeout_s=DEADLINE_S, owner=""
+        )
         assert [h.id for h in hits][:1] == [ids[2]]
         assert (
-            await search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="") == []
+            await begin_search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
+            == []
         )
     index = embedder.index("", MODEL)
     assert not index.loaded
@@ -96,7 +99,7 @@ async def test_a_slow_index_load_leaves_recall_lexical_until_it_is_done(
     assert index.loaded
     assert slow_store.reads == 1  # one load, never restarted by the cancelled searches
     # Loaded: hybrid now (a wide deadline: the query's embedding call is not what is tested).
-    hits = await search(slow_store, intent(QUERY), rank=rank, timeout_s=5.0, owner="")
+    hits = await begin_search(slow_store, intent(QUERY), rank=rank, timeout_s=5.0, owner="")
     assert [h.id for h in hits][:1] == [ids[0]]  # the fact in other words
     await embedder.transport.aclose()
 
@@ -129,10 +132,15 @@ async def test_a_slow_endpoint_under_the_search_deadline_is_not_a_tier_failure(
     await embedder.drain()  # the index is loaded
     fake.embed_delay_s = 1.0  # a hosted endpoint: slower than 0.6 x 250 ms
     started = time.monotonic()
-    hits = await search(slow_store, intent(LEXICAL), rank=rank, timeout_s=DEADLINE_S, owner="")
+    hits = await begin_search(
+        slow_store, intent(LEXICAL), rank=rank, timeout_s=DEADLINE_S, owner=""
+    )
     assert time.monotonic() - started < DEADLINE_S
     assert [h.id for h in hits][:1] == [ids[2]]  # the lexical answer, in time
-    assert await search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="") == []
+    assert (
+        await begin_search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
+        == []
+    )
     assert not embedder._cooling()  # the caller's deadline: no cooldown ...
     records = [r for r in caplog.records if r.name == "jupyter_agent.runtime.memory.embedder"]
     assert not [r for r in records if r.levelno >= logging.WARNING]  # ... and no warning
@@ -143,7 +151,7 @@ async def test_a_slow_endpoint_under_the_search_deadline_is_not_a_tier_failure(
     await embedder.on_saved(new)
     await embedder.drain()
     assert new.id in {i for i, _ in slow_store.memory_vectors(model=MODEL)}
-    hits = await search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
+    hits = await begin_search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
     assert [h.id for h in hits][:1] == [ids[0]]
     await embedder.stop()
     await embedder.transport.aclose()
@@ -159,17 +167,17 @@ async def test_vectors_another_server_wrote_are_reloaded_in_the_background(
     await embedder.drain()
     assert slow_store.reads == 1
     await asyncio.sleep(0.25)
-    await search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
+    await begin_search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
     await embedder.drain()
     assert (slow_store.stamps, slow_store.reads) == (2, 1)  # checked: unchanged, not read
     # another server embeds a fact
     other = save(slow_store, "pets", "Her puppy is called Pixel")
     assert slow_store.put_vector(other.id, MODEL, vec(other.text))
-    hits = await search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
+    hits = await begin_search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
     assert other.id not in {h.id for h in hits}  # within reload_every_s: not checked
     await asyncio.sleep(0.25)
     slow_store.delay_s = 1.0  # the reload is slow: searches meanwhile use the old snapshot
-    hits = await search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
+    hits = await begin_search(slow_store, intent(QUERY), rank=rank, timeout_s=DEADLINE_S, owner="")
     assert [h.id for h in hits][:1] == [ids[0]]
     await embedder.drain()
     assert slow_store.reads == 2

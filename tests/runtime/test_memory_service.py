@@ -13,7 +13,7 @@ import pytest
 
 from jupyter_agent.core.memory.records import Memory, RecallHit
 from jupyter_agent.exceptions import BadRequest, NotFound
-from jupyter_agent.runtime.memory.search import search
+from jupyter_agent.runtime.memory.search import begin_search
 from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.runtime.secrets import Scrubber
 from jupyter_agent.store.memory.recall_queries import DEFAULT_CANDIDATES
@@ -275,7 +275,7 @@ async def test_every_recall_path_reads_the_stores_candidate_count(tmp_path: Path
         await service.search("teal charts", history=True, owner="")
         await service.search_memories("teal charts", owner="")
         data = {"query": "teal charts", "k": 5, "threshold": 0.0, "budget_tokens": 800}
-        await search(store, data, timeout_s=10, owner="")
+        await begin_search(store, data, timeout_s=10, owner="")
         assert store.candidates == [DEFAULT_CANDIDATES] * 3
     finally:
         store.close()

@@ -1,24 +1,20 @@
 """A recall begun ahead of its intent (``toolcaller@v7``'s start answer, issue 27): its store
 read runs in a worker thread from the moment it is begun, not from the loop's next step,
 so it overlaps what the driver does without yielding (logging the start answer, draining
-the mailbox, building the prompt); and a run's ``recall.search`` is answered by that one
-search (the store is read once per turn)."""
+the mailbox, building the prompt). That a run's ``recall.search`` is answered by that one
+search: ``tests/runtime/test_start_runs.py``."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import threading
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from jupyter_agent.core.memory.records import RecallHit
 from jupyter_agent.runtime.memory.search import Prefetch, RecallTimeout, begin_search
-from jupyter_agent.trace.log import pair_effects
-from tests.runtime.harness import Harness, close_harness, make_harness
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -106,34 +102,3 @@ async def test_a_search_past_its_deadline_times_out_and_drops_the_late_answer() 
     with pytest.raises(RecallTimeout, match="longer than 50 ms"):
         await search
     store.go.set()
-
-
-@pytest.fixture
-async def agent(tmp_path: Path, fake_provider: Any, kernel_manager: Any) -> AsyncIterator[Harness]:
-    harness = await make_harness(tmp_path, fake_provider([]), kernel_manager)
-    harness.fake.load({"steps": [{"text": "Noted."}], "repeat": True})
-    yield harness
-    await close_harness(harness)
-
-
-async def test_a_turn_reads_the_store_once_for_its_recall(
-    agent: Harness, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The search begun with the start answer is the one ``recall.search`` answers with
-    (the program's intent equals the planned one): one store read per turn, begun before
-    the program asked, and the hits the log holds are that read's."""
-    first = agent.new_chat()
-    await agent.ask(first, "The ingest pipeline runs nightly at 02:00.")
-    reads: list[str] = []
-    recall = agent.store.recall
-
-    def counted(query: str, **kwargs: Any) -> list[RecallHit]:
-        reads.append(query)
-        return recall(query, **kwargs)
-
-    monkeypatch.setattr(agent.store, "recall", counted)
-    turn = await agent.ask(agent.new_chat(), "When does the ingest pipeline run?")
-    [searched] = [e for e in pair_effects(agent.trace(turn.run_id)) if e.name == "recall.search"]
-    assert reads == [searched.data["query"]]
-    assert searched.result is not None
-    assert {h["chat_id"] for h in searched.result.data["hits"]} == {first}

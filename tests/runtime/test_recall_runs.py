@@ -18,7 +18,7 @@ import pytest
 
 from jupyter_agent.core.memory.recall import HEADER
 from jupyter_agent.core.memory.records import RecallHit
-from jupyter_agent.runtime.memory.search import RecallTimeout, memory_answer, search
+from jupyter_agent.runtime.memory.search import RecallTimeout, begin_search, memory_answer
 from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.runtime.runs.parts import RunConfig
 from jupyter_agent.runtime.secrets import NO_SECRETS
@@ -216,8 +216,8 @@ async def test_the_recall_deadline_is_the_run_configs(store: Store) -> None:
         return []
 
     with pytest.raises(RecallTimeout, match="longer than 50 ms"):
-        await search(store, data, rank=slow, timeout_s=0.05, owner="")
-    hits = await search(store, data, timeout_s=10, owner="")
+        await begin_search(store, data, rank=slow, timeout_s=0.05, owner="")
+    hits = await begin_search(store, data, timeout_s=10, owner="")
     assert [h.text for h in hits] == [FACT]
     assert RunConfig(tiers={}, ceilings={}, spaces={}).recall_timeout_ms == 250
 
@@ -262,16 +262,16 @@ async def test_search_packs_by_threshold_k_and_budget(store: Store) -> None:
         "exclude_since": None,
         "exclude_chunks": [],
     }
-    hits = await search(store, intent, owner="")
+    hits = await begin_search(store, intent, owner="")
     assert len(hits) == 5
     assert {h.id for h in hits} <= set(ids)
-    assert await search(store, {**intent, "budget_tokens": 60}, owner="") == hits[:1]
-    assert await search(store, {**intent, "threshold": 0.99}, owner="") == []
-    assert await search(store, {**intent, "k": 0}, owner="") == []
+    assert await begin_search(store, {**intent, "budget_tokens": 60}, owner="") == hits[:1]
+    assert await begin_search(store, {**intent, "threshold": 0.99}, owner="") == []
+    assert await begin_search(store, {**intent, "k": 0}, owner="") == []
     with pytest.raises(ValueError, match="exclude_chunks"):
-        await search(store, {**intent, "exclude_chunks": [[1]]}, owner="")
+        await begin_search(store, {**intent, "exclude_chunks": [[1]]}, owner="")
     with pytest.raises(ValueError, match="query"):
-        await search(store, {**intent, "query": None}, owner="")
+        await begin_search(store, {**intent, "query": None}, owner="")
 
 
 # --- credentials are never recalled -----------------------------------------------------
@@ -322,8 +322,8 @@ async def test_search_drops_credential_hits_before_packing(store: Store) -> None
     intent = {"query": "where do nightly backups land", "k": 1, "threshold": 0.0}
     intent |= {"budget_tokens": 800, "chat_id": None}
     scrubber = Scrubber({"s3://ops-backups/raw": "BACKUP_URL"})
-    assert [h.id for h in await search(store, intent, owner="")] in ([safe], [leaked])
-    hits = await search(store, {**intent, "k": 2}, known=scrubber.spans, owner="")
+    assert [h.id for h in await begin_search(store, intent, owner="")] in ([safe], [leaked])
+    hits = await begin_search(store, {**intent, "k": 2}, known=scrubber.spans, owner="")
     assert [h.id for h in hits] == [safe]
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
+from jupyter_agent.core.memory.records import RecallHit
 from jupyter_agent.runtime.memory.counts import counts_of
 from jupyter_agent.runtime.memory.service import MemoryService
 from jupyter_agent.runtime.secrets import NO_SECRETS
@@ -118,3 +119,26 @@ async def test_another_chats_turn_makes_the_next_chat_recall(agent: Harness) -> 
     assert searched.result is not None
     assert turn.recall is not None
     assert {h.chat_id for h in turn.recall.hits} == {chat}
+
+
+async def test_a_turn_reads_the_store_once_for_its_recall(
+    agent: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search begun with the start answer is the one ``recall.search`` answers with
+    (the program's intent equals the planned one): one store read per turn, begun before
+    the program asked, and the hits the log holds are that read's."""
+    first = agent.new_chat()
+    await agent.ask(first, "The ingest pipeline runs nightly at 02:00.")
+    reads: list[str] = []
+    recall = agent.store.recall
+
+    def counted(query: str, **kwargs: Any) -> list[RecallHit]:
+        reads.append(query)
+        return recall(query, **kwargs)
+
+    monkeypatch.setattr(agent.store, "recall", counted)
+    turn = await agent.ask(agent.new_chat(), "When does the ingest pipeline run?")
+    [searched] = [e for e in effects(agent, turn.run_id) if e.name == "recall.search"]
+    assert reads == [searched.data["query"]]
+    assert searched.result is not None
+    assert {h["chat_id"] for h in searched.result.data["hits"]} == {first}

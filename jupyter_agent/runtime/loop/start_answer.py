@@ -140,7 +140,7 @@ def _prefetch(run: RunContext, answer: StartAnswer) -> None:
 
 async def recall_hits(run: RunContext, data: Mapping[str, Any]) -> list[RecallHit]:
     """The hits of the ``recall.search`` intent ``data`` for this run (packed; raises as
-    :func:`~jupyter_agent.runtime.memory.search.search`)."""
+    :func:`~jupyter_agent.runtime.memory.search.begin_search`)."""
     return await _begin(run, data)
 
 

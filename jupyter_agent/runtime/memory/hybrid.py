@@ -4,7 +4,7 @@ embedder's cosines when a query vector comes in time.
 :func:`recall_hits` is recall with the hybrid ranking when a query vector is had
 (:mod:`jupyter_agent.core.memory.hybrid`), else exactly the store's lexical recall;
 :func:`hybrid_rank` is it as the ``rank`` hook of ``recall.search``
-(:func:`jupyter_agent.runtime.memory.search.search`). The vectors and the query
+(:func:`jupyter_agent.runtime.memory.search.begin_search`). The vectors and the query
 embedding are :class:`~jupyter_agent.runtime.memory.embedder.Embedder`'s.
 """
 

@@ -6,7 +6,7 @@
   settings (its :class:`~jupyter_agent.runtime.runs.parts.RunConfig`'s ``recall``, from the
   RunManager traits). A store that cannot be read answers no categories (logged): the run
   goes on, its prompt saying "none yet".
-- :func:`search`: the recall of one message: ``store.recall`` in a worker thread (the
+- :func:`begin_search`: the recall of one message: ``store.recall`` in a worker thread (the
   window's own turns and summaries left out), ranked hybrid when the server has an embed
   tier (the ``rank`` hook), then packed with :func:`~jupyter_agent.core.memory.recall.pack_hits`
   (threshold and budget), so what the result holds, what the ``recall`` event shows and
@@ -45,7 +45,6 @@ __all__ = [
     "RecallTimeout",
     "begin_search",
     "memory_answer",
-    "search",
     "search_args",
 ]
 
@@ -125,21 +124,6 @@ def search_args(data: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-async def search(
-    store: Any,
-    data: Mapping[str, Any],
-    *,
-    owner: str,
-    rank: Rank | None = None,
-    known: Callable[[str], object] | None = None,
-    timeout_s: float | None = None,
-) -> list[RecallHit]:
-    """The hits of a ``recall.search`` intent, packed (see the module docstring);
-    ``known(text)`` truthy when ``text`` holds a secret the server knows
-    (``Scrubber.spans``); :class:`RecallTimeout` past ``timeout_s`` (None: no deadline)."""
-    return await begin_search(store, data, owner=owner, rank=rank, known=known, timeout_s=timeout_s)
-
-
 def begin_search(
     store: Any,
     data: Mapping[str, Any],
@@ -149,7 +133,10 @@ def begin_search(
     known: Callable[[str], object] | None = None,
     timeout_s: float | None = None,
 ) -> asyncio.Future[list[RecallHit]]:
-    """:func:`search`, begun now: the store's read is in a worker thread before this
+    """The hits of a ``recall.search`` intent, packed (see the module docstring), as a
+    future; ``known(text)`` truthy when ``text`` holds a secret the server knows
+    (``Scrubber.spans``); :class:`RecallTimeout` past ``timeout_s`` (None: no deadline).
+    Begun now: the store's read is in a worker thread before this
     returns (the lexical ranking; the hybrid one starts at the loop's next step), so a
     search begun ahead of its intent (:class:`Prefetch`) runs while the caller goes on
     without yielding. Call on the loop; a bad intent raises ValueError here. The deadline
