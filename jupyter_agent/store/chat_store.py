@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import bindparam, delete, func, update
+from sqlalchemy import bindparam, case, delete, func, update
 from sqlalchemy import select as core_select
 
 from jupyter_agent.core.turns import RunSummary, TurnRecord
@@ -71,6 +71,22 @@ def _set_chat(conn: Any, chat_id: str, **values: Any) -> Chat | None:
 def _chat_exists(conn: Any, chat_id: str) -> bool:
     query = core_select(CHATS.c.id).where(CHATS.c.id == chat_id)
     return conn.execute(query).first() is not None
+
+
+# A message's write of its chat's row (:meth:`ChatMethods.store_messages`): a first message
+# names an untitled chat (``updated`` = its time; a titled chat keeps both), a message
+# opening a run makes it the active run (``updated`` = the run's start). SET expressions
+# read the row as it was, so ``updated``'s CASE sees the old title.
+_UNTITLED: Final = CHATS.c.title == ""
+_TITLE: Final = case((_UNTITLED, bindparam("m_title")), else_=CHATS.c.title)
+_CHAT_ROW: Final = update(CHATS).where(CHATS.c.id == bindparam("m_chat")).returning(CHATS.c.id)
+_NAME: Final = _CHAT_ROW.values(
+    title=_TITLE, updated=case((_UNTITLED, bindparam("m_now")), else_=CHATS.c.updated)
+)
+_OPEN: Final = _CHAT_ROW.values(updated=bindparam("m_started"), active_run_id=bindparam("m_run"))
+_OPEN_NAMED: Final = _CHAT_ROW.values(
+    title=_TITLE, updated=bindparam("m_started"), active_run_id=bindparam("m_run")
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -270,23 +286,25 @@ class ChatMethods:
 
     def _store_message(self, conn: Any, write: MessageWrite) -> bool:
         chat_id = write.chat_id
-        if not _chat_exists(conn, chat_id):
+        # The chat's row first, in one statement that also tells whether it exists (its
+        # RETURNING): a message costs three statements, not five.
+        params: dict[str, Any] = {"m_chat": chat_id}
+        if write.title:
+            params.update(m_title=valid(write.title, "chat title"), m_now=write.now)
+        if write.run is not None:
+            params.update(m_started=write.run.started, m_run=write.run.run_id)
+            statement = _OPEN_NAMED if write.title else _OPEN
+        else:
+            statement = _NAME if write.title else None
+        if statement is None:
+            if not _chat_exists(conn, chat_id):
+                return False
+        elif conn.execute(statement, params).first() is None:
             return False
         if write.item is not None:
             conn.execute(MAIL.insert(), mail_row(chat_id, write.item))
-        if write.title:
-            conn.execute(
-                update(CHATS)
-                .where(CHATS.c.id == chat_id, CHATS.c.title == "")
-                .values(title=valid(write.title, "chat title"), updated=write.now)
-            )
         if write.run is not None:
             conn.execute(self._upsert_run_sql, run_values(write.run))
-            conn.execute(
-                update(CHATS)
-                .where(CHATS.c.id == chat_id)
-                .values(updated=write.run.started, active_run_id=write.run.run_id)
-            )
         return True
 
     def queued_mail(self, chat_id: str | None = None) -> list[dict[str, Any]]:
