@@ -289,6 +289,7 @@ class ChatMethods:
         # The chat's row first, in one statement that also tells whether it exists (its
         # RETURNING): a message costs three statements, not five.
         params: dict[str, Any] = {"m_chat": chat_id}
+        statement: Any
         if write.title:
             params.update(m_title=valid(write.title, "chat title"), m_now=write.now)
         if write.run is not None:

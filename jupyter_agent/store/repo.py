@@ -49,9 +49,9 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Final
+from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, bindparam, delete, update
+from sqlalchemy import Connection, Engine, bindparam, case, delete, null, update
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
 from jupyter_agent.core.demo import is_demo_model
@@ -83,12 +83,44 @@ __all__ = ["MAX_PAGE", "Chat", "MessageWrite", "Store"]
 
 log = logging.getLogger(__name__)
 
-# Bump a chat's ``updated`` to a turn's time, never backwards.
-_BUMP_CHAT: Final = (
-    update(CHATS)
-    .where(CHATS.c.id == bindparam("b_chat"), CHATS.c.updated < bindparam("b_at"))
-    .values(updated=bindparam("b_at"))
+# A turn's write of its chat's row (``append_turn``), one UPDATE: ``updated`` bumped to the
+# latest of the turn's time and its run's end, never backwards; the chat's active run
+# cleared when it is still the run that ended.
+_CHAT_ROW: Final = update(CHATS).where(CHATS.c.id == bindparam("b_chat"))
+_BUMPED: Final = case(
+    (CHATS.c.updated < bindparam("b_at"), bindparam("b_at")), else_=CHATS.c.updated
 )
+_CLEARED: Final = case(
+    (CHATS.c.active_run_id == bindparam("b_run"), null()), else_=CHATS.c.active_run_id
+)
+_BUMP_CHAT: Final = _CHAT_ROW.where(CHATS.c.updated < bindparam("b_at")).values(
+    updated=bindparam("b_at")
+)
+_END_CHAT: Final = _CHAT_ROW.values(active_run_id=_CLEARED)
+_BUMP_END_CHAT: Final = _CHAT_ROW.values(updated=_BUMPED, active_run_id=_CLEARED)
+
+
+def _chat_rows(
+    turn: TurnRecord, inserted: bool, ended: RunSummary | None, bump: bool
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The statements of ``append_turn``'s chat row writes (one per chat: one in practice,
+    a run's turn and its summary being of one chat)."""
+    bumps: dict[str, list[str]] = {}
+    runs: dict[str, str] = {}
+    if inserted:
+        bumps[turn.chat_id] = [turn.created]
+    if ended is not None:
+        runs[ended.chat_id] = ended.run_id
+        if ended.ended and bump:
+            bumps.setdefault(ended.chat_id, []).append(ended.ended)
+    for chat_id in dict.fromkeys([*bumps, *runs]):
+        at, run_id = max(bumps.get(chat_id, ()), default=None), runs.get(chat_id)
+        if run_id is None:
+            yield _BUMP_CHAT, {"b_chat": chat_id, "b_at": at}
+        elif at is None:
+            yield _END_CHAT, {"b_chat": chat_id, "b_run": run_id}
+        else:
+            yield _BUMP_END_CHAT, {"b_chat": chat_id, "b_at": at, "b_run": run_id}
 
 
 _SQLITE_TRANSIENT: Final = (
@@ -265,21 +297,15 @@ class Store(
             # RETURNING, not rowcount: rowcount is unreliable here through psycopg.
             found = conn.execute(self._append_turn_sql, turn_values(turn)).first()
             inserted = found is not None
-            if inserted:
-                conn.execute(_BUMP_CHAT, {"b_chat": turn.chat_id, "b_at": turn.created})
-                if not is_demo_model(turn.model):
-                    recall_queue.queue_turn(conn, turn.id)
+            # The chat's row right after the turn (the lock order delete_chat keeps).
+            for statement, params in _chat_rows(turn, inserted, ended, bump):
+                conn.execute(statement, params)
+            if inserted and not is_demo_model(turn.model):
+                recall_queue.queue_turn(conn, turn.id)
             if delivered:
                 conn.execute(delete(MAIL).where(MAIL.c.id.in_(list(delivered))))
             if ended is not None:
                 conn.execute(self._upsert_run_sql, run_values(ended))
-                conn.execute(
-                    update(CHATS)
-                    .where(CHATS.c.id == ended.chat_id, CHATS.c.active_run_id == ended.run_id)
-                    .values(active_run_id=None)
-                )
-                if ended.ended and bump:
-                    conn.execute(_BUMP_CHAT, {"b_chat": ended.chat_id, "b_at": ended.ended})
             return inserted
 
     def list_turns(self, chat_id: str) -> list[TurnRecord]:

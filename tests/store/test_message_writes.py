@@ -32,7 +32,7 @@ def test_one_transaction_one_answer_per_write(store: Store) -> None:
     assert (opened.title, opened.active_run_id, opened.updated) == ("hi", run.run_id, iso(6))
     kept = store.get_chat("chat_01B")
     assert kept is not None
-    assert kept.title == "Kept"  # a chat that has a title keeps it
+    assert (kept.title, kept.updated) == ("Kept", iso(1))  # a titled chat keeps both
     assert store.get_run(run.run_id) == run
     queued = [(m["chat_id"], m["id"]) for m in store.queued_mail()]
     assert queued == [("chat_01A", "msg_1"), ("chat_01B", "msg_3")]

@@ -132,3 +132,29 @@ def test_a_runs_end_leaves_another_active_run_alone(store: Store, chat: str) -> 
     stored = store.get_chat(chat)
     assert stored is not None
     assert stored.active_run_id == "run_000008"
+
+
+def test_a_recovered_end_clears_the_run_without_moving_the_chat(store: Store, chat: str) -> None:
+    # Recovery (bump_to_end=False): the chat's time is its turn's, not the restart's end.
+    assert store.open_run(make_run(7, chat_id=chat, status="running", run_id="run_000007"))
+    turn = replace(make_turn(7, chat_id=chat), run_id="run_000007")
+    ended = make_run(7, chat_id=chat, run_id="run_000007")
+    assert store.append_turn(turn, ended=ended, bump_to_end=False) is True
+    stored = store.get_chat(chat)
+    assert stored is not None
+    assert (stored.active_run_id, stored.updated) == (None, turn.created)
+    assert str(ended.ended) > turn.created
+
+
+def test_a_turn_stored_again_still_ends_its_run(store: Store, chat: str) -> None:
+    # The turn is there already (a replayed write): not stored again, but the run's end
+    # is, and the chat's time moves to it, never back.
+    turn = replace(make_turn(7, chat_id=chat), run_id="run_000007")
+    assert store.append_turn(turn) is True
+    assert store.open_run(make_run(7, chat_id=chat, status="running", run_id="run_000007"))
+    ended = make_run(7, chat_id=chat, run_id="run_000007")
+    assert store.append_turn(turn, ended=ended) is False
+    stored = store.get_chat(chat)
+    assert stored is not None
+    assert (stored.active_run_id, stored.updated) == (None, ended.ended)
+    assert store.get_run("run_000007") == ended
