@@ -172,6 +172,39 @@ async def test_a_waiting_acquire_takes_the_first_kernel_ready(
     assert kernel_manager.list_kernel_ids() == []
 
 
+async def test_a_runs_end_reaches_its_readers_before_its_kernel_shuts_down(
+    agent: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run releases its kernel, then publishes run_end: a reader woken by that event (the
+    # events socket) runs before the kernel's shutdown does its synchronous part.
+    pool = agent.manager.services.pool
+    await wait_filled(pool)
+    chat = agent.new_chat()
+    read: list[str] = []
+    read_at_shutdown: list[list[str]] = []
+    real = pool._starts.shutdown
+
+    async def shutdown(handle: Any) -> None:
+        read_at_shutdown.append(list(read))
+        await real(handle)
+
+    monkeypatch.setattr(pool._starts, "shutdown", shutdown)
+    with agent.events.subscribe(chat) as queue:
+
+        async def reader() -> None:
+            while True:
+                read.append((await queue.get())["type"])
+
+        task = asyncio.create_task(reader())
+        try:
+            agent.fake.load([{"text": "Running it.", "cells": ["print(1)"]}, {"text": "Done."}])
+            await agent.ask(chat, "go")
+            await wait_until(lambda: read_at_shutdown, "the run's kernel shut down")
+        finally:
+            task.cancel()
+    assert read_at_shutdown[0][-1] == "run_end"
+
+
 def test_pool_max_defaults_and_refusal() -> None:
     assert KernelPool(None, size=2).pool_max == 4
     assert KernelPool(None, size=6).pool_max == 6
