@@ -69,7 +69,10 @@ def _set_chat(conn: Any, chat_id: str, **values: Any) -> Chat | None:
 
 
 def _chat_exists(conn: Any, chat_id: str) -> bool:
-    query = core_select(CHATS.c.id).where(CHATS.c.id == chat_id)
+    """Whether the chat exists, its row held until the commit (PostgreSQL: FOR KEY SHARE, so
+    a delete_chat waits and then deletes what this transaction queued; SQLite's write
+    transaction holds the whole database)."""
+    query = core_select(CHATS.c.id).where(CHATS.c.id == chat_id).with_for_update(key_share=True)
     return conn.execute(query).first() is not None
 
 

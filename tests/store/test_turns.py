@@ -136,7 +136,8 @@ def test_a_runs_end_leaves_another_active_run_alone(store: Store, chat: str) -> 
 
 def test_a_recovered_end_clears_the_run_without_moving_the_chat(store: Store, chat: str) -> None:
     # Recovery (bump_to_end=False): the chat's time is its turn's, not the restart's end.
-    assert store.open_run(make_run(7, chat_id=chat, status="running", run_id="run_000007"))
+    started = make_run(7, chat_id=chat, status="running", run_id="run_000007", started=iso(3))
+    assert store.open_run(started)  # the chat's time: iso(3), before the turn's
     turn = replace(make_turn(7, chat_id=chat), run_id="run_000007")
     ended = make_run(7, chat_id=chat, run_id="run_000007")
     assert store.append_turn(turn, ended=ended, bump_to_end=False) is True
@@ -158,3 +159,9 @@ def test_a_turn_stored_again_still_ends_its_run(store: Store, chat: str) -> None
     assert stored is not None
     assert (stored.active_run_id, stored.updated) == (None, ended.ended)
     assert store.get_run("run_000007") == ended
+    # Stored once more, ended again, with the chat touched later meanwhile: never back.
+    store.touch_chat(chat, now=iso(100), active_run_id="run_000007")
+    assert store.append_turn(turn, ended=ended) is False
+    stored = store.get_chat(chat)
+    assert stored is not None
+    assert (stored.active_run_id, stored.updated) == (None, iso(100))
