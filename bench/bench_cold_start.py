@@ -15,9 +15,10 @@ otherwise be compiled from source at every start (about 0.25 s) while the bare s
 site-packages are not; so the servers write and read their bytecode under one
 ``PYTHONPYCACHEPREFIX`` of the bench's, and one start of each kind, not counted, fills it.
 
-Each server's RSS is read 1 s after its start's last step (the agent's first reply, the bare
-server's ready): what a server with the agent holds once it has answered, against one
-without.
+Each server's RSS (the server process's ``VmRSS``, Linux only; its kernels are processes
+of their own, not counted) is read 1 s after its start's last step (the agent's first reply,
+the bare server's ready): what a server with the agent holds once it has answered, against
+one without.
 
 Goals (the issue's): ready <= 1.1x the bare server; first reply after ready <= 0.5 s; cold
 start to the first reply <= the bare server's ready + 0.5 s; RSS after the start <= 120 MB.
@@ -44,8 +45,12 @@ from bench_server import Server
 
 from jupyter_agent.llm.fake.server import FakeProvider
 
-#: Seconds a server is left before its RSS is read: a start's work in threads is done.
+#: Seconds a server is left before its RSS is read (the start's work in threads, the first
+#: turn's warming, takes about 0.3 s here: assumed done, not checked).
 SETTLE_S = 1.0
+
+#: The issue's goal for the RSS of a server with the agent after its start.
+RSS_GOAL_MB = 120.0
 
 #: The bytecode of every process of the bench (see the module docstring).
 PYCACHE = {"PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="bench-cold-pyc-")}
@@ -181,9 +186,11 @@ def main(k: int = 5) -> None:
     print(f"agent server ready:        {r:.2f} s = {r / b:.2f}x bare (goal <= 1.1x)")
     print(f"first reply after ready:   {after:.2f} s (goal <= 0.5 s)")
     print(f"cold start to first reply: {f:.2f} s = bare + {f - b:.2f} s (goal <= bare + 0.5 s)")
+    agent_mb, bare_mb = med(rss), med(bare_rss)
+    verdict = "met" if agent_mb <= RSS_GOAL_MB else "missed"
     print(
-        f"RSS after the first reply:  {med(rss):.1f} MB, bare after ready {med(bare_rss):.1f} MB:"
-        f" + {med(rss) - med(bare_rss):.1f} MB (goal <= 120 MB)"
+        f"RSS after the start:       {agent_mb:.1f} MB (goal <= {RSS_GOAL_MB:.0f} MB: {verdict});"
+        f" bare {bare_mb:.1f} MB: the agent adds {agent_mb - bare_mb:.1f} MB"
     )
     print(
         f"the very first start (it makes the database): ready {new_ready:.2f} s ="
