@@ -421,9 +421,8 @@ class KernelPool(LoggingConfigurable):
         task.add_done_callback(self._closing.discard)
 
     async def _shutdown(self, handle: AgentKernelHandle) -> None:
-        # What is already due goes first: a run ends by releasing its kernel and then
-        # publishing its run_end, whose socket write would otherwise wait behind the
-        # shutdown's synchronous part (channels closed, the process signalled: ~1.7 ms).
+        # What is due goes first: the run_end its run publishes right after the release
+        # would wait behind the shutdown's synchronous part (channels, signals: ~1.7 ms).
         await asyncio.sleep(0)
         await self._starts.shutdown(handle)
 
