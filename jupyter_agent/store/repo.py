@@ -100,27 +100,18 @@ _END_CHAT: Final = _CHAT_ROW.values(active_run_id=_CLEARED)
 _BUMP_END_CHAT: Final = _CHAT_ROW.values(updated=_BUMPED, active_run_id=_CLEARED)
 
 
-def _chat_rows(
+def _chat_row(
     turn: TurnRecord, inserted: bool, ended: RunSummary | None, bump: bool
-) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """The statements of ``append_turn``'s chat row writes (one per chat: one in practice,
-    a run's turn and its summary being of one chat)."""
-    bumps: dict[str, list[str]] = {}
-    runs: dict[str, str] = {}
-    if inserted:
-        bumps[turn.chat_id] = [turn.created]
-    if ended is not None:
-        runs[ended.chat_id] = ended.run_id
-        if ended.ended and bump:
-            bumps.setdefault(ended.chat_id, []).append(ended.ended)
-    for chat_id in dict.fromkeys([*bumps, *runs]):
-        at, run_id = max(bumps.get(chat_id, ()), default=None), runs.get(chat_id)
-        if run_id is None:
-            yield _BUMP_CHAT, {"b_chat": chat_id, "b_at": at}
-        elif at is None:
-            yield _END_CHAT, {"b_chat": chat_id, "b_run": run_id}
-        else:
-            yield _BUMP_END_CHAT, {"b_chat": chat_id, "b_at": at, "b_run": run_id}
+) -> tuple[Any, dict[str, Any]] | None:
+    """``append_turn``'s write of the chat's row (None: nothing to write)."""
+    times = [turn.created] if inserted else []
+    if ended is not None and ended.ended and bump:
+        times.append(ended.ended)
+    params: dict[str, Any] = {"b_chat": turn.chat_id, "b_at": max(times, default=None)}
+    if ended is None:
+        return (_BUMP_CHAT, params) if times else None
+    params["b_run"] = ended.run_id
+    return (_BUMP_END_CHAT if times else _END_CHAT, params)
 
 
 _SQLITE_TRANSIENT: Final = (
@@ -268,11 +259,12 @@ class Store(
 
         ``delivered``: the ids of the queued messages the turn holds, deleted from the
         durable mailbox in the same transaction (also when the turn was already stored).
-        ``ended``: the summary of the run that ended with this turn, stored (replacing the
-        ``running`` one) in the same transaction, which also clears the chat's active run if
-        it is still this one and (``bump_to_end``) bumps ``updated`` to ``ended.ended``: a
-        run's end is one write, not three. Recovery passes ``bump_to_end=False``: a run
-        ended by a restart must not move its chat to the top of the list.
+        ``ended``: the summary of the run that ended with this turn (ValueError for another
+        run's), stored (replacing the ``running`` one) in the same transaction, which also
+        clears the chat's active run if it is still this one and (``bump_to_end``) bumps
+        ``updated`` to ``ended.ended``: a run's end is one write, not three. Recovery passes
+        ``bump_to_end=False``: a run ended by a restart must not move its chat to the top
+        of the list.
         Idempotent: a turn whose id, or whose run, is already stored is ignored (first write
         wins) and False is returned. A turn for an unknown chat is a StoreError. A stored
         turn is queued for its recall doc in the same transaction, and the indexer woken
@@ -280,6 +272,8 @@ class Store(
         was deleted before it is indexed; none for a turn the demo model answered, not
         even queued: its scripted text is no one's words).
         """
+        if ended is not None and (ended.chat_id, ended.run_id) != (turn.chat_id, turn.run_id):
+            raise ValueError(f"{ended.run_id} is not the run of turn {turn.id}")
         inserted = self._store_turn(turn, delivered=delivered, ended=ended, bump=bump_to_end)
         if inserted and not is_demo_model(turn.model):
             self._indexer.wake(turn.chat_id, turn.created)
@@ -298,8 +292,9 @@ class Store(
             found = conn.execute(self._append_turn_sql, turn_values(turn)).first()
             inserted = found is not None
             # The chat's row right after the turn (the lock order delete_chat keeps).
-            for statement, params in _chat_rows(turn, inserted, ended, bump):
-                conn.execute(statement, params)
+            row = _chat_row(turn, inserted, ended, bump)
+            if row is not None:
+                conn.execute(*row)
             if inserted and not is_demo_model(turn.model):
                 recall_queue.queue_turn(conn, turn.id)
             if delivered:

@@ -165,3 +165,10 @@ def test_a_turn_stored_again_still_ends_its_run(store: Store, chat: str) -> None
     stored = store.get_chat(chat)
     assert stored is not None
     assert (stored.active_run_id, stored.updated) == (None, iso(100))
+
+
+def test_a_turn_with_another_runs_end_is_refused(store: Store, chat: str) -> None:
+    turn = replace(make_turn(7, chat_id=chat), run_id="run_000007")
+    with pytest.raises(ValueError, match="is not the run of turn"):
+        store.append_turn(turn, ended=make_run(8, chat_id=chat, run_id="run_000008"))
+    assert store.list_turns(chat) == []
